@@ -1,0 +1,140 @@
+package dev.kvcache;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A store of KV-cache blocks: opaque byte payloads, typically 64 KiB to 64 MiB, under 128-bit
+ * {@link BlockKey}s.
+ *
+ * <p>An inference engine asks, in order: how many leading blocks of this prompt are cached ({@link
+ * #lookupPrefix}), give me those blocks ({@link #get} for a zero-copy lease or {@link #getInto} for
+ * one copy into its own buffer), and, after prefill, store the new blocks ({@link #put}).
+ *
+ * <p>Expected outcomes (a miss, a block too large, no room) are reported as {@link PutStatus} and
+ * {@link GetStatus} values. Exceptions are for programmer errors: {@code null} arguments ({@link
+ * NullPointerException}), empty or read-only buffers and other invalid arguments ({@link
+ * IllegalArgumentException}, {@link java.nio.ReadOnlyBufferException}), and calls on a closed cache
+ * ({@link IllegalStateException}).
+ *
+ * <p>All methods are thread-safe. A cache may drop any block at any time to make room, but it never
+ * returns bytes other than those last put under the key.
+ *
+ * <pre>{@code
+ * try (KvCache cache = KvCache.builder().ramBytes(8L << 30).build()) {
+ *   List<BlockKey> keys = PrefixKeys.of(namespace, 16).keysFor(tokenIds);
+ *   int cached = cache.lookupPrefix(keys);
+ *   ...
+ * }
+ * }</pre>
+ */
+public interface KvCache extends AutoCloseable {
+
+  /** A builder for an embedded cache. */
+  static KvCacheBuilder builder() {
+    return new KvCacheBuilder();
+  }
+
+  /**
+   * Stores the bytes between {@code src}'s position and limit under {@code key}, replacing any
+   * block already stored under it. The bytes are copied once, straight into their place in the
+   * cache; {@code src}'s position is not changed.
+   *
+   * @return {@link PutStatus#STORED} if the block can now be found, otherwise why not
+   * @throws IllegalArgumentException if {@code src} has no bytes remaining
+   */
+  PutStatus put(BlockKey key, ByteBuffer src);
+
+  /**
+   * Leases the block stored under {@code key} without copying it. The returned lease must be
+   * closed; on a miss its status is {@link GetStatus#MISS} and closing it does nothing.
+   */
+  BlockLease get(BlockKey key);
+
+  /**
+   * Copies the block stored under {@code key} into {@code dst} at its position, advancing the
+   * position by the block's length.
+   *
+   * @return {@link GetStatus#HIT} if copied; {@link GetStatus#MISS}; or {@link
+   *     GetStatus#BUFFER_TOO_SMALL}, leaving {@code dst} unchanged
+   * @throws java.nio.ReadOnlyBufferException if {@code dst} is read-only
+   */
+  GetStatus getInto(BlockKey key, ByteBuffer dst);
+
+  /** Whether a block is stored under {@code key}; does not count as an access for the policy. */
+  boolean contains(BlockKey key);
+
+  /**
+   * Removes the block stored under {@code key}. Open leases on it stay valid; its memory is reused
+   * once they are closed.
+   *
+   * @return true if a block was removed
+   */
+  boolean delete(BlockKey key);
+
+  /**
+   * How many leading keys of {@code keys} are cached: the engine can skip prefill for that many
+   * blocks. Stops at the first key not present.
+   */
+  default int lookupPrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    int n = 0;
+    for (BlockKey key : keys) {
+      if (!contains(key)) {
+        break;
+      }
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Copies each block into the buffer at the same index, as {@link #getInto} does.
+   *
+   * @return the status of each block, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  default GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(dsts, "dsts");
+    if (keys.size() != dsts.size()) {
+      throw new IllegalArgumentException(
+          keys.size() + " keys but " + dsts.size() + " destination buffers");
+    }
+    GetStatus[] result = new GetStatus[keys.size()];
+    for (int i = 0; i < result.length; i++) {
+      result[i] = getInto(keys.get(i), dsts.get(i));
+    }
+    return result;
+  }
+
+  /**
+   * Stores each buffer under the key at the same index, as {@link #put} does.
+   *
+   * @return the status of each block, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  default PutStatus[] putAll(List<BlockKey> keys, List<ByteBuffer> srcs) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(srcs, "srcs");
+    if (keys.size() != srcs.size()) {
+      throw new IllegalArgumentException(keys.size() + " keys but " + srcs.size() + " buffers");
+    }
+    PutStatus[] result = new PutStatus[keys.size()];
+    for (int i = 0; i < result.length; i++) {
+      result[i] = put(keys.get(i), srcs.get(i));
+    }
+    return result;
+  }
+
+  /** A snapshot of the counters. Also available after {@link #close()}. */
+  CacheStats stats();
+
+  /**
+   * Drops every block and stops accepting calls. Memory pinned by open leases is released when
+   * they close. Closing twice does nothing.
+   */
+  @Override
+  void close();
+}

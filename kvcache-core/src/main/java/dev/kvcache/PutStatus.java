@@ -1,0 +1,20 @@
+package dev.kvcache;
+
+/** The outcome of a put. Only {@link #STORED} means the block can now be found. */
+public enum PutStatus {
+  /** The block was written and published; it stays findable until it is evicted or deleted. */
+  STORED,
+  /**
+   * The block was written, but the eviction policy chose it as the victim before the put returned
+   * (its estimated frequency was lower than that of the blocks it would have displaced). Its bytes
+   * went to the eviction listener, if one is set, like any evicted block's.
+   */
+  NOT_ADMITTED,
+  /** The block is larger than the tier's maximum block size; nothing changed. */
+  REJECTED_TOO_LARGE,
+  /**
+   * No room could be made: the free memory is held by open leases or in-flight writes. Nothing
+   * changed; retry after leases are closed.
+   */
+  REJECTED_NO_SPACE
+}

@@ -1,0 +1,200 @@
+package dev.kvcache.internal.memory;
+
+import java.nio.ByteBuffer;
+import java.util.TreeSet;
+
+/**
+ * One contiguous region of pre-reserved direct memory, carved into runs of 4 KiB granules.
+ *
+ * <h2>Layout</h2>
+ *
+ * <pre>
+ *  granule: 0        4        9    11              20                      n
+ *           [ used A ][ free   ][ B ][ free          ][ used C             ]
+ *  runLength[start]     = length of the run starting there (free or used)
+ *  runStartByEnd[end-1] = start of the run ending there (boundary tag for coalescing)
+ *  owner[start]         = the block occupying a used run; null for a free run
+ *  freeRuns             = every free run as (length &lt;&lt; 32 | start), ordered, so the smallest run
+ *                         that fits is one ceiling() away (best fit)
+ * </pre>
+ *
+ * Only run boundaries hold meaningful values; cells inside a run are stale and never read. The
+ * bookkeeping costs 12 bytes per 4 KiB granule (0.3%) regardless of how many blocks are cached, so
+ * the per-block heap cost stays in the {@link OffHeapBlock} object.
+ *
+ * <h2>Fragmentation</h2>
+ *
+ * Internal waste is below one granule per block (under 6.25% at 64 KiB, 0.4% at 1 MiB). External
+ * fragmentation is undone by {@link #compact()}: it walks the runs in address order and slides
+ * every block that only the index holds down over the free space before it, so the free space ends
+ * as one run (or one run per stretch between leased blocks, which cannot move). A put therefore
+ * fails only if the free granules, not the largest free run, fall short, or if leases pin blocks
+ * in the way.
+ *
+ * <h2>Concurrency</h2>
+ *
+ * Allocation, freeing and compaction hold this arena's monitor; copying payloads into and out of
+ * blocks does not. Blocks are moved only while their reference count is pinned to {@code MOVING},
+ * see {@link OffHeapBlock}.
+ */
+final class Arena {
+
+  static final int GRANULE_SHIFT = 12;
+  static final int GRANULE_BYTES = 1 << GRANULE_SHIFT;
+
+  final ByteBuffer memory;
+  /** A second view of {@link #memory} used as the copy source when compaction moves a block. */
+  private final ByteBuffer moveSource;
+
+  private final int granules;
+  private final int[] runLength;
+  private final int[] runStartByEnd;
+  private final OffHeapBlock[] owner;
+  private final TreeSet<Long> freeRuns = new TreeSet<>();
+  private int freeGranules;
+  private long compactions;
+  private long bytesCompacted;
+
+  Arena(int bytes) {
+    if (bytes <= 0 || bytes % GRANULE_BYTES != 0) {
+      throw new IllegalArgumentException(
+          "arena size must be a positive multiple of " + GRANULE_BYTES + ", got " + bytes);
+    }
+    // allocateDirect zeroes the memory, so every page is touched now rather than on the put path;
+    // the extra granule lets the region start on a page boundary.
+    this.memory = ByteBuffer.allocateDirect(bytes + GRANULE_BYTES).alignedSlice(GRANULE_BYTES);
+    this.moveSource = memory.duplicate();
+    this.granules = bytes >>> GRANULE_SHIFT;
+    this.runLength = new int[granules];
+    this.runStartByEnd = new int[granules];
+    this.owner = new OffHeapBlock[granules];
+    addFreeRun(0, granules);
+    this.freeGranules = granules;
+  }
+
+  static int granulesFor(int bytes) {
+    return (bytes + GRANULE_BYTES - 1) >>> GRANULE_SHIFT;
+  }
+
+  int capacityGranules() {
+    return granules;
+  }
+
+  synchronized int freeGranules() {
+    return freeGranules;
+  }
+
+  synchronized long compactions() {
+    return compactions;
+  }
+
+  synchronized long bytesCompacted() {
+    return bytesCompacted;
+  }
+
+  /** Best-fit allocation; null if no free run is long enough. */
+  synchronized OffHeapBlock allocate(int lengthBytes, int initialRefs) {
+    int need = granulesFor(lengthBytes);
+    Long run = freeRuns.ceiling((long) need << 32);
+    if (run == null) {
+      return null;
+    }
+    freeRuns.remove(run);
+    int runLen = (int) (run >>> 32);
+    int start = (int) (long) run;
+    if (runLen > need) {
+      addFreeRun(start + need, runLen - need);
+    }
+    OffHeapBlock block = new OffHeapBlock(this, start, lengthBytes, initialRefs);
+    setRun(start, need, block);
+    freeGranules -= need;
+    return block;
+  }
+
+  /** Returns a block's run, merging it with free neighbours. Called once, at refs == 0. */
+  synchronized void free(OffHeapBlock block) {
+    int start = block.startGranule;
+    int len = granulesFor(block.length());
+    if (owner[start] != block) {
+      throw new IllegalStateException("block at granule " + start + " is not owned by this run");
+    }
+    freeGranules += len;
+    int next = start + len;
+    if (start > 0) {
+      int prev = runStartByEnd[start - 1];
+      if (owner[prev] == null) {
+        removeFreeRun(prev);
+        len += start - prev;
+        start = prev;
+      }
+    }
+    if (next < granules && owner[next] == null) {
+      len += runLength[next];
+      removeFreeRun(next);
+    }
+    addFreeRun(start, len);
+  }
+
+  /**
+   * Slides movable blocks towards the start of the arena so that free space coalesces.
+   *
+   * @return the length in granules of the largest free run afterwards
+   */
+  synchronized int compact() {
+    compactions++;
+    freeRuns.clear();
+    int hole = -1; // start of the free space accumulated since the last block that stayed put
+    for (int pos = 0; pos < granules; ) {
+      int len = runLength[pos];
+      OffHeapBlock block = owner[pos];
+      if (block == null) {
+        if (hole < 0) {
+          hole = pos;
+        }
+      } else if (hole >= 0) {
+        if (block.tryPinForMove()) {
+          move(block, pos, hole);
+          setRun(hole, len, block);
+          block.startGranule = hole;
+          block.finishMove();
+          hole += len;
+        } else {
+          addFreeRun(hole, pos - hole); // leased or being freed: it stays, the hole ends here
+          hole = -1;
+        }
+      }
+      pos += len;
+    }
+    if (hole >= 0) {
+      addFreeRun(hole, granules - hole);
+    }
+    return freeRuns.isEmpty() ? 0 : (int) (freeRuns.last() >>> 32);
+  }
+
+  private void move(OffHeapBlock block, int fromGranule, int toGranule) {
+    // Copy upwards in steps no longer than the distance, so no step overlaps its own source.
+    int from = fromGranule << GRANULE_SHIFT;
+    int to = toGranule << GRANULE_SHIFT;
+    int step = from - to;
+    int length = block.length();
+    for (int done = 0; done < length; done += step) {
+      memory.put(to + done, moveSource, from + done, Math.min(step, length - done));
+    }
+    bytesCompacted += length;
+  }
+
+  private void setRun(int start, int len, OffHeapBlock block) {
+    runLength[start] = len;
+    runStartByEnd[start + len - 1] = start;
+    owner[start] = block;
+  }
+
+  private void addFreeRun(int start, int len) {
+    setRun(start, len, null);
+    freeRuns.add(((long) len << 32) | start);
+  }
+
+  private void removeFreeRun(int start) {
+    freeRuns.remove(((long) runLength[start] << 32) | start);
+  }
+}

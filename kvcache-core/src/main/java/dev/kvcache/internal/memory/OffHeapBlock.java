@@ -1,0 +1,151 @@
+package dev.kvcache.internal.memory;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+
+/**
+ * One block's run of granules in an {@link Arena}, with the reference count that decides when the
+ * run may be freed or moved.
+ *
+ * <h2>Reference counting</h2>
+ *
+ * {@code refs} counts the owners of the memory: the cache index (while the block is findable), a
+ * writer (while a put copies into it) and each open lease or in-progress copy out. The run returns
+ * to the arena when the count reaches 0; after that {@link #tryRetain()} fails forever, so a reader
+ * that loses the race with a delete sees a miss, never reused memory.
+ *
+ * <p>Compaction may move a block only when the index is its sole owner ({@code refs == 1}): it
+ * swaps the count to {@code MOVING}, copies the bytes, updates {@code startGranule} and stores 1
+ * back. Readers and releasers that meet {@code MOVING} wait for the move to finish; because the new
+ * offset is written before the count is restored (a volatile write) and readers acquire with a
+ * compare-and-set, a reader that gets in always sees the new offset.
+ */
+public final class OffHeapBlock {
+
+  private static final int MOVING = -1;
+  private static final VarHandle REFS;
+  private static final VarHandle EVICTED;
+
+  static {
+    try {
+      MethodHandles.Lookup lookup = MethodHandles.lookup();
+      REFS = lookup.findVarHandle(OffHeapBlock.class, "refs", int.class);
+      EVICTED = lookup.findVarHandle(OffHeapBlock.class, "evicted", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private final Arena arena;
+  private final int length;
+  /** Written only under the arena's lock, while no reader holds the block. */
+  int startGranule;
+
+  @SuppressWarnings("unused") // accessed through REFS
+  private volatile int refs;
+
+  @SuppressWarnings("unused") // accessed through EVICTED
+  private volatile boolean evicted;
+
+  OffHeapBlock(Arena arena, int startGranule, int length, int initialRefs) {
+    this.arena = arena;
+    this.startGranule = startGranule;
+    this.length = length;
+    this.refs = initialRefs;
+  }
+
+  /** The payload length in bytes. */
+  public int length() {
+    return length;
+  }
+
+  /** Bytes of the arena this block occupies: its length rounded up to whole granules. */
+  public int allocatedBytes() {
+    return Arena.granulesFor(length) << Arena.GRANULE_SHIFT;
+  }
+
+  /** The arena's memory; the block lies at {@link #offset()}. Valid while a reference is held. */
+  public ByteBuffer memory() {
+    return arena.memory;
+  }
+
+  /** The block's byte offset in {@link #memory()}. Stable while a reference is held. */
+  public int offset() {
+    return startGranule << Arena.GRANULE_SHIFT;
+  }
+
+  /** Copies {@code src}'s remaining bytes into the block without moving {@code src}'s position. */
+  public void copyFrom(ByteBuffer src) {
+    arena.memory.put(offset(), src, src.position(), length);
+  }
+
+  /** Copies the block to {@code dst}'s position and advances it; the caller checked the room. */
+  public void copyTo(ByteBuffer dst) {
+    int pos = dst.position();
+    dst.put(pos, arena.memory, offset(), length);
+    dst.position(pos + length);
+  }
+
+  /** A new read-only view of the block's bytes. */
+  public ByteBuffer readOnlyView() {
+    return arena.memory.slice(offset(), length).asReadOnlyBuffer();
+  }
+
+  /** Adds a reference unless the block was already freed. */
+  public boolean tryRetain() {
+    for (int spins = 0; ; spins++) {
+      int r = (int) REFS.getVolatile(this);
+      if (r == 0) {
+        return false;
+      }
+      if (r == MOVING) {
+        backOff(spins);
+      } else if (REFS.compareAndSet(this, r, r + 1)) {
+        return true;
+      }
+    }
+  }
+
+  /** Drops a reference; the last one returns the memory to the arena. */
+  public void release() {
+    for (int spins = 0; ; spins++) {
+      int r = (int) REFS.getVolatile(this);
+      if (r == MOVING) {
+        backOff(spins);
+      } else if (r <= 0) {
+        throw new IllegalStateException("block released more often than retained");
+      } else if (REFS.compareAndSet(this, r, r - 1)) {
+        if (r == 1) {
+          arena.free(this);
+        }
+        return;
+      }
+    }
+  }
+
+  /** Marks the block as removed by the eviction policy. */
+  public void markEvicted() {
+    EVICTED.setVolatile(this, true);
+  }
+
+  public boolean isEvicted() {
+    return (boolean) EVICTED.getVolatile(this);
+  }
+
+  boolean tryPinForMove() {
+    return REFS.compareAndSet(this, 1, MOVING);
+  }
+
+  void finishMove() {
+    REFS.setVolatile(this, 1);
+  }
+
+  private static void backOff(int spins) {
+    if (spins < 64) {
+      Thread.onSpinWait();
+    } else {
+      Thread.yield();
+    }
+  }
+}

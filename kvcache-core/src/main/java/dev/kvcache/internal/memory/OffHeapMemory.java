@@ -1,0 +1,123 @@
+package dev.kvcache.internal.memory;
+
+/**
+ * The RAM tier's allocator: a fixed budget of direct memory, reserved and zeroed up front in
+ * arenas of at most 1 GiB (a {@link java.nio.ByteBuffer} addresses at most 2 GiB), handed out as
+ * {@link OffHeapBlock}s.
+ *
+ * <p>Why plain direct buffers and not Chronicle Bytes: a lease must give the caller a {@link
+ * java.nio.ByteBuffer} view (what NIO channels, Netty and JNI accept), which a direct buffer slice
+ * provides without copying; the JDK's bulk {@code ByteBuffer.put} between direct buffers is the
+ * same {@code Unsafe.copyMemory} Chronicle uses (measured equal: {@code MemoryCopyBenchmark} in
+ * kvcache-bench); and direct buffers need no JVM flags and no deprecated {@code sun.misc.Unsafe}
+ * memory access, while the memory stays valid for as long as any view of it is reachable.
+ *
+ * <p>Allocation tries every arena best-fit; when none has a free run long enough but one has
+ * enough free granules in total, that arena is compacted and tried again. Null means the caller
+ * must free something (evict) first.
+ */
+public final class OffHeapMemory {
+
+  /** Allocation unit: every block occupies a whole number of 4 KiB granules. */
+  public static final int GRANULE_BYTES = Arena.GRANULE_BYTES;
+
+  /** The largest arena: a direct buffer is int-indexed, and 1 GiB keeps compaction pauses short. */
+  public static final int MAX_ARENA_BYTES = 1 << 30;
+
+  private final Arena[] arenas;
+  private final long capacityBytes;
+
+  /**
+   * Reserves {@code capacityBytes} (rounded down to whole granules) of direct memory.
+   *
+   * @throws IllegalStateException if the JVM cannot reserve that much direct memory
+   */
+  public OffHeapMemory(long capacityBytes, int arenaBytes) {
+    if (arenaBytes < GRANULE_BYTES || arenaBytes > MAX_ARENA_BYTES) {
+      throw new IllegalArgumentException(
+          "arena size must be " + GRANULE_BYTES + " to " + MAX_ARENA_BYTES + " bytes, got "
+              + arenaBytes);
+    }
+    long granules = capacityBytes / GRANULE_BYTES;
+    if (granules < 1) {
+      throw new IllegalArgumentException(
+          "capacity must be at least " + GRANULE_BYTES + " bytes, got " + capacityBytes);
+    }
+    long arenaGranules = arenaBytes / GRANULE_BYTES;
+    int count = (int) ((granules + arenaGranules - 1) / arenaGranules);
+    this.arenas = new Arena[count];
+    long left = granules;
+    try {
+      for (int i = 0; i < count; i++) {
+        long g = Math.min(arenaGranules, left);
+        arenas[i] = new Arena((int) (g * GRANULE_BYTES));
+        left -= g;
+      }
+    } catch (OutOfMemoryError e) {
+      throw new IllegalStateException(
+          "cannot reserve " + capacityBytes + " bytes of direct memory for the RAM tier; raise"
+              + " -XX:MaxDirectMemorySize (it defaults to the maximum heap size) or lower the"
+              + " capacity", e);
+    }
+    this.capacityBytes = granules * GRANULE_BYTES;
+  }
+
+  /** Rounds a payload length up to the bytes it occupies. */
+  public static long allocatedBytesFor(int lengthBytes) {
+    return (long) Arena.granulesFor(lengthBytes) * GRANULE_BYTES;
+  }
+
+  /**
+   * A block of {@code lengthBytes} with {@code initialRefs} references, or null if no arena can
+   * hold it even after compaction.
+   */
+  public OffHeapBlock allocate(int lengthBytes, int initialRefs) {
+    for (Arena arena : arenas) {
+      OffHeapBlock block = arena.allocate(lengthBytes, initialRefs);
+      if (block != null) {
+        return block;
+      }
+    }
+    int need = Arena.granulesFor(lengthBytes);
+    Arena roomiest = arenas[0];
+    for (Arena arena : arenas) {
+      if (arena.freeGranules() > roomiest.freeGranules()) {
+        roomiest = arena;
+      }
+    }
+    if (roomiest.freeGranules() >= need && roomiest.compact() >= need) {
+      return roomiest.allocate(lengthBytes, initialRefs);
+    }
+    return null;
+  }
+
+  /** The budget in bytes. */
+  public long capacityBytes() {
+    return capacityBytes;
+  }
+
+  /** Bytes allocated to blocks that have not been freed yet, granule-rounded. */
+  public long usedBytes() {
+    long free = 0;
+    for (Arena arena : arenas) {
+      free += arena.freeGranules();
+    }
+    return capacityBytes - free * GRANULE_BYTES;
+  }
+
+  public long compactions() {
+    long n = 0;
+    for (Arena arena : arenas) {
+      n += arena.compactions();
+    }
+    return n;
+  }
+
+  public long bytesCompacted() {
+    long n = 0;
+    for (Arena arena : arenas) {
+      n += arena.bytesCompacted();
+    }
+    return n;
+  }
+}

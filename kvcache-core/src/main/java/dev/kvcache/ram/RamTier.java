@@ -1,0 +1,325 @@
+package dev.kvcache.ram;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.internal.memory.OffHeapBlock;
+import dev.kvcache.internal.memory.OffHeapMemory;
+import dev.kvcache.spi.BlockEvictionListener;
+import dev.kvcache.spi.Tier;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The off-heap RAM tier: block payloads in pre-reserved direct memory, an index and eviction
+ * policy on the heap.
+ *
+ * <h2>Policy and mechanism</h2>
+ *
+ * A Caffeine cache, bounded by weight (bytes), is the index and the policy: W-TinyLFU decides
+ * which blocks are admitted and which are evicted. Caffeine's weight total may overshoot while its
+ * maintenance is pending, so the hard budget is kept by the allocator ({@link OffHeapMemory}): a
+ * put first obtains its memory, and if the allocator has none it asks the policy for its coldest
+ * block and evicts that, until the allocation succeeds or nothing evictable is left. Caffeine's
+ * own bound is set one block below the budget (at most an eighth of it), so in steady state the
+ * allocator has room and Caffeine's admission filter, not this fallback, chooses the victims.
+ * Caffeine runs its maintenance on the calling thread, so evictions happen during the put that
+ * caused them.
+ *
+ * <h2>Lifetimes</h2>
+ *
+ * A block's memory is reference counted ({@link OffHeapBlock}): the index holds one reference, a
+ * put holds one while it copies, and every lease or copying read holds one. Removing a block from
+ * the index (delete, replace, eviction) drops the index's reference; the memory is reused once the
+ * last lease is closed. A reader racing a delete either gets its reference first and reads the old
+ * bytes intact, or fails to and reports a miss.
+ *
+ * <h2>Eviction hand-off</h2>
+ *
+ * An optional {@link BlockEvictionListener} receives each evicted block as an open lease, so the
+ * next tier down can write it out without a copy while the memory stays pinned and counted here.
+ *
+ * <h2>Heap cost</h2>
+ *
+ * Per cached block: the {@link BlockKey} (32 bytes), the {@link OffHeapBlock} (32 bytes),
+ * Caffeine's node and its hash table slot; measured in {@code docs/ram-tier.md}. The allocator's
+ * own bookkeeping is per 4 KiB of capacity, not per block.
+ */
+public final class RamTier implements Tier {
+
+  private static final Logger log = LoggerFactory.getLogger(RamTier.class);
+
+  /** A put holds one reference while it copies, the index takes the other. */
+  private static final int WRITER_AND_INDEX = 2;
+
+  /** Bound on forced evictions for one put, so a put cannot spin forever against other writers. */
+  private static final int MAX_FORCED_EVICTIONS_PER_PUT = 4096;
+
+  private final RamTierConfig config;
+  private final OffHeapMemory memory;
+  private final Cache<BlockKey, OffHeapBlock> policy;
+  private final ConcurrentMap<BlockKey, OffHeapBlock> index;
+  private final BlockEvictionListener evictionListener;
+
+  private final LongAdder hits = new LongAdder();
+  private final LongAdder misses = new LongAdder();
+  private final LongAdder puts = new LongAdder();
+  private final LongAdder evictions = new LongAdder();
+  private final LongAdder rejections = new LongAdder();
+  private final LongAdder deletes = new LongAdder();
+  private final LongAdder leasesOpen = new LongAdder();
+  private volatile boolean closed;
+
+  /**
+   * A RAM tier without an eviction listener: evicted blocks are dropped.
+   *
+   * @throws IllegalStateException if the JVM cannot reserve the configured direct memory
+   */
+  public RamTier(RamTierConfig config) {
+    this(config, null);
+  }
+
+  /**
+   * A RAM tier that hands evicted blocks to {@code evictionListener}.
+   *
+   * @param evictionListener receives evicted blocks, or null to drop them
+   * @throws IllegalStateException if the JVM cannot reserve the configured direct memory
+   */
+  public RamTier(RamTierConfig config, BlockEvictionListener evictionListener) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.evictionListener = evictionListener;
+    this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes());
+    long headroom =
+        Math.min(OffHeapMemory.allocatedBytesFor(config.maxBlockBytes()), memory.capacityBytes() / 8);
+    this.policy =
+        Caffeine.newBuilder()
+            .maximumWeight(memory.capacityBytes() - headroom)
+            .weigher((BlockKey key, OffHeapBlock block) -> block.allocatedBytes())
+            .executor(Runnable::run)
+            .evictionListener(this::onPolicyRemoval)
+            .build();
+    this.index = policy.asMap();
+    log.debug("RAM tier reserved {} bytes of direct memory", memory.capacityBytes());
+  }
+
+  @Override
+  public String name() {
+    return "ram";
+  }
+
+  @Override
+  public long capacityBytes() {
+    return memory.capacityBytes();
+  }
+
+  @Override
+  public int maxBlockBytes() {
+    return config.maxBlockBytes();
+  }
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    ensureOpen();
+    int length = src.remaining();
+    if (length == 0) {
+      throw new IllegalArgumentException("cannot store an empty block under key " + key);
+    }
+    if (length > config.maxBlockBytes()) {
+      rejections.increment();
+      return PutStatus.REJECTED_TOO_LARGE;
+    }
+    OffHeapBlock block = allocate(length);
+    if (block == null) {
+      rejections.increment();
+      return PutStatus.REJECTED_NO_SPACE;
+    }
+    try {
+      block.copyFrom(src);
+    } catch (RuntimeException | Error e) {
+      block.release();
+      block.release();
+      throw e;
+    }
+    OffHeapBlock previous = index.put(key, block);
+    if (previous != null) {
+      previous.release();
+    }
+    puts.increment();
+    boolean admitted = !block.isEvicted();
+    block.release(); // the writer's reference; the index keeps its own
+    return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
+  }
+
+  private OffHeapBlock allocate(int length) {
+    for (int forced = 0; forced <= MAX_FORCED_EVICTIONS_PER_PUT; forced++) {
+      OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX);
+      if (block != null) {
+        return block;
+      }
+      if (!evictColdest()) {
+        return null;
+      }
+    }
+    return null;
+  }
+
+  /** Evicts the block the policy ranks coldest; false if the index is empty. */
+  private boolean evictColdest() {
+    Map<BlockKey, OffHeapBlock> coldest = policy.policy().eviction().orElseThrow().coldest(1);
+    if (coldest.isEmpty()) {
+      return false;
+    }
+    Map.Entry<BlockKey, OffHeapBlock> victim = coldest.entrySet().iterator().next();
+    if (index.remove(victim.getKey(), victim.getValue())) {
+      onEvicted(victim.getKey(), victim.getValue());
+    }
+    return true;
+  }
+
+  private void onPolicyRemoval(BlockKey key, OffHeapBlock block, RemovalCause cause) {
+    if (cause.wasEvicted()) {
+      onEvicted(key, block);
+    }
+  }
+
+  /** Drops the index's reference on a block the policy removed, handing it on first. */
+  private void onEvicted(BlockKey key, OffHeapBlock block) {
+    block.markEvicted();
+    evictions.increment();
+    if (evictionListener != null && block.tryRetain()) {
+      leasesOpen.increment();
+      RamLease lease = new RamLease(this, key, block);
+      try {
+        evictionListener.onEvicted(lease);
+      } catch (RuntimeException e) {
+        log.error("eviction listener failed on block {}; its lease is closed here", key, e);
+        lease.tryClose();
+      }
+    }
+    block.release();
+  }
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    OffHeapBlock block = policy.getIfPresent(key);
+    if (block == null || !block.tryRetain()) {
+      misses.increment();
+      return BlockLease.miss(key);
+    }
+    hits.increment();
+    leasesOpen.increment();
+    return new RamLease(this, key, block);
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    ensureOpen();
+    if (dst.isReadOnly()) {
+      throw new ReadOnlyBufferException();
+    }
+    OffHeapBlock block = policy.getIfPresent(key);
+    if (block == null || !block.tryRetain()) {
+      misses.increment();
+      return GetStatus.MISS;
+    }
+    try {
+      if (dst.remaining() < block.length()) {
+        return GetStatus.BUFFER_TOO_SMALL;
+      }
+      block.copyTo(dst);
+      hits.increment();
+      return GetStatus.HIT;
+    } finally {
+      block.release();
+    }
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return index.containsKey(key);
+  }
+
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    OffHeapBlock block = index.remove(key);
+    if (block == null) {
+      return false;
+    }
+    deletes.increment();
+    block.release();
+    return true;
+  }
+
+  @Override
+  public CacheStats stats() {
+    return new CacheStats(
+        hits.sum(),
+        misses.sum(),
+        puts.sum(),
+        evictions.sum(),
+        rejections.sum(),
+        deletes.sum(),
+        index.size(),
+        memory.usedBytes(),
+        memory.capacityBytes(),
+        leasesOpen.sum(),
+        memory.compactions(),
+        memory.bytesCompacted());
+  }
+
+  /**
+   * Drops every block. Must not race with other calls on this tier; leases still open keep their
+   * blocks' memory until closed.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (BlockKey key : index.keySet()) {
+      OffHeapBlock block = index.remove(key);
+      if (block != null) {
+        block.release();
+      }
+    }
+    policy.cleanUp();
+  }
+
+  void leaseClosed() {
+    leasesOpen.decrement();
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("the RAM tier is closed");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RamTier[capacity=" + memory.capacityBytes() + ", used=" + memory.usedBytes()
+        + ", blocks=" + index.size() + "]";
+  }
+}

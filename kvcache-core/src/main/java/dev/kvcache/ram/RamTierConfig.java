@@ -1,0 +1,61 @@
+package dev.kvcache.ram;
+
+import dev.kvcache.internal.memory.OffHeapMemory;
+
+/**
+ * Settings of a {@link RamTier}, validated when constructed.
+ *
+ * @param capacityBytes the hard budget of off-heap memory, reserved when the tier is built; rounded
+ *     down to whole 4 KiB granules. At least 64 KiB.
+ * @param maxBlockBytes the largest block accepted; larger puts return {@link
+ *     dev.kvcache.PutStatus#REJECTED_TOO_LARGE}. At most the arena size and the capacity.
+ * @param arenaBytes the size of each contiguous region the capacity is reserved in; a multiple of
+ *     4 KiB, at most 1 GiB.
+ */
+public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes) {
+
+  /** Default {@link #maxBlockBytes}: 64 MiB, or the capacity if smaller. */
+  public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
+
+  /** Default {@link #arenaBytes}: 1 GiB. */
+  public static final int DEFAULT_ARENA_BYTES = OffHeapMemory.MAX_ARENA_BYTES;
+
+  /** The smallest capacity accepted. */
+  public static final long MIN_CAPACITY_BYTES = 64 << 10;
+
+  public RamTierConfig {
+    if (capacityBytes < MIN_CAPACITY_BYTES) {
+      throw new IllegalArgumentException(
+          "RAM tier capacity must be at least " + MIN_CAPACITY_BYTES + " bytes, got "
+              + capacityBytes);
+    }
+    if (arenaBytes < OffHeapMemory.GRANULE_BYTES
+        || arenaBytes > OffHeapMemory.MAX_ARENA_BYTES
+        || arenaBytes % OffHeapMemory.GRANULE_BYTES != 0) {
+      throw new IllegalArgumentException(
+          "arenaBytes must be a multiple of " + OffHeapMemory.GRANULE_BYTES + " up to "
+              + OffHeapMemory.MAX_ARENA_BYTES + ", got " + arenaBytes);
+    }
+    if (maxBlockBytes < 1 || maxBlockBytes > Math.min(arenaBytes, capacityBytes)) {
+      throw new IllegalArgumentException(
+          "maxBlockBytes must be 1 to min(arenaBytes, capacityBytes) = "
+              + Math.min(arenaBytes, capacityBytes) + ", got " + maxBlockBytes);
+    }
+  }
+
+  /** A configuration with the default block limit and arena size. */
+  public static RamTierConfig ofCapacity(long capacityBytes) {
+    int maxBlock = (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, capacityBytes);
+    return new RamTierConfig(capacityBytes, maxBlock, DEFAULT_ARENA_BYTES);
+  }
+
+  /** A copy with another block limit. */
+  public RamTierConfig withMaxBlockBytes(int maxBlockBytes) {
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes);
+  }
+
+  /** A copy with another arena size. */
+  public RamTierConfig withArenaBytes(int arenaBytes) {
+    return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes);
+  }
+}

@@ -1,0 +1,23 @@
+package dev.kvcache.spi;
+
+import dev.kvcache.KvCache;
+
+/**
+ * One storage tier of a cache: off-heap RAM, local disk, or a remote server.
+ *
+ * <p>A tier is a complete {@link KvCache} on its own; the tiered cache stacks tiers and moves
+ * blocks between them through {@link BlockEvictionListener}s. Every implementation must pass the
+ * shared contract suite ({@code TierContractTest} in kvcache-core's test jar), which pins down the
+ * behaviour the API documents: statuses, lease pinning, byte-exact reads, bad input and close.
+ */
+public interface Tier extends KvCache {
+
+  /** A short name for logs and metrics, such as {@code "ram"} or {@code "disk"}. */
+  String name();
+
+  /** The tier's hard budget in bytes, payload plus the tier's own overhead. */
+  long capacityBytes();
+
+  /** The largest block this tier accepts, in bytes. */
+  int maxBlockBytes();
+}

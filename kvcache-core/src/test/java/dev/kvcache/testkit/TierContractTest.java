@@ -1,0 +1,368 @@
+package dev.kvcache.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Tier;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The behaviour every {@link Tier} promises, as its users see it. A tier's test extends this class
+ * and says how to build the tier; after every test the tier is closed and checked for leaked
+ * leases and memory.
+ *
+ * <p>Tiers are built with a capacity of {@link #CAPACITY_BYTES} and a block limit of {@link
+ * #MAX_BLOCK_BYTES}.
+ */
+public abstract class TierContractTest {
+
+  protected static final long CAPACITY_BYTES = 8L << 20;
+  protected static final int MAX_BLOCK_BYTES = 1 << 20;
+  protected static final int BLOCK = 64 << 10;
+
+  protected Tier tier;
+
+  /** A new, empty tier with the given budget and block limit. */
+  protected abstract Tier newTier(long capacityBytes, int maxBlockBytes);
+
+  /**
+   * Checks, after the tier is closed, that it holds no memory any more. Tiers whose storage
+   * outlives close (a disk tier) override this.
+   */
+  protected void assertNothingRetainedAfterClose(CacheStats stats) {
+    assertThat(stats.bytesUsed()).as("bytes still allocated after close").isZero();
+  }
+
+  @BeforeEach
+  void createTier() {
+    tier = newTier(CAPACITY_BYTES, MAX_BLOCK_BYTES);
+  }
+
+  @AfterEach
+  void closeTierAndCheckLeaks() {
+    assertThat(tier.stats().leasesOpen()).as("leases left open by the test").isZero();
+    tier.close();
+    assertNothingRetainedAfterClose(tier.stats());
+  }
+
+  @Test
+  void getIntoReturnsTheBytesPut() {
+    BlockKey key = Payloads.key(1);
+    assertThat(tier.put(key, Payloads.of(key, 7, BLOCK))).isEqualTo(PutStatus.STORED);
+
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK + 100);
+    dst.position(50);
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+    assertThat(dst.position()).isEqualTo(50 + BLOCK);
+    assertThat(Payloads.verify(key, dst.flip().position(50))).isEqualTo(7);
+  }
+
+  @Test
+  void getIntoAHeapBufferWorksToo() {
+    BlockKey key = Payloads.key(2);
+    tier.put(key, Payloads.of(key, 1, BLOCK + 13));
+    ByteBuffer dst = ByteBuffer.allocate(BLOCK + 13);
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+    Payloads.verify(key, dst.flip());
+  }
+
+  @Test
+  void leaseIsAReadOnlyViewOfTheBytesPut() {
+    BlockKey key = Payloads.key(3);
+    tier.put(key, Payloads.of(key, 9, BLOCK));
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.status()).isEqualTo(GetStatus.HIT);
+      assertThat(lease.key()).isEqualTo(key);
+      assertThat(lease.length()).isEqualTo(BLOCK);
+      ByteBuffer bytes = lease.bytes();
+      assertThat(bytes.isReadOnly()).isTrue();
+      assertThat(bytes.position()).isZero();
+      assertThat(bytes.remaining()).isEqualTo(BLOCK);
+      assertThat(Payloads.verify(key, bytes)).isEqualTo(9);
+      assertThatThrownBy(() -> bytes.put(0, (byte) 1)).isInstanceOf(ReadOnlyBufferException.class);
+    }
+  }
+
+  @Test
+  void putLeavesTheSourcePositionAlone() {
+    BlockKey key = Payloads.key(4);
+    ByteBuffer src = Payloads.of(key, 1, BLOCK);
+    tier.put(key, src);
+    assertThat(src.position()).isZero();
+    assertThat(src.remaining()).isEqualTo(BLOCK);
+  }
+
+  @Test
+  void putStoresOnlyTheBytesBetweenPositionAndLimit() {
+    BlockKey key = Payloads.key(5);
+    ByteBuffer padded = ByteBuffer.allocateDirect(BLOCK + 300);
+    padded.position(100).limit(100 + BLOCK);
+    Payloads.fill(padded.slice(), key, 3);
+    tier.put(key, padded);
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.length()).isEqualTo(BLOCK);
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(3);
+    }
+  }
+
+  @Test
+  void missesAreStatusesNotExceptions() {
+    BlockKey key = Payloads.key(6);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.MISS);
+    assertThat(dst.position()).isZero();
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.status()).isEqualTo(GetStatus.MISS);
+      assertThat(lease.length()).isZero();
+      assertThatThrownBy(lease::bytes).isInstanceOf(IllegalStateException.class);
+    }
+    assertThat(tier.contains(key)).isFalse();
+    assertThat(tier.delete(key)).isFalse();
+    assertThat(tier.stats().misses()).isEqualTo(2);
+  }
+
+  @Test
+  void putReplacesTheBlockUnderTheSameKey() {
+    BlockKey key = Payloads.key(7);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    tier.put(key, Payloads.of(key, 2, 2 * BLOCK));
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.length()).isEqualTo(2 * BLOCK);
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void containsAndDelete() {
+    BlockKey key = Payloads.key(8);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    assertThat(tier.contains(key)).isTrue();
+    assertThat(tier.delete(key)).isTrue();
+    assertThat(tier.contains(key)).isFalse();
+    assertThat(tier.delete(key)).isFalse();
+    assertThat(tier.getInto(key, ByteBuffer.allocate(BLOCK))).isEqualTo(GetStatus.MISS);
+  }
+
+  @Test
+  void aBlockLargerThanTheLimitIsRejectedAndNothingChanges() {
+    BlockKey key = Payloads.key(9);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    long used = tier.stats().bytesUsed();
+
+    assertThat(tier.put(key, Payloads.of(key, 2, tier.maxBlockBytes() + 1)))
+        .isEqualTo(PutStatus.REJECTED_TOO_LARGE);
+    assertThat(tier.stats().rejections()).isEqualTo(1);
+    assertThat(tier.stats().bytesUsed()).isEqualTo(used);
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aBlockOfExactlyTheLimitIsStored() {
+    BlockKey key = Payloads.key(10);
+    assertThat(tier.put(key, Payloads.of(key, 1, tier.maxBlockBytes())))
+        .isEqualTo(PutStatus.STORED);
+    ByteBuffer dst = ByteBuffer.allocateDirect(tier.maxBlockBytes());
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+    Payloads.verify(key, dst.flip());
+  }
+
+  @Test
+  void aTooSmallDestinationIsLeftUnchanged() {
+    BlockKey key = Payloads.key(11);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK - 1);
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.BUFFER_TOO_SMALL);
+    assertThat(dst.position()).isZero();
+    assertThat(dst.get(0)).isZero();
+  }
+
+  @Test
+  void aLeasedBlockSurvivesDeleteAndLaterPuts() {
+    BlockKey key = Payloads.key(12);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    BlockLease lease = tier.get(key);
+    assertThat(tier.delete(key)).isTrue();
+    assertThat(tier.contains(key)).isFalse();
+    // Churn through more than the whole capacity: the leased bytes must not be reused.
+    for (int i = 0; i < 2 * CAPACITY_BYTES / BLOCK; i++) {
+      BlockKey other = Payloads.key(1000 + i);
+      tier.put(other, Payloads.of(other, 1, BLOCK));
+    }
+    assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(1);
+    lease.close();
+  }
+
+  @Test
+  void closingALeaseTwiceIsAnErrorAndReleasesOnce() {
+    BlockKey key = Payloads.key(13);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    BlockLease first = tier.get(key);
+    BlockLease second = tier.get(key);
+    assertThat(tier.stats().leasesOpen()).isEqualTo(2);
+    first.close();
+    assertThatThrownBy(first::close)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("already closed");
+    assertThatThrownBy(first::bytes).isInstanceOf(IllegalStateException.class);
+    assertThat(tier.stats().leasesOpen()).isEqualTo(1);
+    // The second lease still pins valid bytes.
+    assertThat(Payloads.verify(key, second.bytes())).isEqualTo(1);
+    second.close();
+    assertThat(tier.stats().leasesOpen()).isZero();
+    try (BlockLease again = tier.get(key)) {
+      assertThat(Payloads.verify(key, again.bytes())).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aMissLeaseMayBeClosedRepeatedly() {
+    BlockLease miss = tier.get(Payloads.key(14));
+    miss.close();
+    miss.close();
+  }
+
+  @Test
+  void lookupPrefixCountsLeadingKeysPresent() {
+    List<BlockKey> keys = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      keys.add(Payloads.key(20 + i));
+    }
+    assertThat(tier.lookupPrefix(keys)).isZero();
+    for (int i = 0; i < 4; i++) {
+      tier.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
+    }
+    tier.put(keys.get(5), Payloads.of(keys.get(5), 1, BLOCK));
+    assertThat(tier.lookupPrefix(keys)).isEqualTo(4);
+    assertThat(tier.lookupPrefix(List.of())).isZero();
+    tier.delete(keys.get(0));
+    assertThat(tier.lookupPrefix(keys)).isZero();
+  }
+
+  @Test
+  void batchFormsReportEachBlock() {
+    BlockKey a = Payloads.key(30);
+    BlockKey b = Payloads.key(31);
+    BlockKey tooBig = Payloads.key(32);
+    PutStatus[] puts =
+        tier.putAll(
+            List.of(a, b, tooBig),
+            List.of(
+                Payloads.of(a, 1, BLOCK),
+                Payloads.of(b, 2, BLOCK),
+                Payloads.of(tooBig, 1, tier.maxBlockBytes() + 1)));
+    assertThat(puts)
+        .containsExactly(PutStatus.STORED, PutStatus.STORED, PutStatus.REJECTED_TOO_LARGE);
+
+    ByteBuffer da = ByteBuffer.allocateDirect(BLOCK);
+    ByteBuffer db = ByteBuffer.allocateDirect(BLOCK);
+    ByteBuffer dc = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(tier.getAllInto(List.of(a, b, tooBig), List.of(da, db, dc)))
+        .containsExactly(GetStatus.HIT, GetStatus.HIT, GetStatus.MISS);
+    assertThat(Payloads.verify(a, da.flip())).isEqualTo(1);
+    assertThat(Payloads.verify(b, db.flip())).isEqualTo(2);
+
+    assertThatThrownBy(() -> tier.getAllInto(List.of(a, b), List.of(da)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("2 keys but 1");
+  }
+
+  @Test
+  void usedBytesNeverExceedCapacity() {
+    for (int i = 0; i < 3 * CAPACITY_BYTES / BLOCK; i++) {
+      BlockKey key = Payloads.key(100 + i);
+      PutStatus status = tier.put(key, Payloads.of(key, 1, BLOCK + (i % 7) * 1000));
+      assertThat(status).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
+      assertThat(tier.stats().bytesUsed()).isLessThanOrEqualTo(tier.capacityBytes());
+    }
+    assertThat(tier.stats().evictions()).isPositive();
+  }
+
+  @Test
+  void badArgumentsGetClearErrorsAndChangeNothing() {
+    BlockKey key = Payloads.key(40);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    CacheStats before = tier.stats();
+
+    assertThatThrownBy(() -> tier.put(null, ByteBuffer.allocate(10)))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("key");
+    assertThatThrownBy(() -> tier.put(key, null))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessageContaining("src");
+    assertThatThrownBy(() -> tier.put(key, ByteBuffer.allocate(0)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("empty");
+    assertThatThrownBy(() -> tier.get(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> tier.getInto(key, null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> tier.getInto(key, ByteBuffer.allocate(BLOCK).asReadOnlyBuffer()))
+        .isInstanceOf(ReadOnlyBufferException.class);
+    assertThatThrownBy(() -> tier.contains(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> tier.delete(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> tier.lookupPrefix(null)).isInstanceOf(NullPointerException.class);
+
+    assertThat(tier.stats().bytesUsed()).isEqualTo(before.bytesUsed());
+    assertThat(tier.stats().blocks()).isEqualTo(before.blocks());
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aClosedTierRefusesCallsButStillReportsStats() {
+    BlockKey key = Payloads.key(50);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    tier.close();
+    tier.close(); // closing twice is harmless
+    assertThatThrownBy(() -> tier.put(key, Payloads.of(key, 2, BLOCK)))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("closed");
+    assertThatThrownBy(() -> tier.get(key)).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> tier.getInto(key, ByteBuffer.allocate(BLOCK)))
+        .isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> tier.contains(key)).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> tier.delete(key)).isInstanceOf(IllegalStateException.class);
+    assertThat(tier.stats().puts()).isEqualTo(1);
+  }
+
+  @Test
+  void aLeaseOpenAtCloseStaysReadableUntilClosed() {
+    BlockKey key = Payloads.key(51);
+    tier.put(key, Payloads.of(key, 4, BLOCK));
+    BlockLease lease = tier.get(key);
+    tier.close();
+    assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(4);
+    lease.close();
+  }
+
+  @Test
+  void statsCountWhatHappened() {
+    BlockKey key = Payloads.key(60);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    tier.getInto(key, ByteBuffer.allocateDirect(BLOCK));
+    tier.get(key).close();
+    tier.getInto(Payloads.key(61), ByteBuffer.allocateDirect(BLOCK));
+    tier.delete(key);
+    CacheStats stats = tier.stats();
+    assertThat(stats.puts()).isEqualTo(1);
+    assertThat(stats.hits()).isEqualTo(2);
+    assertThat(stats.misses()).isEqualTo(1);
+    assertThat(stats.deletes()).isEqualTo(1);
+    assertThat(stats.blocks()).isZero();
+    assertThat(stats.leasesOpen()).isZero();
+    assertThat(stats.capacityBytes()).isEqualTo(tier.capacityBytes());
+    assertThat(stats.hitRatio()).isEqualTo(2.0 / 3);
+  }
+}
