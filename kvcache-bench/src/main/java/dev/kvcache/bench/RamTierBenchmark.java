@@ -1,0 +1,124 @@
+package dev.kvcache.bench;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.ram.RamTierConfig;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * The RAM tier's put, lease-get and get-into, beside a baseline that copies the same bytes between
+ * plain direct buffers in the same run.
+ *
+ * <p>The working set (default 256 MiB) is larger than the last-level cache, so every operation
+ * moves its block through main memory, as a KV cache does. The baseline keeps the same number of
+ * blocks in separate direct buffers: {@code baselinePut} copies the source block into slot i,
+ * {@code baselineGet} copies slot i into the destination; the tier's {@code put} and {@code
+ * getInto} move exactly those bytes, so their ratio to the baseline is the tier's own cost
+ * (allocation, index, policy, reference counting). Run with {@code -t 1} and {@code -t 2}.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class RamTierBenchmark {
+
+  @Param({"65536", "1048576", "4194304", "33554432"})
+  public int blockSizeBytes;
+
+  @Param({"268435456"})
+  public long workingSetBytes;
+
+  private RamTier tier;
+  private BlockKey[] keys;
+  private ByteBuffer[] baselineSlots;
+  private final AtomicInteger threadSeeds = new AtomicInteger();
+
+  @Setup(Level.Trial)
+  public void setUp() {
+    int blocks = Blocks.blocksIn(workingSetBytes, blockSizeBytes);
+    long capacity = (long) blocks * blockSizeBytes + (long) blocks * blockSizeBytes / 4
+        + 4L * blockSizeBytes;
+    tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(blockSizeBytes));
+    keys = new BlockKey[blocks];
+    baselineSlots = new ByteBuffer[blocks];
+    ByteBuffer src = Blocks.randomDirect(blockSizeBytes, 42);
+    for (int i = 0; i < blocks; i++) {
+      keys[i] = BlockKey.of(0x5eedL, i);
+      if (tier.put(keys[i], src) != PutStatus.STORED) {
+        throw new IllegalStateException("working set does not fit: block " + i);
+      }
+      baselineSlots[i] = ByteBuffer.allocateDirect(blockSizeBytes);
+      baselineSlots[i].put(0, src, 0, blockSizeBytes);
+    }
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    tier.close();
+  }
+
+  /** Per-thread source and destination buffers and position in the working set. */
+  @State(Scope.Thread)
+  public static class ThreadBuffers {
+    ByteBuffer src;
+    ByteBuffer dst;
+    int next;
+
+    @Setup(Level.Trial)
+    public void setUp(RamTierBenchmark bench) {
+      int seed = bench.threadSeeds.incrementAndGet();
+      src = Blocks.randomDirect(bench.blockSizeBytes, seed);
+      dst = ByteBuffer.allocateDirect(bench.blockSizeBytes);
+      next = seed * 7919;
+    }
+
+    int nextIndex(int n) {
+      next = next + 1 == Integer.MAX_VALUE ? 0 : next + 1;
+      return next % n;
+    }
+  }
+
+  @Benchmark
+  public void baselinePut(ThreadBuffers t) {
+    baselineSlots[t.nextIndex(baselineSlots.length)].put(0, t.src, 0, blockSizeBytes);
+  }
+
+  @Benchmark
+  public void baselineGet(ThreadBuffers t) {
+    t.dst.put(0, baselineSlots[t.nextIndex(baselineSlots.length)], 0, blockSizeBytes);
+  }
+
+  @Benchmark
+  public PutStatus put(ThreadBuffers t) {
+    return tier.put(keys[t.nextIndex(keys.length)], t.src);
+  }
+
+  @Benchmark
+  public GetStatus getInto(ThreadBuffers t) {
+    t.dst.clear();
+    return tier.getInto(keys[t.nextIndex(keys.length)], t.dst);
+  }
+
+  @Benchmark
+  public void leaseGet(ThreadBuffers t, Blackhole bh) {
+    try (BlockLease lease = tier.get(keys[t.nextIndex(keys.length)])) {
+      ByteBuffer bytes = lease.bytes();
+      bh.consume(bytes.getLong(0));
+    }
+  }
+}
