@@ -18,7 +18,7 @@ import java.security.NoSuchAlgorithmException;
  *
  * SHA-256 is chosen because every language has it in its standard library and the JDK uses the
  * CPU's SHA extensions where present; keys are truncated to 128 bits, which keeps the collision
- * probability for 2^40 cached blocks near 2^-48.
+ * probability for 2^40 cached blocks near 2^-49 (docs/keys.md).
  */
 public final class KeyHashing {
 
