@@ -90,7 +90,8 @@ public final class BlockKey {
   private static long parseHex(String hex, int from) {
     long v = 0;
     for (int i = from; i < from + 16; i++) {
-      int d = Character.digit(hex.charAt(i), 16);
+      char c = hex.charAt(i);
+      int d = c < 128 ? Character.digit(c, 16) : -1;
       if (d < 0) {
         throw new IllegalArgumentException(
             "not a hex digit at index " + i + " of block key '" + hex + "'");

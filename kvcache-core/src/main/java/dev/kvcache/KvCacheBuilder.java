@@ -20,7 +20,7 @@ public final class KvCacheBuilder {
   public static final long DEFAULT_RAM_BYTES = 256L << 20;
 
   private long ramBytes = DEFAULT_RAM_BYTES;
-  private int maxBlockBytes = -1;
+  private Integer maxBlockBytes;
 
   KvCacheBuilder() {}
 
@@ -30,8 +30,15 @@ public final class KvCacheBuilder {
     return this;
   }
 
-  /** The largest block accepted, in bytes; default 64 MiB or the RAM budget if smaller. */
+  /**
+   * The largest block accepted, in bytes; default 64 MiB or the RAM budget if smaller.
+   *
+   * @throws IllegalArgumentException if {@code maxBlockBytes} is not positive
+   */
   public KvCacheBuilder maxBlockBytes(int maxBlockBytes) {
+    if (maxBlockBytes < 1) {
+      throw new IllegalArgumentException("maxBlockBytes must be positive, got " + maxBlockBytes);
+    }
     this.maxBlockBytes = maxBlockBytes;
     return this;
   }
@@ -44,7 +51,7 @@ public final class KvCacheBuilder {
    */
   public KvCache build() {
     RamTierConfig config = RamTierConfig.ofCapacity(ramBytes);
-    if (maxBlockBytes != -1) {
+    if (maxBlockBytes != null) {
       config = config.withMaxBlockBytes(maxBlockBytes);
     }
     return new RamTier(config);

@@ -39,9 +39,9 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Lifetimes</h2>
  *
- * A block's memory is reference counted ({@link OffHeapBlock}): the index holds one reference, a
- * put holds one while it copies, and every lease or copying read holds one. Removing a block from
- * the index (delete, replace, eviction) drops the index's reference; the memory is reused once the
+ * A block's memory is reference counted ({@link OffHeapBlock}): the index holds the owner's
+ * reference, a put holds one while it copies, and every lease or copying read holds one. Removing a
+ * block from the index (delete, replace, eviction) drops the owner's reference; the memory is reused once the
  * last lease is closed. A reader racing a delete either gets its reference first and reads the old
  * bytes intact, or fails to and reports a miss.
  *
@@ -100,8 +100,9 @@ public final class RamTier implements Tier {
     this.config = Objects.requireNonNull(config, "config");
     this.evictionListener = evictionListener;
     this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes());
+    long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
-        Math.min(OffHeapMemory.allocatedBytesFor(config.maxBlockBytes()), memory.capacityBytes() / 8);
+        Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
     this.policy =
         Caffeine.newBuilder()
             .maximumWeight(memory.capacityBytes() - headroom)
@@ -150,12 +151,12 @@ public final class RamTier implements Tier {
       block.copyFrom(src);
     } catch (RuntimeException | Error e) {
       block.release();
-      block.release();
+      block.releaseOwner();
       throw e;
     }
     OffHeapBlock previous = index.put(key, block);
     if (previous != null) {
-      previous.release();
+      previous.releaseOwner();
     }
     puts.increment();
     boolean admitted = !block.isEvicted();
@@ -163,17 +164,21 @@ public final class RamTier implements Tier {
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
   }
 
+  /**
+   * Memory for a put: free space first, then a bounded compaction, then evicting the coldest
+   * block and trying again; only when nothing is left to evict does it compact without bound.
+   */
   private OffHeapBlock allocate(int length) {
-    for (int forced = 0; forced <= MAX_FORCED_EVICTIONS_PER_PUT; forced++) {
+    for (int forced = 0; forced < MAX_FORCED_EVICTIONS_PER_PUT; forced++) {
       OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX);
       if (block != null) {
         return block;
       }
       if (!evictColdest()) {
-        return null;
+        break;
       }
     }
-    return null;
+    return memory.allocateCompactingFully(length, WRITER_AND_INDEX);
   }
 
   /** Evicts the block the policy ranks coldest; false if the index is empty. */
@@ -199,17 +204,24 @@ public final class RamTier implements Tier {
   private void onEvicted(BlockKey key, OffHeapBlock block) {
     block.markEvicted();
     evictions.increment();
-    if (evictionListener != null && block.tryRetain()) {
-      leasesOpen.increment();
-      RamLease lease = new RamLease(this, key, block);
-      try {
-        evictionListener.onEvicted(lease);
-      } catch (RuntimeException e) {
-        log.error("eviction listener failed on block {}; its lease is closed here", key, e);
-        lease.tryClose();
+    try {
+      if (evictionListener != null && block.tryRetain()) {
+        leasesOpen.increment();
+        handOff(new RamLease(this, key, block));
       }
+    } finally {
+      block.releaseOwner();
     }
-    block.release();
+  }
+
+  private void handOff(RamLease lease) {
+    try {
+      evictionListener.onEvicted(lease);
+    } catch (RuntimeException | Error e) {
+      log.error("eviction listener failed on block {}; its lease is closed here", lease.key(), e);
+      lease.tryClose();
+      throw e;
+    }
   }
 
   @Override
@@ -267,7 +279,7 @@ public final class RamTier implements Tier {
       return false;
     }
     deletes.increment();
-    block.release();
+    block.releaseOwner();
     return true;
   }
 
@@ -301,7 +313,7 @@ public final class RamTier implements Tier {
     for (BlockKey key : index.keySet()) {
       OffHeapBlock block = index.remove(key);
       if (block != null) {
-        block.release();
+        block.releaseOwner();
       }
     }
     policy.cleanUp();

@@ -36,17 +36,24 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
           "arenaBytes must be a multiple of " + OffHeapMemory.GRANULE_BYTES + " up to "
               + OffHeapMemory.MAX_ARENA_BYTES + ", got " + arenaBytes);
     }
-    if (maxBlockBytes < 1 || maxBlockBytes > Math.min(arenaBytes, capacityBytes)) {
+    long largest = largestBlockBytes(capacityBytes, arenaBytes);
+    if (maxBlockBytes < 1 || maxBlockBytes > largest) {
       throw new IllegalArgumentException(
-          "maxBlockBytes must be 1 to min(arenaBytes, capacityBytes) = "
-              + Math.min(arenaBytes, capacityBytes) + ", got " + maxBlockBytes);
+          "maxBlockBytes must be 1 to " + largest + " (the arena size and the capacity, in whole"
+              + " 4 KiB granules), got " + maxBlockBytes);
     }
   }
 
   /** A configuration with the default block limit and arena size. */
   public static RamTierConfig ofCapacity(long capacityBytes) {
-    int maxBlock = (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, capacityBytes);
+    int maxBlock =
+        (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, largestBlockBytes(capacityBytes, DEFAULT_ARENA_BYTES));
     return new RamTierConfig(capacityBytes, maxBlock, DEFAULT_ARENA_BYTES);
+  }
+
+  private static long largestBlockBytes(long capacityBytes, int arenaBytes) {
+    long usable = capacityBytes / OffHeapMemory.GRANULE_BYTES * OffHeapMemory.GRANULE_BYTES;
+    return Math.min(arenaBytes, usable);
   }
 
   /** A copy with another block limit. */

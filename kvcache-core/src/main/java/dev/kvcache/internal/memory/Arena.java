@@ -25,11 +25,11 @@ import java.util.TreeSet;
  * <h2>Fragmentation</h2>
  *
  * Internal waste is below one granule per block (under 6.25% at 64 KiB, 0.4% at 1 MiB). External
- * fragmentation is undone by {@link #compact()}: it walks the runs in address order and slides
- * every block that only the index holds down over the free space before it, so the free space ends
- * as one run (or one run per stretch between leased blocks, which cannot move). A put therefore
- * fails only if the free granules, not the largest free run, fall short, or if leases pin blocks
- * in the way.
+ * fragmentation is undone by {@link #compact}: it walks the runs in address order and slides
+ * blocks that only their owner holds down over the free space before them, until a free run long
+ * enough for the request has formed or a budget of bytes moved is spent. Leased blocks cannot move
+ * and split the free space around them. With an unlimited budget a put therefore fails only if the
+ * free granules, not the largest free run, fall short, or if leases pin blocks in the way.
  *
  * <h2>Concurrency</h2>
  *
@@ -136,39 +136,58 @@ final class Arena {
   }
 
   /**
-   * Slides movable blocks towards the start of the arena so that free space coalesces.
+   * Slides movable blocks towards the start of the arena until a free run of {@code need}
+   * granules exists, moving at most {@code moveBudgetBytes} bytes.
    *
-   * @return the length in granules of the largest free run afterwards
+   * <p>The walk goes in address order and gathers free space into a "hole" that movable blocks
+   * are copied down across; it stops as soon as the hole is long enough, so the bytes moved are
+   * those of the blocks between the first free run and the point where enough free space has been
+   * gathered, not the whole arena. A block that cannot move (leased, or being freed) closes the
+   * hole and a new one starts after it.
+   *
+   * @return the length in granules of the hole where the walk stopped (at least {@code need} on
+   *     success)
    */
-  synchronized int compact() {
+  synchronized int compact(int need, long moveBudgetBytes) {
     compactions++;
-    freeRuns.clear();
-    int hole = -1; // start of the free space accumulated since the last block that stayed put
-    for (int pos = 0; pos < granules; ) {
+    long moved = 0;
+    int hole = -1; // start of the free space gathered since the last block that stayed put
+    int pos = 0;
+    while (pos < granules) {
       int len = runLength[pos];
       OffHeapBlock block = owner[pos];
       if (block == null) {
+        removeFreeRun(pos);
         if (hole < 0) {
           hole = pos;
         }
-      } else if (hole >= 0) {
-        if (block.tryPinForMove()) {
-          move(block, pos, hole);
-          setRun(hole, len, block);
-          block.startGranule = hole;
-          block.finishMove();
-          hole += len;
-        } else {
-          addFreeRun(hole, pos - hole); // leased or being freed: it stays, the hole ends here
-          hole = -1;
+        pos += len;
+        if (pos - hole >= need) {
+          break;
         }
+      } else if (hole < 0) {
+        pos += len;
+      } else if (moved + block.length() > moveBudgetBytes) {
+        break;
+      } else if (block.tryPinForMove()) {
+        move(block, pos, hole);
+        moved += block.length();
+        setRun(hole, len, block);
+        block.startGranule = hole;
+        block.finishMove();
+        hole += len;
+        pos += len;
+      } else {
+        addFreeRun(hole, pos - hole); // it stays where it is: the hole ends before it
+        hole = -1;
+        pos += len;
       }
-      pos += len;
     }
-    if (hole >= 0) {
-      addFreeRun(hole, granules - hole);
+    if (hole < 0) {
+      return 0;
     }
-    return freeRuns.isEmpty() ? 0 : (int) (freeRuns.last() >>> 32);
+    addFreeRun(hole, pos - hole);
+    return pos - hole;
   }
 
   private void move(OffHeapBlock block, int fromGranule, int toGranule) {

@@ -10,28 +10,35 @@ import java.nio.ByteBuffer;
  *
  * <h2>Reference counting</h2>
  *
- * {@code refs} counts the owners of the memory: the cache index (while the block is findable), a
- * writer (while a put copies into it) and each open lease or in-progress copy out. The run returns
- * to the arena when the count reaches 0; after that {@link #tryRetain()} fails forever, so a reader
- * that loses the race with a delete sees a miss, never reused memory.
+ * {@code refs} counts the holders of the memory. The first reference belongs to the block's
+ * <em>owner</em> (the cache index, while the block is findable), which gives it up with {@link
+ * #releaseOwner()}; the others are transient: a writer while a put copies into the block, each open
+ * lease, each copy out in progress. The run returns to the arena when the count reaches 0; after
+ * that {@link #tryRetain()} fails forever, so a reader that loses the race with a delete sees a
+ * miss, never reused memory.
  *
- * <p>Compaction may move a block only when the index is its sole owner ({@code refs == 1}): it
- * swaps the count to {@code MOVING}, copies the bytes, updates {@code startGranule} and stores 1
- * back. Readers and releasers that meet {@code MOVING} wait for the move to finish; because the new
- * offset is written before the count is restored (a volatile write) and readers acquire with a
- * compare-and-set, a reader that gets in always sees the new offset.
+ * <p>Compaction may move a block only while the owner's reference is the only one: it swaps the
+ * count from 1 to {@code MOVING}, checks that the owner still holds it (a count of 1 may also be a
+ * lease that outlived the owner, whose buffer points at the old address), copies the bytes,
+ * updates {@code startGranule} and stores 1 back. Readers and releasers that meet {@code MOVING}
+ * wait for the move to finish; because the new offset is written before the count is restored (a
+ * volatile write) and readers acquire with a compare-and-set, a reader that gets in always sees the
+ * new offset. The owner clears {@code owned} before dropping its count, so a compaction that pins a
+ * count of 1 produced by the owner's release always sees {@code owned == false}.
  */
 public final class OffHeapBlock {
 
   private static final int MOVING = -1;
   private static final VarHandle REFS;
   private static final VarHandle EVICTED;
+  private static final VarHandle OWNED;
 
   static {
     try {
       MethodHandles.Lookup lookup = MethodHandles.lookup();
       REFS = lookup.findVarHandle(OffHeapBlock.class, "refs", int.class);
       EVICTED = lookup.findVarHandle(OffHeapBlock.class, "evicted", boolean.class);
+      OWNED = lookup.findVarHandle(OffHeapBlock.class, "owned", boolean.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -48,11 +55,19 @@ public final class OffHeapBlock {
   @SuppressWarnings("unused") // accessed through EVICTED
   private volatile boolean evicted;
 
+  @SuppressWarnings("unused") // accessed through OWNED
+  private volatile boolean owned;
+
+  /** A block whose first reference is its owner's; {@code initialRefs} is at least 1. */
   OffHeapBlock(Arena arena, int startGranule, int length, int initialRefs) {
+    if (initialRefs < 1) {
+      throw new IllegalArgumentException("a new block needs its owner's reference, got " + initialRefs);
+    }
     this.arena = arena;
     this.startGranule = startGranule;
     this.length = length;
     this.refs = initialRefs;
+    this.owned = true;
   }
 
   /** The payload length in bytes. */
@@ -124,6 +139,19 @@ public final class OffHeapBlock {
     }
   }
 
+  /**
+   * Drops the owner's reference (the block left the index); the memory is freed now or when the
+   * last transient holder releases.
+   *
+   * @throws IllegalStateException if the owner already released it
+   */
+  public void releaseOwner() {
+    if (!OWNED.compareAndSet(this, true, false)) {
+      throw new IllegalStateException("the owner's reference was already released");
+    }
+    release();
+  }
+
   /** Marks the block as removed by the eviction policy. */
   public void markEvicted() {
     EVICTED.setVolatile(this, true);
@@ -133,8 +161,16 @@ public final class OffHeapBlock {
     return (boolean) EVICTED.getVolatile(this);
   }
 
+  /** Pins the block for a move if its owner is its only holder. */
   boolean tryPinForMove() {
-    return REFS.compareAndSet(this, 1, MOVING);
+    if (!REFS.compareAndSet(this, 1, MOVING)) {
+      return false;
+    }
+    if (!(boolean) OWNED.getVolatile(this)) {
+      REFS.setVolatile(this, 1); // a lease that outlived the owner: its buffer fixes the address
+      return false;
+    }
+    return true;
   }
 
   void finishMove() {

@@ -1,5 +1,8 @@
 package dev.kvcache.internal.memory;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+import java.lang.management.ManagementFactory;
+
 /**
  * The RAM tier's allocator: a fixed budget of direct memory, reserved and zeroed up front in
  * arenas of at most 1 GiB (a {@link java.nio.ByteBuffer} addresses at most 2 GiB), handed out as
@@ -13,8 +16,8 @@ package dev.kvcache.internal.memory;
  * memory access, while the memory stays valid for as long as any view of it is reachable.
  *
  * <p>Allocation tries every arena best-fit; when none has a free run long enough but one has
- * enough free granules in total, that arena is compacted and tried again. Null means the caller
- * must free something (evict) first.
+ * enough free granules in total, that arena is compacted (within a budget of bytes moved) and tried
+ * again. Null means the caller must free something (evict) first.
  */
 public final class OffHeapMemory {
 
@@ -43,8 +46,9 @@ public final class OffHeapMemory {
       throw new IllegalArgumentException(
           "capacity must be at least " + GRANULE_BYTES + " bytes, got " + capacityBytes);
     }
+    requireReservable(granules * GRANULE_BYTES);
     long arenaGranules = arenaBytes / GRANULE_BYTES;
-    int count = (int) ((granules + arenaGranules - 1) / arenaGranules);
+    int count = Math.toIntExact((granules + arenaGranules - 1) / arenaGranules);
     this.arenas = new Arena[count];
     long left = granules;
     try {
@@ -54,12 +58,35 @@ public final class OffHeapMemory {
         left -= g;
       }
     } catch (OutOfMemoryError e) {
-      throw new IllegalStateException(
-          "cannot reserve " + capacityBytes + " bytes of direct memory for the RAM tier; raise"
-              + " -XX:MaxDirectMemorySize (it defaults to the maximum heap size) or lower the"
-              + " capacity", e);
+      throw cannotReserve(capacityBytes, e.getMessage());
     }
     this.capacityBytes = granules * GRANULE_BYTES;
+  }
+
+  /** Fails before touching any memory if the JVM's direct memory limit is below the request. */
+  private static void requireReservable(long bytes) {
+    long limit = maxDirectMemoryBytes();
+    if (limit > 0 && bytes > limit) {
+      throw cannotReserve(bytes, "the JVM's direct memory limit is " + limit + " bytes");
+    }
+  }
+
+  /** -XX:MaxDirectMemorySize, or the maximum heap size it defaults to; 0 if unknown. */
+  private static long maxDirectMemoryBytes() {
+    try {
+      HotSpotDiagnosticMXBean vm = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+      long configured = vm == null ? 0 : Long.parseLong(vm.getVMOption("MaxDirectMemorySize").getValue());
+      return configured > 0 ? configured : Runtime.getRuntime().maxMemory();
+    } catch (RuntimeException e) {
+      return 0; // not a HotSpot JVM: the reservation itself will tell
+    }
+  }
+
+  private static IllegalStateException cannotReserve(long bytes, String why) {
+    return new IllegalStateException(
+        "cannot reserve " + bytes + " bytes of direct memory for the RAM tier (" + why + "); raise"
+            + " -XX:MaxDirectMemorySize (it defaults to the maximum heap size) or lower the"
+            + " capacity");
   }
 
   /** Rounds a payload length up to the bytes it occupies. */
@@ -67,11 +94,28 @@ public final class OffHeapMemory {
     return (long) Arena.granulesFor(lengthBytes) * GRANULE_BYTES;
   }
 
+  /** Compaction budget for a put that can still evict instead: four times the block's bytes. */
+  public static final int BOUNDED_COMPACTION_FACTOR = 4;
+
   /**
-   * A block of {@code lengthBytes} with {@code initialRefs} references, or null if no arena can
-   * hold it even after compaction.
+   * A block of {@code lengthBytes} with {@code initialRefs} references (the first is the owner's),
+   * compacting at most {@link #BOUNDED_COMPACTION_FACTOR} times its length of other blocks to make
+   * room; null if that is not enough. Callers that can evict should evict and retry, and call
+   * {@link #allocateCompactingFully} only when nothing is left to evict.
    */
   public OffHeapBlock allocate(int lengthBytes, int initialRefs) {
+    return allocate(lengthBytes, initialRefs, (long) BOUNDED_COMPACTION_FACTOR * lengthBytes);
+  }
+
+  /**
+   * Like {@link #allocate(int, int)}, but compacts as much as needed: null only if no arena has
+   * enough free granules, or leased blocks split them.
+   */
+  public OffHeapBlock allocateCompactingFully(int lengthBytes, int initialRefs) {
+    return allocate(lengthBytes, initialRefs, Long.MAX_VALUE);
+  }
+
+  private OffHeapBlock allocate(int lengthBytes, int initialRefs, long moveBudgetBytes) {
     for (Arena arena : arenas) {
       OffHeapBlock block = arena.allocate(lengthBytes, initialRefs);
       if (block != null) {
@@ -85,7 +129,7 @@ public final class OffHeapMemory {
         roomiest = arena;
       }
     }
-    if (roomiest.freeGranules() >= need && roomiest.compact() >= need) {
+    if (roomiest.freeGranules() >= need && roomiest.compact(need, moveBudgetBytes) >= need) {
       return roomiest.allocate(lengthBytes, initialRefs);
     }
     return null;

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Turns the JMH JSON results of kvcache-bench/run-benchmarks.sh into tables and plots.
+
+    python3 docs/tools/plot_benchmarks.py docs/results docs/img
+
+Writes docs/results/summary.md (the tables quoted in docs/benchmarks.md) and PNG plots into the
+image directory. Throughput is converted from operations/s to GB/s (10^9 bytes) with the block
+size; errors are JMH's 99.9% confidence half-widths.
+"""
+import json
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(results_dir):
+    rows = []
+    for name in sorted(os.listdir(results_dir)):
+        if name.endswith(".json"):
+            with open(os.path.join(results_dir, name)) as f:
+                for r in json.load(f):
+                    rows.append(r)
+    return rows
+
+
+def method(r):
+    return r["benchmark"].rsplit(".", 1)[1]
+
+
+def klass(r):
+    return r["benchmark"].rsplit(".", 2)[1]
+
+
+def alloc_norm(r):
+    for k, v in r.get("secondaryMetrics", {}).items():
+        if k.endswith("gc.alloc.rate.norm"):
+            return v["score"]
+    return None
+
+
+def size_label(b):
+    b = int(b)
+    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
+
+
+def gbps(r):
+    size = int(r["params"]["blockSizeBytes"])
+    return r["primaryMetric"]["score"] * size / 1e9, r["primaryMetric"]["scoreError"] * size / 1e9
+
+
+def ram_tables(rows, out, img):
+    data = {}  # (threads, size, method) -> row
+    for r in rows:
+        if klass(r) == "RamTierBenchmark":
+            data[(r["threads"], int(r["params"]["blockSizeBytes"]), method(r))] = r
+    if not data:
+        return
+    sizes = sorted({k[1] for k in data})
+    threads = sorted({k[0] for k in data})
+    out.append("### RAM tier against a plain copy of the same bytes\n")
+    out.append("| threads | block | copy in GB/s | put GB/s | put / copy | copy out GB/s | getInto GB/s | getInto / copy | lease-get ops/s | alloc B/op put, getInto, lease |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for t in threads:
+        for s in sizes:
+            g = lambda m: data.get((t, s, m))
+            bp, p, bg, gi, lg = g("baselinePut"), g("put"), g("baselineGet"), g("getInto"), g("leaseGet")
+            if not all([bp, p, bg, gi, lg]):
+                continue
+            (bpv, bpe), (pv, pe), (bgv, bge), (giv, gie) = gbps(bp), gbps(p), gbps(bg), gbps(gi)
+            allocs = ", ".join("%.0f" % a if a is not None else "-" for a in map(alloc_norm, (p, gi, lg)))
+            out.append(
+                f"| {t} | {size_label(s)} | {bpv:.2f} ± {bpe:.2f} | {pv:.2f} ± {pe:.2f} | **{pv / bpv:.2f}** "
+                f"| {bgv:.2f} ± {bge:.2f} | {giv:.2f} ± {gie:.2f} | **{giv / bgv:.2f}** "
+                f"| {lg['primaryMetric']['score']:,.0f} | {allocs} |")
+    out.append("")
+
+    fig, axes = plt.subplots(1, len(threads), figsize=(6 * len(threads), 4.2), squeeze=False)
+    for ax, t in zip(axes[0], threads):
+        for m, label, style in [("baselinePut", "plain copy in", "k--"), ("put", "put", "C0-o"),
+                                ("baselineGet", "plain copy out", "k:"), ("getInto", "getInto", "C1-s")]:
+            xs = [s for s in sizes if (t, s, m) in data]
+            ys = [gbps(data[(t, s, m)])[0] for s in xs]
+            es = [gbps(data[(t, s, m)])[1] for s in xs]
+            ax.errorbar(xs, ys, yerr=es, fmt=style, label=label, capsize=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([size_label(s) for s in sizes])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("block size")
+        ax.set_ylabel("GB/s")
+        ax.set_title(f"RAM tier vs plain copy, {t} thread{'s' if t > 1 else ''}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "ram-tier-throughput.png"), dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for t in threads:
+        xs = [s for s in sizes if (t, s, "leaseGet") in data]
+        ax.plot(xs, [data[(t, s, "leaseGet")]["primaryMetric"]["score"] / 1e6 for s in xs], "-o",
+                label=f"{t} thread{'s' if t > 1 else ''}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([size_label(s) for s in sizes])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("block size")
+    ax.set_ylabel("million leases / s")
+    ax.set_title("lease-get (open, read one word, close)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "ram-tier-lease.png"), dpi=110)
+    plt.close(fig)
+
+
+def peer_tables(rows, out, img):
+    data = {}  # (threads, size, op, peer) -> row
+    for r in rows:
+        if klass(r) == "PeerBenchmark":
+            data[(r["threads"], int(r["params"]["blockSizeBytes"]), method(r), r["params"]["peer"])] = r
+    if not data:
+        return
+    sizes = sorted({k[1] for k in data})
+    threads = sorted({k[0] for k in data})
+    peers = [p for p in ["kvcache", "ehcache", "ohc", "chronicle-map"] if any(k[3] == p for k in data)]
+    others = [p for p in peers if p != "kvcache"]
+    out.append("### kvcache beside the peers (GB/s; ratio = kvcache / peer)\n")
+    out.append("| threads | op | block | " + " | ".join(peers) + " | " + " | ".join(f"× {p}" for p in others) + " |")
+    out.append("|---|---|---|" + "---|" * (len(peers) + len(others)))
+    for t in threads:
+        for op in ["put", "get"]:
+            for s in sizes:
+                vals = {p: gbps(data[(t, s, op, p)]) for p in peers if (t, s, op, p) in data}
+                if "kvcache" not in vals:
+                    continue
+                cells = [f"{vals[p][0]:.2f} ± {vals[p][1]:.2f}" if p in vals else "-" for p in peers]
+                ratios = [f"**{vals['kvcache'][0] / vals[p][0]:.1f}**" if p in vals else "-" for p in others]
+                out.append(f"| {t} | {op} | {size_label(s)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    out.append("")
+
+    fig, axes = plt.subplots(len(threads), 2, figsize=(11, 3.8 * len(threads)), squeeze=False)
+    width = 0.8 / len(peers)
+    for row, t in enumerate(threads):
+        for col, op in enumerate(["put", "get"]):
+            ax = axes[row][col]
+            for i, p in enumerate(peers):
+                ys = [gbps(data[(t, s, op, p)])[0] if (t, s, op, p) in data else 0 for s in sizes]
+                ax.bar([x + i * width for x in range(len(sizes))], ys, width, label=p)
+            ax.set_xticks([x + width * (len(peers) - 1) / 2 for x in range(len(sizes))])
+            ax.set_xticklabels([size_label(s) for s in sizes])
+            ax.set_ylabel("GB/s")
+            ax.set_title(f"{op}, {t} thread{'s' if t > 1 else ''}")
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "ram-tier-peers.png"), dpi=110)
+    plt.close(fig)
+
+
+def memory_table(rows, out):
+    data = {(int(r["params"]["blockSizeBytes"]), method(r)): r for r in rows if klass(r) == "MemoryCopyBenchmark"}
+    if not data:
+        return
+    out.append("### Memory behind the RAM tier: direct ByteBuffer against Chronicle Bytes (GB/s)\n")
+    out.append("| block | direct write | Chronicle write | direct read | Chronicle read |")
+    out.append("|---|---|---|---|---|")
+    for s in sorted({k[0] for k in data}):
+        cell = lambda m: "%.2f ± %.2f" % gbps(data[(s, m)]) if (s, m) in data else "-"
+        out.append(f"| {size_label(s)} | {cell('directBufferWrite')} | {cell('chronicleWrite')} "
+                   f"| {cell('directBufferRead')} | {cell('chronicleRead')} |")
+    out.append("")
+
+
+def main():
+    results_dir, img = sys.argv[1], sys.argv[2]
+    os.makedirs(img, exist_ok=True)
+    rows = load(results_dir)
+    out = []
+    ram_tables(rows, out, img)
+    peer_tables(rows, out, img)
+    memory_table(rows, out)
+    with open(os.path.join(results_dir, "summary.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
