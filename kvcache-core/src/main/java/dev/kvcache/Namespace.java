@@ -1,7 +1,6 @@
 package dev.kvcache;
 
 import dev.kvcache.internal.keys.KeyHashing;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -13,7 +12,7 @@ import java.util.Objects;
  * key even for identical token prefixes: a block cached for one model or tenant can never be served
  * to another. The digest is SHA-256 over the four fields as specified in {@code docs/keys.md}.
  *
- * <p>Instances are immutable and thread-safe. Each field is a string of at most
+ * <p>Instances are immutable and thread-safe. Each field is valid Unicode (no unpaired surrogates) of at most
  * {@value #MAX_FIELD_BYTES} UTF-8 bytes; the tenant may be empty.
  */
 public final class Namespace {
@@ -89,7 +88,12 @@ public final class Namespace {
     if (!mayBeEmpty && value.isEmpty()) {
       throw new IllegalArgumentException("namespace " + name + " must not be empty");
     }
-    int bytes = value.getBytes(StandardCharsets.UTF_8).length;
+    int bytes;
+    try {
+      bytes = KeyHashing.utf8(value).length;
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("namespace " + name + " " + e.getMessage(), e);
+    }
     if (bytes > MAX_FIELD_BYTES) {
       throw new IllegalArgumentException(
           "namespace " + name + " is " + bytes + " UTF-8 bytes, more than " + MAX_FIELD_BYTES);

@@ -13,8 +13,9 @@ public enum PutStatus {
   /** The block is larger than the tier's maximum block size; nothing changed. */
   REJECTED_TOO_LARGE,
   /**
-   * No room could be made: the free memory is held by open leases or in-flight writes. Nothing
-   * changed; retry after leases are closed.
+   * No room could be made: the memory is held by open leases (including leases the eviction
+   * listener has not closed yet) or in-flight writes. The block was not stored, though colder
+   * blocks may have been evicted while looking for room; retry after leases are closed.
    */
   REJECTED_NO_SPACE
 }

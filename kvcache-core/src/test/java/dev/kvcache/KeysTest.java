@@ -222,6 +222,20 @@ class KeysTest {
     }
 
     @Test
+    void fieldsThatAreNotValidUnicodeAreRejected() {
+      // an unpaired surrogate has no UTF-8 encoding; encoding it as '?' would let "t\uD800" and
+      // "t?" share keys
+      assertThat(Namespace.of("m", "bf16", "tp0of1", "t?")).isNotNull();
+      assertThatThrownBy(() -> Namespace.of("m", "bf16", "tp0of1", "t\uD800"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("tenant")
+          .hasMessageContaining("not valid Unicode");
+      assertThatThrownBy(() -> Namespace.of("m\uDC00", "bf16", "tp0of1"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("model");
+    }
+
+    @Test
     void equalNamespacesAreEqual() {
       Namespace a = Namespace.of("m", "bf16", "tp0of1", "t");
       Namespace b = Namespace.of("m", "bf16", "tp0of1", "t");

@@ -8,6 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
+import dev.kvcache.internal.memory.CompactionBudget;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import dev.kvcache.spi.BlockEvictionListener;
@@ -32,10 +33,11 @@ import org.slf4j.LoggerFactory;
  * maintenance is pending, so the hard budget is kept by the allocator ({@link OffHeapMemory}): a
  * put first obtains its memory, and if the allocator has none it asks the policy for its coldest
  * block and evicts that, until the allocation succeeds or nothing evictable is left. Caffeine's
- * own bound is set one block below the budget (at most an eighth of it), so in steady state the
- * allocator has room and Caffeine's admission filter, not this fallback, chooses the victims.
- * Caffeine runs its maintenance on the calling thread, so evictions happen during the put that
- * caused them.
+ * own bound is set one maximum-size block below the budget (at most an eighth of it, and never so
+ * low that a maximum-size block cannot be admitted), so in steady state the allocator has room and
+ * Caffeine's admission filter, not this fallback, chooses the victims.
+ * Caffeine runs its maintenance on the calling thread (usually the put that caused it, sometimes
+ * a read or delete), so the eviction listener runs on the caller's thread.
  *
  * <h2>Lifetimes</h2>
  *
@@ -63,8 +65,6 @@ public final class RamTier implements Tier {
   /** A put holds one reference while it copies, the index takes the other. */
   private static final int WRITER_AND_INDEX = 2;
 
-  /** Bound on forced evictions for one put, so a put cannot spin forever against other writers. */
-  private static final int MAX_FORCED_EVICTIONS_PER_PUT = 4096;
 
   private final RamTierConfig config;
   private final OffHeapMemory memory;
@@ -158,6 +158,14 @@ public final class RamTier implements Tier {
     if (previous != null) {
       previous.releaseOwner();
     }
+    if (closed) {
+      // close() ran while this put was copying: take the block back out unless its sweep did
+      if (index.remove(key, block)) {
+        block.releaseOwner();
+      }
+      block.release();
+      throw new IllegalStateException("the RAM tier was closed during this put");
+    }
     puts.increment();
     boolean admitted = !block.isEvicted();
     block.release(); // the writer's reference; the index keeps its own
@@ -165,33 +173,48 @@ public final class RamTier implements Tier {
   }
 
   /**
-   * Memory for a put: free space first, then a bounded compaction, then evicting the coldest
-   * block and trying again; only when nothing is left to evict does it compact without bound.
+   * Memory for a put, cheapest first: a free run; compaction within a budget of four times the
+   * block (shared by all attempts of this put); evicting the policy's coldest blocks, up to four
+   * times the block's size, retrying after each; and, if room is still missing while enough
+   * memory is free in total, compaction without a budget. Evicted blocks held by leases (or by the
+   * eviction listener) free nothing until closed, which is why eviction is capped: a put never
+   * empties the tier in search of memory that leases pin.
    */
   private OffHeapBlock allocate(int length) {
-    for (int forced = 0; forced < MAX_FORCED_EVICTIONS_PER_PUT; forced++) {
-      OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX);
-      if (block != null) {
-        return block;
-      }
-      if (!evictColdest()) {
+    OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.NONE);
+    if (block != null) {
+      return block;
+    }
+    CompactionBudget budget = CompactionBudget.bounded(4L * length);
+    long evictedBytes = 0;
+    while (true) {
+      block = memory.allocate(length, WRITER_AND_INDEX, budget);
+      if (block != null || evictedBytes >= 4L * length) {
         break;
       }
+      long victimBytes = evictColdest();
+      if (victimBytes < 0) {
+        break;
+      }
+      evictedBytes += victimBytes;
     }
-    return memory.allocateCompactingFully(length, WRITER_AND_INDEX);
+    return block != null
+        ? block
+        : memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.unbounded());
   }
 
-  /** Evicts the block the policy ranks coldest; false if the index is empty. */
-  private boolean evictColdest() {
+  /** Evicts the block the policy ranks coldest; its allocated bytes, or -1 if the index is empty. */
+  private long evictColdest() {
     Map<BlockKey, OffHeapBlock> coldest = policy.policy().eviction().orElseThrow().coldest(1);
     if (coldest.isEmpty()) {
-      return false;
+      return -1;
     }
     Map.Entry<BlockKey, OffHeapBlock> victim = coldest.entrySet().iterator().next();
-    if (index.remove(victim.getKey(), victim.getValue())) {
-      onEvicted(victim.getKey(), victim.getValue());
+    if (!index.remove(victim.getKey(), victim.getValue())) {
+      return 0; // replaced or removed meanwhile: look again
     }
-    return true;
+    onEvicted(victim.getKey(), victim.getValue());
+    return victim.getValue().allocatedBytes();
   }
 
   private void onPolicyRemoval(BlockKey key, OffHeapBlock block, RemovalCause cause) {
@@ -214,13 +237,18 @@ public final class RamTier implements Tier {
     }
   }
 
+  /**
+   * Gives the listener its lease. If the listener throws, the failure is logged and the lease is
+   * left to it: closing it here could release memory the listener already handed on, whose buffer
+   * would then show reused bytes to the next tier. A listener that loses a lease leaks its memory
+   * (visible as {@code leasesOpen}), never corrupts it.
+   */
   private void handOff(RamLease lease) {
     try {
       evictionListener.onEvicted(lease);
-    } catch (RuntimeException | Error e) {
-      log.error("eviction listener failed on block {}; its lease is closed here", lease.key(), e);
-      lease.tryClose();
-      throw e;
+    } catch (RuntimeException e) {
+      log.error("eviction listener failed on block {}; the lease stays with the listener",
+          lease.key(), e);
     }
   }
 
@@ -301,7 +329,8 @@ public final class RamTier implements Tier {
   }
 
   /**
-   * Drops every block. Must not race with other calls on this tier; leases still open keep their
+   * Drops every block. Calls that start afterwards throw {@link IllegalStateException}; a put
+   * running concurrently either completes before the sweep or throws; leases still open keep their
    * blocks' memory until closed.
    */
   @Override

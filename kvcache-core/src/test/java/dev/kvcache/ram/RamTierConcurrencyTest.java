@@ -76,6 +76,49 @@ class RamTierConcurrencyTest {
     assertThat(tier.stats().compactions()).isZero();
   }
 
+  @Test
+  void closeWhilePutsRunLeavesNoMemoryBehind() throws Exception {
+    RamTier closing = new RamTier(RamTierConfig.ofCapacity(16L << 20).withMaxBlockBytes(MAX_BLOCK));
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    CountDownLatch running = new CountDownLatch(2);
+    List<Future<Integer>> writers = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      int thread = t;
+      writers.add(
+          pool.submit(
+              () -> {
+                ByteBuffer src = ByteBuffer.allocateDirect(MIN_BLOCK);
+                int stored = 0;
+                for (int i = 0; i < 1_000_000; i++) {
+                  BlockKey key = Payloads.key(thread * 1_000_000L + i);
+                  src.clear();
+                  Payloads.fill(src, key, 1);
+                  try {
+                    closing.put(key, src.flip());
+                  } catch (IllegalStateException closed) {
+                    return stored;
+                  }
+                  if (++stored == 50) {
+                    running.countDown();
+                  }
+                }
+                throw new AssertionError("the tier was never closed");
+              }));
+    }
+    try {
+      assertThat(running.await(30, TimeUnit.SECONDS)).isTrue();
+      closing.close();
+      for (Future<Integer> writer : writers) {
+        assertThat(writer.get(30, TimeUnit.SECONDS)).isGreaterThanOrEqualTo(50);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(closing.stats().leasesOpen()).isZero();
+    assertThat(closing.stats().blocks()).as("blocks left in a closed tier").isZero();
+    assertThat(closing.stats().bytesUsed()).as("bytes used after close").isZero();
+  }
+
   private void run(long capacity) throws Exception {
     tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(MAX_BLOCK));
     for (int s = 0; s < SHARED; s++) {

@@ -85,14 +85,20 @@ class RamTierTest {
     // 2. the listener never closes: pinned memory fills the tier, puts are rejected, the budget
     // holds
     PutStatus status = null;
+    long evictionsBefore = 0;
     for (int i = 0; i < 1000 && status != PutStatus.REJECTED_NO_SPACE; i++, n++) {
       BlockKey key = Payloads.key(n);
+      evictionsBefore = tier.stats().evictions();
       status = tier.put(key, Payloads.of(key, 1000 + n, BLOCK));
       versionPut.put(key, 1000L + n);
       assertThat(tier.stats().bytesUsed()).isLessThanOrEqualTo(tier.capacityBytes());
     }
     assertThat(status).as("once leases pin all memory").isEqualTo(PutStatus.REJECTED_NO_SPACE);
     stats = tier.stats();
+    assertThat(stats.evictions() - evictionsBefore)
+        .as("blocks the rejected put evicted looking for room (at most 4x its size)")
+        .isBetween(1L, 4L);
+    assertThat(stats.blocks()).as("a rejected put does not empty the tier").isPositive();
     assertThat(stats.rejections()).isEqualTo(1);
     assertThat(stats.bytesUsed()).isEqualTo((stats.blocks() + held.size()) * BLOCK);
     for (BlockLease lease : held) {
@@ -114,8 +120,9 @@ class RamTierTest {
   }
 
   @Test
-  void aThrowingListenerDoesNotBreakTheTier() {
+  void aThrowingListenerKeepsItsLeaseAndTheTierKeepsWorking() {
     AtomicInteger calls = new AtomicInteger();
+    List<BlockLease> keptByFailingListener = new ArrayList<>();
     RamTier tier =
         new RamTier(
             RamTierConfig.ofCapacity(MIB).withMaxBlockBytes(256 * KIB), // about 14 blocks
@@ -127,6 +134,8 @@ class RamTierTest {
               }
               if (call % 2 == 0) {
                 lease.close(); // closes, then fails: the tier must not close it again
+              } else {
+                keptByFailingListener.add(lease); // takes it, then fails: the lease is its own
               }
               throw new IllegalStateException("listener failure " + call);
             });
@@ -135,11 +144,12 @@ class RamTierTest {
       BlockKey key = Payloads.key(i);
       assertThat(tier.put(key, Payloads.of(key, i, BLOCK)))
           .isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
-      assertThat(tier.stats().leasesOpen()).isZero();
     }
     CacheStats stats = tier.stats();
     assertThat(calls.get()).isGreaterThan(4).isEqualTo((int) stats.evictions());
-    assertThat(stats.bytesUsed()).isEqualTo(stats.blocks() * BLOCK);
+    assertThat(keptByFailingListener).hasSize(2);
+    assertThat(stats.leasesOpen()).isEqualTo(2);
+    assertThat(stats.bytesUsed()).isEqualTo((stats.blocks() + 2) * BLOCK);
     int found = 0;
     for (int i = 0; i < puts; i++) {
       if (tier.contains(Payloads.key(i))) {
@@ -148,6 +158,11 @@ class RamTierTest {
       }
     }
     assertThat(found).isEqualTo((int) stats.blocks()).isPositive();
+    for (BlockLease lease : keptByFailingListener) {
+      Payloads.verify(lease.key(), lease.bytes()); // the tier did not release it under the listener
+      lease.close();
+    }
+    assertThat(tier.stats().leasesOpen()).isZero();
     tier.close();
     assertThat(tier.stats().bytesUsed()).isZero();
   }
@@ -456,10 +471,10 @@ class RamTierTest {
         new RamTier(
             RamTierConfig.ofCapacity(MIB).withMaxBlockBytes(256 * KIB),
             lease -> {
+              lease.close();
               if (calls.incrementAndGet() == 1) {
                 throw new AssertionError("listener failure");
               }
-              lease.close();
             });
     for (int i = 0; i < 3 * MIB / BLOCK; i++) {
       BlockKey key = Payloads.key(i);

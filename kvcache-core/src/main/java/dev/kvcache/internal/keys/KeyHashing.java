@@ -1,5 +1,9 @@
 package dev.kvcache.internal.keys;
 
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -43,11 +47,33 @@ public final class KeyHashing {
     MessageDigest md = sha256();
     md.update(NAMESPACE_TAG);
     for (String field : new String[] {model, dtype, layout, tenant}) {
-      byte[] utf8 = field.getBytes(StandardCharsets.UTF_8);
+      byte[] utf8 = utf8(field);
       updateU32(md, utf8.length);
       md.update(utf8);
     }
     return md.digest();
+  }
+
+  /**
+   * The UTF-8 encoding of {@code s}.
+   *
+   * @throws IllegalArgumentException if {@code s} is not valid Unicode (an unpaired surrogate),
+   *     which {@link String#getBytes} would silently turn into '?', making two strings hash alike
+   */
+  public static byte[] utf8(String s) {
+    try {
+      ByteBuffer b =
+          StandardCharsets.UTF_8
+              .newEncoder()
+              .onMalformedInput(CodingErrorAction.REPORT)
+              .onUnmappableCharacter(CodingErrorAction.REPORT)
+              .encode(CharBuffer.wrap(s));
+      byte[] bytes = new byte[b.remaining()];
+      b.get(bytes);
+      return bytes;
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("'" + s + "' is not valid Unicode: " + e.getMessage(), e);
+    }
   }
 
   /** The first 16 bytes of the raw-key digest. */

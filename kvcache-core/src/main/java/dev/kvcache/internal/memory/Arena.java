@@ -25,7 +25,7 @@ import java.util.TreeSet;
  * <h2>Fragmentation</h2>
  *
  * Internal waste is below one granule per block (under 6.25% at 64 KiB, 0.4% at 1 MiB). External
- * fragmentation is undone by {@link #compact}: it walks the runs in address order and slides
+ * fragmentation is undone by {@link #compactAndAllocate}: it walks the runs in address order and slides
  * blocks that only their owner holds down over the free space before them, until a free run long
  * enough for the request has formed or a budget of bytes moved is spent. Leased blocks cannot move
  * and split the free space around them. With an unlimited budget a put therefore fails only if the
@@ -41,6 +41,8 @@ final class Arena {
 
   static final int GRANULE_SHIFT = 12;
   static final int GRANULE_BYTES = 1 << GRANULE_SHIFT;
+  /** Extra direct memory reserved per arena so that it can start on a page boundary. */
+  static final int ALIGNMENT_SLACK_BYTES = GRANULE_BYTES;
 
   final ByteBuffer memory;
   /** A second view of {@link #memory} used as the copy source when compaction moves a block. */
@@ -62,7 +64,7 @@ final class Arena {
     }
     // allocateDirect zeroes the memory, so every page is touched now rather than on the put path;
     // the extra granule lets the region start on a page boundary.
-    this.memory = ByteBuffer.allocateDirect(bytes + GRANULE_BYTES).alignedSlice(GRANULE_BYTES);
+    this.memory = ByteBuffer.allocateDirect(bytes + ALIGNMENT_SLACK_BYTES).alignedSlice(GRANULE_BYTES);
     this.moveSource = memory.duplicate();
     this.granules = bytes >>> GRANULE_SHIFT;
     this.runLength = new int[granules];
@@ -136,8 +138,21 @@ final class Arena {
   }
 
   /**
+   * Compacts (within {@code budget}) until a free run of the request's size exists, then
+   * allocates there; null if the free granules fall short or the budget runs out first.
+   */
+  synchronized OffHeapBlock compactAndAllocate(
+      int lengthBytes, int initialRefs, CompactionBudget budget) {
+    int need = granulesFor(lengthBytes);
+    if (freeGranules < need || compact(need, budget) < need) {
+      return null;
+    }
+    return allocate(lengthBytes, initialRefs);
+  }
+
+  /**
    * Slides movable blocks towards the start of the arena until a free run of {@code need}
-   * granules exists, moving at most {@code moveBudgetBytes} bytes.
+   * granules exists, spending {@code budget} on the bytes moved.
    *
    * <p>The walk goes in address order and gathers free space into a "hole" that movable blocks
    * are copied down across; it stops as soon as the hole is long enough, so the bytes moved are
@@ -148,8 +163,7 @@ final class Arena {
    * @return the length in granules of the hole where the walk stopped (at least {@code need} on
    *     success)
    */
-  synchronized int compact(int need, long moveBudgetBytes) {
-    compactions++;
+  private int compact(int need, CompactionBudget budget) {
     long moved = 0;
     int hole = -1; // start of the free space gathered since the last block that stayed put
     int pos = 0;
@@ -167,10 +181,11 @@ final class Arena {
         }
       } else if (hole < 0) {
         pos += len;
-      } else if (moved + block.length() > moveBudgetBytes) {
+      } else if (!budget.allows(block.length())) {
         break;
       } else if (block.tryPinForMove()) {
         move(block, pos, hole);
+        budget.spend(block.length());
         moved += block.length();
         setRun(hole, len, block);
         block.startGranule = hole;
@@ -182,6 +197,10 @@ final class Arena {
         hole = -1;
         pos += len;
       }
+    }
+    if (moved > 0) {
+      compactions++;
+      bytesCompacted += moved;
     }
     if (hole < 0) {
       return 0;
@@ -199,7 +218,6 @@ final class Arena {
     for (int done = 0; done < length; done += step) {
       memory.put(to + done, moveSource, from + done, Math.min(step, length - done));
     }
-    bytesCompacted += length;
   }
 
   private void setRun(int start, int len, OffHeapBlock block) {

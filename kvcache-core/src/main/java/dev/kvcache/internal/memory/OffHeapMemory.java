@@ -2,6 +2,8 @@ package dev.kvcache.internal.memory;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+import java.util.Comparator;
 
 /**
  * The RAM tier's allocator: a fixed budget of direct memory, reserved and zeroed up front in
@@ -15,9 +17,12 @@ import java.lang.management.ManagementFactory;
  * kvcache-bench); and direct buffers need no JVM flags and no deprecated {@code sun.misc.Unsafe}
  * memory access, while the memory stays valid for as long as any view of it is reachable.
  *
- * <p>Allocation tries every arena best-fit; when none has a free run long enough but one has
- * enough free granules in total, that arena is compacted (within a budget of bytes moved) and tried
- * again. Null means the caller must free something (evict) first.
+ * <p>Allocation tries every arena best-fit; when none has a free run long enough, the arenas with
+ * enough free granules in total are compacted, roomiest first, within a budget of bytes moved.
+ * Null means the caller must free something (evict) first, or give up.
+ *
+ * <p>The JVM's direct memory holds the capacity plus 4 KiB per arena, spent on aligning each
+ * arena to a page.
  */
 public final class OffHeapMemory {
 
@@ -46,9 +51,15 @@ public final class OffHeapMemory {
       throw new IllegalArgumentException(
           "capacity must be at least " + GRANULE_BYTES + " bytes, got " + capacityBytes);
     }
-    requireReservable(granules * GRANULE_BYTES);
     long arenaGranules = arenaBytes / GRANULE_BYTES;
-    int count = Math.toIntExact((granules + arenaGranules - 1) / arenaGranules);
+    long arenaCount = (granules + arenaGranules - 1) / arenaGranules;
+    long slack = arenaCount * Arena.ALIGNMENT_SLACK_BYTES;
+    long directBytes = granules * GRANULE_BYTES;
+    requireReservable(directBytes > Long.MAX_VALUE - slack ? Long.MAX_VALUE : directBytes + slack);
+    if (arenaCount > Integer.MAX_VALUE) {
+      throw cannotReserve(capacityBytes, arenaCount + " arenas");
+    }
+    int count = (int) arenaCount;
     this.arenas = new Arena[count];
     long left = granules;
     try {
@@ -94,43 +105,36 @@ public final class OffHeapMemory {
     return (long) Arena.granulesFor(lengthBytes) * GRANULE_BYTES;
   }
 
-  /** Compaction budget for a put that can still evict instead: four times the block's bytes. */
-  public static final int BOUNDED_COMPACTION_FACTOR = 4;
-
   /**
    * A block of {@code lengthBytes} with {@code initialRefs} references (the first is the owner's),
-   * compacting at most {@link #BOUNDED_COMPACTION_FACTOR} times its length of other blocks to make
-   * room; null if that is not enough. Callers that can evict should evict and retry, and call
-   * {@link #allocateCompactingFully} only when nothing is left to evict.
+   * moving at most four times its length of other blocks to make room; null if that is not enough.
    */
   public OffHeapBlock allocate(int lengthBytes, int initialRefs) {
-    return allocate(lengthBytes, initialRefs, (long) BOUNDED_COMPACTION_FACTOR * lengthBytes);
+    return allocate(lengthBytes, initialRefs, CompactionBudget.bounded(4L * lengthBytes));
   }
 
   /**
-   * Like {@link #allocate(int, int)}, but compacts as much as needed: null only if no arena has
-   * enough free granules, or leased blocks split them.
+   * A block of {@code lengthBytes} with {@code initialRefs} references (the first is the owner's):
+   * best fit in any arena, otherwise compaction of the arenas with enough free granules, roomiest
+   * first, spending {@code budget}; null if no arena can make room within it.
    */
-  public OffHeapBlock allocateCompactingFully(int lengthBytes, int initialRefs) {
-    return allocate(lengthBytes, initialRefs, Long.MAX_VALUE);
-  }
-
-  private OffHeapBlock allocate(int lengthBytes, int initialRefs, long moveBudgetBytes) {
+  public OffHeapBlock allocate(int lengthBytes, int initialRefs, CompactionBudget budget) {
     for (Arena arena : arenas) {
       OffHeapBlock block = arena.allocate(lengthBytes, initialRefs);
       if (block != null) {
         return block;
       }
     }
-    int need = Arena.granulesFor(lengthBytes);
-    Arena roomiest = arenas[0];
-    for (Arena arena : arenas) {
-      if (arena.freeGranules() > roomiest.freeGranules()) {
-        roomiest = arena;
-      }
+    if (budget.remainingBytes() <= 0) {
+      return null;
     }
-    if (roomiest.freeGranules() >= need && roomiest.compact(need, moveBudgetBytes) >= need) {
-      return roomiest.allocate(lengthBytes, initialRefs);
+    Arena[] byFreeSpace = arenas.clone();
+    Arrays.sort(byFreeSpace, Comparator.comparingInt(Arena::freeGranules).reversed());
+    for (Arena arena : byFreeSpace) {
+      OffHeapBlock block = arena.compactAndAllocate(lengthBytes, initialRefs, budget);
+      if (block != null) {
+        return block;
+      }
     }
     return null;
   }
