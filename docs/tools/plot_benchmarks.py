@@ -53,6 +53,15 @@ def gbps(r):
     return r["primaryMetric"]["score"] * size / 1e9, r["primaryMetric"]["scoreError"] * size / 1e9
 
 
+def size_axis(ax, sizes, ylabel):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([size_label(s) for s in sizes])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("block size")
+    ax.set_ylabel(ylabel)
+
+
 def ram_tables(rows, out, img):
     data = {}  # (threads, size, method) -> row
     for r in rows:
@@ -87,12 +96,7 @@ def ram_tables(rows, out, img):
             ys = [gbps(data[(t, s, m)])[0] for s in xs]
             es = [gbps(data[(t, s, m)])[1] for s in xs]
             ax.errorbar(xs, ys, yerr=es, fmt=style, label=label, capsize=3)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes)
-        ax.set_xticklabels([size_label(s) for s in sizes])
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("block size")
-        ax.set_ylabel("GB/s")
+        size_axis(ax, sizes, "GB/s")
         ax.set_title(f"RAM tier vs plain copy, {t} thread{'s' if t > 1 else ''}")
         ax.grid(alpha=0.3)
         ax.legend()
@@ -100,17 +104,31 @@ def ram_tables(rows, out, img):
     fig.savefig(os.path.join(img, "ram-tier-throughput.png"), dpi=110)
     plt.close(fig)
 
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for t, marker in zip(threads, ["o", "s"]):
+        for m, base, colour, target in [("put", "baselinePut", "C0", 0.85), ("getInto", "baselineGet", "C1", 0.9)]:
+            xs = [s for s in sizes if (t, s, m) in data and (t, s, base) in data]
+            ys = [gbps(data[(t, s, m)])[0] / gbps(data[(t, s, base)])[0] for s in xs]
+            ax.plot(xs, ys, "-" + marker, color=colour, alpha=1.0 if t == 1 else 0.55,
+                    label=f"{m} / plain copy, {t} thread{'s' if t > 1 else ''}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(0.9, color="C1", ls=":", lw=1, label="getInto target 0.9")
+    ax.axhline(0.85, color="C0", ls=":", lw=1, label="put target 0.85")
+    size_axis(ax, sizes, "ratio to a plain copy of the same bytes")
+    ax.set_ylim(0, 1.6)
+    ax.set_title("RAM tier cost: ratio to a plain memory copy (1.0 = free)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="lower center")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "ram-tier-ratios.png"), dpi=110)
+    plt.close(fig)
+
     fig, ax = plt.subplots(figsize=(6, 4))
     for t in threads:
         xs = [s for s in sizes if (t, s, "leaseGet") in data]
         ax.plot(xs, [data[(t, s, "leaseGet")]["primaryMetric"]["score"] / 1e6 for s in xs], "-o",
                 label=f"{t} thread{'s' if t > 1 else ''}")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sizes)
-    ax.set_xticklabels([size_label(s) for s in sizes])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("block size")
-    ax.set_ylabel("million leases / s")
+    size_axis(ax, sizes, "million leases / s")
     ax.set_title("lease-get (open, read one word, close)")
     ax.grid(alpha=0.3)
     ax.legend()
@@ -177,12 +195,40 @@ def memory_table(rows, out):
     out.append("")
 
 
+def churn_table(rows, results_dir, out):
+    data = {method(r): r for r in rows if klass(r) == "RamTierChurnBenchmark"}
+    if not data:
+        return
+    # twelve sizes from 64 KiB to 4 MiB, evenly spaced on a log scale, each 100 bytes short
+    sizes = [int(65536 * (64 ** (i / 11))) - 100 for i in range(12)]
+    average = sum(sizes) / len(sizes)
+    out.append("### Puts of mixed sizes under constant eviction (fragmentation)\n")
+    out.append("| operation | GB/s | ratio to plain copy |")
+    out.append("|---|---|---|")
+    base = data.get("baselinePut")
+    for m in ["baselinePut", "put"]:
+        if m in data:
+            s, e = (data[m]["primaryMetric"][k] * average / 1e9 for k in ("score", "scoreError"))
+            ratio = s / (base["primaryMetric"]["score"] * average / 1e9) if base else float("nan")
+            out.append(f"| {m} | {s:.2f} ± {e:.2f} | **{ratio:.2f}** |")
+    txt = os.path.join(results_dir, "churn.txt")
+    if os.path.exists(txt):
+        lines = [l.strip() for l in open(txt) if l.startswith("churn:") and not l.startswith("churn: 0 puts")]
+        if lines:
+            out.append("")
+            out.append("Allocator figures printed at the end of each `put` fork:")
+            out.append("")
+            out.extend(f"    {l}" for l in lines)
+    out.append("")
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
     rows = load(results_dir)
     out = []
     ram_tables(rows, out, img)
+    churn_table(rows, results_dir, out)
     peer_tables(rows, out, img)
     memory_table(rows, out)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:

@@ -3,7 +3,6 @@ package dev.kvcache.bench;
 import dev.kvcache.bench.peers.PeerStore;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -37,7 +36,6 @@ public class PeerBenchmark {
 
   private PeerStore store;
   private int blocks;
-  private final AtomicInteger threadSeeds = new AtomicInteger();
 
   @Setup(Level.Trial)
   public void setUp() {
@@ -62,27 +60,6 @@ public class PeerBenchmark {
   @TearDown(Level.Trial)
   public void tearDown() {
     store.close();
-  }
-
-  /** Per-thread buffers and position in the working set. */
-  @State(Scope.Thread)
-  public static class ThreadBuffers {
-    ByteBuffer src;
-    ByteBuffer dst;
-    int next;
-
-    @Setup(Level.Trial)
-    public void setUp(PeerBenchmark bench) {
-      int seed = bench.threadSeeds.incrementAndGet();
-      src = Blocks.randomDirect(bench.blockSizeBytes, seed);
-      dst = ByteBuffer.allocateDirect(bench.blockSizeBytes);
-      next = seed * 7919;
-    }
-
-    int nextIndex(int n) {
-      next = next + 1 == Integer.MAX_VALUE ? 0 : next + 1;
-      return next % n;
-    }
   }
 
   @Benchmark

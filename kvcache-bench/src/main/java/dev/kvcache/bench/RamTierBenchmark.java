@@ -8,7 +8,6 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -46,7 +45,6 @@ public class RamTierBenchmark {
   private RamTier tier;
   private BlockKey[] keys;
   private ByteBuffer[] baselineSlots;
-  private final AtomicInteger threadSeeds = new AtomicInteger();
 
   @Setup(Level.Trial)
   public void setUp() {
@@ -70,27 +68,6 @@ public class RamTierBenchmark {
   @TearDown(Level.Trial)
   public void tearDown() {
     tier.close();
-  }
-
-  /** Per-thread source and destination buffers and position in the working set. */
-  @State(Scope.Thread)
-  public static class ThreadBuffers {
-    ByteBuffer src;
-    ByteBuffer dst;
-    int next;
-
-    @Setup(Level.Trial)
-    public void setUp(RamTierBenchmark bench) {
-      int seed = bench.threadSeeds.incrementAndGet();
-      src = Blocks.randomDirect(bench.blockSizeBytes, seed);
-      dst = ByteBuffer.allocateDirect(bench.blockSizeBytes);
-      next = seed * 7919;
-    }
-
-    int nextIndex(int n) {
-      next = next + 1 == Integer.MAX_VALUE ? 0 : next + 1;
-      return next % n;
-    }
   }
 
   @Benchmark

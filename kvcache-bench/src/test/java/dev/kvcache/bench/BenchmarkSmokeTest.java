@@ -25,14 +25,14 @@ import org.openjdk.jmh.runner.options.TimeValue;
 class BenchmarkSmokeTest {
 
   private static final Class<?>[] BENCHMARKS = {
-    RamTierBenchmark.class, PeerBenchmark.class, MemoryCopyBenchmark.class
+    RamTierBenchmark.class, RamTierChurnBenchmark.class, PeerBenchmark.class, MemoryCopyBenchmark.class
   };
 
   @Test
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|Peer|MemoryCopy)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
@@ -40,6 +40,7 @@ class BenchmarkSmokeTest {
             .param("blockSizeBytes", "65536")
             .param("workingSetBytes", "1048576")
             .param("regionBytes", "1048576")
+            .param("capacityBytes", "16777216")
             .shouldFailOnError(true)
             .build();
 
