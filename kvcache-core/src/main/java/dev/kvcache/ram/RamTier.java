@@ -99,6 +99,7 @@ public final class RamTier implements Tier {
   public RamTier(RamTierConfig config, BlockEvictionListener evictionListener) {
     this.config = Objects.requireNonNull(config, "config");
     this.evictionListener = evictionListener;
+    long startNanos = System.nanoTime();
     this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes());
     long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
@@ -111,7 +112,11 @@ public final class RamTier implements Tier {
             .evictionListener(this::onPolicyRemoval)
             .build();
     this.index = policy.asMap();
-    log.debug("RAM tier reserved {} bytes of direct memory", memory.capacityBytes());
+    log.info(
+        "RAM tier: reserved and zeroed {} MiB of direct memory in {} ms (largest block {} bytes)",
+        memory.capacityBytes() >> 20,
+        (System.nanoTime() - startNanos) / 1_000_000,
+        config.maxBlockBytes());
   }
 
   @Override
