@@ -8,6 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.LeakCheck;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -22,6 +23,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Eight threads hammer one RAM tier with puts, leases, copying reads, deletes and lookups, while a
@@ -37,6 +39,8 @@ import org.junit.jupiter.api.Test;
  * read and write paths from eviction and compaction.
  */
 class RamTierConcurrencyTest {
+
+  @RegisterExtension static final LeakCheck LEAKS = new LeakCheck();
 
   private static final int THREADS = 8;
   private static final long DURATION_NANOS = TimeUnit.SECONDS.toNanos(3);
@@ -78,7 +82,9 @@ class RamTierConcurrencyTest {
 
   @Test
   void closeWhilePutsRunLeavesNoMemoryBehind() throws Exception {
-    RamTier closing = new RamTier(RamTierConfig.ofCapacity(16L << 20).withMaxBlockBytes(MAX_BLOCK));
+    RamTier closing =
+        LEAKS.track(
+            new RamTier(RamTierConfig.ofCapacity(16L << 20).withMaxBlockBytes(MAX_BLOCK)));
     ExecutorService pool = Executors.newFixedThreadPool(2);
     CountDownLatch running = new CountDownLatch(2);
     List<Future<Integer>> writers = new ArrayList<>();
@@ -120,7 +126,8 @@ class RamTierConcurrencyTest {
   }
 
   private void run(long capacity) throws Exception {
-    tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(MAX_BLOCK));
+    tier =
+        LEAKS.track(new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(MAX_BLOCK)));
     for (int s = 0; s < SHARED; s++) {
       sharedKeys[s] = Payloads.key(1_000_000 + s);
       sharedIssued[s] = new AtomicLong();

@@ -9,6 +9,7 @@ import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.LeakCheck;
 import dev.kvcache.testkit.Payloads;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -21,6 +22,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * RAM-tier behaviour beyond the shared tier contract: the eviction hand-off, the admission policy,
@@ -28,12 +30,14 @@ import org.junit.jupiter.api.Test;
  */
 class RamTierTest {
 
+  @RegisterExtension static final LeakCheck LEAKS = new LeakCheck();
+
   private static final int KIB = 1 << 10;
   private static final int MIB = 1 << 20;
   private static final int BLOCK = 64 * KIB;
 
   private static RamTier tier(long capacity, int maxBlock) {
-    return new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(maxBlock));
+    return LEAKS.track(new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(maxBlock)));
   }
 
   private static void assertReads(RamTier tier, BlockKey key, long version) {
@@ -50,13 +54,13 @@ class RamTierTest {
     List<BlockLease> held = new ArrayList<>();
     Map<BlockKey, Long> versionAtEviction = new HashMap<>();
     RamTier tier =
-        new RamTier(
+        LEAKS.track(new RamTier(
             RamTierConfig.ofCapacity(8 * MIB).withMaxBlockBytes(MIB),
             lease -> {
               assertThat(lease.status()).isEqualTo(GetStatus.HIT);
               versionAtEviction.put(lease.key(), Payloads.verify(lease.key(), lease.bytes()));
               held.add(lease);
-            });
+            }));
     Map<BlockKey, Long> versionPut = new HashMap<>();
     int n = 0;
     // 1. puts past the capacity: the policy evicts, the listener keeps every lease open
@@ -124,7 +128,7 @@ class RamTierTest {
     AtomicInteger calls = new AtomicInteger();
     List<BlockLease> keptByFailingListener = new ArrayList<>();
     RamTier tier =
-        new RamTier(
+        LEAKS.track(new RamTier(
             RamTierConfig.ofCapacity(MIB).withMaxBlockBytes(256 * KIB), // about 14 blocks
             lease -> {
               int call = calls.incrementAndGet();
@@ -138,7 +142,7 @@ class RamTierTest {
                 keptByFailingListener.add(lease); // takes it, then fails: the lease is its own
               }
               throw new IllegalStateException("listener failure " + call);
-            });
+            }));
     int puts = 3 * MIB / BLOCK;
     for (int i = 0; i < puts; i++) {
       BlockKey key = Payloads.key(i);
@@ -431,7 +435,7 @@ class RamTierTest {
   @Test
   void aBlockOfTheDefaultLimitFitsWhenTheCapacityIsNotAWholeNumberOfGranules() {
     long capacity = 64 * KIB + 100; // rounded down to 64 KiB of usable memory
-    try (RamTier tier = new RamTier(RamTierConfig.ofCapacity(capacity))) {
+    try (RamTier tier = LEAKS.track(new RamTier(RamTierConfig.ofCapacity(capacity)))) {
       BlockKey key = Payloads.key(1);
       assertThat(tier.put(key, Payloads.of(key, 1, tier.maxBlockBytes())))
           .as("a block of maxBlockBytes() = %d into an empty tier of %d bytes",
@@ -442,7 +446,7 @@ class RamTierTest {
 
   @Test
   void aBlockOfTheDefaultLimitIsStoredInAnEmptyTier() {
-    try (RamTier tier = new RamTier(RamTierConfig.ofCapacity(MIB))) {
+    try (RamTier tier = LEAKS.track(new RamTier(RamTierConfig.ofCapacity(MIB)))) {
       assertThat(tier.maxBlockBytes()).isEqualTo(MIB);
       BlockKey key = Payloads.key(1);
       assertThat(tier.put(key, Payloads.of(key, 1, tier.maxBlockBytes())))
@@ -468,14 +472,14 @@ class RamTierTest {
   void aListenerThrowingAnErrorLeaksNoMemory() {
     AtomicInteger calls = new AtomicInteger();
     RamTier tier =
-        new RamTier(
+        LEAKS.track(new RamTier(
             RamTierConfig.ofCapacity(MIB).withMaxBlockBytes(256 * KIB),
             lease -> {
               lease.close();
               if (calls.incrementAndGet() == 1) {
                 throw new AssertionError("listener failure");
               }
-            });
+            }));
     for (int i = 0; i < 3 * MIB / BLOCK; i++) {
       BlockKey key = Payloads.key(i);
       try {

@@ -13,9 +13,9 @@ import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The behaviour every {@link Tier} promises, as its users see it. A tier's test extends this class
@@ -44,16 +44,11 @@ public abstract class TierContractTest {
     assertThat(stats.bytesUsed()).as("bytes still allocated after close").isZero();
   }
 
+  @RegisterExtension final LeakCheck leaks = new LeakCheck(this::assertNothingRetainedAfterClose);
+
   @BeforeEach
   void createTier() {
-    tier = newTier(CAPACITY_BYTES, MAX_BLOCK_BYTES);
-  }
-
-  @AfterEach
-  void closeTierAndCheckLeaks() {
-    assertThat(tier.stats().leasesOpen()).as("leases left open by the test").isZero();
-    tier.close();
-    assertNothingRetainedAfterClose(tier.stats());
+    tier = leaks.track(newTier(CAPACITY_BYTES, MAX_BLOCK_BYTES));
   }
 
   @Test
