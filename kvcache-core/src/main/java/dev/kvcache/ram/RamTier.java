@@ -65,6 +65,9 @@ public final class RamTier implements Tier {
   /** A put holds one reference while it copies, the index takes the other. */
   private static final int WRITER_AND_INDEX = 2;
 
+  /** Bound on a put's evict-and-retry loop, in case other threads keep replacing its victims. */
+  private static final int MAX_EVICTION_ATTEMPTS_PER_PUT = 4096;
+
 
   private final RamTierConfig config;
   private final OffHeapMemory memory;
@@ -192,7 +195,7 @@ public final class RamTier implements Tier {
     }
     CompactionBudget budget = CompactionBudget.bounded(4L * length);
     long evictedBytes = 0;
-    while (true) {
+    for (int attempt = 0; attempt < MAX_EVICTION_ATTEMPTS_PER_PUT; attempt++) {
       block = memory.allocate(length, WRITER_AND_INDEX, budget);
       if (block != null || evictedBytes >= 4L * length) {
         break;
