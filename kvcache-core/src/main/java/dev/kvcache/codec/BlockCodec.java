@@ -1,0 +1,521 @@
+package dev.kvcache.codec;
+
+import static dev.kvcache.internal.codec.ContainerLayout.*;
+
+import dev.kvcache.codec.CorruptBlockException.Reason;
+import dev.kvcache.internal.codec.ByteShuffle;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import java.util.Objects;
+import java.util.zip.CRC32C;
+import net.jpountz.lz4.LZ4Compressor;
+import net.jpountz.lz4.LZ4Exception;
+import net.jpountz.lz4.LZ4Factory;
+import net.jpountz.lz4.LZ4SafeDecompressor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Encodes KV blocks into a chunked, checksummed LZ4 container and decodes them back; the format
+ * is specified in {@code docs/codec-format.md}.
+ *
+ * <p>The payload is cut into chunks of {@link #chunkSizeBytes()} that are filtered (optionally
+ * byte-shuffled), compressed and checksummed independently, so memory stays bounded by one chunk,
+ * decoding can start before the whole payload has arrived, and a damaged chunk is detected and
+ * named. A chunk that LZ4 does not shrink by at least {@link #minSavingsPercent()} percent is
+ * stored raw, so incompressible data grows only by the headers (32 bytes plus 16 per chunk).
+ *
+ * <p>Encoding needs the codec's settings; decoding does not, since the container records them.
+ * Instances are immutable and thread-safe. The fastest LZ4 implementation available is used (the
+ * native one when its library loads, else pure Java; which one is logged once); decompression
+ * always uses lz4-java's safe decompressor, which never reads or writes out of bounds on malformed
+ * input.
+ *
+ * <pre>{@code
+ * BlockCodec codec = BlockCodec.builder().filter(Filter.BYTE_SHUFFLE_2).build();
+ * ByteBuffer encoded = ByteBuffer.allocateDirect((int) codec.maxEncodedLength(block.remaining()));
+ * codec.encode(block, encoded);
+ * ByteBuffer decoded = ByteBuffer.allocateDirect((int) BlockCodec.decodedLength(encoded.flip()));
+ * BlockCodec.decode(encoded, decoded);
+ * }</pre>
+ */
+public final class BlockCodec {
+
+  private static final Logger log = LoggerFactory.getLogger(BlockCodec.class);
+
+  /** Default chunk size: 256 KiB. */
+  public static final int DEFAULT_CHUNK_BYTES = 256 << 10;
+
+  /** Default margin: a chunk must shrink by at least 2% to be stored compressed. */
+  public static final int DEFAULT_MIN_SAVINGS_PERCENT = 2;
+
+  private static final LZ4Factory LZ4 = loadLz4();
+  private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
+  private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
+
+  private final int chunkSizeBytes;
+  private final Filter filter;
+  private final int minSavingsPercent;
+  private final LZ4Compressor compressor = LZ4.fastCompressor();
+
+  private BlockCodec(Builder builder) {
+    this.chunkSizeBytes = builder.chunkSizeBytes;
+    this.filter = builder.filter;
+    this.minSavingsPercent = builder.minSavingsPercent;
+  }
+
+  private static LZ4Factory loadLz4() {
+    LZ4Factory factory = LZ4Factory.fastestInstance();
+    log.info("LZ4 implementation: {}", factory);
+    return factory;
+  }
+
+  /** A builder with the defaults: 256 KiB chunks, no filter, 2% minimum savings. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  public int chunkSizeBytes() {
+    return chunkSizeBytes;
+  }
+
+  public Filter filter() {
+    return filter;
+  }
+
+  public int minSavingsPercent() {
+    return minSavingsPercent;
+  }
+
+  /** The most bytes {@link #encode} can produce for {@code rawLength} bytes of input. */
+  public long maxEncodedLength(long rawLength) {
+    if (rawLength < 0) {
+      throw new IllegalArgumentException("negative length " + rawLength);
+    }
+    long chunks = chunkCount(rawLength, chunkSizeBytes);
+    int largestChunk = (int) Math.min(rawLength, chunkSizeBytes);
+    // every chunk ends up at most its raw size (else it is stored raw), but LZ4 is given room for
+    // its worst case before that is decided, which the chunk being written may briefly need
+    long slack = largestChunk == 0 ? 0 : compressor.maxCompressedLength(largestChunk) - largestChunk;
+    return HEADER_BYTES + chunks * CHUNK_HEADER_BYTES + rawLength + slack;
+  }
+
+  /**
+   * Encodes {@code src}'s remaining bytes into {@code dst} at its position, advancing it; {@code
+   * src}'s position is not changed.
+   *
+   * @return the number of bytes written
+   * @throws IllegalArgumentException if {@code dst} has less than {@link #maxEncodedLength}
+   *     remaining
+   */
+  public int encode(ByteBuffer src, ByteBuffer dst) {
+    Objects.requireNonNull(src, "src");
+    Objects.requireNonNull(dst, "dst");
+    int rawLength = src.remaining();
+    long max = maxEncodedLength(rawLength);
+    if (dst.remaining() < max) {
+      throw new IllegalArgumentException(
+          "destination has " + dst.remaining() + " bytes remaining, encoding " + rawLength
+              + " bytes may take " + max);
+    }
+    int start = dst.position();
+    writeHeader(dst, start, rawLength);
+    int out = start + HEADER_BYTES;
+    ByteBuffer scratch = filter == Filter.NONE ? null : ByteBuffer.allocate(chunkSizeBytes);
+    CRC32C crc = new CRC32C();
+    for (int in = src.position(), end = src.limit(); in < end; ) {
+      int len = Math.min(chunkSizeBytes, end - in);
+      out += encodeChunk(src, in, len, dst, out, scratch, crc);
+      in += len;
+    }
+    dst.position(out);
+    return out - start;
+  }
+
+  /**
+   * Encodes {@code src}'s remaining bytes to {@code out}, one chunk at a time, holding at most one
+   * encoded chunk in memory; {@code src}'s position is not changed.
+   *
+   * @return the number of bytes written
+   */
+  public long encode(ByteBuffer src, WritableByteChannel out) throws IOException {
+    Objects.requireNonNull(src, "src");
+    Objects.requireNonNull(out, "out");
+    int rawLength = src.remaining();
+    ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+    writeHeader(header, 0, rawLength);
+    long written = writeFully(out, header);
+    int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(Math.min(chunkSizeBytes, Math.max(rawLength, 1)));
+    ByteBuffer chunk = ByteBuffer.allocateDirect(chunkMax);
+    ByteBuffer scratch = filter == Filter.NONE ? null : ByteBuffer.allocate(chunkSizeBytes);
+    CRC32C crc = new CRC32C();
+    for (int in = src.position(), end = src.limit(); in < end; ) {
+      int len = Math.min(chunkSizeBytes, end - in);
+      int size = encodeChunk(src, in, len, chunk, 0, scratch, crc);
+      written += writeFully(out, chunk.clear().limit(size));
+      in += len;
+    }
+    return written;
+  }
+
+  private void writeHeader(ByteBuffer dst, int at, long rawLength) {
+    ByteBuffer h = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    h.putInt(at + MAGIC_OFFSET, MAGIC);
+    h.put(at + VERSION_OFFSET, (byte) VERSION);
+    h.put(at + FILTER_OFFSET, (byte) (filter == Filter.NONE ? FILTER_NONE : FILTER_BYTE_SHUFFLE));
+    h.put(at + ELEMENT_SIZE_OFFSET, (byte) filter.elementSizeBytes());
+    h.put(at + FLAGS_OFFSET, (byte) 0);
+    h.putInt(at + CHUNK_SIZE_OFFSET, chunkSizeBytes);
+    h.putInt(at + CHUNK_COUNT_OFFSET, (int) chunkCount(rawLength, chunkSizeBytes));
+    h.putLong(at + RAW_LENGTH_OFFSET, rawLength);
+    h.putInt(at + HEADER_RESERVED_OFFSET, 0);
+    CRC32C crc = new CRC32C();
+    crc.update(dst.slice(at, HEADER_CRC_OFFSET));
+    h.putInt(at + HEADER_CRC_OFFSET, (int) crc.getValue());
+  }
+
+  /** Writes one chunk (header and payload) at {@code out} in {@code dst}; returns its size. */
+  private int encodeChunk(
+      ByteBuffer src, int in, int len, ByteBuffer dst, int out, ByteBuffer scratch, CRC32C crc) {
+    int payload = out + CHUNK_HEADER_BYTES;
+    int limit = len - (int) ((long) len * minSavingsPercent / 100);
+    int stored = -1;
+    try {
+      if (scratch == null) {
+        stored = compressor.compress(src, in, len, dst, payload, compressor.maxCompressedLength(len));
+      } else {
+        ByteShuffle.shuffle(src, in, len, filter.elementSizeBytes(), scratch);
+        stored = compressor.compress(scratch, 0, len, dst, payload, compressor.maxCompressedLength(len));
+      }
+    } catch (LZ4Exception e) {
+      stored = -1; // treat as incompressible
+    }
+    int mode = MODE_LZ4;
+    if (stored < 0 || stored > limit) {
+      dst.put(payload, src, in, len);
+      stored = len;
+      mode = MODE_RAW;
+    }
+    ByteBuffer h = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    h.putInt(out + CHUNK_RAW_LENGTH_OFFSET, len);
+    h.putInt(out + CHUNK_STORED_LENGTH_OFFSET, stored);
+    h.put(out + CHUNK_MODE_OFFSET, (byte) mode);
+    h.put(out + CHUNK_RESERVED_OFFSET, (byte) 0);
+    h.put(out + CHUNK_RESERVED_OFFSET + 1, (byte) 0);
+    h.put(out + CHUNK_RESERVED_OFFSET + 2, (byte) 0);
+    crc.reset();
+    crc.update(dst.slice(out, CHUNK_CRC_OFFSET));
+    crc.update(src.slice(in, len));
+    h.putInt(out + CHUNK_CRC_OFFSET, (int) crc.getValue());
+    return CHUNK_HEADER_BYTES + stored;
+  }
+
+  private static long writeFully(WritableByteChannel out, ByteBuffer b) throws IOException {
+    long n = 0;
+    while (b.hasRemaining()) {
+      n += out.write(b);
+    }
+    return n;
+  }
+
+  /**
+   * The decoded size of the container starting at {@code encoded}'s position, from its header
+   * alone (the first 32 bytes).
+   *
+   * @throws CorruptBlockException if the header is missing, truncated or invalid
+   */
+  public static long decodedLength(ByteBuffer encoded) throws CorruptBlockException {
+    return Header.read(encoded, encoded.position()).rawLength;
+  }
+
+  /**
+   * Decodes the container at {@code src}'s position into {@code dst} at its position. On success
+   * both positions advance past what was read and written; on failure neither moves.
+   *
+   * @throws CorruptBlockException if the container is truncated, malformed or fails a checksum
+   * @throws IllegalArgumentException if {@code dst} has fewer bytes remaining than the decoded size
+   */
+  public static void decode(ByteBuffer src, ByteBuffer dst) throws CorruptBlockException {
+    Objects.requireNonNull(src, "src");
+    Objects.requireNonNull(dst, "dst");
+    int base = src.position();
+    Header header = Header.read(src, base);
+    header.requireRoom(dst);
+    ChunkDecoder decoder = new ChunkDecoder(header);
+    int in = base + HEADER_BYTES;
+    int out = dst.position();
+    for (int i = 0; i < header.chunkCount; i++) {
+      if (src.limit() - in < CHUNK_HEADER_BYTES) {
+        throw new CorruptBlockException(Reason.TRUNCATED, i, in - base,
+            "the stream ends " + (src.limit() - in) + " bytes into a 16-byte chunk header");
+      }
+      int stored = decoder.readChunkHeader(src, in, i, in - base);
+      if (src.limit() - in - CHUNK_HEADER_BYTES < stored) {
+        throw new CorruptBlockException(Reason.TRUNCATED, i, in - base,
+            "the chunk holds " + stored + " bytes but the stream ends after "
+                + (src.limit() - in - CHUNK_HEADER_BYTES));
+      }
+      out += decoder.decodeChunk(src, in, dst, out, i, in - base);
+      in += CHUNK_HEADER_BYTES + stored;
+    }
+    src.position(in);
+    dst.position(out);
+  }
+
+  /**
+   * Decodes a container read from {@code in} into {@code dst} at its position, one chunk at a
+   * time, holding at most one encoded chunk in memory; reads exactly the container's bytes.
+   *
+   * @throws CorruptBlockException if the container is truncated, malformed or fails a checksum
+   * @throws IllegalArgumentException if {@code dst} has fewer bytes remaining than the decoded size
+   */
+  public static void decode(ReadableByteChannel in, ByteBuffer dst) throws IOException {
+    Objects.requireNonNull(in, "in");
+    Objects.requireNonNull(dst, "dst");
+    ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
+    readFully(in, headerBytes, -1, 0);
+    Header header = Header.read(headerBytes.flip(), 0);
+    header.requireRoom(dst);
+    ChunkDecoder decoder = new ChunkDecoder(header);
+    int maxChunk = CHUNK_HEADER_BYTES + maxLz4Length(header.chunkSize);
+    ByteBuffer chunk = ByteBuffer.allocateDirect(maxChunk);
+    long offset = HEADER_BYTES;
+    int out = dst.position();
+    for (int i = 0; i < header.chunkCount; i++) {
+      chunk.clear().limit(CHUNK_HEADER_BYTES);
+      readFully(in, chunk, i, offset);
+      int stored = decoder.readChunkHeader(chunk, 0, i, offset);
+      chunk.limit(CHUNK_HEADER_BYTES + stored);
+      readFully(in, chunk, i, offset);
+      out += decoder.decodeChunk(chunk, 0, dst, out, i, offset);
+      offset += CHUNK_HEADER_BYTES + stored;
+    }
+    dst.position(out);
+  }
+
+  /** LZ4's worst-case output for {@code rawLength} input bytes. */
+  private static int maxLz4Length(int rawLength) {
+    return LZ4_BOUND.maxCompressedLength(rawLength);
+  }
+
+  private static void readFully(ReadableByteChannel in, ByteBuffer b, int chunk, long offset)
+      throws IOException {
+    while (b.hasRemaining()) {
+      if (in.read(b) < 0) {
+        throw new CorruptBlockException(Reason.TRUNCATED, chunk, offset,
+            "the stream ended " + b.remaining() + " bytes early");
+      }
+    }
+  }
+
+  static long chunkCount(long rawLength, int chunkSize) {
+    return (rawLength + chunkSize - 1) / chunkSize;
+  }
+
+  /** The validated container header. */
+  private static final class Header {
+    final int filter;
+    final int elementSize;
+    final int chunkSize;
+    final int chunkCount;
+    final long rawLength;
+
+    private Header(int filter, int elementSize, int chunkSize, int chunkCount, long rawLength) {
+      this.filter = filter;
+      this.elementSize = elementSize;
+      this.chunkSize = chunkSize;
+      this.chunkCount = chunkCount;
+      this.rawLength = rawLength;
+    }
+
+    static Header read(ByteBuffer src, int at) throws CorruptBlockException {
+      if (src.limit() - at < HEADER_BYTES) {
+        throw new CorruptBlockException(Reason.TRUNCATED, -1, 0,
+            "a container starts with a 32-byte header, only " + Math.max(0, src.limit() - at)
+                + " bytes are present");
+      }
+      ByteBuffer h = src.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      int magic = h.getInt(at + MAGIC_OFFSET);
+      if (magic != MAGIC) {
+        throw new CorruptBlockException(Reason.BAD_MAGIC, -1, 0,
+            String.format("expected magic 0x%08x ('kvcz'), found 0x%08x", MAGIC, magic));
+      }
+      int version = h.get(at + VERSION_OFFSET) & 0xff;
+      if (version != VERSION) {
+        throw new CorruptBlockException(Reason.UNSUPPORTED_VERSION, -1, VERSION_OFFSET,
+            "format version " + version + "; this reader knows version " + VERSION
+                + (version > VERSION ? " (written by a newer kvcache)" : ""));
+      }
+      CRC32C crc = new CRC32C();
+      crc.update(src.slice(at, HEADER_CRC_OFFSET));
+      int expected = h.getInt(at + HEADER_CRC_OFFSET);
+      if ((int) crc.getValue() != expected) {
+        throw new CorruptBlockException(Reason.CHECKSUM_MISMATCH, -1, HEADER_CRC_OFFSET,
+            String.format("header checksum 0x%08x, computed 0x%08x", expected, (int) crc.getValue()));
+      }
+      int filter = h.get(at + FILTER_OFFSET) & 0xff;
+      int elementSize = h.get(at + ELEMENT_SIZE_OFFSET) & 0xff;
+      boolean validFilter =
+          (filter == FILTER_NONE && elementSize == 1)
+              || (filter == FILTER_BYTE_SHUFFLE && (elementSize == 2 || elementSize == 4));
+      if (!validFilter) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, -1, FILTER_OFFSET,
+            "unknown filter " + filter + " with element size " + elementSize);
+      }
+      if (h.get(at + FLAGS_OFFSET) != 0 || h.getInt(at + HEADER_RESERVED_OFFSET) != 0) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, -1, FLAGS_OFFSET,
+            "reserved header bits are set");
+      }
+      int chunkSize = h.getInt(at + CHUNK_SIZE_OFFSET);
+      if (chunkSize < MIN_CHUNK_BYTES || chunkSize > MAX_CHUNK_BYTES) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, -1, CHUNK_SIZE_OFFSET,
+            "chunk size " + chunkSize + " is outside " + MIN_CHUNK_BYTES + ".." + MAX_CHUNK_BYTES);
+      }
+      long rawLength = h.getLong(at + RAW_LENGTH_OFFSET);
+      int chunkCount = h.getInt(at + CHUNK_COUNT_OFFSET);
+      if (rawLength < 0 || chunkCount < 0 || chunkCount(rawLength, chunkSize) != chunkCount) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, -1, RAW_LENGTH_OFFSET,
+            "raw length " + rawLength + " does not need " + chunkCount + " chunks of " + chunkSize);
+      }
+      return new Header(filter, elementSize, chunkSize, chunkCount, rawLength);
+    }
+
+    void requireRoom(ByteBuffer dst) {
+      if (dst.remaining() < rawLength) {
+        throw new IllegalArgumentException(
+            "destination has " + dst.remaining() + " bytes remaining, the block decodes to "
+                + rawLength);
+      }
+    }
+  }
+
+  /** Validates and decodes chunks of one container. */
+  private static final class ChunkDecoder {
+    private final Header header;
+    private final ByteBuffer scratch;
+    private final CRC32C crc = new CRC32C();
+    private int rawLength;
+    private int stored;
+    private int mode;
+    private int expectedCrc;
+
+    ChunkDecoder(Header header) {
+      this.header = header;
+      this.scratch = header.filter == FILTER_NONE ? null : ByteBuffer.allocate(header.chunkSize);
+    }
+
+    /** Reads and checks the chunk header at {@code at}; returns the stored length. */
+    int readChunkHeader(ByteBuffer src, int at, int index, long offset)
+        throws CorruptBlockException {
+      ByteBuffer h = src.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      rawLength = h.getInt(at + CHUNK_RAW_LENGTH_OFFSET);
+      stored = h.getInt(at + CHUNK_STORED_LENGTH_OFFSET);
+      mode = h.get(at + CHUNK_MODE_OFFSET) & 0xff;
+      expectedCrc = h.getInt(at + CHUNK_CRC_OFFSET);
+      long expectedRaw =
+          index < header.chunkCount - 1
+              ? header.chunkSize
+              : header.rawLength - (long) header.chunkSize * (header.chunkCount - 1);
+      if (rawLength != expectedRaw) {
+        throw new CorruptBlockException(Reason.LENGTH_OUT_OF_BOUNDS, index, offset,
+            "chunk says " + rawLength + " raw bytes, the header implies " + expectedRaw);
+      }
+      if (mode != MODE_RAW && mode != MODE_LZ4
+          || h.get(at + CHUNK_RESERVED_OFFSET) != 0
+          || h.get(at + CHUNK_RESERVED_OFFSET + 1) != 0
+          || h.get(at + CHUNK_RESERVED_OFFSET + 2) != 0) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, index, offset,
+            "unknown chunk mode " + mode + " or reserved bits set");
+      }
+      int maxStored = mode == MODE_RAW ? rawLength : maxLz4Length(rawLength);
+      if (stored < 0 || stored > maxStored || (mode == MODE_RAW && stored != rawLength)) {
+        throw new CorruptBlockException(Reason.LENGTH_OUT_OF_BOUNDS, index, offset,
+            "stored length " + stored + " is impossible for " + rawLength + " raw bytes in mode "
+                + mode);
+      }
+      return stored;
+    }
+
+    /** Decodes the chunk whose header is at {@code at} into {@code dst} at {@code out}. */
+    int decodeChunk(ByteBuffer src, int at, ByteBuffer dst, int out, int index, long offset)
+        throws CorruptBlockException {
+      int payload = at + CHUNK_HEADER_BYTES;
+      if (mode == MODE_RAW) {
+        dst.put(out, src, payload, rawLength);
+      } else {
+        ByteBuffer target = scratch == null ? dst : scratch;
+        int targetOff = scratch == null ? out : 0;
+        int n;
+        try {
+          n = DECOMPRESSOR.decompress(src, payload, stored, target, targetOff, rawLength);
+        } catch (LZ4Exception e) {
+          throw new CorruptBlockException(Reason.SIZE_MISMATCH, index, offset,
+              "LZ4 data is malformed or decodes past " + rawLength + " bytes: " + e.getMessage());
+        }
+        if (n != rawLength) {
+          throw new CorruptBlockException(Reason.SIZE_MISMATCH, index, offset,
+              "LZ4 data decodes to " + n + " bytes, the chunk says " + rawLength);
+        }
+        if (scratch != null) {
+          ByteShuffle.unshuffle(scratch, rawLength, header.elementSize, dst, out);
+        }
+      }
+      crc.reset();
+      crc.update(src.slice(at, CHUNK_CRC_OFFSET));
+      crc.update(dst.slice(out, rawLength));
+      if ((int) crc.getValue() != expectedCrc) {
+        throw new CorruptBlockException(Reason.CHECKSUM_MISMATCH, index, offset,
+            String.format("chunk checksum 0x%08x, computed 0x%08x over its %d decoded bytes",
+                expectedCrc, (int) crc.getValue(), rawLength));
+      }
+      return rawLength;
+    }
+  }
+
+  /** Settings of a {@link BlockCodec}. */
+  public static final class Builder {
+    private int chunkSizeBytes = DEFAULT_CHUNK_BYTES;
+    private Filter filter = Filter.NONE;
+    private int minSavingsPercent = DEFAULT_MIN_SAVINGS_PERCENT;
+
+    private Builder() {}
+
+    /** Raw bytes per chunk: 4 KiB to 16 MiB; default 256 KiB. */
+    public Builder chunkSizeBytes(int chunkSizeBytes) {
+      if (chunkSizeBytes < MIN_CHUNK_BYTES || chunkSizeBytes > MAX_CHUNK_BYTES) {
+        throw new IllegalArgumentException(
+            "chunk size must be " + MIN_CHUNK_BYTES + " to " + MAX_CHUNK_BYTES + " bytes, got "
+                + chunkSizeBytes);
+      }
+      this.chunkSizeBytes = chunkSizeBytes;
+      return this;
+    }
+
+    /** The filter applied before LZ4; default {@link Filter#NONE}. */
+    public Builder filter(Filter filter) {
+      this.filter = Objects.requireNonNull(filter, "filter");
+      return this;
+    }
+
+    /**
+     * How much a chunk must shrink, in percent, to be stored compressed rather than raw: 0 to 99;
+     * default 2.
+     */
+    public Builder minSavingsPercent(int minSavingsPercent) {
+      if (minSavingsPercent < 0 || minSavingsPercent > 99) {
+        throw new IllegalArgumentException(
+            "minSavingsPercent must be 0 to 99, got " + minSavingsPercent);
+      }
+      this.minSavingsPercent = minSavingsPercent;
+      return this;
+    }
+
+    public BlockCodec build() {
+      return new BlockCodec(this);
+    }
+  }
+}

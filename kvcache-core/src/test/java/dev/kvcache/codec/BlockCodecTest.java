@@ -1,0 +1,154 @@
+package dev.kvcache.codec;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.util.SplittableRandom;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+import java.util.stream.Stream;
+
+class BlockCodecTest {
+
+  private static final int CHUNK = 16 << 10;
+
+  static ByteBuffer random(int n, long seed) {
+    ByteBuffer b = ByteBuffer.allocateDirect(n);
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int i = 0; i < n; i++) {
+      b.put(i, (byte) r.nextInt());
+    }
+    return b;
+  }
+
+  /** fp16-like data: a smooth signal with noisy low bytes, little-endian. */
+  static ByteBuffer halfFloats(int n, long seed) {
+    ByteBuffer b = ByteBuffer.allocateDirect(n);
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int i = 0; i + 1 < n; i += 2) {
+      b.put(i, (byte) r.nextInt());
+      b.put(i + 1, (byte) (0x38 + (i / 2 % 5)));
+    }
+    if (n % 2 == 1) {
+      b.put(n - 1, (byte) 7);
+    }
+    return b;
+  }
+
+  static Stream<Arguments> cases() {
+    int[] sizes = {0, 1, 3, 4095, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + CHUNK / 2 + 1};
+    Stream.Builder<Arguments> cases = Stream.builder();
+    for (Filter filter : Filter.values()) {
+      for (int size : sizes) {
+        cases.add(Arguments.of(filter, size, "random"));
+        cases.add(Arguments.of(filter, size, "halfFloats"));
+        cases.add(Arguments.of(filter, size, "zeros"));
+      }
+    }
+    return cases.build();
+  }
+
+  static ByteBuffer data(String kind, int size) {
+    switch (kind) {
+      case "random":
+        return random(size, size);
+      case "halfFloats":
+        return halfFloats(size, size);
+      default:
+        return ByteBuffer.allocateDirect(size);
+    }
+  }
+
+  static BlockCodec codec(Filter filter) {
+    return BlockCodec.builder().chunkSizeBytes(CHUNK).filter(filter).build();
+  }
+
+  static ByteBuffer encode(BlockCodec codec, ByteBuffer src) {
+    ByteBuffer dst = ByteBuffer.allocateDirect((int) codec.maxEncodedLength(src.remaining()));
+    codec.encode(src, dst);
+    return dst.flip();
+  }
+
+  @ParameterizedTest(name = "{0}, {1} bytes of {2}")
+  @MethodSource("cases")
+  void roundTripsThroughBuffers(Filter filter, int size, String kind) throws IOException {
+    BlockCodec codec = codec(filter);
+    ByteBuffer src = data(kind, size);
+    ByteBuffer encoded = encode(codec, src);
+    assertThat(src.position()).isZero();
+    assertThat(BlockCodec.decodedLength(encoded)).isEqualTo(size);
+
+    ByteBuffer decoded = ByteBuffer.allocateDirect(size + 10);
+    decoded.position(5);
+    BlockCodec.decode(encoded, decoded);
+    assertThat(encoded.hasRemaining()).as("the whole container is consumed").isFalse();
+    assertThat(decoded.position()).isEqualTo(5 + size);
+    assertThat(decoded.flip().position(5)).isEqualTo(src);
+  }
+
+  @ParameterizedTest(name = "{0}, {1} bytes of {2}")
+  @MethodSource("cases")
+  void roundTripsThroughChannels(Filter filter, int size, String kind) throws IOException {
+    BlockCodec codec = codec(filter);
+    ByteBuffer src = data(kind, size);
+    ByteArrayOutputStream sink = new ByteArrayOutputStream();
+    long written = codec.encode(src, Channels.newChannel(sink));
+    assertThat(written).isEqualTo(sink.size());
+    assertThat(ByteBuffer.wrap(sink.toByteArray())).as("same bytes as the buffer encoder")
+        .isEqualTo(encode(codec, src));
+
+    ByteBuffer decoded = ByteBuffer.allocate(size);
+    BlockCodec.decode(Channels.newChannel(new ByteArrayInputStream(sink.toByteArray())), decoded);
+    assertThat(decoded.flip()).isEqualTo(src);
+  }
+
+  @Test
+  void randomBytesGrowOnlyByTheHeaders() throws IOException {
+    BlockCodec codec = codec(Filter.NONE);
+    int size = 10 * CHUNK + 123;
+    ByteBuffer encoded = encode(codec, random(size, 1));
+    assertThat(encoded.remaining()).isEqualTo(32 + 11 * 16 + size);
+  }
+
+  @Test
+  void compressibleBytesShrinkAndShuffleHelpsHalfFloats() {
+    int size = 8 * CHUNK;
+    assertThat(encode(codec(Filter.NONE), ByteBuffer.allocateDirect(size)).remaining())
+        .isLessThan(size / 50);
+    int plain = encode(codec(Filter.NONE), halfFloats(size, 3)).remaining();
+    int shuffled = encode(codec(Filter.BYTE_SHUFFLE_2), halfFloats(size, 3)).remaining();
+    assertThat(shuffled).as("byte shuffle groups the repetitive high bytes").isLessThan(plain * 3 / 4);
+  }
+
+  @Test
+  void aDestinationTooSmallIsAProgrammerError() throws IOException {
+    BlockCodec codec = codec(Filter.NONE);
+    ByteBuffer src = random(1000, 1);
+    assertThatThrownBy(() -> codec.encode(src, ByteBuffer.allocate(1000)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("may take");
+    ByteBuffer encoded = encode(codec, src);
+    assertThatThrownBy(() -> BlockCodec.decode(encoded, ByteBuffer.allocate(999)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("decodes to 1000");
+    assertThat(encoded.position()).isZero();
+  }
+
+  @Test
+  void settingsAreValidated() {
+    assertThatThrownBy(() -> BlockCodec.builder().chunkSizeBytes(1000))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("chunk size");
+    assertThatThrownBy(() -> BlockCodec.builder().minSavingsPercent(100))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> BlockCodec.builder().filter(null))
+        .isInstanceOf(NullPointerException.class);
+  }
+}
