@@ -25,14 +25,18 @@ import org.openjdk.jmh.runner.options.TimeValue;
 class BenchmarkSmokeTest {
 
   private static final Class<?>[] BENCHMARKS = {
-    RamTierBenchmark.class, RamTierChurnBenchmark.class, PeerBenchmark.class, MemoryCopyBenchmark.class
+    RamTierBenchmark.class,
+    RamTierChurnBenchmark.class,
+    PeerBenchmark.class,
+    MemoryCopyBenchmark.class,
+    CodecBenchmark.class
   };
 
   @Test
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
@@ -41,6 +45,8 @@ class BenchmarkSmokeTest {
             .param("workingSetBytes", "1048576")
             .param("regionBytes", "1048576")
             .param("capacityBytes", "16777216")
+            .param("chunkSizeBytes", "262144")
+            .param("data", "kv_prose_bf16")
             .shouldFailOnError(true)
             .build();
 

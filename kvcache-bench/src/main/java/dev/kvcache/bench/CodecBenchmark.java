@@ -1,0 +1,137 @@
+package dev.kvcache.bench;
+
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.codec.Filter;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
+import net.jpountz.lz4.LZ4Compressor;
+import net.jpountz.lz4.LZ4Factory;
+import net.jpountz.lz4.LZ4SafeDecompressor;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+
+/**
+ * The block codec against lz4-java's raw block API on the same bytes in the same run: a 4 MiB
+ * block (real fp16 or bf16 KV tensors from {@code ../shared/data/kv/} when present, random bytes
+ * otherwise) cut into chunks of {@code chunkSizeBytes}. {@code rawCompress}/{@code rawDecompress}
+ * run LZ4 alone over the same chunks; {@code encode}/{@code decode} add the container, checksums
+ * and the filter. The set-up prints the compression ratio of each configuration.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class CodecBenchmark {
+
+  private static final int BLOCK_BYTES = 4 << 20;
+
+  @Param({"65536", "262144", "1048576", "4194304"})
+  public int chunkSizeBytes;
+
+  @Param({"kv_prose_fp16", "kv_prose_bf16", "random"})
+  public String data;
+
+  @Param({"NONE", "BYTE_SHUFFLE_2"})
+  public Filter filter;
+
+  /** Where the shared KV tensors are, relative to the working directory. */
+  @Param({"../shared/data/kv"})
+  public String dataDir;
+
+  private final LZ4Factory lz4 = LZ4Factory.fastestInstance();
+  private final LZ4Compressor compressor = lz4.fastCompressor();
+  private final LZ4SafeDecompressor decompressor = lz4.safeDecompressor();
+  private BlockCodec codec;
+  private ByteBuffer block;
+  private ByteBuffer encoded;
+  private ByteBuffer encodeTarget;
+  private ByteBuffer decoded;
+  private ByteBuffer rawCompressed;
+  private int[] rawChunkLengths;
+
+  @Setup(Level.Trial)
+  public void setUp() throws IOException {
+    block = load();
+    codec = BlockCodec.builder().chunkSizeBytes(chunkSizeBytes).filter(filter).build();
+    encoded = ByteBuffer.allocateDirect((int) codec.maxEncodedLength(BLOCK_BYTES));
+    codec.encode(block, encoded);
+    encoded.flip();
+    encodeTarget = ByteBuffer.allocateDirect(encoded.capacity());
+    decoded = ByteBuffer.allocateDirect(BLOCK_BYTES);
+    int chunks = (BLOCK_BYTES + chunkSizeBytes - 1) / chunkSizeBytes;
+    rawCompressed = ByteBuffer.allocateDirect(chunks * compressor.maxCompressedLength(chunkSizeBytes));
+    rawChunkLengths = new int[chunks];
+    rawCompress();
+    long rawTotal = 0;
+    for (int n : rawChunkLengths) {
+      rawTotal += n;
+    }
+    System.out.printf(
+        "%nratio: data=%s filter=%s chunk=%d container=%.4f rawLz4=%.4f%n",
+        data, filter, chunkSizeBytes, (double) BLOCK_BYTES / encoded.remaining(),
+        (double) BLOCK_BYTES / rawTotal);
+  }
+
+  private ByteBuffer load() throws IOException {
+    ByteBuffer b = ByteBuffer.allocateDirect(BLOCK_BYTES);
+    Path file = Path.of(dataDir, data + ".bin");
+    if (!data.equals("random") && Files.isReadable(file)) {
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        while (b.hasRemaining() && ch.read(b) >= 0) {
+          // fill
+        }
+      }
+      return b.flip();
+    }
+    if (!data.equals("random")) {
+      System.out.println("\n" + file + " not found: using random bytes instead");
+    }
+    return Blocks.randomDirect(BLOCK_BYTES, 7);
+  }
+
+  @Benchmark
+  public int rawCompress() {
+    int out = 0;
+    for (int i = 0, in = 0; in < BLOCK_BYTES; i++, in += chunkSizeBytes) {
+      int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
+      int n = compressor.compress(block, in, len, rawCompressed, out, compressor.maxCompressedLength(len));
+      rawChunkLengths[i] = n;
+      out += n;
+    }
+    return out;
+  }
+
+  @Benchmark
+  public int rawDecompress() {
+    int in = 0;
+    int out = 0;
+    for (int n : rawChunkLengths) {
+      out += decompressor.decompress(rawCompressed, in, n, decoded, out, chunkSizeBytes);
+      in += n;
+    }
+    return out;
+  }
+
+  @Benchmark
+  public int encode() {
+    return codec.encode(block, encodeTarget.clear());
+  }
+
+  @Benchmark
+  public ByteBuffer decode() throws CorruptBlockException {
+    BlockCodec.decode(encoded.duplicate(), decoded.clear());
+    return decoded;
+  }
+}
