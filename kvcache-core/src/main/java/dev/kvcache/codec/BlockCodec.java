@@ -56,6 +56,7 @@ public final class BlockCodec {
   private static final LZ4Factory LZ4 = loadLz4();
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
+  private static final ThreadLocal<ByteBuffer> SCRATCH = new ThreadLocal<>();
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -125,7 +126,7 @@ public final class BlockCodec {
     int start = dst.position();
     writeHeader(dst, start, rawLength);
     int out = start + HEADER_BYTES;
-    ByteBuffer scratch = filter == Filter.NONE ? null : ByteBuffer.allocate(chunkSizeBytes);
+    ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
     CRC32C crc = new CRC32C();
     for (int in = src.position(), end = src.limit(); in < end; ) {
       int len = Math.min(chunkSizeBytes, end - in);
@@ -151,7 +152,7 @@ public final class BlockCodec {
     long written = writeFully(out, header);
     int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(Math.min(chunkSizeBytes, Math.max(rawLength, 1)));
     ByteBuffer chunk = ByteBuffer.allocateDirect(chunkMax);
-    ByteBuffer scratch = filter == Filter.NONE ? null : ByteBuffer.allocate(chunkSizeBytes);
+    ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
     CRC32C crc = new CRC32C();
     for (int in = src.position(), end = src.limit(); in < end; ) {
       int len = Math.min(chunkSizeBytes, end - in);
@@ -312,6 +313,19 @@ public final class BlockCodec {
     }
   }
 
+  /**
+   * This thread's filter buffer, at least {@code bytes} long: direct memory, reused across calls,
+   * so extra memory is bounded by (threads using the codec) x (largest chunk size they used).
+   */
+  private static ByteBuffer scratch(int bytes) {
+    ByteBuffer b = SCRATCH.get();
+    if (b == null || b.capacity() < bytes) {
+      b = ByteBuffer.allocateDirect(bytes);
+      SCRATCH.set(b);
+    }
+    return b.clear();
+  }
+
   static long chunkCount(long rawLength, int chunkSize) {
     return (rawLength + chunkSize - 1) / chunkSize;
   }
@@ -405,7 +419,7 @@ public final class BlockCodec {
 
     ChunkDecoder(Header header) {
       this.header = header;
-      this.scratch = header.filter == FILTER_NONE ? null : ByteBuffer.allocate(header.chunkSize);
+      this.scratch = header.filter == FILTER_NONE ? null : scratch(header.chunkSize);
     }
 
     /** Reads and checks the chunk header at {@code at}; returns the stored length. */
