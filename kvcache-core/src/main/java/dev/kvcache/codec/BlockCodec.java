@@ -11,6 +11,10 @@ import java.nio.ByteOrder;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.WritableByteChannel;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32C;
 import net.jpountz.lz4.LZ4Compressor;
 import net.jpountz.lz4.LZ4Exception;
@@ -28,6 +32,11 @@ import org.slf4j.LoggerFactory;
  * decoding can start before the whole payload has arrived, and a damaged chunk is detected and
  * named. A chunk that LZ4 does not shrink by at least {@link #minSavingsPercent()} percent is
  * stored raw, so incompressible data grows only by the headers (32 bytes plus 16 per chunk).
+ *
+ * <p>By default everything runs on the calling thread. With {@link Builder#executor} a buffer is
+ * encoded several chunks at a time, and {@link #decode(ByteBuffer, ByteBuffer, Executor, int)}
+ * decodes several chunks at a time straight into their places; either way extra memory is bounded
+ * by one chunk per thread, never by the payload. Channel encoding and decoding are sequential.
  *
  * <p>Encoding needs the codec's settings; decoding does not, since the container records them.
  * Instances are immutable and thread-safe. The fastest LZ4 implementation available is used (the
@@ -62,11 +71,15 @@ public final class BlockCodec {
   private final Filter filter;
   private final int minSavingsPercent;
   private final LZ4Compressor compressor = LZ4.fastCompressor();
+  private final Executor executor;
+  private final int threads;
 
   private BlockCodec(Builder builder) {
     this.chunkSizeBytes = builder.chunkSizeBytes;
     this.filter = builder.filter;
     this.minSavingsPercent = builder.minSavingsPercent;
+    this.executor = builder.executor;
+    this.threads = builder.threads;
   }
 
   private static LZ4Factory loadLz4() {
@@ -126,15 +139,49 @@ public final class BlockCodec {
     int start = dst.position();
     writeHeader(dst, start, rawLength);
     int out = start + HEADER_BYTES;
-    ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
-    CRC32C crc = new CRC32C();
-    for (int in = src.position(), end = src.limit(); in < end; ) {
-      int len = Math.min(chunkSizeBytes, end - in);
-      out += encodeChunk(src, in, len, dst, out, scratch, crc);
-      in += len;
+    if (threads > 1 && rawLength > chunkSizeBytes) {
+      out = encodeInParallel(src, dst, out);
+    } else {
+      ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
+      CRC32C crc = new CRC32C();
+      for (int in = src.position(), end = src.limit(); in < end; ) {
+        int len = Math.min(chunkSizeBytes, end - in);
+        out += encodeChunk(src, in, len, dst, out, scratch, crc);
+        in += len;
+      }
     }
     dst.position(out);
     return out - start;
+  }
+
+  /**
+   * Encodes the chunks {@code threads} at a time, each into a buffer of its own, and appends them
+   * to {@code dst} in order after each round.
+   */
+  private int encodeInParallel(ByteBuffer src, ByteBuffer dst, int out) {
+    int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(chunkSizeBytes);
+    ByteBuffer[] encoded = new ByteBuffer[threads];
+    for (int t = 0; t < threads; t++) {
+      encoded[t] = ByteBuffer.allocate(chunkMax);
+    }
+    int[] sizes = new int[threads];
+    int first = src.position();
+    int end = src.limit();
+    for (int round = first; round < end; round += threads * chunkSizeBytes) {
+      int roundStart = round;
+      int count = (int) Math.min(threads, chunkCount(end - round, chunkSizeBytes));
+      runAll(executor, count, t -> {
+        int in = roundStart + t * chunkSizeBytes;
+        int len = Math.min(chunkSizeBytes, end - in);
+        ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
+        sizes[t] = encodeChunk(src, in, len, encoded[t], 0, scratch, new CRC32C());
+      });
+      for (int t = 0; t < count; t++) {
+        dst.put(out, encoded[t], 0, sizes[t]);
+        out += sizes[t];
+      }
+    }
+    return out;
   }
 
   /**
@@ -241,14 +288,30 @@ public final class BlockCodec {
    * @throws IllegalArgumentException if {@code dst} has fewer bytes remaining than the decoded size
    */
   public static void decode(ByteBuffer src, ByteBuffer dst) throws CorruptBlockException {
+    decode(src, dst, Runnable::run, 1);
+  }
+
+  /**
+   * Like {@link #decode(ByteBuffer, ByteBuffer)}, decoding up to {@code threads} chunks at a time:
+   * the calling thread plus {@code threads - 1} tasks on {@code executor}. Each chunk is decoded
+   * straight into its place in {@code dst}; extra memory is one chunk per thread when a filter is
+   * used, none otherwise.
+   */
+  public static void decode(ByteBuffer src, ByteBuffer dst, Executor executor, int threads)
+      throws CorruptBlockException {
     Objects.requireNonNull(src, "src");
     Objects.requireNonNull(dst, "dst");
+    Objects.requireNonNull(executor, "executor");
+    if (threads < 1) {
+      throw new IllegalArgumentException("threads must be at least 1, got " + threads);
+    }
     int base = src.position();
     Header header = Header.read(src, base);
     header.requireRoom(dst);
-    ChunkDecoder decoder = new ChunkDecoder(header);
-    int in = base + HEADER_BYTES;
     int out = dst.position();
+    ChunkDecoder decoder = new ChunkDecoder(header);
+    int[] chunkAt = new int[header.chunkCount];
+    int in = base + HEADER_BYTES;
     for (int i = 0; i < header.chunkCount; i++) {
       if (src.limit() - in < CHUNK_HEADER_BYTES) {
         throw new CorruptBlockException(Reason.TRUNCATED, i, in - base,
@@ -260,11 +323,90 @@ public final class BlockCodec {
             "the chunk holds " + stored + " bytes but the stream ends after "
                 + (src.limit() - in - CHUNK_HEADER_BYTES));
       }
-      out += decoder.decodeChunk(src, in, dst, out, i, in - base);
+      if (threads == 1) {
+        decoder.decodeChunk(src, in, dst, out + i * header.chunkSize, i, in - base);
+      }
+      chunkAt[i] = in;
       in += CHUNK_HEADER_BYTES + stored;
     }
+    if (threads > 1) {
+      decodeInParallel(header, src, base, chunkAt, dst, out, executor, threads);
+    }
     src.position(in);
-    dst.position(out);
+    dst.position(out + (int) header.rawLength);
+  }
+
+  private static void decodeInParallel(Header header, ByteBuffer src, int base, int[] chunkAt,
+      ByteBuffer dst, int out, Executor executor, int threads) throws CorruptBlockException {
+    AtomicInteger next = new AtomicInteger();
+    AtomicReference<CorruptBlockException> failure = new AtomicReference<>();
+    runAll(executor, Math.min(threads, header.chunkCount), t -> {
+      ChunkDecoder decoder = new ChunkDecoder(header);
+      for (int i = next.getAndIncrement(); i < chunkAt.length && failure.get() == null;
+          i = next.getAndIncrement()) {
+        try {
+          decoder.readChunkHeader(src, chunkAt[i], i, chunkAt[i] - base);
+          decoder.decodeChunk(src, chunkAt[i], dst, out + i * header.chunkSize, i, chunkAt[i] - base);
+        } catch (CorruptBlockException e) {
+          failure.compareAndSet(null, e);
+        }
+      }
+    });
+    if (failure.get() != null) {
+      throw failure.get();
+    }
+  }
+
+  /** Work item {@code t} of a parallel step; may throw unchecked exceptions only. */
+  @FunctionalInterface
+  private interface Task {
+    void run(int t);
+  }
+
+  /**
+   * Runs tasks 0..count-1, task 0 on the calling thread and the others on {@code executor}, and
+   * returns when all have finished (they write into the caller's buffers), rethrowing the first
+   * failure.
+   */
+  private static void runAll(Executor executor, int count, Task task) {
+    CountDownLatch done = new CountDownLatch(count - 1);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    for (int t = 1; t < count; t++) {
+      int id = t;
+      executor.execute(() -> {
+        try {
+          task.run(id);
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        } finally {
+          done.countDown();
+        }
+      });
+    }
+    try {
+      task.run(0);
+    } catch (RuntimeException | Error e) {
+      failure.compareAndSet(null, e);
+    }
+    boolean interrupted = false;
+    while (true) {
+      try {
+        done.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true; // the tasks write into the caller's buffers: wait for them anyway
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    Throwable e = failure.get();
+    if (e instanceof RuntimeException) {
+      throw (RuntimeException) e;
+    }
+    if (e instanceof Error) {
+      throw (Error) e;
+    }
   }
 
   /**
@@ -495,8 +637,25 @@ public final class BlockCodec {
     private int chunkSizeBytes = DEFAULT_CHUNK_BYTES;
     private Filter filter = Filter.NONE;
     private int minSavingsPercent = DEFAULT_MIN_SAVINGS_PERCENT;
+    private Executor executor;
+    private int threads = 1;
 
     private Builder() {}
+
+    /**
+     * Encodes up to {@code threads} chunks at a time, the calling thread plus {@code threads - 1}
+     * tasks on {@code executor}. Extra memory is bounded by {@code threads} encoded chunks, never
+     * by the payload. Without this setting the codec runs on the calling thread only.
+     */
+    public Builder executor(Executor executor, int threads) {
+      Objects.requireNonNull(executor, "executor");
+      if (threads < 1) {
+        throw new IllegalArgumentException("threads must be at least 1, got " + threads);
+      }
+      this.executor = executor;
+      this.threads = threads;
+      return this;
+    }
 
     /** Raw bytes per chunk: 4 KiB to 16 MiB; default 256 KiB. */
     public Builder chunkSizeBytes(int chunkSizeBytes) {
