@@ -10,6 +10,8 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import net.jpountz.lz4.LZ4Compressor;
 import net.jpountz.lz4.LZ4Factory;
@@ -23,13 +25,16 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * The block codec against lz4-java's raw block API on the same bytes in the same run: a 4 MiB
  * block (real fp16 or bf16 KV tensors from {@code ../shared/data/kv/} when present, random bytes
  * otherwise) cut into chunks of {@code chunkSizeBytes}. {@code rawCompress}/{@code rawDecompress}
  * run LZ4 alone over the same chunks, already filtered (the filter is applied in set-up, untimed);
- * {@code encode}/{@code decode} add the filter, the container and the checksums. The set-up prints the compression ratio of each configuration.
+ * {@code encode}/{@code decode} add the filter, the container and the checksums, on {@code
+ * codecThreads} threads (the calling thread plus a pool). The set-up prints the compression ratio
+ * of each configuration.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -47,6 +52,10 @@ public class CodecBenchmark {
   @Param({"NONE", "BYTE_SHUFFLE_2"})
   public Filter filter;
 
+  /** Threads that encode and decode one block's chunks (the raw LZ4 baselines use one). */
+  @Param({"1", "2"})
+  public int codecThreads;
+
   /** Where the shared KV tensors are, relative to the working directory. */
   @Param({"../shared/data/kv"})
   public String dataDir;
@@ -63,11 +72,14 @@ public class CodecBenchmark {
   private ByteBuffer decoded;
   private ByteBuffer rawCompressed;
   private int[] rawChunkLengths;
+  private ExecutorService pool;
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
     block = load();
-    codec = BlockCodec.builder().chunkSizeBytes(chunkSizeBytes).filter(filter).build();
+    pool = Executors.newFixedThreadPool(Math.max(1, codecThreads - 1));
+    BlockCodec.Builder builder = BlockCodec.builder().chunkSizeBytes(chunkSizeBytes).filter(filter);
+    codec = (codecThreads > 1 ? builder.executor(pool, codecThreads) : builder).build();
     encoded = ByteBuffer.allocateDirect((int) codec.maxEncodedLength(BLOCK_BYTES));
     codec.encode(block, encoded);
     encoded.flip();
@@ -149,7 +161,12 @@ public class CodecBenchmark {
 
   @Benchmark
   public ByteBuffer decode() throws CorruptBlockException {
-    BlockCodec.decode(encoded.duplicate(), decoded.clear());
+    BlockCodec.decode(encoded.duplicate(), decoded.clear(), pool, codecThreads);
     return decoded;
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    pool.shutdownNow();
   }
 }

@@ -47,6 +47,7 @@ class BenchmarkSmokeTest {
             .param("capacityBytes", "16777216")
             .param("chunkSizeBytes", "262144")
             .param("data", "kv_prose_bf16")
+            .param("codecThreads", "2")
             .shouldFailOnError(true)
             .build();
 
