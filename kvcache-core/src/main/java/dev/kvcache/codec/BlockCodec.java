@@ -4,16 +4,17 @@ import static dev.kvcache.internal.codec.ContainerLayout.*;
 
 import dev.kvcache.codec.CorruptBlockException.Reason;
 import dev.kvcache.internal.codec.ByteShuffle;
+import dev.kvcache.internal.codec.SharedWork;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.Channel;
 import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.SelectableChannel;
 import java.nio.channels.WritableByteChannel;
 import java.util.Objects;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32C;
 import net.jpountz.lz4.LZ4Compressor;
@@ -66,6 +67,7 @@ public final class BlockCodec {
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
   private static final ThreadLocal<ByteBuffer> SCRATCH = new ThreadLocal<>();
+  private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -167,11 +169,12 @@ public final class BlockCodec {
     int[] sizes = new int[threads];
     int first = src.position();
     int end = src.limit();
-    for (int round = first; round < end; round += threads * chunkSizeBytes) {
-      int roundStart = round;
-      int count = (int) Math.min(threads, chunkCount(end - round, chunkSizeBytes));
-      runAll(executor, count, t -> {
-        int in = roundStart + t * chunkSizeBytes;
+    long chunks = chunkCount(end - first, chunkSizeBytes);
+    for (long round = 0; round < chunks; round += threads) {
+      long roundFirst = round;
+      int count = (int) Math.min(threads, chunks - round);
+      SharedWork.run(executor, threads - 1, count, t -> {
+        int in = (int) (first + (roundFirst + t) * chunkSizeBytes);
         int len = Math.min(chunkSizeBytes, end - in);
         ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
         sizes[t] = encodeChunk(src, in, len, encoded[t], 0, scratch, new CRC32C());
@@ -185,14 +188,15 @@ public final class BlockCodec {
   }
 
   /**
-   * Encodes {@code src}'s remaining bytes to {@code out}, one chunk at a time, holding at most one
-   * encoded chunk in memory; {@code src}'s position is not changed.
+   * Encodes {@code src}'s remaining bytes to {@code out} (a blocking channel), one chunk at a time,
+   * holding at most one encoded chunk in memory; {@code src}'s position is not changed.
    *
    * @return the number of bytes written
    */
   public long encode(ByteBuffer src, WritableByteChannel out) throws IOException {
     Objects.requireNonNull(src, "src");
     Objects.requireNonNull(out, "out");
+    requireBlocking(out);
     int rawLength = src.remaining();
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
@@ -262,6 +266,12 @@ public final class BlockCodec {
     return CHUNK_HEADER_BYTES + stored;
   }
 
+  private static void requireBlocking(Channel channel) {
+    if (channel instanceof SelectableChannel && !((SelectableChannel) channel).isBlocking()) {
+      throw new IllegalArgumentException("the channel must be in blocking mode");
+    }
+  }
+
   private static long writeFully(WritableByteChannel out, ByteBuffer b) throws IOException {
     long n = 0;
     while (b.hasRemaining()) {
@@ -307,10 +317,15 @@ public final class BlockCodec {
     }
     int base = src.position();
     Header header = Header.read(src, base);
+    if (src.limit() - base - HEADER_BYTES < (long) CHUNK_HEADER_BYTES * header.chunkCount) {
+      throw new CorruptBlockException(Reason.TRUNCATED, -1, 0,
+          header.chunkCount + " chunks cannot fit in the " + (src.limit() - base) + " bytes present");
+    }
     header.requireRoom(dst);
     int out = dst.position();
     ChunkDecoder decoder = new ChunkDecoder(header);
     int[] chunkAt = new int[header.chunkCount];
+    int[] storedAt = threads > 1 ? new int[header.chunkCount] : null;
     int in = base + HEADER_BYTES;
     for (int i = 0; i < header.chunkCount; i++) {
       if (src.limit() - in < CHUNK_HEADER_BYTES) {
@@ -327,29 +342,37 @@ public final class BlockCodec {
         decoder.decodeChunk(src, in, dst, out + i * header.chunkSize, i, in - base);
       }
       chunkAt[i] = in;
+      if (storedAt != null) {
+        storedAt[i] = stored;
+      }
       in += CHUNK_HEADER_BYTES + stored;
     }
     if (threads > 1) {
-      decodeInParallel(header, src, base, chunkAt, dst, out, executor, threads);
+      decodeInParallel(header, src, base, chunkAt, storedAt, dst, out, executor, threads);
     }
     src.position(in);
     dst.position(out + (int) header.rawLength);
   }
 
   private static void decodeInParallel(Header header, ByteBuffer src, int base, int[] chunkAt,
-      ByteBuffer dst, int out, Executor executor, int threads) throws CorruptBlockException {
-    AtomicInteger next = new AtomicInteger();
+      int[] storedAt, ByteBuffer dst, int out, Executor executor, int threads)
+      throws CorruptBlockException {
     AtomicReference<CorruptBlockException> failure = new AtomicReference<>();
-    runAll(executor, Math.min(threads, header.chunkCount), t -> {
-      ChunkDecoder decoder = new ChunkDecoder(header);
-      for (int i = next.getAndIncrement(); i < chunkAt.length && failure.get() == null;
-          i = next.getAndIncrement()) {
-        try {
-          decoder.readChunkHeader(src, chunkAt[i], i, chunkAt[i] - base);
-          decoder.decodeChunk(src, chunkAt[i], dst, out + i * header.chunkSize, i, chunkAt[i] - base);
-        } catch (CorruptBlockException e) {
-          failure.compareAndSet(null, e);
+    ThreadLocal<ChunkDecoder> decoders = ThreadLocal.withInitial(() -> new ChunkDecoder(header));
+    SharedWork.run(executor, threads - 1, chunkAt.length, i -> {
+      if (failure.get() != null) {
+        return;
+      }
+      ChunkDecoder decoder = decoders.get();
+      long offset = chunkAt[i] - base;
+      try {
+        if (decoder.readChunkHeader(src, chunkAt[i], i, offset) != storedAt[i]) {
+          throw new CorruptBlockException(Reason.LENGTH_OUT_OF_BOUNDS, i, offset,
+              "the chunk header changed while the block was being decoded");
         }
+        decoder.decodeChunk(src, chunkAt[i], dst, out + i * header.chunkSize, i, offset);
+      } catch (CorruptBlockException e) {
+        failure.compareAndSet(null, e);
       }
     });
     if (failure.get() != null) {
@@ -357,61 +380,10 @@ public final class BlockCodec {
     }
   }
 
-  /** Work item {@code t} of a parallel step; may throw unchecked exceptions only. */
-  @FunctionalInterface
-  private interface Task {
-    void run(int t);
-  }
-
   /**
-   * Runs tasks 0..count-1, task 0 on the calling thread and the others on {@code executor}, and
-   * returns when all have finished (they write into the caller's buffers), rethrowing the first
-   * failure.
-   */
-  private static void runAll(Executor executor, int count, Task task) {
-    CountDownLatch done = new CountDownLatch(count - 1);
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    for (int t = 1; t < count; t++) {
-      int id = t;
-      executor.execute(() -> {
-        try {
-          task.run(id);
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
-        } finally {
-          done.countDown();
-        }
-      });
-    }
-    try {
-      task.run(0);
-    } catch (RuntimeException | Error e) {
-      failure.compareAndSet(null, e);
-    }
-    boolean interrupted = false;
-    while (true) {
-      try {
-        done.await();
-        break;
-      } catch (InterruptedException e) {
-        interrupted = true; // the tasks write into the caller's buffers: wait for them anyway
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
-    Throwable e = failure.get();
-    if (e instanceof RuntimeException) {
-      throw (RuntimeException) e;
-    }
-    if (e instanceof Error) {
-      throw (Error) e;
-    }
-  }
-
-  /**
-   * Decodes a container read from {@code in} into {@code dst} at its position, one chunk at a
-   * time, holding at most one encoded chunk in memory; reads exactly the container's bytes.
+   * Decodes a container read from {@code in} (a blocking channel) into {@code dst} at its
+   * position, one chunk at a time, holding at most one encoded chunk in memory; reads exactly the
+   * container's bytes.
    *
    * @throws CorruptBlockException if the container is truncated, malformed or fails a checksum
    * @throws IllegalArgumentException if {@code dst} has fewer bytes remaining than the decoded size
@@ -419,12 +391,13 @@ public final class BlockCodec {
   public static void decode(ReadableByteChannel in, ByteBuffer dst) throws IOException {
     Objects.requireNonNull(in, "in");
     Objects.requireNonNull(dst, "dst");
+    requireBlocking(in);
     ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
     readFully(in, headerBytes, -1, 0);
     Header header = Header.read(headerBytes.flip(), 0);
     header.requireRoom(dst);
     ChunkDecoder decoder = new ChunkDecoder(header);
-    int maxChunk = CHUNK_HEADER_BYTES + maxLz4Length(header.chunkSize);
+    int maxChunk = CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk());
     ByteBuffer chunk = ByteBuffer.allocateDirect(maxChunk);
     long offset = HEADER_BYTES;
     int out = dst.position();
@@ -456,10 +429,14 @@ public final class BlockCodec {
   }
 
   /**
-   * This thread's filter buffer, at least {@code bytes} long: direct memory, reused across calls,
-   * so extra memory is bounded by (threads using the codec) x (largest chunk size they used).
+   * This thread's filter buffer, at least {@code bytes} long: direct memory, reused across calls
+   * for chunks up to 4 MiB, so extra memory is bounded by (threads using the codec) x 4 MiB; larger
+   * chunks get a buffer of their own per call.
    */
   private static ByteBuffer scratch(int bytes) {
+    if (bytes > MAX_CACHED_SCRATCH_BYTES) {
+      return ByteBuffer.allocateDirect(bytes); // rare chunk sizes are not kept per thread
+    }
     ByteBuffer b = SCRATCH.get();
     if (b == null || b.capacity() < bytes) {
       b = ByteBuffer.allocateDirect(bytes);
@@ -533,11 +510,20 @@ public final class BlockCodec {
       }
       long rawLength = h.getLong(at + RAW_LENGTH_OFFSET);
       int chunkCount = h.getInt(at + CHUNK_COUNT_OFFSET);
-      if (rawLength < 0 || chunkCount < 0 || chunkCount(rawLength, chunkSize) != chunkCount) {
+      if (rawLength < 0 || rawLength > Integer.MAX_VALUE) {
+        throw new CorruptBlockException(Reason.BAD_HEADER, -1, RAW_LENGTH_OFFSET,
+            "raw length " + rawLength + " is larger than any block (at most 2^31 - 1 bytes)");
+      }
+      if (chunkCount < 0 || chunkCount(rawLength, chunkSize) != chunkCount) {
         throw new CorruptBlockException(Reason.BAD_HEADER, -1, RAW_LENGTH_OFFSET,
             "raw length " + rawLength + " does not need " + chunkCount + " chunks of " + chunkSize);
       }
       return new Header(filter, elementSize, chunkSize, chunkCount, rawLength);
+    }
+
+    /** The raw size of the largest chunk, which bounds every buffer a reader needs. */
+    int largestChunk() {
+      return (int) Math.min(chunkSize, rawLength);
     }
 
     void requireRoom(ByteBuffer dst) {
@@ -561,7 +547,7 @@ public final class BlockCodec {
 
     ChunkDecoder(Header header) {
       this.header = header;
-      this.scratch = header.filter == FILTER_NONE ? null : scratch(header.chunkSize);
+      this.scratch = header.filter == FILTER_NONE ? null : scratch(header.largestChunk());
     }
 
     /** Reads and checks the chunk header at {@code at}; returns the stored length. */

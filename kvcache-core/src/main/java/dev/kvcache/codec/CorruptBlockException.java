@@ -19,11 +19,18 @@ public final class CorruptBlockException extends IOException {
     BAD_MAGIC,
     /** The container was written by a format version this reader does not know. */
     UNSUPPORTED_VERSION,
-    /** A header field has a value no writer produces (unknown filter, reserved bits set, ...). */
+    /**
+     * A header field has a value no writer produces: unknown filter or chunk mode, reserved bits
+     * set, chunk size out of range, lengths that disagree.
+     */
     BAD_HEADER,
     /** The stream ends before the container does. */
     TRUNCATED,
-    /** A length points past the end of the stream or exceeds what the header allows. */
+    /**
+     * A chunk's lengths are impossible: its raw length differs from what the container header
+     * implies, or its stored length exceeds what its mode allows. (A length that merely runs past
+     * the end of the stream is {@link #TRUNCATED}.)
+     */
     LENGTH_OUT_OF_BOUNDS,
     /** A chunk's bytes do not match its checksum, or the header's checksum fails. */
     CHECKSUM_MISMATCH,
@@ -53,7 +60,11 @@ public final class CorruptBlockException extends IOException {
     return chunkIndex;
   }
 
-  /** Offset in the encoded stream of the header or chunk where the problem was found. */
+  /**
+   * Where the problem was found, in bytes from the start of the container: the start of the
+   * damaged chunk, or for the container header the offending field (0 when the header is cut
+   * short).
+   */
   public long offset() {
     return offset;
   }

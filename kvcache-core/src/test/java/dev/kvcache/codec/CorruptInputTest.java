@@ -96,6 +96,29 @@ class CorruptInputTest {
   }
 
   @Test
+  void aHeaderClaimingAHugeBlockIsRefusedBeforeAnythingIsAllocated() {
+    byte[] huge = encoded(Filter.BYTE_SHUFFLE_2);
+    ByteBuffer h = ByteBuffer.wrap(huge).order(ByteOrder.LITTLE_ENDIAN);
+    h.putInt(8, 16 << 20); // 16 MiB chunks
+    h.putLong(16, (1L << 32) + 100);
+    h.putInt(12, 257);
+    resealHeader(huge);
+    assertThat(corrupt(() -> BlockCodec.decodedLength(ByteBuffer.wrap(huge))).reason())
+        .isEqualTo(Reason.BAD_HEADER);
+
+    byte[] manyChunks = encoded(Filter.NONE);
+    ByteBuffer m = ByteBuffer.wrap(manyChunks).order(ByteOrder.LITTLE_ENDIAN);
+    m.putInt(8, 4096);
+    m.putLong(16, 4096L * 500_000);
+    m.putInt(12, 500_000);
+    resealHeader(manyChunks);
+    CorruptBlockException e =
+        corrupt(() -> BlockCodec.decode(ByteBuffer.wrap(manyChunks), ByteBuffer.allocate(SIZE)));
+    assertThat(e.reason()).isEqualTo(Reason.TRUNCATED);
+    assertThat(e).hasMessageContaining("500000 chunks cannot fit");
+  }
+
+  @Test
   void truncationAnywhereIsDetected() {
     byte[] bytes = encoded(Filter.BYTE_SHUFFLE_2);
     for (int cut = 0; cut < bytes.length; cut += 97) {

@@ -66,4 +66,50 @@ class ParallelCodecTest {
     assertThatThrownBy(() -> BlockCodec.decode(ByteBuffer.allocate(32), ByteBuffer.allocate(0), POOL, 0))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void anEmptyContainerDecodesInParallel() throws Exception {
+    ByteBuffer encoded = BlockCodecTest.encode(BlockCodecTest.codec(Filter.BYTE_SHUFFLE_2), ByteBuffer.allocate(0));
+    BlockCodec.decode(encoded, ByteBuffer.allocate(0), POOL, 3);
+    assertThat(encoded.hasRemaining()).isFalse();
+  }
+
+  @Test
+  void callsFromThePoolsOwnThreadsDoNotDeadlock() throws Exception {
+    ExecutorService small = Executors.newFixedThreadPool(2);
+    try {
+      ByteBuffer src = BlockCodecTest.halfFloats(12 * CHUNK, 9);
+      BlockCodec codec =
+          BlockCodec.builder().chunkSizeBytes(CHUNK).filter(Filter.BYTE_SHUFFLE_2).executor(small, 2).build();
+      ByteBuffer encoded = BlockCodecTest.encode(BlockCodecTest.codec(Filter.BYTE_SHUFFLE_2), src);
+      java.util.List<java.util.concurrent.Future<ByteBuffer>> results = new java.util.ArrayList<>();
+      for (int t = 0; t < 2; t++) { // both pool threads busy with calls that want helpers
+        results.add(small.submit(() -> {
+          ByteBuffer decoded = ByteBuffer.allocateDirect(12 * CHUNK);
+          BlockCodec.decode(encoded.duplicate(), decoded, small, 2);
+          BlockCodecTest.encode(codec, src);
+          return decoded.flip();
+        }));
+      }
+      for (java.util.concurrent.Future<ByteBuffer> result : results) {
+        assertThat(result.get(30, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(src);
+      }
+    } finally {
+      small.shutdownNow();
+    }
+  }
+
+  @Test
+  void aRejectingExecutorOnlyMeansTheCallerDoesTheWork() throws Exception {
+    java.util.concurrent.Executor rejecting = task -> {
+      throw new java.util.concurrent.RejectedExecutionException("full");
+    };
+    ByteBuffer src = BlockCodecTest.halfFloats(5 * CHUNK + 7, 4);
+    BlockCodec codec =
+        BlockCodec.builder().chunkSizeBytes(CHUNK).filter(Filter.BYTE_SHUFFLE_2).executor(rejecting, 3).build();
+    ByteBuffer encoded = BlockCodecTest.encode(codec, src);
+    ByteBuffer decoded = ByteBuffer.allocate(src.remaining());
+    BlockCodec.decode(encoded, decoded, rejecting, 3);
+    assertThat(decoded.flip()).isEqualTo(src);
+  }
 }
