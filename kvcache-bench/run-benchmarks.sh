@@ -5,6 +5,7 @@
 #   kvcache-bench/run-benchmarks.sh                 # every suite
 #   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
+#   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
 #
 # Then: python3 docs/tools/plot_benchmarks.py docs/results docs/img
 set -euo pipefail
@@ -16,7 +17,7 @@ else
   jmh_opts=(-f 3 -wi 2 -w 1s -i 4 -r 1s)
 fi
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory)
+[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec)
 
 jvm_flags="-Xms2g -Xmx2g -XX:MaxDirectMemorySize=6g -Dchronicle.analytics.disable=true"
 jvm_flags+=" --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED"
@@ -59,7 +60,8 @@ for suite in "${suites[@]}"; do
       run peers-t2 PeerBenchmark -t 2
       ;;
     memory) run memory-copy MemoryCopyBenchmark -t 1 ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory)" >&2; exit 2 ;;
+    codec) run codec CodecBenchmark -t 1 ${CODEC_PARAMS:-} ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"
