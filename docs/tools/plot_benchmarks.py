@@ -222,6 +222,37 @@ def churn_table(rows, results_dir, out):
     out.append("")
 
 
+def codec_table(rows, results_dir, out):
+    data = {}
+    for r in rows:
+        if klass(r) == "CodecBenchmark":
+            q = r["params"]
+            key = (q["data"], q["filter"], int(q["chunkSizeBytes"]), int(q.get("codecThreads", "1")))
+            data[(key, method(r))] = r["primaryMetric"]["score"] * (4 << 20) / 1e9
+    if not data:
+        return
+    ratios = {}
+    txt = os.path.join(results_dir, "codec.txt")
+    if os.path.exists(txt):
+        for line in open(txt):
+            if line.startswith("ratio:"):
+                f = dict(kv.split("=") for kv in line.split()[1:])
+                ratios[(f["data"], f["filter"], int(f["chunk"]))] = float(f["container"])
+    out.append("### Codec against raw LZ4 on the same (filtered) bytes, 4 MiB blocks (GB/s)\n")
+    out.append("| data | filter | chunk | threads | ratio | encode | raw compress | encode / raw | decode | raw decompress | decode / raw |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    keys = sorted({k for k, _ in data})
+    for k in keys:
+        g = lambda m: data.get((k, m))
+        enc, rc, dec, rd = g("encode"), g("rawCompress"), g("decode"), g("rawDecompress")
+        if None in (enc, rc, dec, rd):
+            continue
+        ratio = ratios.get(k[:3])
+        out.append(f"| {k[0]} | {k[1]} | {size_label(k[2])} | {k[3]} | {ratio if ratio else '-'} "
+                   f"| {enc:.2f} | {rc:.2f} | **{enc / rc:.2f}** | {dec:.2f} | {rd:.2f} | **{dec / rd:.2f}** |")
+    out.append("")
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -231,6 +262,7 @@ def main():
     churn_table(rows, results_dir, out)
     peer_tables(rows, out, img)
     memory_table(rows, out)
+    codec_table(rows, results_dir, out)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))
