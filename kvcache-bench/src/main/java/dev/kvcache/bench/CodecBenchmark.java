@@ -122,11 +122,13 @@ public class CodecBenchmark {
       return src;
     }
     ByteBuffer out = ByteBuffer.allocateDirect(BLOCK_BYTES);
-    ByteBuffer chunk = ByteBuffer.allocateDirect(chunkSizeBytes);
+    byte[] plain = new byte[chunkSizeBytes];
+    byte[] shuffled = new byte[chunkSizeBytes];
     for (int in = 0; in < BLOCK_BYTES; in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
-      ByteShuffle.shuffle(src, in, len, filter.elementSizeBytes(), chunk);
-      out.put(in, chunk, 0, len);
+      src.get(in, plain, 0, len);
+      ByteShuffle.shuffle(plain, len, filter.elementSizeBytes(), shuffled);
+      out.put(in, shuffled, 0, len);
     }
     return out;
   }

@@ -66,7 +66,7 @@ public final class BlockCodec {
   private static final LZ4Factory LZ4 = loadLz4();
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
-  private static final ThreadLocal<ByteBuffer> SCRATCH = new ThreadLocal<>();
+  private static final ThreadLocal<FilterBuffers> SCRATCH = new ThreadLocal<>();
   private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
 
   private final int chunkSizeBytes;
@@ -144,7 +144,7 @@ public final class BlockCodec {
     if (threads > 1 && rawLength > chunkSizeBytes) {
       out = encodeInParallel(src, dst, out);
     } else {
-      ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
+      FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
       CRC32C crc = new CRC32C();
       for (int in = src.position(), end = src.limit(); in < end; ) {
         int len = Math.min(chunkSizeBytes, end - in);
@@ -176,7 +176,7 @@ public final class BlockCodec {
       SharedWork.run(executor, threads - 1, count, t -> {
         int in = (int) (first + (roundFirst + t) * chunkSizeBytes);
         int len = Math.min(chunkSizeBytes, end - in);
-        ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
+        FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
         sizes[t] = encodeChunk(src, in, len, encoded[t], 0, scratch, new CRC32C());
       });
       for (int t = 0; t < count; t++) {
@@ -203,7 +203,7 @@ public final class BlockCodec {
     long written = writeFully(out, header);
     int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(Math.min(chunkSizeBytes, Math.max(rawLength, 1)));
     ByteBuffer chunk = ByteBuffer.allocateDirect(chunkMax);
-    ByteBuffer scratch = filter == Filter.NONE ? null : scratch(chunkSizeBytes);
+    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
     CRC32C crc = new CRC32C();
     for (int in = src.position(), end = src.limit(); in < end; ) {
       int len = Math.min(chunkSizeBytes, end - in);
@@ -232,7 +232,7 @@ public final class BlockCodec {
 
   /** Writes one chunk (header and payload) at {@code out} in {@code dst}; returns its size. */
   private int encodeChunk(
-      ByteBuffer src, int in, int len, ByteBuffer dst, int out, ByteBuffer scratch, CRC32C crc) {
+      ByteBuffer src, int in, int len, ByteBuffer dst, int out, FilterBuffers scratch, CRC32C crc) {
     int payload = out + CHUNK_HEADER_BYTES;
     int limit = len - (int) ((long) len * minSavingsPercent / 100);
     int stored = -1;
@@ -240,8 +240,10 @@ public final class BlockCodec {
       if (scratch == null) {
         stored = compressor.compress(src, in, len, dst, payload, compressor.maxCompressedLength(len));
       } else {
-        ByteShuffle.shuffle(src, in, len, filter.elementSizeBytes(), scratch);
-        stored = compressor.compress(scratch, 0, len, dst, payload, compressor.maxCompressedLength(len));
+        src.get(in, scratch.plain, 0, len);
+        ByteShuffle.shuffle(scratch.plain, len, filter.elementSizeBytes(), scratch.filtered);
+        stored = compressor.compress(
+            scratch.filteredView, 0, len, dst, payload, compressor.maxCompressedLength(len));
       }
     } catch (LZ4Exception e) {
       stored = -1; // treat as incompressible
@@ -429,20 +431,33 @@ public final class BlockCodec {
   }
 
   /**
-   * This thread's filter buffer, at least {@code bytes} long: direct memory, reused across calls
-   * for chunks up to 4 MiB, so extra memory is bounded by (threads using the codec) x 4 MiB; larger
-   * chunks get a buffer of their own per call.
+   * This thread's filter buffers, at least {@code bytes} long, reused across calls for chunks up
+   * to 4 MiB, so extra memory is bounded by (threads using the codec) x 8 MiB; larger chunks get
+   * buffers of their own per call.
    */
-  private static ByteBuffer scratch(int bytes) {
+  private static FilterBuffers filterBuffers(int bytes) {
     if (bytes > MAX_CACHED_SCRATCH_BYTES) {
-      return ByteBuffer.allocateDirect(bytes); // rare chunk sizes are not kept per thread
+      return new FilterBuffers(bytes); // rare chunk sizes are not kept per thread
     }
-    ByteBuffer b = SCRATCH.get();
-    if (b == null || b.capacity() < bytes) {
-      b = ByteBuffer.allocateDirect(bytes);
+    FilterBuffers b = SCRATCH.get();
+    if (b == null || b.plain.length < bytes) {
+      b = new FilterBuffers(bytes);
       SCRATCH.set(b);
     }
-    return b.clear();
+    return b;
+  }
+
+  /** A chunk's bytes before and after the filter, as heap arrays the shuffle works on. */
+  private static final class FilterBuffers {
+    final byte[] plain;
+    final byte[] filtered;
+    final ByteBuffer filteredView;
+
+    FilterBuffers(int bytes) {
+      plain = new byte[bytes];
+      filtered = new byte[bytes];
+      filteredView = ByteBuffer.wrap(filtered);
+    }
   }
 
   static long chunkCount(long rawLength, int chunkSize) {
@@ -538,7 +553,7 @@ public final class BlockCodec {
   /** Validates and decodes chunks of one container. */
   private static final class ChunkDecoder {
     private final Header header;
-    private final ByteBuffer scratch;
+    private final FilterBuffers scratch;
     private final CRC32C crc = new CRC32C();
     private int rawLength;
     private int stored;
@@ -547,7 +562,7 @@ public final class BlockCodec {
 
     ChunkDecoder(Header header) {
       this.header = header;
-      this.scratch = header.filter == FILTER_NONE ? null : scratch(header.largestChunk());
+      this.scratch = header.filter == FILTER_NONE ? null : filterBuffers(header.largestChunk());
     }
 
     /** Reads and checks the chunk header at {@code at}; returns the stored length. */
@@ -589,7 +604,7 @@ public final class BlockCodec {
       if (mode == MODE_RAW) {
         dst.put(out, src, payload, rawLength);
       } else {
-        ByteBuffer target = scratch == null ? dst : scratch;
+        ByteBuffer target = scratch == null ? dst : scratch.filteredView;
         int targetOff = scratch == null ? out : 0;
         int n;
         try {
@@ -603,7 +618,8 @@ public final class BlockCodec {
               "LZ4 data decodes to " + n + " bytes, the chunk says " + rawLength);
         }
         if (scratch != null) {
-          ByteShuffle.unshuffle(scratch, rawLength, header.elementSize, dst, out);
+          ByteShuffle.unshuffle(scratch.filtered, rawLength, header.elementSize, scratch.plain);
+          dst.put(out, scratch.plain, 0, rawLength);
         }
       }
       crc.reset();
