@@ -60,7 +60,10 @@ for suite in "${suites[@]}"; do
       run peers-t2 PeerBenchmark -t 2
       ;;
     memory) run memory-copy MemoryCopyBenchmark -t 1 ;;
-    codec) run codec CodecBenchmark -t 1 ${CODEC_PARAMS:-} ;;
+    codec)
+      run codec CodecBenchmark -t 1 ${CODEC_PARAMS:-}
+      run zstd ZstdReferenceBenchmark -t 1 ${CODEC_PARAMS:-}
+      ;;
     *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec)" >&2; exit 2 ;;
   esac
 done

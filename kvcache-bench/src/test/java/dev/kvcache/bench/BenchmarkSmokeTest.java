@@ -29,14 +29,15 @@ class BenchmarkSmokeTest {
     RamTierChurnBenchmark.class,
     PeerBenchmark.class,
     MemoryCopyBenchmark.class,
-    CodecBenchmark.class
+    CodecBenchmark.class,
+    ZstdReferenceBenchmark.class
   };
 
   @Test
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|ZstdReference)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
@@ -48,6 +49,7 @@ class BenchmarkSmokeTest {
             .param("chunkSizeBytes", "262144")
             .param("data", "kv_prose_bf16")
             .param("codecThreads", "2")
+            .param("level", "1")
             .shouldFailOnError(true)
             .build();
 
