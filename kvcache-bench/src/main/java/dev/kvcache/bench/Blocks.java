@@ -1,6 +1,13 @@
 package dev.kvcache.bench;
 
+import dev.kvcache.codec.Filter;
+import dev.kvcache.internal.codec.ByteShuffle;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.SplittableRandom;
 
 /** Buffers and sizes shared by the benchmarks. */
@@ -24,5 +31,44 @@ final class Blocks {
   /** How many blocks make up the working set: at least 8, so reads are not served from L3. */
   static int blocksIn(long workingSetBytes, int blockSizeBytes) {
     return (int) Math.max(8, workingSetBytes / blockSizeBytes);
+  }
+
+  /**
+   * The first {@code bytes} of {@code dataDir/name.bin} (the shared KV tensors) in a direct
+   * buffer, or random bytes, with a message, when {@code name} is "random" or the file is absent.
+   */
+  static ByteBuffer kvTensors(String dataDir, String name, int bytes) throws IOException {
+    Path file = Path.of(dataDir, name + ".bin");
+    if (!name.equals("random") && Files.isReadable(file)) {
+      ByteBuffer b = ByteBuffer.allocateDirect(bytes);
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        while (b.hasRemaining() && ch.read(b) >= 0) {
+          // fill
+        }
+      }
+      return b.flip();
+    }
+    if (!name.equals("random")) {
+      System.out.println("\n" + file + " not found: using random bytes instead");
+    }
+    return randomDirect(bytes, 7);
+  }
+
+  /** {@code src} filtered chunk by chunk as the codec filters it; {@code src} itself for NONE. */
+  static ByteBuffer filtered(ByteBuffer src, Filter filter, int chunkSizeBytes) {
+    if (filter == Filter.NONE) {
+      return src;
+    }
+    int length = src.remaining();
+    ByteBuffer out = ByteBuffer.allocateDirect(length);
+    byte[] plain = new byte[chunkSizeBytes];
+    byte[] shuffled = new byte[chunkSizeBytes];
+    for (int in = 0; in < length; in += chunkSizeBytes) {
+      int len = Math.min(chunkSizeBytes, length - in);
+      src.get(in, plain, 0, len);
+      ByteShuffle.shuffle(plain, len, filter.elementSizeBytes(), shuffled);
+      out.put(in, shuffled, 0, len);
+    }
+    return out;
   }
 }

@@ -3,13 +3,8 @@ package dev.kvcache.bench;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.ByteShuffle;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -76,7 +71,7 @@ public class CodecBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
-    block = load();
+    block = Blocks.kvTensors(dataDir, data, BLOCK_BYTES);
     pool = Executors.newFixedThreadPool(Math.max(1, codecThreads - 1));
     BlockCodec.Builder builder = BlockCodec.builder().chunkSizeBytes(chunkSizeBytes).filter(filter);
     codec = (codecThreads > 1 ? builder.executor(pool, codecThreads) : builder).build();
@@ -88,7 +83,7 @@ public class CodecBenchmark {
     int chunks = (BLOCK_BYTES + chunkSizeBytes - 1) / chunkSizeBytes;
     rawCompressed = ByteBuffer.allocateDirect(chunks * compressor.maxCompressedLength(chunkSizeBytes));
     rawChunkLengths = new int[chunks];
-    rawInput = filtered(block);
+    rawInput = Blocks.filtered(block, filter, chunkSizeBytes);
     rawCompress();
     long rawTotal = 0;
     for (int n : rawChunkLengths) {
@@ -100,45 +95,13 @@ public class CodecBenchmark {
         (double) BLOCK_BYTES / rawTotal);
   }
 
-  private ByteBuffer load() throws IOException {
-    ByteBuffer b = ByteBuffer.allocateDirect(BLOCK_BYTES);
-    Path file = Path.of(dataDir, data + ".bin");
-    if (!data.equals("random") && Files.isReadable(file)) {
-      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-        while (b.hasRemaining() && ch.read(b) >= 0) {
-          // fill
-        }
-      }
-      return b.flip();
-    }
-    if (!data.equals("random")) {
-      System.out.println("\n" + file + " not found: using random bytes instead");
-    }
-    return Blocks.randomDirect(BLOCK_BYTES, 7);
-  }
-
-  private ByteBuffer filtered(ByteBuffer src) {
-    if (filter == Filter.NONE) {
-      return src;
-    }
-    ByteBuffer out = ByteBuffer.allocateDirect(BLOCK_BYTES);
-    byte[] plain = new byte[chunkSizeBytes];
-    byte[] shuffled = new byte[chunkSizeBytes];
-    for (int in = 0; in < BLOCK_BYTES; in += chunkSizeBytes) {
-      int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
-      src.get(in, plain, 0, len);
-      ByteShuffle.shuffle(plain, len, filter.elementSizeBytes(), shuffled);
-      out.put(in, shuffled, 0, len);
-    }
-    return out;
-  }
-
   @Benchmark
   public int rawCompress() {
     int out = 0;
     for (int i = 0, in = 0; in < BLOCK_BYTES; i++, in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
-      int n = compressor.compress(rawInput, in, len, rawCompressed, out, compressor.maxCompressedLength(len));
+      int max = compressor.maxCompressedLength(len);
+      int n = compressor.compress(rawInput, in, len, rawCompressed, out, max);
       rawChunkLengths[i] = n;
       out += n;
     }

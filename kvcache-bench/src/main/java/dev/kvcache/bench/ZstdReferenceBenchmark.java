@@ -2,13 +2,8 @@ package dev.kvcache.bench;
 
 import com.github.luben.zstd.Zstd;
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.ByteShuffle;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -54,7 +49,8 @@ public class ZstdReferenceBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
-    input = filtered(load());
+    ByteBuffer block = Blocks.kvTensors(dataDir, data, BLOCK_BYTES);
+    input = Blocks.filtered(block, filter, chunkSizeBytes);
     int chunks = (BLOCK_BYTES + chunkSizeBytes - 1) / chunkSizeBytes;
     compressed = ByteBuffer.allocateDirect(chunks * (int) Zstd.compressBound(chunkSizeBytes));
     decompressed = ByteBuffer.allocateDirect(BLOCK_BYTES);
@@ -62,37 +58,6 @@ public class ZstdReferenceBenchmark {
     long total = compress();
     System.out.printf("%nzstd ratio: data=%s filter=%s level=%d chunk=%d ratio=%.4f%n",
         data, filter, level, chunkSizeBytes, (double) BLOCK_BYTES / total);
-  }
-
-  private ByteBuffer load() throws IOException {
-    ByteBuffer b = ByteBuffer.allocateDirect(BLOCK_BYTES);
-    Path file = Path.of(dataDir, data + ".bin");
-    if (Files.isReadable(file)) {
-      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-        while (b.hasRemaining() && ch.read(b) >= 0) {
-          // fill
-        }
-      }
-      return b.flip();
-    }
-    System.out.println("\n" + file + " not found: using random bytes instead");
-    return Blocks.randomDirect(BLOCK_BYTES, 7);
-  }
-
-  private ByteBuffer filtered(ByteBuffer src) {
-    if (filter == Filter.NONE) {
-      return src;
-    }
-    ByteBuffer out = ByteBuffer.allocateDirect(BLOCK_BYTES);
-    byte[] plain = new byte[chunkSizeBytes];
-    byte[] shuffled = new byte[chunkSizeBytes];
-    for (int in = 0; in < BLOCK_BYTES; in += chunkSizeBytes) {
-      int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
-      src.get(in, plain, 0, len);
-      ByteShuffle.shuffle(plain, len, filter.elementSizeBytes(), shuffled);
-      out.put(in, shuffled, 0, len);
-    }
-    return out;
   }
 
   @Benchmark
