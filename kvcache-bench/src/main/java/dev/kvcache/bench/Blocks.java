@@ -1,6 +1,7 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
+import dev.kvcache.internal.codec.BitShuffle;
 import dev.kvcache.internal.codec.ByteShuffle;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -66,9 +67,25 @@ final class Blocks {
     for (int in = 0; in < length; in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, length - in);
       src.get(in, plain, 0, len);
-      ByteShuffle.shuffle(plain, len, filter.elementSizeBytes(), shuffled);
-      out.put(in, shuffled, 0, len);
+      out.put(in, applyFilter(filter, plain, len, shuffled), 0, len);
     }
     return out;
+  }
+
+  /** Filters {@code len} bytes of {@code data} as the codec does; returns the array holding them. */
+  static byte[] applyFilter(Filter filter, byte[] data, int len, byte[] scratch) {
+    switch (filter) {
+      case BYTE_SHUFFLE_2:
+      case BYTE_SHUFFLE_4:
+        ByteShuffle.shuffle(data, len, filter.elementSizeBytes(), scratch);
+        return scratch;
+      case BIT_SHUFFLE_1:
+      case BIT_SHUFFLE_2:
+      case BIT_SHUFFLE_4:
+        BitShuffle.shuffle(data, len, filter.elementSizeBytes(), scratch);
+        return data;
+      default:
+        return data;
+    }
   }
 }

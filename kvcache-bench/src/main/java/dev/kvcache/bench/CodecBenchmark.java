@@ -44,7 +44,7 @@ public class CodecBenchmark {
   @Param({"kv_prose_fp16", "kv_prose_bf16", "random"})
   public String data;
 
-  @Param({"NONE", "BYTE_SHUFFLE_2"})
+  @Param({"NONE", "BYTE_SHUFFLE_2", "BIT_SHUFFLE_2"})
   public Filter filter;
 
   /** Threads that encode and decode one block's chunks (the raw LZ4 baselines use one). */

@@ -30,6 +30,7 @@ class BenchmarkSmokeTest {
     PeerBenchmark.class,
     MemoryCopyBenchmark.class,
     CodecBenchmark.class,
+    FilterBenchmark.class,
     ZstdReferenceBenchmark.class
   };
 
@@ -37,7 +38,7 @@ class BenchmarkSmokeTest {
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|ZstdReference)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|ZstdReference)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)

@@ -3,6 +3,7 @@ package dev.kvcache.codec;
 import static dev.kvcache.internal.codec.ContainerLayout.*;
 
 import dev.kvcache.codec.CorruptBlockException.Reason;
+import dev.kvcache.internal.codec.BitShuffle;
 import dev.kvcache.internal.codec.ByteShuffle;
 import dev.kvcache.internal.codec.SharedWork;
 import java.io.EOFException;
@@ -33,6 +34,9 @@ import org.slf4j.LoggerFactory;
  * decoding can start before the whole payload has arrived, and a damaged chunk is detected and
  * named. A chunk that LZ4 does not shrink by at least {@link #minSavingsPercent()} percent is
  * stored raw, so incompressible data grows only by the headers (32 bytes plus 16 per chunk).
+ * Chunks of 64 KiB and more are first probed: if their first sixteenth, filtered and compressed
+ * alone, does not shrink by the margin, the chunk is stored raw without compressing the rest, so
+ * random or already-compressed data costs little more than a copy.
  *
  * <p>By default everything runs on the calling thread. With {@link Builder#executor} a buffer is
  * encoded several chunks at a time, and {@link #decode(ByteBuffer, ByteBuffer, Executor, int)}
@@ -68,6 +72,9 @@ public final class BlockCodec {
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
   private static final ThreadLocal<FilterBuffers> SCRATCH = new ThreadLocal<>();
   private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
+  /** Chunks this large are probed with a sample of 1/{@link #PROBE_FRACTION} before compressing. */
+  private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
+  private static final int PROBE_FRACTION = 16;
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -218,7 +225,7 @@ public final class BlockCodec {
     ByteBuffer h = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
     h.putInt(at + MAGIC_OFFSET, MAGIC);
     h.put(at + VERSION_OFFSET, (byte) VERSION);
-    h.put(at + FILTER_OFFSET, (byte) (filter == Filter.NONE ? FILTER_NONE : FILTER_BYTE_SHUFFLE));
+    h.put(at + FILTER_OFFSET, (byte) filter.formatId());
     h.put(at + ELEMENT_SIZE_OFFSET, (byte) filter.elementSizeBytes());
     h.put(at + FLAGS_OFFSET, (byte) 0);
     h.putInt(at + CHUNK_SIZE_OFFSET, chunkSizeBytes);
@@ -237,13 +244,14 @@ public final class BlockCodec {
     int limit = len - (int) ((long) len * minSavingsPercent / 100);
     int stored = -1;
     try {
-      if (scratch == null) {
+      if (len >= MIN_PROBED_CHUNK_BYTES && !sampleShrinks(src, in, len / PROBE_FRACTION, dst, payload, scratch)) {
+        stored = -1; // incompressible: skip filtering and compressing the rest
+      } else if (scratch == null) {
         stored = compressor.compress(src, in, len, dst, payload, compressor.maxCompressedLength(len));
       } else {
         src.get(in, scratch.plain, 0, len);
-        ByteShuffle.shuffle(scratch.plain, len, filter.elementSizeBytes(), scratch.filtered);
         stored = compressor.compress(
-            scratch.filteredView, 0, len, dst, payload, compressor.maxCompressedLength(len));
+            applyFilter(filter, scratch, len), 0, len, dst, payload, compressor.maxCompressedLength(len));
       }
     } catch (LZ4Exception e) {
       stored = -1; // treat as incompressible
@@ -266,6 +274,24 @@ public final class BlockCodec {
     crc.update(src.slice(in, len));
     h.putInt(out + CHUNK_CRC_OFFSET, (int) crc.getValue());
     return CHUNK_HEADER_BYTES + stored;
+  }
+
+  /**
+   * Whether the first {@code sample} bytes of the chunk at {@code in}, filtered and compressed on
+   * their own into {@code dst} at {@code at} (space the chunk's payload overwrites later), shrink by
+   * the margin. Random or already-compressed data fails this cheaply, at 1/16 of the chunk's work.
+   */
+  private boolean sampleShrinks(
+      ByteBuffer src, int in, int sample, ByteBuffer dst, int at, FilterBuffers scratch) {
+    int max = compressor.maxCompressedLength(sample);
+    int n;
+    if (scratch == null) {
+      n = compressor.compress(src, in, sample, dst, at, max);
+    } else {
+      src.get(in, scratch.plain, 0, sample);
+      n = compressor.compress(applyFilter(filter, scratch, sample), 0, sample, dst, at, max);
+    }
+    return n <= sample - (long) sample * minSavingsPercent / 100;
   }
 
   private static void requireBlocking(Channel channel) {
@@ -447,17 +473,47 @@ public final class BlockCodec {
     return b;
   }
 
-  /** A chunk's bytes before and after the filter, as heap arrays the shuffle works on. */
+  /** A chunk's bytes before and after the filter, as heap arrays the filters work on. */
   private static final class FilterBuffers {
     final byte[] plain;
     final byte[] filtered;
+    final ByteBuffer plainView;
     final ByteBuffer filteredView;
 
     FilterBuffers(int bytes) {
       plain = new byte[bytes];
       filtered = new byte[bytes];
+      plainView = ByteBuffer.wrap(plain);
       filteredView = ByteBuffer.wrap(filtered);
     }
+  }
+
+  /**
+   * Filters the chunk of {@code len} bytes held in {@code s.plain} (which may be overwritten);
+   * returns a view of the filtered bytes.
+   */
+  private static ByteBuffer applyFilter(Filter filter, FilterBuffers s, int len) {
+    int width = filter.elementSizeBytes();
+    if (filter.formatId() == FILTER_BIT_SHUFFLE) {
+      BitShuffle.shuffle(s.plain, len, width, s.filtered);
+      return s.plainView;
+    }
+    ByteShuffle.shuffle(s.plain, len, width, s.filtered);
+    return s.filteredView;
+  }
+
+  /**
+   * Reverses the filter on the chunk of {@code len} bytes held in {@code s.filtered} (which may be
+   * overwritten); returns the array holding the chunk's bytes.
+   */
+  private static byte[] removeFilter(Filter filter, FilterBuffers s, int len) {
+    int width = filter.elementSizeBytes();
+    if (filter.formatId() == FILTER_BIT_SHUFFLE) {
+      BitShuffle.unshuffle(s.filtered, len, width, s.plain);
+      return s.filtered;
+    }
+    ByteShuffle.unshuffle(s.filtered, len, width, s.plain);
+    return s.plain;
   }
 
   static long chunkCount(long rawLength, int chunkSize) {
@@ -466,15 +522,13 @@ public final class BlockCodec {
 
   /** The validated container header. */
   private static final class Header {
-    final int filter;
-    final int elementSize;
+    final Filter filter;
     final int chunkSize;
     final int chunkCount;
     final long rawLength;
 
-    private Header(int filter, int elementSize, int chunkSize, int chunkCount, long rawLength) {
+    private Header(Filter filter, int chunkSize, int chunkCount, long rawLength) {
       this.filter = filter;
-      this.elementSize = elementSize;
       this.chunkSize = chunkSize;
       this.chunkCount = chunkCount;
       this.rawLength = rawLength;
@@ -505,14 +559,12 @@ public final class BlockCodec {
         throw new CorruptBlockException(Reason.CHECKSUM_MISMATCH, -1, HEADER_CRC_OFFSET,
             String.format("header checksum 0x%08x, computed 0x%08x", expected, (int) crc.getValue()));
       }
-      int filter = h.get(at + FILTER_OFFSET) & 0xff;
+      int filterId = h.get(at + FILTER_OFFSET) & 0xff;
       int elementSize = h.get(at + ELEMENT_SIZE_OFFSET) & 0xff;
-      boolean validFilter =
-          (filter == FILTER_NONE && elementSize == 1)
-              || (filter == FILTER_BYTE_SHUFFLE && (elementSize == 2 || elementSize == 4));
-      if (!validFilter) {
+      Filter filter = Filter.fromFormat(filterId, elementSize);
+      if (filter == null) {
         throw new CorruptBlockException(Reason.BAD_HEADER, -1, FILTER_OFFSET,
-            "unknown filter " + filter + " with element size " + elementSize);
+            "unknown filter " + filterId + " with element size " + elementSize);
       }
       if (h.get(at + FLAGS_OFFSET) != 0 || h.getInt(at + HEADER_RESERVED_OFFSET) != 0) {
         throw new CorruptBlockException(Reason.BAD_HEADER, -1, FLAGS_OFFSET,
@@ -533,7 +585,7 @@ public final class BlockCodec {
         throw new CorruptBlockException(Reason.BAD_HEADER, -1, RAW_LENGTH_OFFSET,
             "raw length " + rawLength + " does not need " + chunkCount + " chunks of " + chunkSize);
       }
-      return new Header(filter, elementSize, chunkSize, chunkCount, rawLength);
+      return new Header(filter, chunkSize, chunkCount, rawLength);
     }
 
     /** The raw size of the largest chunk, which bounds every buffer a reader needs. */
@@ -562,7 +614,7 @@ public final class BlockCodec {
 
     ChunkDecoder(Header header) {
       this.header = header;
-      this.scratch = header.filter == FILTER_NONE ? null : filterBuffers(header.largestChunk());
+      this.scratch = header.filter == Filter.NONE ? null : filterBuffers(header.largestChunk());
     }
 
     /** Reads and checks the chunk header at {@code at}; returns the stored length. */
@@ -618,8 +670,7 @@ public final class BlockCodec {
               "LZ4 data decodes to " + n + " bytes, the chunk says " + rawLength);
         }
         if (scratch != null) {
-          ByteShuffle.unshuffle(scratch.filtered, rawLength, header.elementSize, scratch.plain);
-          dst.put(out, scratch.plain, 0, rawLength);
+          dst.put(out, removeFilter(header.filter, scratch, rawLength), 0, rawLength);
         }
       }
       crc.reset();

@@ -11,6 +11,7 @@ import java.nio.channels.Channels;
 import java.util.SplittableRandom;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
 import java.util.stream.Stream;
@@ -125,6 +126,36 @@ class BlockCodecTest {
     int plain = encode(codec(Filter.NONE), halfFloats(size, 3)).remaining();
     int shuffled = encode(codec(Filter.BYTE_SHUFFLE_2), halfFloats(size, 3)).remaining();
     assertThat(shuffled).as("byte shuffle groups the repetitive high bytes").isLessThan(plain * 3 / 4);
+  }
+
+  @ParameterizedTest
+  @EnumSource(Filter.class)
+  void largeChunksOfRandomBytesAreStoredRawAndCompressibleOnesAreNot(Filter filter)
+      throws IOException {
+    BlockCodec codec = BlockCodec.builder().chunkSizeBytes(256 << 10).filter(filter).build();
+    int size = 3 * (256 << 10) + 1000;
+    ByteBuffer random = random(size, 9);
+    ByteBuffer encoded = encode(codec, random);
+    assertThat(encoded.remaining()).isEqualTo(32 + 4 * 16 + size);
+    ByteBuffer decoded = ByteBuffer.allocate(size);
+    BlockCodec.decode(encoded, decoded);
+    assertThat(decoded.flip()).isEqualTo(random);
+
+    // a random 4 KiB pattern repeated: every filter keeps the repeats, so every chunk compresses
+    ByteBuffer repeated = ByteBuffer.allocateDirect(size);
+    ByteBuffer pattern = random(4096, 9);
+    for (int i = 0; i < size; i++) {
+      repeated.put(i, pattern.get(i % 4096));
+    }
+    assertThat(encode(codec, repeated).remaining()).isLessThan(size / 10);
+  }
+
+  @Test
+  void bitShuffleCompressesHalfFloatsBetterThanNoFilter() {
+    int size = 8 * CHUNK;
+    int plain = encode(codec(Filter.NONE), halfFloats(size, 3)).remaining();
+    int shuffled = encode(codec(Filter.BIT_SHUFFLE_2), halfFloats(size, 3)).remaining();
+    assertThat(shuffled).isLessThan(plain * 3 / 4);
   }
 
   @Test

@@ -49,6 +49,13 @@ class CodecVectorsTest {
         Filter.BYTE_SHUFFLE_4,
         8192),
     new Vector("raw-xorshift-4196.kvcz", 4_196, CodecVectorsTest::xorshiftByte, Filter.NONE, 4096),
+    new Vector(
+        "bitshuffle2-halffloats-10001.kvcz",
+        10_001,
+        i -> i % 2 == 0 ? (i * 7) & 0xff : 0x3c,
+        Filter.BIT_SHUFFLE_2,
+        4096),
+    new Vector("bitshuffle1-steps-6000.kvcz", 6_000, i -> (i / 3) & 0x0f, Filter.BIT_SHUFFLE_1, 4096),
   };
 
   /** Byte i of a xorshift32 stream seeded with 2463534242: incompressible, so stored raw. */
@@ -73,6 +80,7 @@ class CodecVectorsTest {
       assertThat(BlockCodec.decodedLength(encoded)).as(v.file()).isEqualTo(v.length());
       ByteBuffer h = encoded.duplicate().order(ByteOrder.LITTLE_ENDIAN);
       assertThat(h.get(4)).as("%s: format version", v.file()).isEqualTo((byte) 1);
+      assertThat(h.get(5)).as("%s: filter", v.file()).isEqualTo((byte) v.filter().formatId());
       assertThat(h.get(6)).as("%s: element size", v.file()).isEqualTo((byte) v.filter().elementSizeBytes());
       assertThat(h.getInt(8)).as("%s: chunk size", v.file()).isEqualTo(v.chunkSize());
       ByteBuffer decoded = ByteBuffer.allocate(v.length());

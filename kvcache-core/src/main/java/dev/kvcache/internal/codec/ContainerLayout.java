@@ -11,8 +11,8 @@ package dev.kvcache.internal.codec;
  * header (32 bytes)
  *   0  u32  magic          "kvcz" (6b 76 63 7a)
  *   4  u8   version        1
- *   5  u8   filter         0 = none, 1 = byte shuffle
- *   6  u8   elementSize    1 for no filter; 2 or 4 for byte shuffle
+ *   5  u8   filter         0 = none, 1 = byte shuffle, 2 = bit shuffle
+ *   6  u8   elementSize    1 for no filter; 2 or 4 for byte shuffle; 1, 2 or 4 for bit shuffle
  *   7  u8   flags          0 (reserved)
  *   8  u32  chunkSize      raw bytes per chunk; every chunk but the last holds exactly this many
  *  12  u32  chunkCount     ceil(rawLength / chunkSize); 0 for an empty payload
@@ -57,6 +57,7 @@ public final class ContainerLayout {
 
   public static final int FILTER_NONE = 0;
   public static final int FILTER_BYTE_SHUFFLE = 1;
+  public static final int FILTER_BIT_SHUFFLE = 2;
 
   /** Smallest and largest chunk sizes a writer may choose and a reader accepts. */
   public static final int MIN_CHUNK_BYTES = 4 << 10;
