@@ -6,6 +6,7 @@
 #   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
+#   JMH_OPTS="-f 1 -wi 2 -w 1s -i 4 -r 1s" kvcache-bench/run-benchmarks.sh codec    # other JMH options
 #
 # Then: python3 docs/tools/plot_benchmarks.py docs/results docs/img
 set -euo pipefail
@@ -15,6 +16,9 @@ if [ "${QUICK:-0}" = 1 ]; then
   jmh_opts=(-f 1 -wi 1 -w 500ms -i 3 -r 500ms)
 else
   jmh_opts=(-f 3 -wi 2 -w 1s -i 4 -r 1s)
+fi
+if [ -n "${JMH_OPTS:-}" ]; then
+  read -r -a jmh_opts <<< "$JMH_OPTS"
 fi
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec)
@@ -61,8 +65,17 @@ for suite in "${suites[@]}"; do
       ;;
     memory) run memory-copy MemoryCopyBenchmark -t 1 ;;
     codec)
-      run codec CodecBenchmark -t 1 ${CODEC_PARAMS:-}
-      run zstd ZstdReferenceBenchmark -t 1 ${CODEC_PARAMS:-}
+      # one codec thread: the codec beside raw LZ4 (alone, and chained with the same filter by
+      # hand); two codec threads: encode and decode only, the baselines do not change
+      kv="-p data=kv_prose_fp16,kv_prose_bf16 -p filter=NONE,BYTE_SHUFFLE_2,BIT_SHUFFLE_2"
+      rnd="-p data=random -p filter=NONE,BYTE_SHUFFLE_2"
+      run codec-kv-t1 CodecBenchmark -t 1 $kv -p codecThreads=1 ${CODEC_PARAMS:-}
+      run codec-kv-t2 'CodecBenchmark.(en|de)code$' -t 1 $kv -p codecThreads=2 ${CODEC_PARAMS:-}
+      run codec-random-t1 CodecBenchmark -t 1 $rnd -p codecThreads=1 ${CODEC_PARAMS:-}
+      run codec-random-t2 'CodecBenchmark.(en|de)code$' -t 1 $rnd -p codecThreads=2 ${CODEC_PARAMS:-}
+      run filters FilterBenchmark -t 1
+      run checksums ChecksumBenchmark -t 1
+      run zstd ZstdReferenceBenchmark -t 1
       ;;
     *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec)" >&2; exit 2 ;;
   esac

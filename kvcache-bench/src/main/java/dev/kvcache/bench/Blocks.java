@@ -88,4 +88,21 @@ final class Blocks {
         return data;
     }
   }
+
+  /** Reverses {@link #applyFilter} on {@code len} bytes of {@code data}; returns the array holding them. */
+  static byte[] removeFilter(Filter filter, byte[] data, int len, byte[] scratch) {
+    switch (filter) {
+      case BYTE_SHUFFLE_2:
+      case BYTE_SHUFFLE_4:
+        ByteShuffle.unshuffle(data, len, filter.elementSizeBytes(), scratch);
+        return scratch;
+      case BIT_SHUFFLE_1:
+      case BIT_SHUFFLE_2:
+      case BIT_SHUFFLE_4:
+        BitShuffle.unshuffle(data, len, filter.elementSizeBytes(), scratch);
+        return data;
+      default:
+        return data;
+    }
+  }
 }

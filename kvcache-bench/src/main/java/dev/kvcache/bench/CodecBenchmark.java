@@ -27,7 +27,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * block (real fp16 or bf16 KV tensors from {@code ../shared/data/kv/} when present, random bytes
  * otherwise) cut into chunks of {@code chunkSizeBytes}. {@code rawCompress}/{@code rawDecompress}
  * run LZ4 alone over the same chunks, already filtered (the filter is applied in set-up, untimed);
- * {@code encode}/{@code decode} add the filter, the container and the checksums, on {@code
+ * {@code rawCompressWithFilter}/{@code rawDecompressWithFilter} chain the filter and LZ4 by hand;
+ * {@code encode}/{@code decode} add the container and the checksums to that, on {@code
  * codecThreads} threads (the calling thread plus a pool). The set-up prints the compression ratio
  * of each configuration.
  */
@@ -68,6 +69,10 @@ public class CodecBenchmark {
   private ByteBuffer rawCompressed;
   private int[] rawChunkLengths;
   private ExecutorService pool;
+  private byte[] plain;
+  private byte[] scratch;
+  private ByteBuffer plainView;
+  private ByteBuffer scratchView;
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
@@ -84,6 +89,10 @@ public class CodecBenchmark {
     rawCompressed = ByteBuffer.allocateDirect(chunks * compressor.maxCompressedLength(chunkSizeBytes));
     rawChunkLengths = new int[chunks];
     rawInput = Blocks.filtered(block, filter, chunkSizeBytes);
+    plain = new byte[chunkSizeBytes];
+    scratch = new byte[chunkSizeBytes];
+    plainView = ByteBuffer.wrap(plain);
+    scratchView = ByteBuffer.wrap(scratch);
     rawCompress();
     long rawTotal = 0;
     for (int n : rawChunkLengths) {
@@ -115,6 +124,47 @@ public class CodecBenchmark {
     for (int n : rawChunkLengths) {
       out += decompressor.decompress(rawCompressed, in, n, decoded, out, chunkSizeBytes);
       in += n;
+    }
+    return out;
+  }
+
+  /**
+   * The filter and raw LZ4 chained by hand, chunk by chunk through heap arrays as the codec does:
+   * the codec minus its container and checksums. Without a filter, the same as {@link
+   * #rawCompress}.
+   */
+  @Benchmark
+  public int rawCompressWithFilter() {
+    if (filter == Filter.NONE) {
+      return rawCompress();
+    }
+    int out = 0;
+    for (int i = 0, in = 0; in < BLOCK_BYTES; i++, in += chunkSizeBytes) {
+      int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
+      block.get(in, plain, 0, len);
+      byte[] filtered = Blocks.applyFilter(filter, plain, len, scratch);
+      int n = compressor.compress(
+          filtered == plain ? plainView : scratchView, 0, len, rawCompressed, out,
+          compressor.maxCompressedLength(len));
+      out += n;
+    }
+    return out;
+  }
+
+  /** The inverse of {@link #rawCompressWithFilter}, into the same destination as {@link #decode}. */
+  @Benchmark
+  public int rawDecompressWithFilter() {
+    if (filter == Filter.NONE) {
+      return rawDecompress();
+    }
+    int in = 0;
+    int out = 0;
+    for (int n : rawChunkLengths) {
+      int len = Math.min(chunkSizeBytes, BLOCK_BYTES - out);
+      decompressor.decompress(rawCompressed, in, n, plainView, 0, len);
+      decoded.put(out, Blocks.removeFilter(filter, plain, len, scratch), 0, len);
+      in += n;
+      out += len;
     }
     return out;
   }

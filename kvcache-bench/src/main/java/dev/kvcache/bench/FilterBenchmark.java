@@ -1,8 +1,6 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.BitShuffle;
-import dev.kvcache.internal.codec.ByteShuffle;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -55,22 +53,12 @@ public class FilterBenchmark {
 
   @Benchmark
   public byte[] apply() {
-    if (filter == Filter.BYTE_SHUFFLE_2 || filter == Filter.BYTE_SHUFFLE_4) {
-      ByteShuffle.shuffle(data, chunkSizeBytes, filter.elementSizeBytes(), scratch);
-      return scratch;
-    }
-    // in place: the chunk is transformed again each call, which costs the same
-    BitShuffle.shuffle(data, chunkSizeBytes, filter.elementSizeBytes(), scratch);
-    return data;
+    // the bit shuffles work in place: the chunk is transformed again each call, at the same cost
+    return Blocks.applyFilter(filter, data, chunkSizeBytes, scratch);
   }
 
   @Benchmark
   public byte[] remove() {
-    if (filter == Filter.BYTE_SHUFFLE_2 || filter == Filter.BYTE_SHUFFLE_4) {
-      ByteShuffle.unshuffle(data, chunkSizeBytes, filter.elementSizeBytes(), scratch);
-      return scratch;
-    }
-    BitShuffle.unshuffle(data, chunkSizeBytes, filter.elementSizeBytes(), scratch);
-    return data;
+    return Blocks.removeFilter(filter, data, chunkSizeBytes, scratch);
   }
 }

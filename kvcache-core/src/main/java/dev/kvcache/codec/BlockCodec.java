@@ -114,17 +114,15 @@ public final class BlockCodec {
     return minSavingsPercent;
   }
 
-  /** The most bytes {@link #encode} can produce for {@code rawLength} bytes of input. */
+  /**
+   * The most bytes {@link #encode} can produce for {@code rawLength} bytes of input: the payload
+   * plus the headers, since a chunk that would not shrink is stored raw.
+   */
   public long maxEncodedLength(long rawLength) {
     if (rawLength < 0) {
       throw new IllegalArgumentException("negative length " + rawLength);
     }
-    long chunks = chunkCount(rawLength, chunkSizeBytes);
-    int largestChunk = (int) Math.min(rawLength, chunkSizeBytes);
-    // every chunk ends up at most its raw size (else it is stored raw), but LZ4 is given room for
-    // its worst case before that is decided, which the chunk being written may briefly need
-    long slack = largestChunk == 0 ? 0 : compressor.maxCompressedLength(largestChunk) - largestChunk;
-    return HEADER_BYTES + chunks * CHUNK_HEADER_BYTES + rawLength + slack;
+    return HEADER_BYTES + chunkCount(rawLength, chunkSizeBytes) * CHUNK_HEADER_BYTES + rawLength;
   }
 
   /**
@@ -164,32 +162,29 @@ public final class BlockCodec {
   }
 
   /**
-   * Encodes the chunks {@code threads} at a time, each into a buffer of its own, and appends them
-   * to {@code dst} in order after each round.
+   * Encodes every chunk straight into its slot in {@code dst}, the place it would take if every
+   * chunk before it were stored raw (chunks are shared among the threads as they free up), then
+   * slides the chunks down in order to close the gaps. No extra buffer beyond the filter's.
    */
-  private int encodeInParallel(ByteBuffer src, ByteBuffer dst, int out) {
-    int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(chunkSizeBytes);
-    ByteBuffer[] encoded = new ByteBuffer[threads];
-    for (int t = 0; t < threads; t++) {
-      encoded[t] = ByteBuffer.allocate(chunkMax);
-    }
-    int[] sizes = new int[threads];
+  private int encodeInParallel(ByteBuffer src, ByteBuffer dst, int start) {
     int first = src.position();
     int end = src.limit();
-    long chunks = chunkCount(end - first, chunkSizeBytes);
-    for (long round = 0; round < chunks; round += threads) {
-      long roundFirst = round;
-      int count = (int) Math.min(threads, chunks - round);
-      SharedWork.run(executor, threads - 1, count, t -> {
-        int in = (int) (first + (roundFirst + t) * chunkSizeBytes);
-        int len = Math.min(chunkSizeBytes, end - in);
-        FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
-        sizes[t] = encodeChunk(src, in, len, encoded[t], 0, scratch, new CRC32C());
-      });
-      for (int t = 0; t < count; t++) {
-        dst.put(out, encoded[t], 0, sizes[t]);
-        out += sizes[t];
+    int chunks = (int) chunkCount(end - first, chunkSizeBytes);
+    int slot = CHUNK_HEADER_BYTES + chunkSizeBytes;
+    int[] sizes = new int[chunks];
+    SharedWork.run(executor, threads - 1, chunks, i -> {
+      int in = first + i * chunkSizeBytes;
+      int len = Math.min(chunkSizeBytes, end - in);
+      FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+      sizes[i] = encodeChunk(src, in, len, dst, start + i * slot, scratch, new CRC32C());
+    });
+    int out = start;
+    for (int i = 0; i < chunks; i++) {
+      int at = start + i * slot;
+      if (at != out) {
+        dst.put(out, dst, at, sizes[i]); // a move to a lower offset: overlapping is fine
       }
+      out += sizes[i];
     }
     return out;
   }
@@ -208,8 +203,7 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    int chunkMax = CHUNK_HEADER_BYTES + compressor.maxCompressedLength(Math.min(chunkSizeBytes, Math.max(rawLength, 1)));
-    ByteBuffer chunk = ByteBuffer.allocateDirect(chunkMax);
+    ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + Math.min(chunkSizeBytes, rawLength));
     FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
     CRC32C crc = new CRC32C();
     for (int in = src.position(), end = src.limit(); in < end; ) {
@@ -247,17 +241,16 @@ public final class BlockCodec {
       if (len >= MIN_PROBED_CHUNK_BYTES && !sampleShrinks(src, in, len / PROBE_FRACTION, dst, payload, scratch)) {
         stored = -1; // incompressible: skip filtering and compressing the rest
       } else if (scratch == null) {
-        stored = compressor.compress(src, in, len, dst, payload, compressor.maxCompressedLength(len));
+        stored = compressor.compress(src, in, len, dst, payload, limit);
       } else {
         src.get(in, scratch.plain, 0, len);
-        stored = compressor.compress(
-            applyFilter(filter, scratch, len), 0, len, dst, payload, compressor.maxCompressedLength(len));
+        stored = compressor.compress(applyFilter(filter, scratch, len), 0, len, dst, payload, limit);
       }
     } catch (LZ4Exception e) {
-      stored = -1; // treat as incompressible
+      stored = -1; // LZ4 gave up at the limit: store raw
     }
     int mode = MODE_LZ4;
-    if (stored < 0 || stored > limit) {
+    if (stored < 0) {
       dst.put(payload, src, in, len);
       stored = len;
       mode = MODE_RAW;
@@ -283,15 +276,18 @@ public final class BlockCodec {
    */
   private boolean sampleShrinks(
       ByteBuffer src, int in, int sample, ByteBuffer dst, int at, FilterBuffers scratch) {
-    int max = compressor.maxCompressedLength(sample);
-    int n;
-    if (scratch == null) {
-      n = compressor.compress(src, in, sample, dst, at, max);
-    } else {
-      src.get(in, scratch.plain, 0, sample);
-      n = compressor.compress(applyFilter(filter, scratch, sample), 0, sample, dst, at, max);
+    int limit = sample - (int) ((long) sample * minSavingsPercent / 100);
+    try {
+      if (scratch == null) {
+        compressor.compress(src, in, sample, dst, at, limit);
+      } else {
+        src.get(in, scratch.plain, 0, sample);
+        compressor.compress(applyFilter(filter, scratch, sample), 0, sample, dst, at, limit);
+      }
+      return true;
+    } catch (LZ4Exception e) {
+      return false; // the sample does not fit in its limit
     }
-    return n <= sample - (long) sample * minSavingsPercent / 100;
   }
 
   private static void requireBlocking(Channel channel) {
