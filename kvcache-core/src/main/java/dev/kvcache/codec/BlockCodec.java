@@ -35,8 +35,8 @@ import org.slf4j.LoggerFactory;
  * named. A chunk that LZ4 does not shrink by at least {@link #minSavingsPercent()} percent is
  * stored raw, so incompressible data grows only by the headers (32 bytes plus 16 per chunk).
  * Chunks of 64 KiB and more are first probed: if their first sixteenth, filtered and compressed
- * alone, does not shrink by the margin, the chunk is stored raw without compressing the rest, so
- * random or already-compressed data costs little more than a copy.
+ * alone, does not shrink by a quarter of the margin, the chunk is stored raw without compressing
+ * the rest, so random or already-compressed data costs little more than a copy.
  *
  * <p>By default everything runs on the calling thread. With {@link Builder#executor} a buffer is
  * encoded several chunks at a time, and {@link #decode(ByteBuffer, ByteBuffer, Executor, int)}
@@ -137,12 +137,7 @@ public final class BlockCodec {
     Objects.requireNonNull(src, "src");
     Objects.requireNonNull(dst, "dst");
     int rawLength = src.remaining();
-    long max = maxEncodedLength(rawLength);
-    if (dst.remaining() < max) {
-      throw new IllegalArgumentException(
-          "destination has " + dst.remaining() + " bytes remaining, encoding " + rawLength
-              + " bytes may take " + max);
-    }
+    requireRoom(rawLength, dst);
     int start = dst.position();
     writeHeader(dst, start, rawLength);
     int out = start + HEADER_BYTES;
@@ -203,7 +198,7 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + Math.min(chunkSizeBytes, rawLength));
+    ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + largestChunk(rawLength));
     FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
     CRC32C crc = new CRC32C();
     for (int in = src.position(), end = src.limit(); in < end; ) {
@@ -213,6 +208,104 @@ public final class BlockCodec {
       in += len;
     }
     return written;
+  }
+
+  /**
+   * Encodes exactly {@code rawLength} bytes read from {@code in} (a blocking channel; wrap an
+   * {@code InputStream} with {@link java.nio.channels.Channels#newChannel}) to {@code out}, one
+   * chunk at a time: memory is one raw and one encoded chunk, whatever the length. The length must
+   * be known up front, since the header records it.
+   *
+   * @return the number of bytes written
+   * @throws EOFException if {@code in} ends before {@code rawLength} bytes (what was written to
+   *     {@code out} by then is not a complete container)
+   */
+  public long encode(ReadableByteChannel in, long rawLength, WritableByteChannel out)
+      throws IOException {
+    Objects.requireNonNull(in, "in");
+    Objects.requireNonNull(out, "out");
+    requireBlocking(in);
+    requireBlocking(out);
+    requireBlockLength(rawLength);
+    ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+    writeHeader(header, 0, rawLength);
+    long written = writeFully(out, header);
+    ByteBuffer chunkIn = ByteBuffer.allocateDirect(largestChunk(rawLength));
+    ByteBuffer chunkOut = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + largestChunk(rawLength));
+    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+    CRC32C crc = new CRC32C();
+    for (long done = 0; done < rawLength; ) {
+      int len = readChunk(in, chunkIn, done, rawLength);
+      int size = encodeChunk(chunkIn, 0, len, chunkOut, 0, scratch, crc);
+      written += writeFully(out, chunkOut.clear().limit(size));
+      done += len;
+    }
+    return written;
+  }
+
+  /**
+   * Encodes exactly {@code rawLength} bytes read from {@code in} (a blocking channel) into {@code
+   * dst} at its position, advancing it; each chunk is encoded straight into its place, so memory is
+   * one raw chunk. On failure {@code dst}'s position is unchanged and the bytes after it are
+   * unspecified.
+   *
+   * @return the number of bytes written
+   * @throws IllegalArgumentException if {@code dst} has less than {@link #maxEncodedLength}
+   *     remaining
+   * @throws EOFException if {@code in} ends before {@code rawLength} bytes
+   */
+  public int encode(ReadableByteChannel in, long rawLength, ByteBuffer dst) throws IOException {
+    Objects.requireNonNull(in, "in");
+    Objects.requireNonNull(dst, "dst");
+    requireBlocking(in);
+    requireBlockLength(rawLength);
+    requireRoom(rawLength, dst);
+    int start = dst.position();
+    writeHeader(dst, start, rawLength);
+    int out = start + HEADER_BYTES;
+    ByteBuffer chunkIn = ByteBuffer.allocateDirect(largestChunk(rawLength));
+    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+    CRC32C crc = new CRC32C();
+    for (long done = 0; done < rawLength; ) {
+      int len = readChunk(in, chunkIn, done, rawLength);
+      out += encodeChunk(chunkIn, 0, len, dst, out, scratch, crc);
+      done += len;
+    }
+    dst.position(out);
+    return out - start;
+  }
+
+  /** Reads the next chunk (after {@code done} of {@code rawLength} bytes) into {@code chunk}. */
+  private int readChunk(ReadableByteChannel in, ByteBuffer chunk, long done, long rawLength)
+      throws IOException {
+    int len = (int) Math.min(chunkSizeBytes, rawLength - done);
+    chunk.clear().limit(len);
+    while (chunk.hasRemaining()) {
+      if (in.read(chunk) < 0) {
+        throw new EOFException(
+            "the stream ended after " + (done + chunk.position()) + " of " + rawLength + " bytes");
+      }
+    }
+    return len;
+  }
+
+  private int largestChunk(long rawLength) {
+    return (int) Math.min(chunkSizeBytes, rawLength);
+  }
+
+  private static void requireBlockLength(long rawLength) {
+    if (rawLength < 0 || rawLength > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("a block is 0 to 2^31 - 1 bytes, got " + rawLength);
+    }
+  }
+
+  private void requireRoom(long rawLength, ByteBuffer dst) {
+    long max = maxEncodedLength(rawLength);
+    if (dst.remaining() < max) {
+      throw new IllegalArgumentException(
+          "destination has " + dst.remaining() + " bytes remaining, encoding " + rawLength
+              + " bytes may take " + max);
+    }
   }
 
   private void writeHeader(ByteBuffer dst, int at, long rawLength) {
@@ -272,11 +365,13 @@ public final class BlockCodec {
   /**
    * Whether the first {@code sample} bytes of the chunk at {@code in}, filtered and compressed on
    * their own into {@code dst} at {@code at} (space the chunk's payload overwrites later), shrink by
-   * the margin. Random or already-compressed data fails this cheaply, at 1/16 of the chunk's work.
+   * a quarter of the margin. Random or already-compressed data fails this cheaply, at 1/16 of the
+   * chunk's work; data that compresses a little, where one sample may do worse than the whole
+   * chunk, gets the benefit of the doubt.
    */
   private boolean sampleShrinks(
       ByteBuffer src, int in, int sample, ByteBuffer dst, int at, FilterBuffers scratch) {
-    int limit = sample - (int) ((long) sample * minSavingsPercent / 100);
+    int limit = sample - (int) ((long) sample * minSavingsPercent / 400);
     try {
       if (scratch == null) {
         compressor.compress(src, in, sample, dst, at, limit);

@@ -110,6 +110,46 @@ class BlockCodecTest {
     assertThat(decoded.flip()).isEqualTo(src);
   }
 
+  @ParameterizedTest(name = "{0}, {1} bytes of {2}")
+  @MethodSource("cases")
+  void encodesFromAStreamAsFromABuffer(Filter filter, int size, String kind) throws IOException {
+    BlockCodec codec = codec(filter);
+    ByteBuffer src = data(kind, size);
+    byte[] raw = new byte[size];
+    src.get(0, raw);
+    ByteBuffer expected = encode(codec, src);
+
+    ByteArrayOutputStream sink = new ByteArrayOutputStream();
+    long written = codec.encode(
+        Channels.newChannel(new ByteArrayInputStream(raw)), size, Channels.newChannel(sink));
+    assertThat(written).isEqualTo(sink.size());
+    assertThat(ByteBuffer.wrap(sink.toByteArray())).isEqualTo(expected);
+
+    ByteBuffer dst = ByteBuffer.allocateDirect((int) codec.maxEncodedLength(size) + 3);
+    dst.position(3);
+    int n = codec.encode(Channels.newChannel(new ByteArrayInputStream(raw)), size, dst);
+    assertThat(dst.position()).isEqualTo(3 + n);
+    assertThat(dst.flip().position(3)).isEqualTo(expected);
+  }
+
+  @Test
+  void aStreamShorterThanItsLengthIsAnEofNamingTheShortfall() {
+    BlockCodec codec = codec(Filter.BYTE_SHUFFLE_2);
+    byte[] raw = new byte[CHUNK + 10];
+    ByteBuffer dst = ByteBuffer.allocate((int) codec.maxEncodedLength(CHUNK + 11));
+    assertThatThrownBy(() -> codec.encode(Channels.newChannel(new ByteArrayInputStream(raw)), CHUNK + 11, dst))
+        .isInstanceOf(java.io.EOFException.class)
+        .hasMessageContaining(CHUNK + 10 + " of " + (CHUNK + 11));
+    assertThat(dst.position()).isZero();
+    assertThatThrownBy(() -> codec.encode(
+            Channels.newChannel(new ByteArrayInputStream(raw)), CHUNK + 11,
+            Channels.newChannel(new ByteArrayOutputStream())))
+        .isInstanceOf(java.io.EOFException.class);
+    assertThatThrownBy(() -> codec.encode(
+            Channels.newChannel(new ByteArrayInputStream(raw)), -1, dst))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
   @Test
   void randomBytesGrowOnlyByTheHeaders() throws IOException {
     BlockCodec codec = codec(Filter.NONE);
@@ -148,6 +188,21 @@ class BlockCodecTest {
       repeated.put(i, pattern.get(i % 4096));
     }
     assertThat(encode(codec, repeated).remaining()).isLessThan(size / 10);
+  }
+
+  @Test
+  void aChunkWhoseStartCompressesLessThanTheMarginIsStillCompressed() {
+    // random bytes with a fixed 16-byte pattern every 800 bytes in the first sixteenth (about 1%
+    // saved there) and every 200 bytes after it (about 5% saved over the chunk)
+    int chunk = 256 << 10;
+    ByteBuffer src = random(chunk, 5);
+    for (int at = 0; at + 16 <= chunk; at += at < chunk / 16 ? 800 : 200) {
+      for (int k = 0; k < 16; k++) {
+        src.put(at + k, (byte) (0xa0 + k));
+      }
+    }
+    BlockCodec codec = BlockCodec.builder().chunkSizeBytes(chunk).build();
+    assertThat(encode(codec, src).remaining()).isLessThan(chunk * 97 / 100);
   }
 
   @Test

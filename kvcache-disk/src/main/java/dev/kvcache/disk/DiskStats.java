@@ -1,0 +1,14 @@
+package dev.kvcache.disk;
+
+/**
+ * Counters of a {@link DiskTier} beyond the common {@link dev.kvcache.CacheStats}.
+ *
+ * @param corruptBlocks blocks dropped because their record failed its checksum when read
+ * @param unchangedPuts puts of exactly the bytes already stored under the key, not written again
+ * @param bytesWritten bytes the tier wrote: records (headers and payloads) and journal entries
+ * @param superBlocks super-block files in use
+ * @param superBlocksDropped super-block files dropped to make room
+ */
+public record DiskStats(
+    long corruptBlocks, long unchangedPuts, long bytesWritten, long superBlocks,
+    long superBlocksDropped) {}

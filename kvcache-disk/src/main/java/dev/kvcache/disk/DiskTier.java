@@ -1,0 +1,898 @@
+package dev.kvcache.disk;
+
+import static dev.kvcache.disk.internal.RecordLayout.*;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.disk.internal.Checkpoint;
+import dev.kvcache.disk.internal.DirectoryLock;
+import dev.kvcache.disk.internal.Journal;
+import dev.kvcache.disk.internal.JournalEntry;
+import dev.kvcache.disk.internal.JournalLayout;
+import dev.kvcache.disk.internal.Location;
+import dev.kvcache.disk.internal.PositionedChannel;
+import dev.kvcache.disk.internal.Records;
+import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.spi.Tier;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The disk tier: blocks appended as self-describing records to large super-block files, read
+ * back through memory mappings, with a metadata journal and index checkpoints so that a restart
+ * finds every block it had (see {@code docs/disk-tier.md}; formats in {@code docs/disk-format.md}).
+ *
+ * <p>A put writes the caller's bytes straight to their place in the current super-block with a
+ * positional write (no staging copy for direct buffers; the JDK copies heap buffers once), then
+ * records the block in the journal. A lease is a read-only view of the mapped record; a read
+ * checks the record's checksum before serving it, and a block whose checksum fails is dropped and
+ * reported as a miss. When the files would exceed the capacity, the oldest super-block is dropped.
+ *
+ * <pre>{@code
+ * try (DiskTier disk = DiskTier.open(DiskTierConfig.builder(dir, 100L << 30).build())) {
+ *   disk.put(key, block);
+ * }
+ * }</pre>
+ *
+ * <p>One tier per directory: a second opener, in this process or another, gets a {@link
+ * DirectoryLockedException}.
+ */
+public final class DiskTier implements Tier {
+
+  private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
+  private static final Pattern SUPER_BLOCK_FILE = Pattern.compile("sb-([0-9a-f]{8})\\.kvsb");
+  private static final Pattern JOURNAL_FILE = Pattern.compile("journal-([0-9a-f]{16})\\.kvj");
+
+  private final DiskTierConfig config;
+  private final Path dir;
+  private final DirectoryLock directoryLock;
+  private final BlockCodec codec;
+  private final ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
+  /** Live super-blocks by id, oldest first. */
+  private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks = new ConcurrentSkipListMap<>();
+  /** Dropped super-blocks whose files still exist while leases pin them. */
+  private final Set<SuperBlock> retiring = ConcurrentHashMap.newKeySet();
+  /** Super-blocks written since the last periodic force. */
+  private final Set<SuperBlock> dirty = ConcurrentHashMap.newKeySet();
+  /** Guards space reservation in the active super-block and its roll-over. */
+  private final Object writeLock = new Object();
+  /** Makes journal order the order of index updates; guards journal rotation. */
+  private final Object commitLock = new Object();
+  private final AtomicBoolean checkpointing = new AtomicBoolean();
+  private final AtomicLong sequence = new AtomicLong();
+  private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
+  private final ScheduledExecutorService syncer;
+  private SuperBlock active;
+  private Journal journal;
+  private volatile long checkpointBytes;
+  private volatile boolean closed;
+
+  private final LongAdder hits = new LongAdder();
+  private final LongAdder misses = new LongAdder();
+  private final LongAdder puts = new LongAdder();
+  private final LongAdder evictions = new LongAdder();
+  private final LongAdder rejections = new LongAdder();
+  private final LongAdder deletes = new LongAdder();
+  private final LongAdder corruptBlocks = new LongAdder();
+  private final LongAdder unchangedPuts = new LongAdder();
+  private final LongAdder bytesWritten = new LongAdder();
+  private final LongAdder superBlocksDropped = new LongAdder();
+  private final AtomicInteger leasesOpen = new AtomicInteger();
+
+  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock) {
+    this.config = config;
+    this.dir = config.directory();
+    this.directoryLock = directoryLock;
+    this.codec = config.codec();
+    this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
+        ? Executors.newSingleThreadScheduledExecutor(r -> {
+          Thread t = new Thread(r, "kvcache-disk-sync");
+          t.setDaemon(true);
+          return t;
+        })
+        : null;
+  }
+
+  /**
+   * Opens (or creates) the tier in {@code config.directory()}, recovering what a previous run
+   * left: the last checkpoint plus the journal after it, or, if they are missing or damaged, a
+   * scan of every super-block.
+   *
+   * @throws DirectoryLockedException if the directory is already open
+   * @throws IOException if the directory cannot be created or read, or holds files of an unknown
+   *     format version
+   */
+  public static DiskTier open(DiskTierConfig config) throws IOException {
+    Objects.requireNonNull(config, "config");
+    Files.createDirectories(config.directory());
+    DirectoryLock lock = DirectoryLock.acquire(config.directory());
+    DiskTier tier = new DiskTier(config, lock);
+    try {
+      tier.recover();
+      if (tier.syncer != null) {
+        long every = config.syncIntervalMillis();
+        tier.syncer.scheduleWithFixedDelay(tier::periodicSync, every, every, TimeUnit.MILLISECONDS);
+      }
+      return tier;
+    } catch (IOException | RuntimeException e) {
+      tier.closeFiles();
+      throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- recovery
+
+  private void recover() throws IOException {
+    long started = System.nanoTime();
+    TreeMap<Integer, Path> sbFiles = new TreeMap<>();
+    TreeMap<Long, Path> journals = new TreeMap<>();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+      for (Path p : files) {
+        String name = p.getFileName().toString();
+        Matcher m = SUPER_BLOCK_FILE.matcher(name);
+        if (m.matches()) {
+          sbFiles.put(Integer.parseUnsignedInt(m.group(1), 16), p);
+        }
+        m = JOURNAL_FILE.matcher(name);
+        if (m.matches()) {
+          journals.put(Long.parseUnsignedLong(m.group(1), 16), p);
+        }
+      }
+    }
+    for (Map.Entry<Integer, Path> f : sbFiles.entrySet()) {
+      SuperBlock sb = SuperBlock.open(f.getValue(), f.getKey());
+      if (sb == null) {
+        log.warn("{}: damaged super-block header, the file holds nothing usable: deleting it",
+            f.getValue());
+        Files.deleteIfExists(f.getValue());
+        continue;
+      }
+      superBlocks.put(sb.id(), sb);
+      nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), sb.id() + 1));
+    }
+
+    long nextGeneration = replayMetadata(journals);
+    if (nextGeneration < 0) {
+      rebuildByScan();
+      nextGeneration = journals.isEmpty() ? 1 : journals.lastKey() + 1;
+    }
+    // entries whose super-block is gone are not blocks any more
+    index.values().removeIf(loc -> !superBlocks.containsKey(loc.superBlockId));
+    for (Location loc : index.values()) {
+      superBlocks.get(loc.superBlockId).liveBytes().addAndGet(loc.recordBytes());
+    }
+    journal = Journal.create(dir, nextGeneration);
+    checkpointBytes = Checkpoint.write(dir, nextGeneration, sequence.get(), index.entrySet(), index.size());
+    for (Path replayed : journals.values()) {
+      Files.deleteIfExists(replayed); // the checkpoint covers them now
+    }
+    synchronized (writeLock) {
+      if (!rollOver()) {
+        throw new IOException("no room for a new super-block in " + dir + ": "
+            + usedBytes() + " of " + config.capacityBytes() + " bytes used, "
+            + usableSpace() + " bytes free on the file system (floor " + config.minFreeBytes() + ")");
+      }
+    }
+    log.info("opened disk tier {}: {} blocks in {} super-blocks, {} ms", dir, index.size(),
+        superBlocks.size(), (System.nanoTime() - started) / 1_000_000);
+  }
+
+  /**
+   * Loads the checkpoint and replays the journals after it.
+   *
+   * @return the next journal generation, or -1 if the index must be rebuilt by a scan
+   */
+  private long replayMetadata(TreeMap<Long, Path> journals) throws IOException {
+    Set<Integer> dropped = new HashSet<>();
+    Checkpoint.Header cp = Checkpoint.read(dir, index::put);
+    long first = cp != null ? cp.nextGeneration : 1;
+    if (cp != null) {
+      sequence.set(cp.maxSequence);
+    } else if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
+      log.warn("{}: no checkpoint and no complete journal: rebuilding the index from the super-blocks", dir);
+      return -1;
+    }
+    long expected = first;
+    for (Map.Entry<Long, Path> j : journals.tailMap(first).entrySet()) {
+      if (j.getKey() != expected) {
+        log.warn("{}: journal generation {} is missing: rebuilding the index from the super-blocks",
+            dir, expected);
+        index.clear();
+        return -1;
+      }
+      long n = Journal.replay(j.getValue(), j.getKey(), e -> apply(e, dropped));
+      if (n < 0) {
+        log.warn("{}: damaged journal header: rebuilding the index from the super-blocks", j.getValue());
+        index.clear();
+        return -1;
+      }
+      expected++;
+    }
+    index.values().removeIf(loc -> dropped.contains(loc.superBlockId));
+    for (int id : dropped) {
+      SuperBlock sb = superBlocks.remove(id);
+      if (sb != null) {
+        sb.drop(); // its drop was journalled but the file survived a crash
+      }
+    }
+    return Math.max(expected, journals.isEmpty() ? first : journals.lastKey() + 1);
+  }
+
+  private void apply(JournalEntry e, Set<Integer> dropped) {
+    switch (e.type) {
+      case JournalLayout.TYPE_PUT:
+        index.merge(e.key, e.location, (cur, nu) -> nu.sequence > cur.sequence ? nu : cur);
+        nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), e.superBlockId + 1));
+        break;
+      case JournalLayout.TYPE_DELETE:
+        index.computeIfPresent(e.key, (k, cur) -> cur.sequence < e.sequence ? null : cur);
+        break;
+      case JournalLayout.TYPE_DROP:
+        dropped.add(e.superBlockId);
+        nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), e.superBlockId + 1));
+        break;
+      default:
+        break;
+    }
+    sequence.set(Math.max(sequence.get(), e.sequence));
+  }
+
+  /** The disaster path: the index is whatever intact records the super-blocks hold. */
+  private void rebuildByScan() {
+    index.clear();
+    Map<BlockKey, Long> tombstones = new HashMap<>();
+    int done = 0;
+    long corrupt = 0;
+    for (SuperBlock sb : superBlocks.values()) {
+      long[] bad = {0};
+      Records.scan(sb, sb.sizeBytes(), (kind, key, loc, intact) -> {
+        sequence.set(Math.max(sequence.get(), loc.sequence));
+        if (kind == KIND_TOMBSTONE) {
+          tombstones.merge(key, loc.sequence, Math::max);
+        } else if (intact) {
+          index.merge(key, loc, (cur, nu) -> nu.sequence > cur.sequence ? nu : cur);
+        } else {
+          bad[0]++;
+        }
+      });
+      corrupt += bad[0];
+      done++;
+      log.info("rebuilding the index of {}: scanned {} of {} super-blocks, {} blocks so far",
+          dir, done, superBlocks.size(), index.size());
+    }
+    tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
+    if (corrupt > 0) {
+      log.warn("{}: {} records failed their checksum and were left out", dir, corrupt);
+    }
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    requireOpen();
+    int length = src.remaining();
+    if (length == 0) {
+      throw new IllegalArgumentException("cannot store an empty block");
+    }
+    if (length > config.maxBlockBytes()) {
+      rejections.increment();
+      return PutStatus.REJECTED_TOO_LARGE;
+    }
+    ByteBuffer data = src.duplicate();
+    int rawCrc = codec == null ? Records.crc(data) : 0;
+    if (codec == null && isUnchanged(key, data, rawCrc)) {
+      unchangedPuts.increment();
+      puts.increment();
+      return PutStatus.STORED;
+    }
+    try {
+      long reserve = codec == null ? length : codec.maxEncodedLength(length);
+      Reservation r = reserve(reserve);
+      if (r == null) {
+        rejections.increment();
+        return PutStatus.REJECTED_NO_SPACE;
+      }
+      int stored;
+      int payloadCrc;
+      int encoding;
+      try {
+        if (codec == null) {
+          r.sb.write(data, r.payload);
+          stored = length;
+          payloadCrc = rawCrc;
+          encoding = ENCODING_RAW;
+        } else {
+          PositionedChannel out = new PositionedChannel(r.sb, r.payload);
+          codec.encode(data, out);
+          stored = (int) out.written();
+          payloadCrc = out.crc();
+          encoding = ENCODING_CONTAINER;
+          giveBack(r, stored);
+        }
+        r.sb.write(Records.header(KIND_BLOCK, encoding, r.sequence, key, length, stored, payloadCrc),
+            r.payload - HEADER_BYTES);
+      } finally {
+        r.sb.unpin();
+      }
+      Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
+          r.sequence, 0);
+      commit(JournalEntry.put(key, loc, 0), r.sb, () -> install(key, loc));
+      bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
+      puts.increment();
+      return PutStatus.STORED;
+    } catch (IOException e) {
+      log.warn("put of {} failed: {}", key, e.toString());
+      rejections.increment();
+      return PutStatus.REJECTED_NO_SPACE;
+    }
+  }
+
+  /** Whether the block stored under {@code key} already holds exactly these bytes. */
+  private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
+    Location cur = index.get(key);
+    if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
+        || cur.payloadCrc != crc) {
+      return false;
+    }
+    SuperBlock sb = superBlocks.get(cur.superBlockId);
+    if (sb == null || !sb.pin()) {
+      return false;
+    }
+    try {
+      return sb.slice(cur.payloadOffset, cur.storedLength).mismatch(data) < 0;
+    } finally {
+      sb.unpin();
+    }
+  }
+
+  /** Where a record goes: a pinned super-block, the payload offset and the record's sequence. */
+  private static final class Reservation {
+    final SuperBlock sb;
+    final long payload;
+    final long end;
+    final long sequence;
+
+    Reservation(SuperBlock sb, long payload, long end, long sequence) {
+      this.sb = sb;
+      this.payload = payload;
+      this.end = end;
+      this.sequence = sequence;
+    }
+  }
+
+  /** Reserves room for a record of {@code stored} payload bytes; null if there is no room. */
+  private Reservation reserve(long stored) throws IOException {
+    synchronized (writeLock) {
+      requireOpen();
+      long payload = payloadOffset(active.end(), stored);
+      if (payload + stored > active.sizeBytes()) {
+        if (!rollOver()) {
+          return null;
+        }
+        payload = payloadOffset(active.end(), stored);
+      }
+      active.end(payload + stored);
+      SuperBlock sb = active;
+      if (!sb.pin()) {
+        throw new IllegalStateException("the active super-block is unmapped");
+      }
+      dirty.add(sb);
+      return new Reservation(sb, payload, payload + stored, sequence.incrementAndGet());
+    }
+  }
+
+  /** After encoding into {@code r}, gives back the unused tail if nothing was reserved after it. */
+  private void giveBack(Reservation r, int stored) {
+    synchronized (writeLock) {
+      if (active == r.sb && active.end() == r.end) {
+        active.end(r.payload + stored);
+      }
+    }
+  }
+
+  /**
+   * Seals the active super-block and starts a new one, dropping the oldest ones while the files
+   * would exceed the capacity or the file system's free-space floor. Holds {@link #writeLock}.
+   *
+   * @return false if no room can be made
+   */
+  private boolean rollOver() throws IOException {
+    long size = config.superBlockBytes();
+    SuperBlock sealed = active;
+    if (sealed != null) {
+      long used = alignUp(sealed.end(), PAGE);
+      sealed.end(used);
+      sealed.force();
+      sealed.truncate(used);
+      active = null;
+    }
+    while (usedBytes() + size > config.capacityBytes() || usableSpace() - size < config.minFreeBytes()) {
+      Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
+      if (oldest == null) {
+        return false;
+      }
+      dropSuperBlock(oldest.getValue());
+      reapRetired();
+      if (usedBytes() + size <= config.capacityBytes() && !retiring.isEmpty()
+          && usableSpace() - size < config.minFreeBytes()) {
+        return false; // the space is pinned by leases
+      }
+    }
+    SuperBlock sb = SuperBlock.create(dir, nextSuperBlockId.getAndIncrement(), size);
+    superBlocks.put(sb.id(), sb);
+    active = sb;
+    return true;
+  }
+
+  /**
+   * Drops a super-block: its blocks leave the index, the journal records the drop durably, and
+   * the file is deleted once no lease pins it.
+   */
+  private void dropSuperBlock(SuperBlock victim) throws IOException {
+    long ticket;
+    synchronized (commitLock) {
+      ticket = journal.append(JournalEntry.drop(victim.id()));
+      for (Map.Entry<BlockKey, Location> e : index.entrySet()) {
+        Location loc = e.getValue();
+        if (loc.superBlockId == victim.id() && index.remove(e.getKey(), loc)) {
+          evictions.increment();
+        }
+      }
+    }
+    journal.awaitDurable(ticket);
+    superBlocks.remove(victim.id());
+    dirty.remove(victim);
+    retiring.add(victim);
+    superBlocksDropped.increment();
+    victim.drop();
+  }
+
+  private void reapRetired() {
+    retiring.removeIf(SuperBlock::isReleased);
+  }
+
+  /** Records a change in the journal and applies it to the index, in the same order for both. */
+  private void commit(ByteBuffer entry, SuperBlock written, Runnable apply) throws IOException {
+    long ticket;
+    synchronized (commitLock) {
+      ticket = journal.append(entry);
+      apply.run();
+    }
+    if (config.syncPolicy() == SyncPolicy.ALWAYS) {
+      if (written != null) {
+        written.force();
+      }
+      journal.awaitDurable(ticket);
+    }
+    if (journal.sizeBytes() > config.checkpointJournalBytes()) {
+      checkpoint();
+    }
+  }
+
+  /** Indexes {@code loc} under {@code key} unless a newer record is there already. */
+  private void install(BlockKey key, Location loc) {
+    Location[] replaced = {null};
+    Location now = index.merge(key, loc, (cur, nu) -> {
+      if (nu.sequence > cur.sequence) {
+        replaced[0] = cur;
+        return nu;
+      }
+      return cur;
+    });
+    if (now == loc) {
+      live(loc, +1);
+    }
+    if (replaced[0] != null) {
+      live(replaced[0], -1);
+    }
+  }
+
+  private void live(Location loc, int sign) {
+    SuperBlock sb = superBlocks.get(loc.superBlockId);
+    if (sb != null) {
+      sb.liveBytes().addAndGet(sign * loc.recordBytes());
+    }
+  }
+
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    requireOpen();
+    Location cur = index.get(key);
+    if (cur == null) {
+      return false;
+    }
+    try {
+      Reservation r = reserve(0);
+      if (r != null) {
+        try {
+          r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0),
+              r.payload - HEADER_BYTES);
+        } finally {
+          r.sb.unpin();
+        }
+      }
+      long seq = r != null ? r.sequence : sequence.incrementAndGet();
+      boolean[] removed = {false};
+      commit(JournalEntry.delete(key, seq), r != null ? r.sb : null, () ->
+          index.computeIfPresent(key, (k, loc) -> {
+            if (loc.sequence < seq) {
+              removed[0] = true;
+              live(loc, -1);
+              return null;
+            }
+            return loc;
+          }));
+      bytesWritten.add(HEADER_BYTES + JournalLayout.ENTRY_BYTES);
+      if (removed[0]) {
+        deletes.increment();
+      }
+      return removed[0];
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not journal the delete of " + key + " in " + dir, e);
+    }
+  }
+
+  /**
+   * Forces every block stored so far, and its journal entry, to the device: after it returns, a
+   * power loss loses none of them, whatever the {@link SyncPolicy}.
+   */
+  public void sync() throws IOException {
+    requireOpen();
+    for (SuperBlock sb : superBlocks.values()) {
+      if (dirty.remove(sb)) {
+        sb.force();
+      }
+    }
+    journal.force();
+  }
+
+  private void periodicSync() {
+    try {
+      if (!closed) {
+        sync();
+      }
+    } catch (IOException | RuntimeException e) {
+      if (!closed) {
+        log.warn("periodic sync of {} failed: {}", dir, e.toString());
+      }
+    }
+  }
+
+  /** Writes a checkpoint of the index and starts a new journal generation. */
+  private void checkpoint() throws IOException {
+    if (!checkpointing.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      Journal old;
+      long next;
+      synchronized (commitLock) {
+        old = journal;
+        next = old.generation() + 1;
+        journal = Journal.create(dir, next);
+      }
+      checkpointBytes = Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
+      old.close();
+      Files.deleteIfExists(old.path());
+    } finally {
+      checkpointing.set(false);
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    requireOpen();
+    Location loc = index.get(key);
+    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
+    if (sb == null || !sb.pin()) {
+      misses.increment();
+      return BlockLease.miss(key);
+    }
+    ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
+    ByteBuffer bytes;
+    if (loc.encoding == ENCODING_RAW) {
+      if (!intact(key, loc, sb, stored)) {
+        sb.unpin();
+        misses.increment();
+        return BlockLease.miss(key);
+      }
+      bytes = stored;
+    } else {
+      ByteBuffer decoded = ByteBuffer.allocateDirect(loc.rawLength);
+      boolean ok = decodeInto(key, loc, sb, stored, decoded);
+      sb.unpin();
+      if (!ok) {
+        misses.increment();
+        return BlockLease.miss(key);
+      }
+      bytes = decoded.flip().asReadOnlyBuffer();
+      sb = null;
+    }
+    loc.hit();
+    hits.increment();
+    leasesOpen.incrementAndGet();
+    return new DiskLease(key, bytes, sb);
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    if (dst.isReadOnly()) {
+      throw new ReadOnlyBufferException();
+    }
+    requireOpen();
+    Location loc = index.get(key);
+    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
+    if (sb == null || !sb.pin()) {
+      misses.increment();
+      return GetStatus.MISS;
+    }
+    try {
+      if (dst.remaining() < loc.rawLength) {
+        return GetStatus.BUFFER_TOO_SMALL;
+      }
+      ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
+      if (loc.encoding == ENCODING_RAW) {
+        if (!intact(key, loc, sb, stored)) {
+          misses.increment();
+          return GetStatus.MISS;
+        }
+        dst.put(stored);
+      } else if (!decodeInto(key, loc, sb, stored, dst)) {
+        misses.increment();
+        return GetStatus.MISS;
+      }
+      loc.hit();
+      hits.increment();
+      return GetStatus.HIT;
+    } finally {
+      sb.unpin();
+    }
+  }
+
+  /** Checks a raw record's checksum; a mismatch drops the block. */
+  private boolean intact(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored) {
+    int actual = Records.crc(stored);
+    if (actual == loc.payloadCrc) {
+      return true;
+    }
+    corrupt(key, loc, sb, String.format("expected checksum 0x%08x, found 0x%08x", loc.payloadCrc, actual));
+    return false;
+  }
+
+  /** Decodes an encoded record into {@code dst}; a damaged container drops the block. */
+  private boolean decodeInto(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored, ByteBuffer dst) {
+    int start = dst.position();
+    try {
+      BlockCodec.decode(stored, dst);
+      if (dst.position() - start == loc.rawLength) {
+        return true;
+      }
+      dst.position(start);
+      corrupt(key, loc, sb, "decodes to " + (dst.position() - start) + " bytes, expected " + loc.rawLength);
+    } catch (CorruptBlockException e) {
+      corrupt(key, loc, sb, e.getMessage());
+    }
+    return false;
+  }
+
+  private void corrupt(BlockKey key, Location loc, SuperBlock sb, String detail) {
+    corruptBlocks.increment();
+    if (index.remove(key, loc)) {
+      live(loc, -1);
+    }
+    log.warn("dropped block {}: record at offset {} of {} is damaged: {}", key,
+        loc.payloadOffset - HEADER_BYTES, sb.path(), detail);
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    requireOpen();
+    return index.containsKey(key);
+  }
+
+  // ---------------------------------------------------------------- state
+
+  @Override
+  public String name() {
+    return "disk";
+  }
+
+  @Override
+  public long capacityBytes() {
+    return config.capacityBytes();
+  }
+
+  @Override
+  public int maxBlockBytes() {
+    return config.maxBlockBytes();
+  }
+
+  /** The directory this tier lives in. */
+  public Path directory() {
+    return dir;
+  }
+
+  /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
+  private long usedBytes() {
+    long used = checkpointBytes + (journal == null ? 0 : journal.sizeBytes());
+    SuperBlock a = active;
+    for (SuperBlock sb : superBlocks.values()) {
+      used += sb == a ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
+    }
+    for (SuperBlock sb : retiring) {
+      if (!sb.isReleased()) {
+        used += alignUp(sb.end(), PAGE);
+      }
+    }
+    return used;
+  }
+
+  private long usableSpace() throws IOException {
+    return Files.getFileStore(dir).getUsableSpace();
+  }
+
+  @Override
+  public CacheStats stats() {
+    reapRetired();
+    return new CacheStats(hits.sum(), misses.sum(), puts.sum(), evictions.sum(), rejections.sum(),
+        deletes.sum(), index.size(), usedBytes(), config.capacityBytes(),
+        leasesOpen.get(), superBlocksDropped.sum(), 0);
+  }
+
+  /** The disk tier's own counters. */
+  public DiskStats diskStats() {
+    return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
+        superBlocks.size(), superBlocksDropped.sum());
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("the disk tier in " + dir + " is closed");
+    }
+  }
+
+  /**
+   * Checkpoints the index (so the next open is fast), closes the files and releases the
+   * directory. Leases still open stay readable until closed.
+   */
+  @Override
+  public void close() {
+    synchronized (writeLock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    if (syncer != null) {
+      syncer.shutdownNow();
+    }
+    try {
+      SuperBlock a = active;
+      if (a != null) {
+        long used = alignUp(a.end(), PAGE);
+        a.force();
+        a.truncate(used);
+        a.end(used);
+      }
+      Journal old = journal;
+      long next = old.generation() + 1;
+      Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
+      old.close();
+      Files.deleteIfExists(old.path());
+    } catch (IOException e) {
+      log.warn("closing the disk tier in {}: {} (the next open replays the journal)", dir, e.toString());
+    } finally {
+      closeFiles();
+    }
+  }
+
+  private void closeFiles() {
+    if (syncer != null) {
+      syncer.shutdownNow();
+    }
+    for (SuperBlock sb : superBlocks.values()) {
+      sb.close();
+    }
+    try {
+      if (journal != null) {
+        journal.close();
+      }
+    } catch (IOException e) {
+      log.debug("closing the journal: {}", e.toString());
+    }
+    try {
+      directoryLock.close();
+    } catch (IOException e) {
+      log.debug("releasing the directory lock: {}", e.toString());
+    }
+  }
+
+  /** A lease on a mapped record (pinning its super-block), or on a decoded copy. */
+  private final class DiskLease implements BlockLease {
+    private final BlockKey key;
+    private final ByteBuffer bytes;
+    private final SuperBlock pinned;
+    private final AtomicBoolean open = new AtomicBoolean(true);
+
+    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned) {
+      this.key = key;
+      this.bytes = bytes;
+      this.pinned = pinned;
+    }
+
+    @Override
+    public GetStatus status() {
+      return GetStatus.HIT;
+    }
+
+    @Override
+    public BlockKey key() {
+      return key;
+    }
+
+    @Override
+    public int length() {
+      return bytes.capacity();
+    }
+
+    @Override
+    public ByteBuffer bytes() {
+      if (!open.get()) {
+        throw new IllegalStateException("the lease on " + key + " is closed");
+      }
+      return bytes.duplicate().clear();
+    }
+
+    @Override
+    public void close() {
+      if (!open.compareAndSet(true, false)) {
+        throw new IllegalStateException("the lease on " + key + " was already closed");
+      }
+      leasesOpen.decrementAndGet();
+      if (pinned != null) {
+        pinned.unpin();
+      }
+    }
+  }
+}

@@ -1,0 +1,214 @@
+package dev.kvcache.disk;
+
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.disk.internal.RecordLayout;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Settings of a {@link DiskTier}, validated by {@link Builder#build()}.
+ *
+ * <pre>{@code
+ * DiskTierConfig config = DiskTierConfig.builder(Path.of("/var/cache/kv"), 200L << 30)
+ *     .syncPolicy(SyncPolicy.PERIODIC)
+ *     .build();
+ * }</pre>
+ */
+public final class DiskTierConfig {
+
+  /** Default super-block size: 256 MiB, or an eighth of the capacity if smaller. */
+  public static final long DEFAULT_SUPER_BLOCK_BYTES = 256L << 20;
+  /** Largest super-block: 1 GiB (a super-block is mapped as one buffer). */
+  public static final long MAX_SUPER_BLOCK_BYTES = 1L << 30;
+  /** Smallest super-block: 64 KiB. */
+  public static final long MIN_SUPER_BLOCK_BYTES = 64L << 10;
+  /** Default block limit: 64 MiB, or what fits in a super-block if less. */
+  public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
+  /** Default free-space floor on the file system: 1 GiB. */
+  public static final long DEFAULT_MIN_FREE_BYTES = 1L << 30;
+  /** Default interval of {@link SyncPolicy#PERIODIC}: one second. */
+  public static final long DEFAULT_SYNC_INTERVAL_MILLIS = 1000;
+  /** Default journal size that triggers a checkpoint: 64 MiB (a million entries). */
+  public static final long DEFAULT_CHECKPOINT_JOURNAL_BYTES = 64L << 20;
+
+  private final Path directory;
+  private final long capacityBytes;
+  private final long superBlockBytes;
+  private final int maxBlockBytes;
+  private final SyncPolicy syncPolicy;
+  private final long syncIntervalMillis;
+  private final long minFreeBytes;
+  private final long checkpointJournalBytes;
+  private final BlockCodec codec;
+
+  private DiskTierConfig(Builder b) {
+    this.directory = b.directory;
+    this.capacityBytes = b.capacityBytes;
+    this.superBlockBytes = b.superBlockBytes;
+    this.maxBlockBytes = b.maxBlockBytes;
+    this.syncPolicy = b.syncPolicy;
+    this.syncIntervalMillis = b.syncIntervalMillis;
+    this.minFreeBytes = b.minFreeBytes;
+    this.checkpointJournalBytes = b.checkpointJournalBytes;
+    this.codec = b.codec;
+  }
+
+  /** A builder with the defaults, for a tier in {@code directory} of {@code capacityBytes}. */
+  public static Builder builder(Path directory, long capacityBytes) {
+    return new Builder(directory, capacityBytes);
+  }
+
+  /** The directory holding the tier's files; created if missing. */
+  public Path directory() {
+    return directory;
+  }
+
+  /** Hard cap on the bytes the tier's files take: records, garbage and metadata. */
+  public long capacityBytes() {
+    return capacityBytes;
+  }
+
+  /** Size of each super-block file. */
+  public long superBlockBytes() {
+    return superBlockBytes;
+  }
+
+  /** The largest block accepted. */
+  public int maxBlockBytes() {
+    return maxBlockBytes;
+  }
+
+  public SyncPolicy syncPolicy() {
+    return syncPolicy;
+  }
+
+  /** How often {@link SyncPolicy#PERIODIC} forces writes to the device. */
+  public long syncIntervalMillis() {
+    return syncIntervalMillis;
+  }
+
+  /** Free space the tier leaves on the file system, whatever its capacity. */
+  public long minFreeBytes() {
+    return minFreeBytes;
+  }
+
+  /** Journal size past which the index is checkpointed and a new journal started. */
+  public long checkpointJournalBytes() {
+    return checkpointJournalBytes;
+  }
+
+  /** The codec blocks are stored with, or null to store them as they are. */
+  public BlockCodec codec() {
+    return codec;
+  }
+
+  /** Settings of a {@link DiskTierConfig}. */
+  public static final class Builder {
+    private final Path directory;
+    private final long capacityBytes;
+    private long superBlockBytes = -1;
+    private int maxBlockBytes = -1;
+    private SyncPolicy syncPolicy = SyncPolicy.PERIODIC;
+    private long syncIntervalMillis = DEFAULT_SYNC_INTERVAL_MILLIS;
+    private long minFreeBytes = DEFAULT_MIN_FREE_BYTES;
+    private long checkpointJournalBytes = DEFAULT_CHECKPOINT_JOURNAL_BYTES;
+    private BlockCodec codec;
+
+    private Builder(Path directory, long capacityBytes) {
+      this.directory = Objects.requireNonNull(directory, "directory");
+      this.capacityBytes = capacityBytes;
+    }
+
+    /** Size of each super-block file: 64 KiB to 1 GiB, a multiple of 4 KiB. */
+    public Builder superBlockBytes(long superBlockBytes) {
+      this.superBlockBytes = superBlockBytes;
+      return this;
+    }
+
+    /** The largest block accepted; larger puts return {@code REJECTED_TOO_LARGE}. */
+    public Builder maxBlockBytes(int maxBlockBytes) {
+      this.maxBlockBytes = maxBlockBytes;
+      return this;
+    }
+
+    public Builder syncPolicy(SyncPolicy syncPolicy) {
+      this.syncPolicy = Objects.requireNonNull(syncPolicy, "syncPolicy");
+      return this;
+    }
+
+    /** Interval of {@link SyncPolicy#PERIODIC}, in milliseconds; at least 1. */
+    public Builder syncIntervalMillis(long syncIntervalMillis) {
+      this.syncIntervalMillis = syncIntervalMillis;
+      return this;
+    }
+
+    /** Free space to leave on the file system; 0 to fill it up to the capacity. */
+    public Builder minFreeBytes(long minFreeBytes) {
+      this.minFreeBytes = minFreeBytes;
+      return this;
+    }
+
+    /** Journal size that triggers a checkpoint; at least 64 KiB. */
+    public Builder checkpointJournalBytes(long checkpointJournalBytes) {
+      this.checkpointJournalBytes = checkpointJournalBytes;
+      return this;
+    }
+
+    /** Stores blocks encoded with {@code codec} (null, the default: as they are). */
+    public Builder codec(BlockCodec codec) {
+      this.codec = codec;
+      return this;
+    }
+
+    /**
+     * Validates the settings.
+     *
+     * @throws IllegalArgumentException naming the first setting out of range
+     */
+    public DiskTierConfig build() {
+      if (superBlockBytes < 0) {
+        long eighth = capacityBytes / 8 / RecordLayout.PAGE * RecordLayout.PAGE;
+        superBlockBytes = Math.max(MIN_SUPER_BLOCK_BYTES, Math.min(DEFAULT_SUPER_BLOCK_BYTES, eighth));
+      }
+      if (superBlockBytes < MIN_SUPER_BLOCK_BYTES || superBlockBytes > MAX_SUPER_BLOCK_BYTES
+          || superBlockBytes % RecordLayout.PAGE != 0) {
+        throw new IllegalArgumentException("superBlockBytes must be a multiple of 4 KiB from "
+            + MIN_SUPER_BLOCK_BYTES + " to " + MAX_SUPER_BLOCK_BYTES + ", got " + superBlockBytes);
+      }
+      if (capacityBytes < 4 * superBlockBytes) {
+        throw new IllegalArgumentException("capacityBytes must be at least 4 super-blocks ("
+            + 4 * superBlockBytes + " bytes with super-blocks of " + superBlockBytes + "), got "
+            + capacityBytes);
+      }
+      long largest = largestBlockBytes();
+      if (maxBlockBytes < 0) {
+        maxBlockBytes = (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, largest);
+      }
+      if (maxBlockBytes < 1 || maxBlockBytes > largest) {
+        throw new IllegalArgumentException("maxBlockBytes must be 1 to " + largest
+            + " (what fits in a super-block of " + superBlockBytes + " bytes), got " + maxBlockBytes);
+      }
+      if (syncIntervalMillis < 1) {
+        throw new IllegalArgumentException("syncIntervalMillis must be at least 1, got "
+            + syncIntervalMillis);
+      }
+      if (minFreeBytes < 0) {
+        throw new IllegalArgumentException("minFreeBytes must not be negative, got " + minFreeBytes);
+      }
+      if (checkpointJournalBytes < 64 << 10) {
+        throw new IllegalArgumentException("checkpointJournalBytes must be at least 65536, got "
+            + checkpointJournalBytes);
+      }
+      return new DiskTierConfig(this);
+    }
+
+    /** The largest block whose record, encoded or not, fits in a super-block after its header page. */
+    private long largestBlockBytes() {
+      long room = superBlockBytes - 2L * RecordLayout.PAGE;
+      if (codec != null) {
+        room -= codec.maxEncodedLength(room) - room; // the container's headers
+      }
+      return Math.min(room, Integer.MAX_VALUE);
+    }
+  }
+}

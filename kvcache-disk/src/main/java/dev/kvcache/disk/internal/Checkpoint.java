@@ -1,0 +1,147 @@
+package dev.kvcache.disk.internal;
+
+import static dev.kvcache.disk.internal.JournalLayout.*;
+
+import dev.kvcache.BlockKey;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.zip.CRC32C;
+
+/**
+ * The index checkpoint ({@code index.kvx}, see {@link JournalLayout}): every indexed block's
+ * location, written atomically (temporary file, force, rename, force the directory).
+ */
+public final class Checkpoint {
+
+  public static final String FILE_NAME = "index.kvx";
+  private static final String TEMP_NAME = "index.kvx.tmp";
+
+  /** What a checkpoint's header says. */
+  public static final class Header {
+    public final long nextGeneration;
+    public final long maxSequence;
+    public final long entryCount;
+
+    Header(long nextGeneration, long maxSequence, long entryCount) {
+      this.nextGeneration = nextGeneration;
+      this.maxSequence = maxSequence;
+      this.entryCount = entryCount;
+    }
+  }
+
+  private Checkpoint() {}
+
+  /** Writes a checkpoint of {@code index} and returns its size in bytes. */
+  public static long write(Path dir, long nextGeneration, long maxSequence,
+      Iterable<Map.Entry<BlockKey, Location>> index, long entryCount) throws IOException {
+    Path temp = dir.resolve(TEMP_NAME);
+    long count = 0;
+    CRC32C entriesCrc = new CRC32C();
+    try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE,
+        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+      ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 16384).order(ByteOrder.LITTLE_ENDIAN);
+      long pos = FILE_HEADER_BYTES;
+      for (Map.Entry<BlockKey, Location> e : index) {
+        if (!buf.hasRemaining()) {
+          pos = flush(ch, buf, pos, entriesCrc);
+        }
+        buf.put(JournalEntry.put(e.getKey(), e.getValue(), e.getValue().hits()));
+        count++;
+      }
+      pos = flush(ch, buf, pos, entriesCrc);
+      ByteBuffer trailer = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      trailer.putInt(MAGIC_OFFSET, TRAILER_MAGIC);
+      trailer.putInt(ENTRIES_CRC_OFFSET, (int) entriesCrc.getValue());
+      trailer.putInt(CRC_OFFSET, SuperBlock.crc(trailer, 0, CRC_OFFSET));
+      SuperBlock.writeFully(ch, trailer, pos);
+      ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      h.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC);
+      h.put(VERSION_OFFSET, (byte) VERSION);
+      h.putLong(GENERATION_OFFSET, nextGeneration);
+      h.putLong(MAX_SEQUENCE_OFFSET, maxSequence);
+      h.putLong(ENTRY_COUNT_OFFSET, count);
+      h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
+      SuperBlock.writeFully(ch, h, 0);
+      ch.force(true);
+    }
+    Path target = dir.resolve(FILE_NAME);
+    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    forceDirectory(dir);
+    return FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES;
+  }
+
+  private static long flush(FileChannel ch, ByteBuffer buf, long pos, CRC32C crc)
+      throws IOException {
+    buf.flip();
+    crc.update(buf.duplicate());
+    int n = buf.remaining();
+    SuperBlock.writeFully(ch, buf, pos);
+    buf.clear();
+    return pos + n;
+  }
+
+  /**
+   * Reads the checkpoint in {@code dir}, handing each entry to {@code entries}.
+   *
+   * @return its header, or null if there is none or it is damaged (then nothing was handed over)
+   */
+  public static Header read(Path dir, BiConsumer<BlockKey, Location> entries) throws IOException {
+    Path path = dir.resolve(FILE_NAME);
+    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+      long size = ch.size();
+      if (size < 2L * FILE_HEADER_BYTES || size > Integer.MAX_VALUE) {
+        return null;
+      }
+      MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, size);
+      try {
+        ByteBuffer m = map.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        if (m.getInt(MAGIC_OFFSET) != CHECKPOINT_MAGIC
+            || m.getInt(CRC_OFFSET) != SuperBlock.crc(m, 0, CRC_OFFSET)
+            || (m.get(VERSION_OFFSET) & 0xff) != VERSION) {
+          return null;
+        }
+        long count = m.getLong(ENTRY_COUNT_OFFSET);
+        if (count < 0 || FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES != size) {
+          return null;
+        }
+        int trailer = (int) (size - ENTRY_BYTES);
+        CRC32C crc = new CRC32C();
+        crc.update(m.duplicate().position(FILE_HEADER_BYTES).limit(trailer));
+        if (m.getInt(trailer + MAGIC_OFFSET) != TRAILER_MAGIC
+            || m.getInt(trailer + CRC_OFFSET) != SuperBlock.crc(m, trailer, CRC_OFFSET)
+            || m.getInt(trailer + ENTRIES_CRC_OFFSET) != (int) crc.getValue()) {
+          return null;
+        }
+        for (int at = FILE_HEADER_BYTES; at < trailer; at += ENTRY_BYTES) {
+          JournalEntry e = JournalEntry.read(m, at);
+          if (e == null || e.type != TYPE_PUT) {
+            return null; // cannot happen when the entries' checksum matched
+          }
+          entries.accept(e.key, e.location);
+        }
+        return new Header(m.getLong(GENERATION_OFFSET), m.getLong(MAX_SEQUENCE_OFFSET), count);
+      } finally {
+        Unmapper.unmap(map);
+      }
+    } catch (NoSuchFileException e) {
+      return null;
+    }
+  }
+
+  /** Forces a directory's entries (a rename or a new file) to the device. */
+  public static void forceDirectory(Path dir) throws IOException {
+    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+      ch.force(true);
+    }
+  }
+}

@@ -1,0 +1,186 @@
+package dev.kvcache.disk.internal;
+
+import static dev.kvcache.disk.internal.JournalLayout.*;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * The metadata journal: 64-byte entries appended with one positional write each, so they reach
+ * the operating system (and survive a crash of the process) before the append returns. {@link
+ * #awaitDurable} forces them to the device with group commit: threads waiting at the same time
+ * share one {@code fsync}.
+ */
+public final class Journal implements AutoCloseable {
+
+  private final long generation;
+  private final Path path;
+  private final FileChannel channel;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition forced = lock.newCondition();
+  private long appended;
+  private long durable;
+  private boolean forcing;
+
+  private Journal(long generation, Path path, FileChannel channel, long length) {
+    this.generation = generation;
+    this.path = path;
+    this.channel = channel;
+    this.appended = length;
+    this.durable = 0;
+  }
+
+  public static String fileName(long generation) {
+    return String.format("journal-%016x.kvj", generation);
+  }
+
+  /** Creates journal {@code generation} in {@code dir}, with its header forced to the device. */
+  public static Journal create(Path dir, long generation) throws IOException {
+    Path path = dir.resolve(fileName(generation));
+    FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+        StandardOpenOption.WRITE);
+    try {
+      ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      h.putInt(MAGIC_OFFSET, JOURNAL_MAGIC);
+      h.put(VERSION_OFFSET, (byte) VERSION);
+      h.putLong(GENERATION_OFFSET, generation);
+      h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
+      SuperBlock.writeFully(ch, h, 0);
+      ch.force(true);
+      return new Journal(generation, path, ch, FILE_HEADER_BYTES);
+    } catch (IOException | RuntimeException e) {
+      ch.close();
+      throw e;
+    }
+  }
+
+  public long generation() {
+    return generation;
+  }
+
+  public Path path() {
+    return path;
+  }
+
+  /** Bytes in the journal file. */
+  public long sizeBytes() {
+    lock.lock();
+    try {
+      return appended;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Appends one entry; returns a ticket for {@link #awaitDurable}. */
+  public long append(ByteBuffer entry) throws IOException {
+    lock.lock();
+    try {
+      SuperBlock.writeFully(channel, entry.duplicate(), appended);
+      appended += ENTRY_BYTES;
+      return appended;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Returns once every entry up to {@code ticket} is on the device. */
+  public void awaitDurable(long ticket) throws IOException {
+    lock.lock();
+    try {
+      while (durable < ticket) {
+        if (forcing) {
+          forced.awaitUninterruptibly();
+          continue;
+        }
+        forcing = true;
+        long target = appended;
+        lock.unlock();
+        try {
+          channel.force(false);
+        } finally {
+          lock.lock();
+          forcing = false;
+          forced.signalAll();
+        }
+        durable = Math.max(durable, target);
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Forces everything appended so far. */
+  public void force() throws IOException {
+    awaitDurable(sizeBytes());
+  }
+
+  @Override
+  public void close() throws IOException {
+    channel.close();
+  }
+
+  /**
+   * Reads journal {@code file}, handing each valid entry to {@code entries} in order. A torn or
+   * corrupt entry ends the journal: the file is cut there so that appends would follow the last
+   * good entry.
+   *
+   * @return the number of valid entries, or -1 if the file header is not a valid journal header
+   */
+  public static long replay(Path file, long expectedGeneration, Consumer<JournalEntry> entries)
+      throws IOException {
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      long size = ch.size();
+      ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      readFully(ch, h, 0);
+      if (h.hasRemaining() || h.getInt(MAGIC_OFFSET) != JOURNAL_MAGIC
+          || h.getInt(CRC_OFFSET) != SuperBlock.crc(h, 0, CRC_OFFSET)
+          || (h.get(VERSION_OFFSET) & 0xff) != VERSION
+          || h.getLong(GENERATION_OFFSET) != expectedGeneration) {
+        return -1;
+      }
+      ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 4096);
+      long pos = FILE_HEADER_BYTES;
+      long count = 0;
+      while (pos < size) {
+        buf.clear();
+        readFully(ch, buf, pos);
+        buf.flip();
+        int at = 0;
+        for (; at + ENTRY_BYTES <= buf.limit(); at += ENTRY_BYTES) {
+          JournalEntry e = JournalEntry.read(buf, at);
+          if (e == null) {
+            break;
+          }
+          entries.accept(e);
+          count++;
+        }
+        pos += at;
+        if (at < buf.capacity()) {
+          break; // a bad entry, or the end of the file
+        }
+      }
+      if (pos < size) {
+        ch.truncate(pos);
+      }
+      return count;
+    }
+  }
+
+  private static void readFully(FileChannel ch, ByteBuffer b, long position) throws IOException {
+    while (b.hasRemaining()) {
+      int n = ch.read(b, position);
+      if (n < 0) {
+        return;
+      }
+      position += n;
+    }
+  }
+}

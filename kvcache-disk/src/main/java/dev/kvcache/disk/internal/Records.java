@@ -1,0 +1,86 @@
+package dev.kvcache.disk.internal;
+
+import static dev.kvcache.disk.internal.RecordLayout.*;
+
+import dev.kvcache.BlockKey;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
+
+/** Writes record headers and walks the records of a super-block (see {@link RecordLayout}). */
+public final class Records {
+
+  /** What {@link #scan} finds. */
+  public interface Visitor {
+    /**
+     * A record whose header is intact. {@code location.sequence} orders it; {@code payloadIntact}
+     * says whether its payload matches its checksum. Tombstones have no payload.
+     */
+    void record(int kind, BlockKey key, Location location, boolean payloadIntact);
+  }
+
+  private Records() {}
+
+  /** The 64-byte header of a record. */
+  public static ByteBuffer header(int kind, int encoding, long sequence, BlockKey key,
+      int rawLength, int storedLength, int payloadCrc) {
+    ByteBuffer h = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    h.putInt(MAGIC_OFFSET, RECORD_MAGIC);
+    h.put(VERSION_OFFSET, (byte) VERSION);
+    h.put(KIND_OFFSET, (byte) kind);
+    h.put(ENCODING_OFFSET, (byte) encoding);
+    h.putLong(SEQUENCE_OFFSET, sequence);
+    h.putLong(KEY_HI_OFFSET, key.hi());
+    h.putLong(KEY_LO_OFFSET, key.lo());
+    h.putInt(RAW_LENGTH_OFFSET, rawLength);
+    h.putInt(STORED_LENGTH_OFFSET, storedLength);
+    h.putInt(PAYLOAD_CRC_OFFSET, payloadCrc);
+    h.putLong(WRITTEN_MILLIS_OFFSET, System.currentTimeMillis());
+    h.putInt(HEADER_CRC_OFFSET, SuperBlock.crc(h, 0, HEADER_CRC_OFFSET));
+    return h;
+  }
+
+  /** CRC32C of {@code b}'s remaining bytes. */
+  public static int crc(ByteBuffer b) {
+    CRC32C crc = new CRC32C();
+    crc.update(b.duplicate());
+    return (int) crc.getValue();
+  }
+
+  /**
+   * Walks the records of {@code sb} (pinned by the caller) from its first record up to {@code
+   * limit}, skipping what is not an intact header 64 bytes at a time.
+   *
+   * @return the end of the last record with an intact header (the first record offset if none)
+   */
+  public static long scan(SuperBlock sb, long limit, Visitor visitor) {
+    limit = Math.min(limit, sb.sizeBytes());
+    long pos = FIRST_RECORD_OFFSET;
+    long end = FIRST_RECORD_OFFSET;
+    while (pos + HEADER_BYTES <= limit) {
+      ByteBuffer h = sb.slice(pos, HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      if (h.getInt(MAGIC_OFFSET) != RECORD_MAGIC
+          || h.getInt(HEADER_CRC_OFFSET) != SuperBlock.crc(h, 0, HEADER_CRC_OFFSET)
+          || (h.get(VERSION_OFFSET) & 0xff) != VERSION) {
+        pos += HEADER_BYTES;
+        continue;
+      }
+      int kind = h.get(KIND_OFFSET);
+      int stored = h.getInt(STORED_LENGTH_OFFSET);
+      long payload = pos + HEADER_BYTES;
+      if (stored < 0 || payload + stored > limit || (kind != KIND_BLOCK && kind != KIND_TOMBSTONE)) {
+        pos += HEADER_BYTES;
+        continue;
+      }
+      int expectedCrc = h.getInt(PAYLOAD_CRC_OFFSET);
+      boolean intact = kind == KIND_TOMBSTONE || crc(sb.slice(payload, stored)) == expectedCrc;
+      BlockKey key = BlockKey.of(h.getLong(KEY_HI_OFFSET), h.getLong(KEY_LO_OFFSET));
+      Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(RAW_LENGTH_OFFSET),
+          expectedCrc, h.get(ENCODING_OFFSET), h.getLong(SEQUENCE_OFFSET), 0);
+      visitor.record(kind, key, loc, intact);
+      end = payload + stored;
+      pos = alignUp(end, HEADER_BYTES);
+    }
+    return end;
+  }
+}

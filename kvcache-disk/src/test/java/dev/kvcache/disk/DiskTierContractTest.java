@@ -1,0 +1,37 @@
+package dev.kvcache.disk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.CacheStats;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.testkit.TierContractTest;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
+
+class DiskTierContractTest extends TierContractTest {
+
+  @TempDir Path temp;
+  private int tiers;
+
+  @Override
+  protected Tier newTier(long capacityBytes, int maxBlockBytes) {
+    try {
+      return DiskTier.open(DiskTierConfig.builder(temp.resolve("tier-" + tiers++), capacityBytes)
+          .superBlockBytes(capacityBytes / 4)
+          .maxBlockBytes(maxBlockBytes)
+          .minFreeBytes(0)
+          .syncPolicy(SyncPolicy.NONE)
+          .build());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The files stay on disk after close, within the capacity. */
+  @Override
+  protected void assertNothingRetainedAfterClose(CacheStats stats) {
+    assertThat(stats.bytesUsed()).isLessThanOrEqualTo(stats.capacityBytes());
+  }
+}
