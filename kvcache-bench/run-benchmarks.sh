@@ -3,7 +3,7 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
 #   JMH_OPTS="-f 1 -wi 2 -w 1s -i 4 -r 1s" kvcache-bench/run-benchmarks.sh codec    # other JMH options
@@ -21,7 +21,7 @@ if [ -n "${JMH_OPTS:-}" ]; then
   read -r -a jmh_opts <<< "$JMH_OPTS"
 fi
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec)
+[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec disk)
 
 jvm_flags="-Xms2g -Xmx2g -XX:MaxDirectMemorySize=6g -Dchronicle.analytics.disable=true"
 jvm_flags+=" --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED"
@@ -77,7 +77,11 @@ for suite in "${suites[@]}"; do
       run checksums ChecksumBenchmark -t 1
       run zstd ZstdReferenceBenchmark -t 1
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec)" >&2; exit 2 ;;
+    disk)
+      run disk-reopen DiskReopenBenchmark -t 1
+      run disk-churn DiskChurnBenchmark -t 1
+      ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

@@ -9,7 +9,9 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Comparator;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 
 /** Buffers and sizes shared by the benchmarks. */
 final class Blocks {
@@ -104,5 +106,43 @@ final class Blocks {
       default:
         return data;
     }
+  }
+
+  /** Deletes {@code dir} and everything under it, if it exists. */
+  static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> paths = Files.walk(dir)) {
+      for (Path p : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
+        Files.delete(p);
+      }
+    }
+  }
+
+  /** Copies the files of directory {@code from} (not recursively) into {@code to}, except {@code skip}. */
+  static void copyTree(Path from, Path to, String skip) throws IOException {
+    Files.createDirectories(to);
+    try (Stream<Path> files = Files.list(from)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        if (!f.getFileName().toString().equals(skip)) {
+          Files.copy(f, to.resolve(f.getFileName()));
+        }
+      }
+    }
+  }
+
+  /** Bytes this process has caused to be sent to storage ({@code write_bytes} of /proc/self/io), or -1. */
+  static long processBytesWritten() throws IOException {
+    Path io = Path.of("/proc/self/io");
+    if (!Files.isReadable(io)) {
+      return -1;
+    }
+    for (String line : Files.readAllLines(io)) {
+      if (line.startsWith("write_bytes:")) {
+        return Long.parseLong(line.substring("write_bytes:".length()).trim());
+      }
+    }
+    return -1;
   }
 }

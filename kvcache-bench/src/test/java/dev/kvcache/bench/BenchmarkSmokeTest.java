@@ -31,14 +31,17 @@ class BenchmarkSmokeTest {
     MemoryCopyBenchmark.class,
     CodecBenchmark.class,
     FilterBenchmark.class,
-    ZstdReferenceBenchmark.class
+    ChecksumBenchmark.class,
+    ZstdReferenceBenchmark.class,
+    DiskReopenBenchmark.class,
+    DiskChurnBenchmark.class
   };
 
   @Test
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|ZstdReference)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskChurn)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
@@ -51,6 +54,7 @@ class BenchmarkSmokeTest {
             .param("data", "kv_prose_bf16")
             .param("codecThreads", "2")
             .param("level", "1")
+            .param("blocks", "2000")
             .shouldFailOnError(true)
             .build();
 

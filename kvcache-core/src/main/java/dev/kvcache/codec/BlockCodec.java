@@ -34,9 +34,10 @@ import org.slf4j.LoggerFactory;
  * decoding can start before the whole payload has arrived, and a damaged chunk is detected and
  * named. A chunk that LZ4 does not shrink by at least {@link #minSavingsPercent()} percent is
  * stored raw, so incompressible data grows only by the headers (32 bytes plus 16 per chunk).
- * Chunks of 64 KiB and more are first probed: if their first sixteenth, filtered and compressed
- * alone, does not shrink by a quarter of the margin, the chunk is stored raw without compressing
- * the rest, so random or already-compressed data costs little more than a copy.
+ * Chunks of 64 KiB and more are first probed: if none of the samples spread evenly over the chunk
+ * (an eighth of it in all), filtered and compressed alone, shrinks at all, the chunk is stored raw
+ * without compressing the rest, so random or already-compressed data costs little more than a
+ * copy.
  *
  * <p>By default everything runs on the calling thread. With {@link Builder#executor} a buffer is
  * encoded several chunks at a time, and {@link #decode(ByteBuffer, ByteBuffer, Executor, int)}
@@ -72,9 +73,9 @@ public final class BlockCodec {
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
   private static final ThreadLocal<FilterBuffers> SCRATCH = new ThreadLocal<>();
   private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
-  /** Chunks this large are probed with a sample of 1/{@link #PROBE_FRACTION} before compressing. */
+  /** Chunks this large are probed with samples before compressing. */
   private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
-  private static final int PROBE_FRACTION = 16;
+  private static final int MIN_PROBE_BYTES = 8 << 10;
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -331,8 +332,8 @@ public final class BlockCodec {
     int limit = len - (int) ((long) len * minSavingsPercent / 100);
     int stored = -1;
     try {
-      if (len >= MIN_PROBED_CHUNK_BYTES && !sampleShrinks(src, in, len / PROBE_FRACTION, dst, payload, scratch)) {
-        stored = -1; // incompressible: skip filtering and compressing the rest
+      if (len >= MIN_PROBED_CHUNK_BYTES && looksIncompressible(src, in, len, dst, payload, scratch)) {
+        stored = -1; // skip filtering and compressing the rest
       } else if (scratch == null) {
         stored = compressor.compress(src, in, len, dst, payload, limit);
       } else {
@@ -363,26 +364,31 @@ public final class BlockCodec {
   }
 
   /**
-   * Whether the first {@code sample} bytes of the chunk at {@code in}, filtered and compressed on
-   * their own into {@code dst} at {@code at} (space the chunk's payload overwrites later), shrink by
-   * a quarter of the margin. Random or already-compressed data fails this cheaply, at 1/16 of the
-   * chunk's work; data that compresses a little, where one sample may do worse than the whole
-   * chunk, gets the benefit of the doubt.
+   * Whether LZ4 cannot shrink any of the samples spread evenly over the chunk at {@code in} (an
+   * eighth of it in all, in samples of at least 8 KiB so that repeats some kilobytes apart show),
+   * each filtered and compressed on its own into {@code dst} at {@code at} (space the chunk's
+   * payload overwrites later). Random or already-compressed data is caught this way at an eighth of
+   * the chunk's work; data that compresses anywhere a sample falls is compressed whole.
    */
-  private boolean sampleShrinks(
-      ByteBuffer src, int in, int sample, ByteBuffer dst, int at, FilterBuffers scratch) {
-    int limit = sample - (int) ((long) sample * minSavingsPercent / 400);
-    try {
-      if (scratch == null) {
-        compressor.compress(src, in, sample, dst, at, limit);
-      } else {
-        src.get(in, scratch.plain, 0, sample);
-        compressor.compress(applyFilter(filter, scratch, sample), 0, sample, dst, at, limit);
+  private boolean looksIncompressible(
+      ByteBuffer src, int in, int len, ByteBuffer dst, int at, FilterBuffers scratch) {
+    int sample = Math.max(MIN_PROBE_BYTES, len / 128);
+    int samples = Math.max(1, len / 8 / sample);
+    for (int p = 0; p < samples; p++) {
+      int from = in + (int) ((long) p * len / samples);
+      try {
+        if (scratch == null) {
+          compressor.compress(src, from, sample, dst, at, sample - 1);
+        } else {
+          src.get(from, scratch.plain, 0, sample);
+          compressor.compress(applyFilter(filter, scratch, sample), 0, sample, dst, at, sample - 1);
+        }
+        return false; // this sample shrank
+      } catch (LZ4Exception e) {
+        // did not fit in fewer bytes than it has: try the next
       }
-      return true;
-    } catch (LZ4Exception e) {
-      return false; // the sample does not fit in its limit
     }
+    return true;
   }
 
   private static void requireBlocking(Channel channel) {

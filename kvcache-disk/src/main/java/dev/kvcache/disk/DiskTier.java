@@ -11,11 +11,13 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
+import dev.kvcache.disk.internal.DirectoryState;
 import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.PositionedChannel;
+import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.Tier;
@@ -23,17 +25,13 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.Executors;
@@ -43,8 +41,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,14 +67,12 @@ import org.slf4j.LoggerFactory;
 public final class DiskTier implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
-  private static final Pattern SUPER_BLOCK_FILE = Pattern.compile("sb-([0-9a-f]{8})\\.kvsb");
-  private static final Pattern JOURNAL_FILE = Pattern.compile("journal-([0-9a-f]{16})\\.kvj");
 
   private final DiskTierConfig config;
   private final Path dir;
   private final DirectoryLock directoryLock;
   private final BlockCodec codec;
-  private final ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
+  private ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
   /** Live super-blocks by id, oldest first. */
   private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks = new ConcurrentSkipListMap<>();
   /** Dropped super-blocks whose files still exist while leases pin them. */
@@ -93,8 +87,9 @@ public final class DiskTier implements Tier {
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
   private final ScheduledExecutorService syncer;
-  private SuperBlock active;
-  private Journal journal;
+  private final Reclaimer reclaimer;
+  private volatile SuperBlock active;
+  private volatile Journal journal;
   private volatile long checkpointBytes;
   private volatile boolean closed;
 
@@ -108,6 +103,8 @@ public final class DiskTier implements Tier {
   private final LongAdder unchangedPuts = new LongAdder();
   private final LongAdder bytesWritten = new LongAdder();
   private final LongAdder superBlocksDropped = new LongAdder();
+  private final LongAdder blocksRewritten = new LongAdder();
+  private final LongAdder bytesRewritten = new LongAdder();
   private final AtomicInteger leasesOpen = new AtomicInteger();
 
   private DiskTier(DiskTierConfig config, DirectoryLock directoryLock) {
@@ -122,6 +119,7 @@ public final class DiskTier implements Tier {
           return t;
         })
         : null;
+    this.reclaimer = new Reclaimer(this, config.reclaimBytesPerSecond());
   }
 
   /**
@@ -140,6 +138,7 @@ public final class DiskTier implements Tier {
     DiskTier tier = new DiskTier(config, lock);
     try {
       tier.recover();
+      tier.reclaimer.start();
       if (tier.syncer != null) {
         long every = config.syncIntervalMillis();
         tier.syncer.scheduleWithFixedDelay(tier::periodicSync, every, every, TimeUnit.MILLISECONDS);
@@ -155,46 +154,31 @@ public final class DiskTier implements Tier {
 
   private void recover() throws IOException {
     long started = System.nanoTime();
-    TreeMap<Integer, Path> sbFiles = new TreeMap<>();
-    TreeMap<Long, Path> journals = new TreeMap<>();
-    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
-      for (Path p : files) {
-        String name = p.getFileName().toString();
-        Matcher m = SUPER_BLOCK_FILE.matcher(name);
-        if (m.matches()) {
-          sbFiles.put(Integer.parseUnsignedInt(m.group(1), 16), p);
-        }
-        m = JOURNAL_FILE.matcher(name);
-        if (m.matches()) {
-          journals.put(Long.parseUnsignedLong(m.group(1), 16), p);
-        }
-      }
+    DirectoryState state = DirectoryState.load(dir, true);
+    for (Path damaged : state.damagedSuperBlocks) {
+      log.warn("{}: damaged super-block header, the file holds nothing usable: deleting it", damaged);
+      Files.deleteIfExists(damaged);
     }
-    for (Map.Entry<Integer, Path> f : sbFiles.entrySet()) {
-      SuperBlock sb = SuperBlock.open(f.getValue(), f.getKey());
-      if (sb == null) {
-        log.warn("{}: damaged super-block header, the file holds nothing usable: deleting it",
-            f.getValue());
-        Files.deleteIfExists(f.getValue());
-        continue;
-      }
-      superBlocks.put(sb.id(), sb);
-      nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), sb.id() + 1));
+    for (SuperBlock sb : state.droppedSuperBlocks) {
+      sb.drop(); // its drop was journalled but the file survived a crash
     }
-
-    long nextGeneration = replayMetadata(journals);
-    if (nextGeneration < 0) {
-      rebuildByScan();
-      nextGeneration = journals.isEmpty() ? 1 : journals.lastKey() + 1;
-    }
-    // entries whose super-block is gone are not blocks any more
-    index.values().removeIf(loc -> !superBlocks.containsKey(loc.superBlockId));
+    superBlocks.putAll(state.superBlocks);
+    index = state.index;
+    sequence.set(state.maxSequence);
+    nextSuperBlockId.set(state.nextSuperBlockId);
     for (Location loc : index.values()) {
       superBlocks.get(loc.superBlockId).liveBytes().addAndGet(loc.recordBytes());
     }
-    journal = Journal.create(dir, nextGeneration);
-    checkpointBytes = Checkpoint.write(dir, nextGeneration, sequence.get(), index.entrySet(), index.size());
-    for (Path replayed : journals.values()) {
+    journal = Journal.create(dir, state.nextGeneration);
+    // after a clean close the checkpoint is all there is, and it stays valid as it is
+    boolean checkpointCurrent = state.checkpointLoaded && state.journals.isEmpty()
+        && state.droppedSuperBlocks.isEmpty() && state.damagedSuperBlocks.isEmpty();
+    if (checkpointCurrent) {
+      checkpointBytes = Files.size(dir.resolve(Checkpoint.FILE_NAME)); // a clean shutdown's
+    } else {
+      checkpointBytes = Checkpoint.write(dir, state.nextGeneration, sequence.get(), index.entrySet(), index.size());
+    }
+    for (Path replayed : state.journals.values()) {
       Files.deleteIfExists(replayed); // the checkpoint covers them now
     }
     synchronized (writeLock) {
@@ -204,97 +188,9 @@ public final class DiskTier implements Tier {
             + usableSpace() + " bytes free on the file system (floor " + config.minFreeBytes() + ")");
       }
     }
-    log.info("opened disk tier {}: {} blocks in {} super-blocks, {} ms", dir, index.size(),
-        superBlocks.size(), (System.nanoTime() - started) / 1_000_000);
-  }
-
-  /**
-   * Loads the checkpoint and replays the journals after it.
-   *
-   * @return the next journal generation, or -1 if the index must be rebuilt by a scan
-   */
-  private long replayMetadata(TreeMap<Long, Path> journals) throws IOException {
-    Set<Integer> dropped = new HashSet<>();
-    Checkpoint.Header cp = Checkpoint.read(dir, index::put);
-    long first = cp != null ? cp.nextGeneration : 1;
-    if (cp != null) {
-      sequence.set(cp.maxSequence);
-    } else if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
-      log.warn("{}: no checkpoint and no complete journal: rebuilding the index from the super-blocks", dir);
-      return -1;
-    }
-    long expected = first;
-    for (Map.Entry<Long, Path> j : journals.tailMap(first).entrySet()) {
-      if (j.getKey() != expected) {
-        log.warn("{}: journal generation {} is missing: rebuilding the index from the super-blocks",
-            dir, expected);
-        index.clear();
-        return -1;
-      }
-      long n = Journal.replay(j.getValue(), j.getKey(), e -> apply(e, dropped));
-      if (n < 0) {
-        log.warn("{}: damaged journal header: rebuilding the index from the super-blocks", j.getValue());
-        index.clear();
-        return -1;
-      }
-      expected++;
-    }
-    index.values().removeIf(loc -> dropped.contains(loc.superBlockId));
-    for (int id : dropped) {
-      SuperBlock sb = superBlocks.remove(id);
-      if (sb != null) {
-        sb.drop(); // its drop was journalled but the file survived a crash
-      }
-    }
-    return Math.max(expected, journals.isEmpty() ? first : journals.lastKey() + 1);
-  }
-
-  private void apply(JournalEntry e, Set<Integer> dropped) {
-    switch (e.type) {
-      case JournalLayout.TYPE_PUT:
-        index.merge(e.key, e.location, (cur, nu) -> nu.sequence > cur.sequence ? nu : cur);
-        nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), e.superBlockId + 1));
-        break;
-      case JournalLayout.TYPE_DELETE:
-        index.computeIfPresent(e.key, (k, cur) -> cur.sequence < e.sequence ? null : cur);
-        break;
-      case JournalLayout.TYPE_DROP:
-        dropped.add(e.superBlockId);
-        nextSuperBlockId.set(Math.max(nextSuperBlockId.get(), e.superBlockId + 1));
-        break;
-      default:
-        break;
-    }
-    sequence.set(Math.max(sequence.get(), e.sequence));
-  }
-
-  /** The disaster path: the index is whatever intact records the super-blocks hold. */
-  private void rebuildByScan() {
-    index.clear();
-    Map<BlockKey, Long> tombstones = new HashMap<>();
-    int done = 0;
-    long corrupt = 0;
-    for (SuperBlock sb : superBlocks.values()) {
-      long[] bad = {0};
-      Records.scan(sb, sb.sizeBytes(), (kind, key, loc, intact) -> {
-        sequence.set(Math.max(sequence.get(), loc.sequence));
-        if (kind == KIND_TOMBSTONE) {
-          tombstones.merge(key, loc.sequence, Math::max);
-        } else if (intact) {
-          index.merge(key, loc, (cur, nu) -> nu.sequence > cur.sequence ? nu : cur);
-        } else {
-          bad[0]++;
-        }
-      });
-      corrupt += bad[0];
-      done++;
-      log.info("rebuilding the index of {}: scanned {} of {} super-blocks, {} blocks so far",
-          dir, done, superBlocks.size(), index.size());
-    }
-    tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
-    if (corrupt > 0) {
-      log.warn("{}: {} records failed their checksum and were left out", dir, corrupt);
-    }
+    log.info("opened disk tier {}: {} blocks in {} super-blocks{}, {} ms", dir, index.size(),
+        superBlocks.size(), state.rebuilt ? " (index rebuilt from the records)" : "",
+        (System.nanoTime() - started) / 1_000_000);
   }
 
   // ---------------------------------------------------------------- writes
@@ -398,13 +294,12 @@ public final class DiskTier implements Tier {
   private Reservation reserve(long stored) throws IOException {
     synchronized (writeLock) {
       requireOpen();
-      long payload = payloadOffset(active.end(), stored);
-      if (payload + stored > active.sizeBytes()) {
+      if (active == null || payloadOffset(active.end(), stored) + stored > active.sizeBytes()) {
         if (!rollOver()) {
-          return null;
+          return null; // no active super-block until a later put finds room
         }
-        payload = payloadOffset(active.end(), stored);
       }
+      long payload = payloadOffset(active.end(), stored);
       active.end(payload + stored);
       SuperBlock sb = active;
       if (!sb.pin()) {
@@ -438,6 +333,7 @@ public final class DiskTier implements Tier {
       sealed.end(used);
       sealed.force();
       sealed.truncate(used);
+      sealed.seal();
       active = null;
     }
     while (usedBytes() + size > config.capacityBytes() || usableSpace() - size < config.minFreeBytes()) {
@@ -453,8 +349,12 @@ public final class DiskTier implements Tier {
       }
     }
     SuperBlock sb = SuperBlock.create(dir, nextSuperBlockId.getAndIncrement(), size);
+    if (config.syncPolicy() != SyncPolicy.NONE) {
+      Checkpoint.forceDirectory(dir); // the new file's name must survive a power loss too
+    }
     superBlocks.put(sb.id(), sb);
     active = sb;
+    reclaimer.wake();
     return true;
   }
 
@@ -463,6 +363,9 @@ public final class DiskTier implements Tier {
    * the file is deleted once no lease pins it.
    */
   private void dropSuperBlock(SuperBlock victim) throws IOException {
+    if (!superBlocks.containsKey(victim.id())) {
+      return; // dropped already
+    }
     long ticket;
     synchronized (commitLock) {
       ticket = journal.append(JournalEntry.drop(victim.id()));
@@ -474,7 +377,9 @@ public final class DiskTier implements Tier {
       }
     }
     journal.awaitDurable(ticket);
-    superBlocks.remove(victim.id());
+    if (superBlocks.remove(victim.id()) == null) {
+      return;
+    }
     dirty.remove(victim);
     retiring.add(victim);
     superBlocksDropped.increment();
@@ -483,6 +388,110 @@ public final class DiskTier implements Tier {
 
   private void reapRetired() {
     retiring.removeIf(SuperBlock::isReleased);
+  }
+
+  /** Live fraction under which a sealed super-block is compacted. */
+  private static final double COMPACT_BELOW_LIVE_FRACTION = 0.25;
+
+  /**
+   * One step of background reclamation: compacts the sealed super-block with the least live data
+   * if that is under a quarter, else, once the files pass the high watermark (two super-blocks
+   * below the capacity), reclaims the oldest, rewriting forward its blocks read since written.
+   *
+   * @return whether there was anything to do
+   */
+  boolean reclaimOnce(RateLimiter limiter, java.util.function.BooleanSupplier stop) throws IOException {
+    if (closed) {
+      return false;
+    }
+    SuperBlock sparsest = null;
+    double lowest = COMPACT_BELOW_LIVE_FRACTION;
+    for (SuperBlock sb : superBlocks.values()) {
+      double live = (double) sb.liveBytes().get() / Math.max(1, sb.end() - FIRST_RECORD_OFFSET);
+      if (sb.isSealed() && live < lowest) {
+        lowest = live;
+        sparsest = sb;
+      }
+    }
+    boolean compact = sparsest != null;
+    SuperBlock victim = sparsest;
+    if (victim == null && usedBytes() > config.capacityBytes() - 2 * config.superBlockBytes()) {
+      Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
+      victim = oldest == null || !oldest.getValue().isSealed() ? null : oldest.getValue();
+    }
+    if (victim == null || !victim.pin()) {
+      return false;
+    }
+    try {
+      SuperBlock v = victim;
+      List<Object[]> moves = new ArrayList<>();
+      Records.scan(v, v.end(), (kind, key, loc) -> {
+        Location cur = index.get(key);
+        if (kind == KIND_BLOCK && cur != null && cur.superBlockId == v.id()
+            && cur.payloadOffset == loc.payloadOffset && (compact || cur.hits() > 0)) {
+          moves.add(new Object[] {key, cur});
+        }
+      });
+      for (Object[] m : moves) {
+        if (stop.getAsBoolean() || closed) {
+          return true;
+        }
+        Location cur = (Location) m[1];
+        limiter.acquire(cur.recordBytes());
+        moveForward((BlockKey) m[0], cur, v);
+      }
+    } finally {
+      victim.unpin();
+    }
+    if (!closed) {
+      dropSuperBlock(victim);
+    }
+    return true;
+  }
+
+  /**
+   * Rewrites a live block from {@code from} into the active super-block, keeping its sequence
+   * number (so a newer put of the key still wins on replay). Journalled only if the index still
+   * pointed at the old copy.
+   */
+  private void moveForward(BlockKey key, Location cur, SuperBlock from) throws IOException {
+    if (!Records.payloadIntact(from, cur)) {
+      corrupt(key, cur, from, "checksum mismatch found while moving it forward");
+      return;
+    }
+    Reservation r = reserve(cur.storedLength);
+    if (r == null) {
+      return;
+    }
+    try {
+      if (r.sb == from) {
+        return; // cannot happen: the victim is never the active super-block
+      }
+      r.sb.write(from.slice(cur.payloadOffset, cur.storedLength), r.payload);
+      r.sb.write(Records.header(KIND_BLOCK, cur.encoding, cur.sequence, key, cur.rawLength,
+          cur.storedLength, cur.payloadCrc), r.payload - HEADER_BYTES);
+    } finally {
+      r.sb.unpin();
+    }
+    Location moved = new Location(r.sb.id(), (int) r.payload, cur.storedLength, cur.rawLength,
+        cur.payloadCrc, cur.encoding, cur.sequence, 0);
+    long ticket = -1;
+    synchronized (commitLock) {
+      if (index.replace(key, cur, moved)) {
+        ticket = journal.append(JournalEntry.put(key, moved, 0));
+        live(cur, -1);
+        live(moved, +1);
+      }
+    }
+    bytesWritten.add(moved.recordBytes());
+    if (ticket >= 0) {
+      blocksRewritten.increment();
+      bytesRewritten.add(moved.recordBytes());
+      if (config.syncPolicy() == SyncPolicy.ALWAYS) {
+        r.sb.force();
+        journal.awaitDurable(ticket);
+      }
+    }
   }
 
   /** Records a change in the journal and applies it to the index, in the same order for both. */
@@ -503,8 +512,15 @@ public final class DiskTier implements Tier {
     }
   }
 
-  /** Indexes {@code loc} under {@code key} unless a newer record is there already. */
+  /**
+   * Indexes {@code loc} under {@code key} unless a newer record is there already, or its
+   * super-block was dropped while the record was being written (then it counts as evicted).
+   */
   private void install(BlockKey key, Location loc) {
+    if (!superBlocks.containsKey(loc.superBlockId)) {
+      evictions.increment();
+      return;
+    }
     Location[] replaced = {null};
     Location now = index.merge(key, loc, (cur, nu) -> {
       if (nu.sequence > cur.sequence) {
@@ -777,7 +793,7 @@ public final class DiskTier implements Tier {
     reapRetired();
     return new CacheStats(hits.sum(), misses.sum(), puts.sum(), evictions.sum(), rejections.sum(),
         deletes.sum(), index.size(), usedBytes(), config.capacityBytes(),
-        leasesOpen.get(), superBlocksDropped.sum(), 0);
+        leasesOpen.get(), blocksRewritten.sum(), bytesRewritten.sum());
   }
 
   /** The disk tier's own counters. */
@@ -807,6 +823,7 @@ public final class DiskTier implements Tier {
     if (syncer != null) {
       syncer.shutdownNow();
     }
+    reclaimer.stop();
     try {
       SuperBlock a = active;
       if (a != null) {

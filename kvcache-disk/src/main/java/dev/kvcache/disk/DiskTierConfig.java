@@ -28,6 +28,8 @@ public final class DiskTierConfig {
   public static final long DEFAULT_MIN_FREE_BYTES = 1L << 30;
   /** Default interval of {@link SyncPolicy#PERIODIC}: one second. */
   public static final long DEFAULT_SYNC_INTERVAL_MILLIS = 1000;
+  /** Default pace of background rewrites: 256 MiB/s. */
+  public static final long DEFAULT_RECLAIM_BYTES_PER_SECOND = 256L << 20;
   /** Default journal size that triggers a checkpoint: 64 MiB (a million entries). */
   public static final long DEFAULT_CHECKPOINT_JOURNAL_BYTES = 64L << 20;
 
@@ -40,6 +42,7 @@ public final class DiskTierConfig {
   private final long minFreeBytes;
   private final long checkpointJournalBytes;
   private final BlockCodec codec;
+  private final long reclaimBytesPerSecond;
 
   private DiskTierConfig(Builder b) {
     this.directory = b.directory;
@@ -51,6 +54,7 @@ public final class DiskTierConfig {
     this.minFreeBytes = b.minFreeBytes;
     this.checkpointJournalBytes = b.checkpointJournalBytes;
     this.codec = b.codec;
+    this.reclaimBytesPerSecond = b.reclaimBytesPerSecond;
   }
 
   /** A builder with the defaults, for a tier in {@code directory} of {@code capacityBytes}. */
@@ -102,6 +106,11 @@ public final class DiskTierConfig {
     return codec;
   }
 
+  /** The most bytes per second the background thread rewrites while reclaiming space. */
+  public long reclaimBytesPerSecond() {
+    return reclaimBytesPerSecond;
+  }
+
   /** Settings of a {@link DiskTierConfig}. */
   public static final class Builder {
     private final Path directory;
@@ -113,6 +122,7 @@ public final class DiskTierConfig {
     private long minFreeBytes = DEFAULT_MIN_FREE_BYTES;
     private long checkpointJournalBytes = DEFAULT_CHECKPOINT_JOURNAL_BYTES;
     private BlockCodec codec;
+    private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
 
     private Builder(Path directory, long capacityBytes) {
       this.directory = Objects.requireNonNull(directory, "directory");
@@ -160,6 +170,12 @@ public final class DiskTierConfig {
       return this;
     }
 
+    /** The most bytes per second rewritten in the background while reclaiming space; at least 1. */
+    public Builder reclaimBytesPerSecond(long reclaimBytesPerSecond) {
+      this.reclaimBytesPerSecond = reclaimBytesPerSecond;
+      return this;
+    }
+
     /**
      * Validates the settings.
      *
@@ -194,6 +210,10 @@ public final class DiskTierConfig {
       }
       if (minFreeBytes < 0) {
         throw new IllegalArgumentException("minFreeBytes must not be negative, got " + minFreeBytes);
+      }
+      if (reclaimBytesPerSecond < 1) {
+        throw new IllegalArgumentException("reclaimBytesPerSecond must be positive, got "
+            + reclaimBytesPerSecond);
       }
       if (checkpointJournalBytes < 64 << 10) {
         throw new IllegalArgumentException("checkpointJournalBytes must be at least 65536, got "

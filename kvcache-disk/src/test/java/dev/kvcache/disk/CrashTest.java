@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
+import dev.kvcache.disk.tool.DiskToolTest;
 import dev.kvcache.testkit.Payloads;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -63,6 +64,8 @@ class CrashTest {
         }
         assertThat(tier.diskStats().corruptBlocks()).isZero();
       }
+      assertThat(DiskToolTest.tool("verify", dir.toString()).exit()).as("verify after round %d", round)
+          .isZero();
       next = acked + 1;
     }
     assertThat(next).as("ops the writers got through").isGreaterThan(ROUNDS * 10);

@@ -54,6 +54,7 @@ public final class Journal implements AutoCloseable {
       h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
       SuperBlock.writeFully(ch, h, 0);
       ch.force(true);
+      Checkpoint.forceDirectory(dir);
       return new Journal(generation, path, ch, FILE_HEADER_BYTES);
     } catch (IOException | RuntimeException e) {
       ch.close();
@@ -129,14 +130,15 @@ public final class Journal implements AutoCloseable {
 
   /**
    * Reads journal {@code file}, handing each valid entry to {@code entries} in order. A torn or
-   * corrupt entry ends the journal: the file is cut there so that appends would follow the last
-   * good entry.
+   * corrupt entry ends the journal; with {@code cutTornTail} the file is cut there.
    *
    * @return the number of valid entries, or -1 if the file header is not a valid journal header
    */
-  public static long replay(Path file, long expectedGeneration, Consumer<JournalEntry> entries)
-      throws IOException {
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+  public static long replay(Path file, long expectedGeneration, boolean cutTornTail,
+      Consumer<JournalEntry> entries) throws IOException {
+    try (FileChannel ch = cutTornTail
+        ? FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)
+        : FileChannel.open(file, StandardOpenOption.READ)) {
       long size = ch.size();
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       readFully(ch, h, 0);
@@ -167,7 +169,7 @@ public final class Journal implements AutoCloseable {
           break; // a bad entry, or the end of the file
         }
       }
-      if (pos < size) {
+      if (pos < size && cutTornTail) {
         ch.truncate(pos);
       }
       return count;

@@ -13,10 +13,10 @@ public final class Records {
   /** What {@link #scan} finds. */
   public interface Visitor {
     /**
-     * A record whose header is intact. {@code location.sequence} orders it; {@code payloadIntact}
-     * says whether its payload matches its checksum. Tombstones have no payload.
+     * A record whose header is intact ({@link #payloadIntact} checks its payload). {@code
+     * location.sequence} orders it. Tombstones have no payload.
      */
-    void record(int kind, BlockKey key, Location location, boolean payloadIntact);
+    void record(int kind, BlockKey key, Location location);
   }
 
   private Records() {}
@@ -47,6 +47,11 @@ public final class Records {
     return (int) crc.getValue();
   }
 
+  /** Whether the payload at {@code loc} in {@code sb} (pinned) matches its checksum. */
+  public static boolean payloadIntact(SuperBlock sb, Location loc) {
+    return crc(sb.slice(loc.payloadOffset, loc.storedLength)) == loc.payloadCrc;
+  }
+
   /**
    * Walks the records of {@code sb} (pinned by the caller) from its first record up to {@code
    * limit}, skipping what is not an intact header 64 bytes at a time.
@@ -72,12 +77,10 @@ public final class Records {
         pos += HEADER_BYTES;
         continue;
       }
-      int expectedCrc = h.getInt(PAYLOAD_CRC_OFFSET);
-      boolean intact = kind == KIND_TOMBSTONE || crc(sb.slice(payload, stored)) == expectedCrc;
       BlockKey key = BlockKey.of(h.getLong(KEY_HI_OFFSET), h.getLong(KEY_LO_OFFSET));
       Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(RAW_LENGTH_OFFSET),
-          expectedCrc, h.get(ENCODING_OFFSET), h.getLong(SEQUENCE_OFFSET), 0);
-      visitor.record(kind, key, loc, intact);
+          h.getInt(PAYLOAD_CRC_OFFSET), h.get(ENCODING_OFFSET), h.getLong(SEQUENCE_OFFSET), 0);
+      visitor.record(kind, key, loc);
       end = payload + stored;
       pos = alignUp(end, HEADER_BYTES);
     }

@@ -36,6 +36,7 @@ public final class SuperBlock {
   private final AtomicInteger pins = new AtomicInteger();
   private final AtomicLong liveBytes = new AtomicLong();
   private volatile boolean retired;
+  private volatile boolean sealed;
   private volatile boolean deleteOnRelease;
   /** End of the last record: the next write position while active, the used length once sealed. */
   private volatile long end;
@@ -107,7 +108,9 @@ public final class SuperBlock {
         ch.close();
         return null;
       }
-      return new SuperBlock(expectedId, path, ch, size, size);
+      SuperBlock sb = new SuperBlock(expectedId, path, ch, size, size);
+      sb.seal(); // a super-block from an earlier run is never appended to
+      return sb;
     } catch (IOException | RuntimeException e) {
       ch.close();
       throw e;
@@ -132,6 +135,15 @@ public final class SuperBlock {
 
   public void end(long end) {
     this.end = end;
+  }
+
+  /** Whether records are no longer appended here (every super-block but the active one). */
+  public boolean isSealed() {
+    return sealed;
+  }
+
+  public void seal() {
+    sealed = true;
   }
 
   public AtomicLong liveBytes() {

@@ -1,0 +1,203 @@
+package dev.kvcache.disk.internal;
+
+import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
+
+import dev.kvcache.BlockKey;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A disk tier directory read back: its super-blocks, opened, and the index its checkpoint and
+ * journals describe, or, when they are missing or damaged, the index its records describe. Used
+ * by the tier when it opens and by the command-line tool.
+ */
+public final class DirectoryState {
+
+  private static final Logger log = LoggerFactory.getLogger(DirectoryState.class);
+  private static final Pattern SUPER_BLOCK_FILE = Pattern.compile("sb-([0-9a-f]{8})\\.kvsb");
+  private static final Pattern JOURNAL_FILE = Pattern.compile("journal-([0-9a-f]{16})\\.kvj");
+
+  /** Super-blocks by id, oldest first; those the journal says were dropped are not here. */
+  public final TreeMap<Integer, SuperBlock> superBlocks = new TreeMap<>();
+  /** Super-block files whose header is damaged: they hold nothing usable. */
+  public final List<Path> damagedSuperBlocks = new ArrayList<>();
+  /** Super-blocks whose drop was journalled but whose file survived (a crash in between). */
+  public final List<SuperBlock> droppedSuperBlocks = new ArrayList<>();
+  /** Journal files by generation, all read (or superseded by the checkpoint). */
+  public final TreeMap<Long, Path> journals = new TreeMap<>();
+  public final ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
+  public long maxSequence;
+  public int nextSuperBlockId = 1;
+  public long nextGeneration = 1;
+  /** Whether the index came from scanning the records rather than from the metadata. */
+  public boolean rebuilt;
+  /** Whether a valid checkpoint was loaded. */
+  public boolean checkpointLoaded;
+
+  private final Path dir;
+  private final boolean repair;
+
+  private DirectoryState(Path dir, boolean repair) {
+    this.dir = dir;
+    this.repair = repair;
+  }
+
+  /**
+   * Reads {@code dir}. With {@code repair}, a torn journal tail is cut off the file; without it,
+   * nothing is written.
+   *
+   * @throws IOException if a file cannot be read, or a super-block has an unknown format version
+   */
+  public static DirectoryState load(Path dir, boolean repair) throws IOException {
+    DirectoryState s = new DirectoryState(dir, repair);
+    s.read(false);
+    return s;
+  }
+
+  /** Reads {@code dir}'s super-blocks and builds the index from their records alone. */
+  public static DirectoryState fromRecords(Path dir) throws IOException {
+    DirectoryState s = new DirectoryState(dir, false);
+    s.read(true);
+    return s;
+  }
+
+  private void read(boolean fromRecords) throws IOException {
+    TreeMap<Integer, Path> sbFiles = new TreeMap<>();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+      for (Path p : files) {
+        String name = p.getFileName().toString();
+        Matcher m = SUPER_BLOCK_FILE.matcher(name);
+        if (m.matches()) {
+          sbFiles.put(Integer.parseUnsignedInt(m.group(1), 16), p);
+        }
+        m = JOURNAL_FILE.matcher(name);
+        if (m.matches()) {
+          journals.put(Long.parseUnsignedLong(m.group(1), 16), p);
+        }
+      }
+    }
+    for (Map.Entry<Integer, Path> f : sbFiles.entrySet()) {
+      SuperBlock sb = SuperBlock.open(f.getValue(), f.getKey());
+      if (sb == null) {
+        damagedSuperBlocks.add(f.getValue());
+        continue;
+      }
+      superBlocks.put(sb.id(), sb);
+      nextSuperBlockId = Math.max(nextSuperBlockId, sb.id() + 1);
+    }
+    if (fromRecords || !replayMetadata()) {
+      rebuildByScan();
+      nextGeneration = journals.isEmpty() ? 1 : journals.lastKey() + 1;
+    }
+    // entries whose super-block is gone are not blocks any more
+    index.values().removeIf(loc -> !superBlocks.containsKey(loc.superBlockId));
+  }
+
+  /** Loads the checkpoint and replays the journals after it; false if a scan must do instead. */
+  private boolean replayMetadata() throws IOException {
+    Set<Integer> dropped = new HashSet<>();
+    Checkpoint.Header cp = Checkpoint.read(dir, index::put);
+    long first = cp != null ? cp.nextGeneration : 1;
+    if (cp != null) {
+      checkpointLoaded = true;
+      maxSequence = cp.maxSequence;
+    } else if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
+      log.warn("{}: no checkpoint and no complete journal: rebuilding the index from the super-blocks", dir);
+      return false;
+    }
+    long expected = first;
+    for (Map.Entry<Long, Path> j : journals.tailMap(first).entrySet()) {
+      if (j.getKey() != expected) {
+        log.warn("{}: journal generation {} is missing: rebuilding the index from the super-blocks",
+            dir, expected);
+        index.clear();
+        return false;
+      }
+      long n = Journal.replay(j.getValue(), j.getKey(), repair, e -> apply(e, dropped));
+      if (n < 0) {
+        log.warn("{}: damaged journal header: rebuilding the index from the super-blocks", j.getValue());
+        index.clear();
+        return false;
+      }
+      expected++;
+    }
+    index.values().removeIf(loc -> dropped.contains(loc.superBlockId));
+    for (int id : dropped) {
+      SuperBlock sb = superBlocks.remove(id);
+      if (sb != null) {
+        droppedSuperBlocks.add(sb);
+      }
+    }
+    nextGeneration = Math.max(expected, journals.isEmpty() ? first : journals.lastKey() + 1);
+    return true;
+  }
+
+  private void apply(JournalEntry e, Set<Integer> dropped) {
+    switch (e.type) {
+      case JournalLayout.TYPE_PUT:
+        // a block moved forward keeps its sequence: the later entry wins
+        index.merge(e.key, e.location, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
+        nextSuperBlockId = Math.max(nextSuperBlockId, e.superBlockId + 1);
+        break;
+      case JournalLayout.TYPE_DELETE:
+        index.computeIfPresent(e.key, (k, cur) -> cur.sequence < e.sequence ? null : cur);
+        break;
+      case JournalLayout.TYPE_DROP:
+        dropped.add(e.superBlockId);
+        nextSuperBlockId = Math.max(nextSuperBlockId, e.superBlockId + 1);
+        break;
+      default:
+        break;
+    }
+    maxSequence = Math.max(maxSequence, e.sequence);
+  }
+
+  /** The disaster path: the index is whatever intact records the super-blocks hold. */
+  private void rebuildByScan() {
+    rebuilt = true;
+    index.clear();
+    Map<BlockKey, Long> tombstones = new HashMap<>();
+    int done = 0;
+    long[] corrupt = {0};
+    for (SuperBlock sb : superBlocks.values()) {
+      Records.scan(sb, sb.sizeBytes(), (kind, key, loc) -> {
+        maxSequence = Math.max(maxSequence, loc.sequence);
+        if (kind == KIND_TOMBSTONE) {
+          tombstones.merge(key, loc.sequence, Math::max);
+        } else if (Records.payloadIntact(sb, loc)) {
+          // a block moved forward keeps its sequence: the later super-block's copy wins
+          index.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
+        } else {
+          corrupt[0]++;
+        }
+      });
+      done++;
+      log.info("rebuilding the index of {}: scanned {} of {} super-blocks, {} blocks so far",
+          dir, done, superBlocks.size(), index.size());
+    }
+    tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
+    if (corrupt[0] > 0) {
+      log.warn("{}: {} records failed their checksum and were left out", dir, corrupt[0]);
+    }
+  }
+
+  /** Closes every super-block opened. */
+  public void close() {
+    superBlocks.values().forEach(SuperBlock::close);
+    droppedSuperBlocks.forEach(SuperBlock::close);
+  }
+}

@@ -1,0 +1,118 @@
+package dev.kvcache.disk.tool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.disk.DiskTier;
+import dev.kvcache.disk.DiskTierConfig;
+import dev.kvcache.disk.SyncPolicy;
+import dev.kvcache.testkit.Payloads;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+public class DiskToolTest {
+
+  @TempDir Path temp;
+
+  /** Exit code and output of one run of the tool. */
+  public record Run(int exit, String out, String err) {}
+
+  public static Run tool(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int exit = DiskTool.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  private DiskTierConfig config(Path dir) {
+    return DiskTierConfig.builder(dir, 64L << 20).superBlockBytes(4L << 20).minFreeBytes(0)
+        .syncPolicy(SyncPolicy.NONE).build();
+  }
+
+  private Path directoryWithBlocks(int n) throws IOException {
+    Path dir = temp.resolve("d");
+    try (DiskTier tier = DiskTier.open(config(dir))) {
+      for (int i = 0; i < n; i++) {
+        BlockKey key = Payloads.key(i);
+        tier.put(key, Payloads.of(key, 1, 100_000));
+      }
+    }
+    return dir;
+  }
+
+  @Test
+  void aHealthyDirectoryVerifiesClean() throws IOException {
+    Path dir = directoryWithBlocks(100);
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isZero();
+    assertThat(run.out()).contains("100 intact blocks, 0 damaged").contains("index: 100 blocks, 0 damaged, 0 missing")
+        .contains("clean");
+    assertThat(run.err()).contains("verifying sb-");
+  }
+
+  @Test
+  void aDamagedBlockFailsVerification() throws IOException {
+    Path dir = directoryWithBlocks(10);
+    Path sb;
+    try (Stream<Path> files = Files.list(dir)) {
+      sb = files.filter(f -> f.toString().endsWith(".kvsb")).sorted().findFirst().orElseThrow();
+    }
+    try (FileChannel ch = FileChannel.open(sb, StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3}), 4096 + 5000);
+    }
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    assertThat(run.out()).contains("damaged: block").contains("DAMAGED");
+  }
+
+  @Test
+  void statsDescribeTheDirectory() throws IOException {
+    Path dir = directoryWithBlocks(30);
+    Run run = tool("stats", dir.toString());
+    assertThat(run.exit()).isZero();
+    assertThat(run.out()).contains("blocks            30 (3000000 bytes decoded)");
+  }
+
+  @Test
+  void rebuildRecoversTheIndexFromTheRecords() throws IOException {
+    Path dir = directoryWithBlocks(20);
+    try (DiskTier tier = DiskTier.open(config(dir))) {
+      tier.delete(Payloads.key(3));
+    }
+    Files.delete(dir.resolve("index.kvx"));
+    Run run = tool("rebuild", dir.toString());
+    assertThat(run.exit()).isZero();
+    assertThat(run.out()).contains("19 blocks");
+    try (DiskTier tier = DiskTier.open(config(dir))) {
+      assertThat(tier.stats().blocks()).isEqualTo(19);
+      assertThat(tier.contains(Payloads.key(3))).isFalse();
+      try (var lease = tier.get(Payloads.key(7))) {
+        assertThat(Payloads.verify(Payloads.key(7), lease.bytes())).isEqualTo(1);
+      }
+    }
+    assertThat(tool("verify", dir.toString()).exit()).isZero();
+  }
+
+  @Test
+  void aDirectoryInUseOrMissingIsRefusedClearly() throws IOException {
+    Path dir = temp.resolve("open");
+    try (DiskTier tier = DiskTier.open(config(dir))) {
+      Run run = tool("verify", dir.toString());
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("already in use");
+    }
+    Run missing = tool("stats", temp.resolve("nope").toString());
+    assertThat(missing.exit()).isEqualTo(2);
+    assertThat(missing.err()).contains("is not a directory");
+    assertThat(tool("frobnicate").exit()).isEqualTo(2);
+  }
+}
