@@ -291,6 +291,7 @@ def codec_tables(rows, results_dir, out, img):
                 out.append(f"| {DTYPE[d]} | zstd {lvl}, {FILTER_LABEL[f]} (reference, filter untimed) | {rt:.3f} | {c:.2f} | {dz:.2f} |")
                 points[d].append((f"zstd {lvl}, {FILTER_LABEL[f]}", rt, dz))
     out.append("")
+    points.pop("random", None)  # one point at ratio 1: nothing to compare
     if points:
         fig, axes = plt.subplots(1, len(points), figsize=(5.5 * len(points), 4.2), squeeze=False)
         for ax, (d, pts) in zip(axes[0], points.items()):
@@ -306,6 +307,17 @@ def codec_tables(rows, results_dir, out, img):
         fig.tight_layout()
         fig.savefig(os.path.join(img, "codec-ratio-speed.png"), dpi=110)
         plt.close(fig)
+
+    # ratio against chunk size
+    out.append("### Compression ratio against chunk size\n")
+    out.append("| data | filter | " + " | ".join(size_label(c) for c in chunks) + " |")
+    out.append("|---|---|" + "---|" * len(chunks))
+    for d in datas:
+        for f in FILTERS:
+            rs = [ratio.get((d, f, c)) for c in chunks]
+            if any(r is not None for r in rs):
+                out.append(f"| {DTYPE[d]} | {FILTER_LABEL[f]} | " + " | ".join(f"{r:.4f}" if r else "-" for r in rs) + " |")
+    out.append("")
 
     # 2. what the container costs: codec against LZ4 (+ filter) chained by hand, one thread
     out.append("### Container cost: the codec against raw LZ4 and the same filter chained by hand (one thread, GB/s)\n")
@@ -346,15 +358,19 @@ def codec_tables(rows, results_dir, out, img):
                     ys = [g(d, f, c, t, m) for c in chunks]
                     if any(y is None for y in ys):
                         continue
-                    ax.errorbar(chunks, ys, yerr=[e(d, f, c, t, m) for c in chunks], fmt=style, capsize=2,
-                                label=f"{FILTER_LABEL[f]}, {t} thread{'s' if t > 1 else ''}")
+                    ax.plot(chunks, ys, style, label=f"{FILTER_LABEL[f]}, {t} thread{'s' if t > 1 else ''}")
                 hs = [g(d, f, c, 1, hand) for c in chunks]
                 if not any(h is None for h in hs):
                     ax.plot(chunks, hs, ":", color="grey", linewidth=1)
-            size_axis(ax, chunks, f"{m} GB/s")
-            ax.set_xlabel("chunk size")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(chunks)
+            ax.set_xticklabels([size_label(c) for c in chunks])
             ax.set_yscale("log")
-            ax.set_title(f"{DTYPE[d]}: {m} (dotted: LZ4 + filter by hand, 1 thread)", fontsize=9)
+            ax.set_ylim(0.3, 60)
+            ax.axhline(2.0, color="grey", linestyle="--", linewidth=0.8)
+            ax.set_xlabel("chunk size")
+            ax.set_ylabel(f"{m} GB/s (log)")
+            ax.set_title(f"{DTYPE[d]}: {m} (dotted: LZ4 + filter by hand, 1 thread; dashed: 2 GB/s)", fontsize=9)
             ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(img, "codec-speed.png"), dpi=110)
