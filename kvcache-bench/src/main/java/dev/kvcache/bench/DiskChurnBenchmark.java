@@ -29,8 +29,9 @@ import org.openjdk.jmh.annotations.TearDown;
 /**
  * The disk tier under steady churn: puts of blocks under random keys drawn from twice as many
  * keys as fit, with {@code readPercent} of operations reading a recently written block (which
- * makes it worth keeping when its super-block is reclaimed). Beside it, {@code appendBaseline}
- * writes the same bytes to a plain file of the same size, wrapping around. After each iteration
+ * makes it worth keeping when its super-block is reclaimed), with the default sync policy (a force
+ * every second). Beside it, {@code appendBaseline} writes the same bytes to a plain file of the
+ * same size, wrapping around, forced every second too. After each iteration
  * the set-up prints the write amplification: bytes the tier wrote (records, rewrites, journal,
  * checkpoints) and bytes the process sent to the device ({@code /proc/self/io}), each over the
  * payload bytes of the puts.
@@ -56,6 +57,7 @@ public class DiskChurnBenchmark {
   private DiskTier tier;
   private FileChannel baselineFile;
   private long baselineOffset;
+  private long lastForce = System.nanoTime();
   private ByteBuffer payload;
   private ByteBuffer readBuffer;
   private final SplittableRandom random = new SplittableRandom(7);
@@ -102,6 +104,7 @@ public class DiskChurnBenchmark {
     return status;
   }
 
+  /** The same bytes appended to one plain file, wrapping around, forced once a second as the tier's default policy forces. */
   @Benchmark
   public int appendBaseline() throws IOException {
     if (baselineOffset + blockSizeBytes > capacityBytes) {
@@ -109,6 +112,11 @@ public class DiskChurnBenchmark {
     }
     int n = baselineFile.write(payload.duplicate(), baselineOffset);
     baselineOffset += n;
+    long now = System.nanoTime();
+    if (now - lastForce > 1_000_000_000L) {
+      baselineFile.force(false);
+      lastForce = now;
+    }
     return n;
   }
 
