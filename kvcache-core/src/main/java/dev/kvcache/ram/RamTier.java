@@ -13,12 +13,12 @@ import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -75,13 +75,7 @@ public final class RamTier implements Tier {
   private final ConcurrentMap<BlockKey, OffHeapBlock> index;
   private final BlockEvictionListener evictionListener;
 
-  private final LongAdder hits = new LongAdder();
-  private final LongAdder misses = new LongAdder();
-  private final LongAdder puts = new LongAdder();
-  private final LongAdder evictions = new LongAdder();
-  private final LongAdder rejections = new LongAdder();
-  private final LongAdder deletes = new LongAdder();
-  private final LongAdder leasesOpen = new LongAdder();
+  private final TierCounters counters = new TierCounters();
   private volatile boolean closed;
 
   /**
@@ -147,12 +141,12 @@ public final class RamTier implements Tier {
       throw new IllegalArgumentException("cannot store an empty block under key " + key);
     }
     if (length > config.maxBlockBytes()) {
-      rejections.increment();
+      counters.rejection();
       return PutStatus.REJECTED_TOO_LARGE;
     }
     OffHeapBlock block = allocate(length);
     if (block == null) {
-      rejections.increment();
+      counters.rejection();
       return PutStatus.REJECTED_NO_SPACE;
     }
     try {
@@ -174,7 +168,7 @@ public final class RamTier implements Tier {
       block.release();
       throw new IllegalStateException("the RAM tier was closed during this put");
     }
-    puts.increment();
+    counters.put();
     boolean admitted = !block.isEvicted();
     block.release(); // the writer's reference; the index keeps its own
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
@@ -234,10 +228,10 @@ public final class RamTier implements Tier {
   /** Drops the index's reference on a block the policy removed, handing it on first. */
   private void onEvicted(BlockKey key, OffHeapBlock block) {
     block.markEvicted();
-    evictions.increment();
+    counters.eviction();
     try {
       if (evictionListener != null && block.tryRetain()) {
-        leasesOpen.increment();
+        counters.leaseOpened();
         handOff(new RamLease(this, key, block));
       }
     } finally {
@@ -266,11 +260,11 @@ public final class RamTier implements Tier {
     ensureOpen();
     OffHeapBlock block = policy.getIfPresent(key);
     if (block == null || !block.tryRetain()) {
-      misses.increment();
+      counters.miss();
       return BlockLease.miss(key);
     }
-    hits.increment();
-    leasesOpen.increment();
+    counters.hit();
+    counters.leaseOpened();
     return new RamLease(this, key, block);
   }
 
@@ -284,7 +278,7 @@ public final class RamTier implements Tier {
     }
     OffHeapBlock block = policy.getIfPresent(key);
     if (block == null || !block.tryRetain()) {
-      misses.increment();
+      counters.miss();
       return GetStatus.MISS;
     }
     try {
@@ -292,7 +286,7 @@ public final class RamTier implements Tier {
         return GetStatus.BUFFER_TOO_SMALL;
       }
       block.copyTo(dst);
-      hits.increment();
+      counters.hit();
       return GetStatus.HIT;
     } finally {
       block.release();
@@ -314,26 +308,15 @@ public final class RamTier implements Tier {
     if (block == null) {
       return false;
     }
-    deletes.increment();
+    counters.delete();
     block.releaseOwner();
     return true;
   }
 
   @Override
   public CacheStats stats() {
-    return new CacheStats(
-        hits.sum(),
-        misses.sum(),
-        puts.sum(),
-        evictions.sum(),
-        rejections.sum(),
-        deletes.sum(),
-        index.size(),
-        memory.usedBytes(),
-        memory.capacityBytes(),
-        leasesOpen.sum(),
-        memory.compactions(),
-        memory.bytesCompacted());
+    return counters.snapshot(index.size(), memory.usedBytes(), memory.capacityBytes(),
+        memory.compactions(), memory.bytesCompacted());
   }
 
   /**
@@ -357,7 +340,7 @@ public final class RamTier implements Tier {
   }
 
   void leaseClosed() {
-    leasesOpen.decrement();
+    counters.leaseClosed();
   }
 
   private void ensureOpen() {

@@ -20,7 +20,9 @@ import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -93,19 +95,13 @@ public final class DiskTier implements Tier {
   private volatile long checkpointBytes;
   private volatile boolean closed;
 
-  private final LongAdder hits = new LongAdder();
-  private final LongAdder misses = new LongAdder();
-  private final LongAdder puts = new LongAdder();
-  private final LongAdder evictions = new LongAdder();
-  private final LongAdder rejections = new LongAdder();
-  private final LongAdder deletes = new LongAdder();
+  private final TierCounters counters = new TierCounters();
   private final LongAdder corruptBlocks = new LongAdder();
   private final LongAdder unchangedPuts = new LongAdder();
   private final LongAdder bytesWritten = new LongAdder();
   private final LongAdder superBlocksDropped = new LongAdder();
   private final LongAdder blocksRewritten = new LongAdder();
   private final LongAdder bytesRewritten = new LongAdder();
-  private final AtomicInteger leasesOpen = new AtomicInteger();
 
   private DiskTier(DiskTierConfig config, DirectoryLock directoryLock) {
     this.config = config;
@@ -205,21 +201,21 @@ public final class DiskTier implements Tier {
       throw new IllegalArgumentException("cannot store an empty block");
     }
     if (length > config.maxBlockBytes()) {
-      rejections.increment();
+      counters.rejection();
       return PutStatus.REJECTED_TOO_LARGE;
     }
     ByteBuffer data = src.duplicate();
     int rawCrc = codec == null ? Records.crc(data) : 0;
     if (codec == null && isUnchanged(key, data, rawCrc)) {
       unchangedPuts.increment();
-      puts.increment();
+      counters.put();
       return PutStatus.STORED;
     }
     try {
       long reserve = codec == null ? length : codec.maxEncodedLength(length);
       Reservation r = reserve(reserve);
       if (r == null) {
-        rejections.increment();
+        counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
       }
       int stored;
@@ -248,11 +244,11 @@ public final class DiskTier implements Tier {
           r.sequence, 0);
       commit(JournalEntry.put(key, loc, 0), r.sb, () -> install(key, loc));
       bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
-      puts.increment();
+      counters.put();
       return PutStatus.STORED;
     } catch (IOException e) {
       log.warn("put of {} failed: {}", key, e.toString());
-      rejections.increment();
+      counters.rejection();
       return PutStatus.REJECTED_NO_SPACE;
     }
   }
@@ -372,7 +368,7 @@ public final class DiskTier implements Tier {
       for (Map.Entry<BlockKey, Location> e : index.entrySet()) {
         Location loc = e.getValue();
         if (loc.superBlockId == victim.id() && index.remove(e.getKey(), loc)) {
-          evictions.increment();
+          counters.eviction();
         }
       }
     }
@@ -518,7 +514,7 @@ public final class DiskTier implements Tier {
    */
   private void install(BlockKey key, Location loc) {
     if (!superBlocks.containsKey(loc.superBlockId)) {
-      evictions.increment();
+      counters.eviction();
       return;
     }
     Location[] replaced = {null};
@@ -575,7 +571,7 @@ public final class DiskTier implements Tier {
           }));
       bytesWritten.add(HEADER_BYTES + JournalLayout.ENTRY_BYTES);
       if (removed[0]) {
-        deletes.increment();
+        counters.delete();
       }
       return removed[0];
     } catch (IOException e) {
@@ -639,7 +635,7 @@ public final class DiskTier implements Tier {
     Location loc = index.get(key);
     SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
     if (sb == null || !sb.pin()) {
-      misses.increment();
+      counters.miss();
       return BlockLease.miss(key);
     }
     ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
@@ -647,7 +643,7 @@ public final class DiskTier implements Tier {
     if (loc.encoding == ENCODING_RAW) {
       if (!intact(key, loc, sb, stored)) {
         sb.unpin();
-        misses.increment();
+        counters.miss();
         return BlockLease.miss(key);
       }
       bytes = stored;
@@ -656,15 +652,15 @@ public final class DiskTier implements Tier {
       boolean ok = decodeInto(key, loc, sb, stored, decoded);
       sb.unpin();
       if (!ok) {
-        misses.increment();
+        counters.miss();
         return BlockLease.miss(key);
       }
       bytes = decoded.flip().asReadOnlyBuffer();
       sb = null;
     }
     loc.hit();
-    hits.increment();
-    leasesOpen.incrementAndGet();
+    counters.hit();
+    counters.leaseOpened();
     return new DiskLease(key, bytes, sb);
   }
 
@@ -679,7 +675,7 @@ public final class DiskTier implements Tier {
     Location loc = index.get(key);
     SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
     if (sb == null || !sb.pin()) {
-      misses.increment();
+      counters.miss();
       return GetStatus.MISS;
     }
     try {
@@ -689,16 +685,16 @@ public final class DiskTier implements Tier {
       ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
       if (loc.encoding == ENCODING_RAW) {
         if (!intact(key, loc, sb, stored)) {
-          misses.increment();
+          counters.miss();
           return GetStatus.MISS;
         }
         dst.put(stored);
       } else if (!decodeInto(key, loc, sb, stored, dst)) {
-        misses.increment();
+        counters.miss();
         return GetStatus.MISS;
       }
       loc.hit();
-      hits.increment();
+      counters.hit();
       return GetStatus.HIT;
     } finally {
       sb.unpin();
@@ -791,9 +787,8 @@ public final class DiskTier implements Tier {
   @Override
   public CacheStats stats() {
     reapRetired();
-    return new CacheStats(hits.sum(), misses.sum(), puts.sum(), evictions.sum(), rejections.sum(),
-        deletes.sum(), index.size(), usedBytes(), config.capacityBytes(),
-        leasesOpen.get(), blocksRewritten.sum(), bytesRewritten.sum());
+    return counters.snapshot(index.size(), usedBytes(), config.capacityBytes(),
+        blocksRewritten.sum(), bytesRewritten.sum());
   }
 
   /** The disk tier's own counters. */
@@ -866,26 +861,14 @@ public final class DiskTier implements Tier {
   }
 
   /** A lease on a mapped record (pinning its super-block), or on a decoded copy. */
-  private final class DiskLease implements BlockLease {
-    private final BlockKey key;
+  private final class DiskLease extends PinnedLease {
     private final ByteBuffer bytes;
     private final SuperBlock pinned;
-    private final AtomicBoolean open = new AtomicBoolean(true);
 
     DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned) {
-      this.key = key;
+      super(key);
       this.bytes = bytes;
       this.pinned = pinned;
-    }
-
-    @Override
-    public GetStatus status() {
-      return GetStatus.HIT;
-    }
-
-    @Override
-    public BlockKey key() {
-      return key;
     }
 
     @Override
@@ -894,19 +877,13 @@ public final class DiskTier implements Tier {
     }
 
     @Override
-    public ByteBuffer bytes() {
-      if (!open.get()) {
-        throw new IllegalStateException("the lease on " + key + " is closed");
-      }
+    protected ByteBuffer view() {
       return bytes.duplicate().clear();
     }
 
     @Override
-    public void close() {
-      if (!open.compareAndSet(true, false)) {
-        throw new IllegalStateException("the lease on " + key + " was already closed");
-      }
-      leasesOpen.decrementAndGet();
+    protected void release() {
+      counters.leaseClosed();
       if (pinned != null) {
         pinned.unpin();
       }
