@@ -359,15 +359,27 @@ public final class DiskTier implements Tier {
    * the file is deleted once no lease pins it.
    */
   private void dropSuperBlock(SuperBlock victim) throws IOException {
-    if (!superBlocks.containsKey(victim.id())) {
+    if (!superBlocks.containsKey(victim.id()) || !victim.pin()) {
       return; // dropped already
+    }
+    // its blocks, found from its record headers: a sealed super-block gets no new index entries
+    List<Map.Entry<BlockKey, Location>> indexed = new ArrayList<>();
+    try {
+      Records.scan(victim, victim.end(), (kind, key, loc) -> {
+        Location cur = index.get(key);
+        if (kind == KIND_BLOCK && cur != null && cur.superBlockId == victim.id()
+            && cur.payloadOffset == loc.payloadOffset) {
+          indexed.add(Map.entry(key, cur));
+        }
+      });
+    } finally {
+      victim.unpin();
     }
     long ticket;
     synchronized (commitLock) {
       ticket = journal.append(JournalEntry.drop(victim.id()));
-      for (Map.Entry<BlockKey, Location> e : index.entrySet()) {
-        Location loc = e.getValue();
-        if (loc.superBlockId == victim.id() && index.remove(e.getKey(), loc)) {
+      for (Map.Entry<BlockKey, Location> e : indexed) {
+        if (index.remove(e.getKey(), e.getValue())) {
           counters.eviction();
         }
       }
@@ -635,6 +647,7 @@ public final class DiskTier implements Tier {
     Location loc = index.get(key);
     SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
     if (sb == null || !sb.pin()) {
+      forgetDangling(key, loc);
       counters.miss();
       return BlockLease.miss(key);
     }
@@ -675,6 +688,7 @@ public final class DiskTier implements Tier {
     Location loc = index.get(key);
     SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
     if (sb == null || !sb.pin()) {
+      forgetDangling(key, loc);
       counters.miss();
       return GetStatus.MISS;
     }
@@ -698,6 +712,16 @@ public final class DiskTier implements Tier {
       return GetStatus.HIT;
     } finally {
       sb.unpin();
+    }
+  }
+
+  /**
+   * Removes an index entry whose super-block is gone (a put that finished while its super-block
+   * was being dropped); the journal already orders it before the drop.
+   */
+  private void forgetDangling(BlockKey key, Location loc) {
+    if (loc != null && !superBlocks.containsKey(loc.superBlockId)) {
+      index.remove(key, loc);
     }
   }
 
