@@ -34,6 +34,7 @@ class BenchmarkSmokeTest {
     ChecksumBenchmark.class,
     ZstdReferenceBenchmark.class,
     DiskReopenBenchmark.class,
+    DiskReadBenchmark.class,
     DiskChurnBenchmark.class
   };
 
@@ -41,7 +42,7 @@ class BenchmarkSmokeTest {
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskChurn)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskRead|DiskChurn)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
