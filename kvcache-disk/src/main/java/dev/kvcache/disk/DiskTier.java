@@ -43,6 +43,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -408,7 +409,7 @@ public final class DiskTier implements Tier {
    *
    * @return whether there was anything to do
    */
-  boolean reclaimOnce(RateLimiter limiter, java.util.function.BooleanSupplier stop) throws IOException {
+  boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
     if (closed) {
       return false;
     }
@@ -432,21 +433,20 @@ public final class DiskTier implements Tier {
     }
     try {
       SuperBlock v = victim;
-      List<Object[]> moves = new ArrayList<>();
+      List<Map.Entry<BlockKey, Location>> moves = new ArrayList<>();
       Records.scan(v, v.end(), (kind, key, loc) -> {
         Location cur = index.get(key);
         if (kind == KIND_BLOCK && cur != null && cur.superBlockId == v.id()
             && cur.payloadOffset == loc.payloadOffset && (compact || cur.hits() > 0)) {
-          moves.add(new Object[] {key, cur});
+          moves.add(Map.entry(key, cur));
         }
       });
-      for (Object[] m : moves) {
+      for (Map.Entry<BlockKey, Location> m : moves) {
         if (stop.getAsBoolean() || closed) {
           return true;
         }
-        Location cur = (Location) m[1];
-        limiter.acquire(cur.recordBytes());
-        moveForward((BlockKey) m[0], cur, v);
+        limiter.acquire(m.getValue().recordBytes());
+        moveForward(m.getKey(), m.getValue(), v);
       }
     } finally {
       victim.unpin();
