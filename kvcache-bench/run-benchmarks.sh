@@ -80,6 +80,8 @@ for suite in "${suites[@]}"; do
     disk)
       run disk-reopen DiskReopenBenchmark -t 1
       run disk-read DiskReadBenchmark -t 1
+      run disk-latency-t1 DiskPutLatencyBenchmark -t 1
+      run disk-latency-t2 DiskPutLatencyBenchmark -t 2
       run disk-churn DiskChurnBenchmark -t 1
       ;;
     *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk)" >&2; exit 2 ;;

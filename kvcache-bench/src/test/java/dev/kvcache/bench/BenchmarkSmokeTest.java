@@ -35,6 +35,7 @@ class BenchmarkSmokeTest {
     ZstdReferenceBenchmark.class,
     DiskReopenBenchmark.class,
     DiskReadBenchmark.class,
+    DiskPutLatencyBenchmark.class,
     DiskChurnBenchmark.class
   };
 
@@ -42,7 +43,7 @@ class BenchmarkSmokeTest {
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskRead|DiskChurn)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskRead|DiskPutLatency|DiskChurn)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
