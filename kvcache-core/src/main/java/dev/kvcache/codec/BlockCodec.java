@@ -72,6 +72,8 @@ public final class BlockCodec {
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
   private static final ThreadLocal<FilterBuffers> SCRATCH = new ThreadLocal<>();
+  private static final ThreadLocal<ChannelBuffers> CHANNEL_BUFFERS = new ThreadLocal<>();
+  private static final int MAX_CACHED_CHANNEL_BYTES = (4 << 20) + (64 << 10);
   private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
   /** Chunks this large are probed with samples before compressing. */
   private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
@@ -199,16 +201,21 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + largestChunk(rawLength));
-    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
-    CRC32C crc = new CRC32C();
-    for (int in = src.position(), end = src.limit(); in < end; ) {
-      int len = Math.min(chunkSizeBytes, end - in);
-      int size = encodeChunk(src, in, len, chunk, 0, scratch, crc);
-      written += writeFully(out, chunk.clear().limit(size));
-      in += len;
+    ChannelBuffers buffers = channelBuffers(CHUNK_HEADER_BYTES + largestChunk(rawLength));
+    try {
+      ByteBuffer chunk = buffers.first;
+      FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+      CRC32C crc = new CRC32C();
+      for (int in = src.position(), end = src.limit(); in < end; ) {
+        int len = Math.min(chunkSizeBytes, end - in);
+        int size = encodeChunk(src, in, len, chunk, 0, scratch, crc);
+        written += writeFully(out, chunk.clear().limit(size));
+        in += len;
+      }
+      return written;
+    } finally {
+      buffers.release();
     }
-    return written;
   }
 
   /**
@@ -231,17 +238,20 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    ByteBuffer chunkIn = ByteBuffer.allocateDirect(largestChunk(rawLength));
-    ByteBuffer chunkOut = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + largestChunk(rawLength));
-    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
-    CRC32C crc = new CRC32C();
-    for (long done = 0; done < rawLength; ) {
-      int len = readChunk(in, chunkIn, done, rawLength);
-      int size = encodeChunk(chunkIn, 0, len, chunkOut, 0, scratch, crc);
-      written += writeFully(out, chunkOut.clear().limit(size));
-      done += len;
+    ChannelBuffers buffers = channelBuffers(CHUNK_HEADER_BYTES + largestChunk(rawLength));
+    try {
+      FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+      CRC32C crc = new CRC32C();
+      for (long done = 0; done < rawLength; ) {
+        int len = readChunk(in, buffers.first, done, rawLength);
+        int size = encodeChunk(buffers.first, 0, len, buffers.second, 0, scratch, crc);
+        written += writeFully(out, buffers.second.clear().limit(size));
+        done += len;
+      }
+      return written;
+    } finally {
+      buffers.release();
     }
-    return written;
   }
 
   /**
@@ -264,13 +274,17 @@ public final class BlockCodec {
     int start = dst.position();
     writeHeader(dst, start, rawLength);
     int out = start + HEADER_BYTES;
-    ByteBuffer chunkIn = ByteBuffer.allocateDirect(largestChunk(rawLength));
-    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
-    CRC32C crc = new CRC32C();
-    for (long done = 0; done < rawLength; ) {
-      int len = readChunk(in, chunkIn, done, rawLength);
-      out += encodeChunk(chunkIn, 0, len, dst, out, scratch, crc);
-      done += len;
+    ChannelBuffers buffers = channelBuffers(largestChunk(rawLength));
+    try {
+      FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+      CRC32C crc = new CRC32C();
+      for (long done = 0; done < rawLength; ) {
+        int len = readChunk(in, buffers.first, done, rawLength);
+        out += encodeChunk(buffers.first, 0, len, dst, out, scratch, crc);
+        done += len;
+      }
+    } finally {
+      buffers.release();
     }
     dst.position(out);
     return out - start;
@@ -523,17 +537,22 @@ public final class BlockCodec {
     header.requireRoom(dst);
     ChunkDecoder decoder = new ChunkDecoder(header);
     int maxChunk = CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk());
-    ByteBuffer chunk = ByteBuffer.allocateDirect(maxChunk);
+    ChannelBuffers buffers = channelBuffers(maxChunk);
     long offset = HEADER_BYTES;
     int out = dst.position();
-    for (int i = 0; i < header.chunkCount; i++) {
-      chunk.clear().limit(CHUNK_HEADER_BYTES);
-      readFully(in, chunk, i, offset);
-      int stored = decoder.readChunkHeader(chunk, 0, i, offset);
-      chunk.limit(CHUNK_HEADER_BYTES + stored);
-      readFully(in, chunk, i, offset);
-      out += decoder.decodeChunk(chunk, 0, dst, out, i, offset);
-      offset += CHUNK_HEADER_BYTES + stored;
+    try {
+      ByteBuffer chunk = buffers.first;
+      for (int i = 0; i < header.chunkCount; i++) {
+        chunk.clear().limit(CHUNK_HEADER_BYTES);
+        readFully(in, chunk, i, offset);
+        int stored = decoder.readChunkHeader(chunk, 0, i, offset);
+        chunk.limit(CHUNK_HEADER_BYTES + stored);
+        readFully(in, chunk, i, offset);
+        out += decoder.decodeChunk(chunk, 0, dst, out, i, offset);
+        offset += CHUNK_HEADER_BYTES + stored;
+      }
+    } finally {
+      buffers.release();
     }
     dst.position(out);
   }
@@ -568,6 +587,48 @@ public final class BlockCodec {
       SCRATCH.set(b);
     }
     return b;
+  }
+
+  /**
+   * Two direct buffers for streaming chunks through a channel, each at least {@code bytes} long and
+   * cleared: this thread's cached pair when it is free and large enough (kept for chunks up to 4
+   * MiB, so that a put through a channel allocates no direct memory), else a new pair. Give them
+   * back with {@link ChannelBuffers#release()}.
+   */
+  private static ChannelBuffers channelBuffers(int bytes) {
+    ChannelBuffers cached = CHANNEL_BUFFERS.get();
+    if (cached != null && !cached.inUse && cached.first.capacity() >= bytes) {
+      cached.take();
+      return cached;
+    }
+    ChannelBuffers fresh = new ChannelBuffers(bytes);
+    if ((cached == null || !cached.inUse) && bytes <= MAX_CACHED_CHANNEL_BYTES) {
+      CHANNEL_BUFFERS.set(fresh);
+    }
+    fresh.take();
+    return fresh;
+  }
+
+  /** A pair of direct chunk buffers, used by one codec call at a time. */
+  private static final class ChannelBuffers {
+    final ByteBuffer first;
+    final ByteBuffer second;
+    boolean inUse;
+
+    ChannelBuffers(int bytes) {
+      first = ByteBuffer.allocateDirect(bytes);
+      second = ByteBuffer.allocateDirect(bytes);
+    }
+
+    void take() {
+      inUse = true;
+      first.clear();
+      second.clear();
+    }
+
+    void release() {
+      inUse = false;
+    }
   }
 
   /** A chunk's bytes before and after the filter, as heap arrays the filters work on. */

@@ -151,6 +151,39 @@ class BlockCodecTest {
   }
 
   @Test
+  void aCodecCallNestedInAChannelOnTheSameThreadDoesNotShareBuffers() throws IOException {
+    BlockCodec codec = codec(Filter.BYTE_SHUFFLE_2);
+    byte[] inner = new byte[encode(codec, halfFloats(3 * CHUNK, 2)).remaining()];
+    encode(codec, halfFloats(3 * CHUNK, 2)).get(inner);
+    ByteBuffer src = halfFloats(3 * CHUNK + 5, 3);
+    ByteArrayOutputStream sink = new ByteArrayOutputStream();
+    java.nio.channels.WritableByteChannel decodingSink = new java.nio.channels.WritableByteChannel() {
+      @Override
+      public int write(ByteBuffer b) throws IOException {
+        // decode another container through a channel while the outer encode holds its buffers
+        ByteBuffer decoded = ByteBuffer.allocate(3 * CHUNK);
+        BlockCodec.decode(Channels.newChannel(new ByteArrayInputStream(inner)), decoded);
+        assertThat(decoded.flip()).isEqualTo(halfFloats(3 * CHUNK, 2));
+        int n = b.remaining();
+        byte[] bytes = new byte[n];
+        b.get(bytes);
+        sink.write(bytes);
+        return n;
+      }
+
+      @Override
+      public boolean isOpen() {
+        return true;
+      }
+
+      @Override
+      public void close() {}
+    };
+    codec.encode(src, decodingSink);
+    assertThat(ByteBuffer.wrap(sink.toByteArray())).isEqualTo(encode(codec, src));
+  }
+
+  @Test
   void randomBytesGrowOnlyByTheHeaders() throws IOException {
     BlockCodec codec = codec(Filter.NONE);
     int size = 10 * CHUNK + 123;
