@@ -5,9 +5,11 @@ public enum PutStatus {
   /** The block was written and published; it stays findable until it is evicted or deleted. */
   STORED,
   /**
-   * The block was written, but the eviction policy chose it as the victim before the put returned
-   * (its estimated frequency was lower than that of the blocks it would have displaced). Its bytes
-   * went to the eviction listener, if one is set, like any evicted block's.
+   * The tier's admission policy declined the block; it cannot be found. In the RAM tier the block
+   * was written, but the eviction policy chose it as the victim before the put returned (its
+   * estimated frequency was lower than that of the blocks it would have displaced), and its bytes
+   * went to the eviction listener, if one is set, like any evicted block's. In a disk tier with
+   * {@code Admission.SEEN_BEFORE} it was not written, its key being new.
    */
   NOT_ADMITTED,
   /** The block is larger than the tier's maximum block size; nothing changed. */

@@ -12,6 +12,7 @@ import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
+import dev.kvcache.disk.internal.Doorkeeper;
 import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
@@ -91,6 +92,8 @@ public final class DiskTier implements Tier {
   private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
   private final ScheduledExecutorService syncer;
   private final Reclaimer reclaimer;
+  /** Keys put once, for {@link Admission#SEEN_BEFORE}; null otherwise. */
+  private final Doorkeeper doorkeeper;
   private volatile SuperBlock active;
   private volatile Journal journal;
   private volatile long checkpointBytes;
@@ -117,6 +120,9 @@ public final class DiskTier implements Tier {
         })
         : null;
     this.reclaimer = new Reclaimer(this, config.reclaimBytesPerSecond());
+    this.doorkeeper = config.admission() == Admission.SEEN_BEFORE
+        ? new Doorkeeper((int) Math.min(1 << 26, 8 * Math.max(1, config.capacityBytes() >> 16)))
+        : null;
   }
 
   /**
@@ -204,6 +210,10 @@ public final class DiskTier implements Tier {
     if (length > config.maxBlockBytes()) {
       counters.rejection();
       return PutStatus.REJECTED_TOO_LARGE;
+    }
+    if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
+      counters.put();
+      return PutStatus.NOT_ADMITTED;
     }
     ByteBuffer data = src.duplicate();
     int rawCrc = codec == null ? Records.crc(data) : 0;

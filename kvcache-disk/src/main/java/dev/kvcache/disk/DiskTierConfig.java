@@ -43,6 +43,7 @@ public final class DiskTierConfig {
   private final long checkpointJournalBytes;
   private final BlockCodec codec;
   private final long reclaimBytesPerSecond;
+  private final Admission admission;
 
   private DiskTierConfig(Builder b) {
     this.directory = b.directory;
@@ -55,6 +56,7 @@ public final class DiskTierConfig {
     this.checkpointJournalBytes = b.checkpointJournalBytes;
     this.codec = b.codec;
     this.reclaimBytesPerSecond = b.reclaimBytesPerSecond;
+    this.admission = b.admission;
   }
 
   /** A builder with the defaults, for a tier in {@code directory} of {@code capacityBytes}. */
@@ -111,6 +113,11 @@ public final class DiskTierConfig {
     return reclaimBytesPerSecond;
   }
 
+  /** Which puts are written. */
+  public Admission admission() {
+    return admission;
+  }
+
   /** Settings of a {@link DiskTierConfig}. */
   public static final class Builder {
     private final Path directory;
@@ -123,6 +130,7 @@ public final class DiskTierConfig {
     private long checkpointJournalBytes = DEFAULT_CHECKPOINT_JOURNAL_BYTES;
     private BlockCodec codec;
     private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
+    private Admission admission = Admission.ALWAYS;
 
     private Builder(Path directory, long capacityBytes) {
       this.directory = Objects.requireNonNull(directory, "directory");
@@ -173,6 +181,12 @@ public final class DiskTierConfig {
     /** The most bytes per second rewritten in the background while reclaiming space; at least 1. */
     public Builder reclaimBytesPerSecond(long reclaimBytesPerSecond) {
       this.reclaimBytesPerSecond = reclaimBytesPerSecond;
+      return this;
+    }
+
+    /** Which puts are written; default {@link Admission#ALWAYS}. */
+    public Builder admission(Admission admission) {
+      this.admission = Objects.requireNonNull(admission, "admission");
       return this;
     }
 

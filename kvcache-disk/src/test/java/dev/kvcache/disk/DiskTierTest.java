@@ -324,6 +324,29 @@ class DiskTierTest {
   }
 
   @Test
+  void withSeenBeforeAdmissionABlockIsWrittenOnItsSecondPut() throws IOException {
+    try (DiskTier tier = DiskTier.open(config(temp.resolve("d")).admission(Admission.SEEN_BEFORE).build())) {
+      BlockKey key = Payloads.key(1);
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.NOT_ADMITTED);
+      assertThat(tier.contains(key)).isFalse();
+      long written = tier.diskStats().bytesWritten();
+      assertThat(written).as("nothing reached the disk").isZero();
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+      assertThat(tier.put(key, Payloads.of(key, 2, BLOCK))).as("a stored key is always written")
+          .isEqualTo(PutStatus.STORED);
+      assertHolds(tier, 1, 2, 2);
+      int admitted = 0;
+      for (int i = 100; i < 1100; i++) {
+        BlockKey k = Payloads.key(i);
+        if (tier.put(k, Payloads.of(k, 1, 1000)) == PutStatus.STORED) {
+          admitted++;
+        }
+      }
+      assertThat(admitted).as("new keys let through by false positives").isLessThan(60);
+    }
+  }
+
+  @Test
   void settingsOutOfRangeAreNamed() {
     Path dir = temp.resolve("d");
     assertThatThrownBy(() -> DiskTierConfig.builder(dir, 1L << 20).superBlockBytes(1L << 20).build())
