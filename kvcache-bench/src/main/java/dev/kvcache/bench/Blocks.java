@@ -1,8 +1,7 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.BitShuffle;
-import dev.kvcache.internal.codec.ByteShuffle;
+import dev.kvcache.internal.codec.FilterKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -69,43 +68,9 @@ final class Blocks {
     for (int in = 0; in < length; in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, length - in);
       src.get(in, plain, 0, len);
-      out.put(in, applyFilter(filter, plain, len, shuffled), 0, len);
+      out.put(in, FilterKernels.apply(filter, plain, len, shuffled), 0, len);
     }
     return out;
-  }
-
-  /** Filters {@code len} bytes of {@code data} as the codec does; returns the array holding them. */
-  static byte[] applyFilter(Filter filter, byte[] data, int len, byte[] scratch) {
-    switch (filter) {
-      case BYTE_SHUFFLE_2:
-      case BYTE_SHUFFLE_4:
-        ByteShuffle.shuffle(data, len, filter.elementSizeBytes(), scratch);
-        return scratch;
-      case BIT_SHUFFLE_1:
-      case BIT_SHUFFLE_2:
-      case BIT_SHUFFLE_4:
-        BitShuffle.shuffle(data, len, filter.elementSizeBytes(), scratch);
-        return data;
-      default:
-        return data;
-    }
-  }
-
-  /** Reverses {@link #applyFilter} on {@code len} bytes of {@code data}; returns the array holding them. */
-  static byte[] removeFilter(Filter filter, byte[] data, int len, byte[] scratch) {
-    switch (filter) {
-      case BYTE_SHUFFLE_2:
-      case BYTE_SHUFFLE_4:
-        ByteShuffle.unshuffle(data, len, filter.elementSizeBytes(), scratch);
-        return scratch;
-      case BIT_SHUFFLE_1:
-      case BIT_SHUFFLE_2:
-      case BIT_SHUFFLE_4:
-        BitShuffle.unshuffle(data, len, filter.elementSizeBytes(), scratch);
-        return data;
-      default:
-        return data;
-    }
   }
 
   /** Deletes {@code dir} and everything under it, if it exists. */

@@ -1,6 +1,7 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
+import dev.kvcache.internal.codec.FilterKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -54,11 +55,11 @@ public class FilterBenchmark {
   @Benchmark
   public byte[] apply() {
     // the bit shuffles work in place: the chunk is transformed again each call, at the same cost
-    return Blocks.applyFilter(filter, data, chunkSizeBytes, scratch);
+    return FilterKernels.apply(filter, data, chunkSizeBytes, scratch);
   }
 
   @Benchmark
   public byte[] remove() {
-    return Blocks.removeFilter(filter, data, chunkSizeBytes, scratch);
+    return FilterKernels.remove(filter, data, chunkSizeBytes, scratch);
   }
 }

@@ -3,8 +3,7 @@ package dev.kvcache.codec;
 import static dev.kvcache.internal.codec.ContainerLayout.*;
 
 import dev.kvcache.codec.CorruptBlockException.Reason;
-import dev.kvcache.internal.codec.BitShuffle;
-import dev.kvcache.internal.codec.ByteShuffle;
+import dev.kvcache.internal.codec.FilterKernels;
 import dev.kvcache.internal.codec.SharedWork;
 import java.io.EOFException;
 import java.io.IOException;
@@ -651,13 +650,7 @@ public final class BlockCodec {
    * returns a view of the filtered bytes.
    */
   private static ByteBuffer applyFilter(Filter filter, FilterBuffers s, int len) {
-    int width = filter.elementSizeBytes();
-    if (filter.formatId() == FILTER_BIT_SHUFFLE) {
-      BitShuffle.shuffle(s.plain, len, width, s.filtered);
-      return s.plainView;
-    }
-    ByteShuffle.shuffle(s.plain, len, width, s.filtered);
-    return s.filteredView;
+    return FilterKernels.apply(filter, s.plain, len, s.filtered) == s.plain ? s.plainView : s.filteredView;
   }
 
   /**
@@ -665,13 +658,7 @@ public final class BlockCodec {
    * overwritten); returns the array holding the chunk's bytes.
    */
   private static byte[] removeFilter(Filter filter, FilterBuffers s, int len) {
-    int width = filter.elementSizeBytes();
-    if (filter.formatId() == FILTER_BIT_SHUFFLE) {
-      BitShuffle.unshuffle(s.filtered, len, width, s.plain);
-      return s.filtered;
-    }
-    ByteShuffle.unshuffle(s.filtered, len, width, s.plain);
-    return s.plain;
+    return FilterKernels.remove(filter, s.filtered, len, s.plain);
   }
 
   static long chunkCount(long rawLength, int chunkSize) {
