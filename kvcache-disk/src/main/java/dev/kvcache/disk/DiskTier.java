@@ -655,10 +655,8 @@ public final class DiskTier implements Tier {
     Objects.requireNonNull(key, "key");
     requireOpen();
     Location loc = index.get(key);
-    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
-    if (sb == null || !sb.pin()) {
-      forgetDangling(key, loc);
-      counters.miss();
+    SuperBlock sb = pinOrMiss(key, loc);
+    if (sb == null) {
       return BlockLease.miss(key);
     }
     ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
@@ -696,10 +694,8 @@ public final class DiskTier implements Tier {
     }
     requireOpen();
     Location loc = index.get(key);
-    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
-    if (sb == null || !sb.pin()) {
-      forgetDangling(key, loc);
-      counters.miss();
+    SuperBlock sb = pinOrMiss(key, loc);
+    if (sb == null) {
       return GetStatus.MISS;
     }
     try {
@@ -726,13 +722,20 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Removes an index entry whose super-block is gone (a put that finished while its super-block
-   * was being dropped); the journal already orders it before the drop.
+   * The super-block holding {@code loc}, pinned; or null, counted as a miss, if there is no such
+   * block. An index entry whose super-block is gone (a put that finished while its super-block was
+   * being dropped; the journal already orders it before the drop) is removed on the way.
    */
-  private void forgetDangling(BlockKey key, Location loc) {
+  private SuperBlock pinOrMiss(BlockKey key, Location loc) {
+    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
+    if (sb != null && sb.pin()) {
+      return sb;
+    }
     if (loc != null && !superBlocks.containsKey(loc.superBlockId)) {
       index.remove(key, loc);
     }
+    counters.miss();
+    return null;
   }
 
   /** Checks a raw record's checksum; a mismatch drops the block. */

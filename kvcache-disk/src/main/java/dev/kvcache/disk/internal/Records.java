@@ -5,7 +5,6 @@ import static dev.kvcache.disk.internal.RecordLayout.*;
 import dev.kvcache.BlockKey;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.zip.CRC32C;
 
 /** Writes record headers and walks the records of a super-block (see {@link RecordLayout}). */
 public final class Records {
@@ -42,9 +41,7 @@ public final class Records {
 
   /** CRC32C of {@code b}'s remaining bytes. */
   public static int crc(ByteBuffer b) {
-    CRC32C crc = new CRC32C();
-    crc.update(b.duplicate());
-    return (int) crc.getValue();
+    return SuperBlock.crc(b, b.position(), b.remaining());
   }
 
   /** Whether the payload at {@code loc} in {@code sb} (pinned) matches its checksum. */

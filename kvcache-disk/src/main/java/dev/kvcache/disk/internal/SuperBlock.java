@@ -191,10 +191,6 @@ public final class SuperBlock {
     retire(true);
   }
 
-  public boolean isDropped() {
-    return retired && deleteOnRelease;
-  }
-
   /** Whether the mapping is gone (and, if dropped, the file). */
   public boolean isReleased() {
     return pins.get() < 0;
