@@ -79,7 +79,11 @@ for suite in "${suites[@]}"; do
       ;;
     disk)
       run disk-reopen DiskReopenBenchmark -t 1
-      run disk-read DiskReadBenchmark -t 1
+      for size in 262144 2097152 33554432; do
+        run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
+      done
+      run disk-cold DiskColdReadBenchmark -t 1   # drops the page cache: needs root
+      run disk-peers DiskPeerBenchmark -t 1
       run disk-latency-t1 DiskPutLatencyBenchmark -t 1
       run disk-latency-t2 DiskPutLatencyBenchmark -t 2
       run disk-churn DiskChurnBenchmark -t 1

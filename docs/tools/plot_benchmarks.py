@@ -396,6 +396,124 @@ def small_tables(rows, out):
         out.append("")
 
 
+def disk_tables(rows, out, img):
+    """The disk tier beside raw file IO (warm and cold), beside the disk peers, and reopen times."""
+    io = {}  # (medium, size, method) -> (GB/s, error)
+    for r in rows:
+        if klass(r) == "DiskThroughputBenchmark":
+            medium = "tmpfs" if r["params"]["baseDir"].startswith("/dev/shm") else "disk"
+            io[(medium, int(r["params"]["blockSizeBytes"]), method(r))] = gbps(r)
+        elif klass(r) == "DiskColdReadBenchmark":
+            # single shot: milliseconds to read the whole working set once
+            ws = int(r["params"]["workingSetBytes"])
+            ms, err = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
+            gb = ws / 1e9 / (ms / 1e3)
+            io[("disk, cold", int(r["params"]["blockSizeBytes"]), {"readAll": "getInto", "baselineReadAll": "baselineGet"}[method(r)])] = (
+                gb, gb * err / ms if ms and err == err else float("nan"))
+    if io:
+        out.append("### Disk tier against raw file IO of the same bytes (GB/s)\n")
+        out.append("| medium | block | put | FileChannel write | put / write | getInto | mapped copy | getInto / copy | leaseGet |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        media = [m for m in ["disk", "tmpfs", "disk, cold"] if any(k[0] == m for k in io)]
+        sizes = sorted({k[1] for k in io})
+
+        def cell(k):
+            return f"{io[k][0]:.2f} ± {io[k][1]:.2f}" if k in io else "-"
+
+        def ratio(a, b):
+            return f"**{io[a][0] / io[b][0]:.2f}**" if a in io and b in io and io[b][0] else "-"
+
+        for m in media:
+            for s in sizes:
+                out.append(f"| {m} | {size_label(s)} | {cell((m, s, 'put'))} | {cell((m, s, 'baselinePut'))} | "
+                           f"{ratio((m, s, 'put'), (m, s, 'baselinePut'))} | {cell((m, s, 'getInto'))} | "
+                           f"{cell((m, s, 'baselineGet'))} | {ratio((m, s, 'getInto'), (m, s, 'baselineGet'))} | "
+                           f"{cell((m, s, 'leaseGet'))} |")
+        out.append("")
+        fig, ax = plt.subplots(figsize=(8, 4.2))
+        for m in media:
+            for op, base, style in (("put", "baselinePut", "o-"), ("getInto", "baselineGet", "s--")):
+                pts = [(s, io[(m, s, op)][0] / io[(m, s, base)][0]) for s in sizes
+                       if (m, s, op) in io and (m, s, base) in io and io[(m, s, base)][0]]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{op}, {m}")
+        ax.axhline(0.9, color="grey", linestyle=":", label="target 0.9")
+        size_axis(ax, sizes, "kvcache / raw file IO")
+        ax.set_title("Disk tier against raw file IO of the same bytes")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(img, "disk-vs-raw.png"), dpi=110)
+        plt.close(fig)
+
+    peers = {}  # (size, op, store) -> (GB/s, error)
+    for r in rows:
+        if klass(r) == "DiskPeerBenchmark":
+            peers[(int(r["params"]["blockSizeBytes"]), method(r), r["params"]["store"])] = gbps(r)
+    if peers:
+        stores = [p for p in ["kvcache", "rocksdb", "ehcache", "files"] if any(k[2] == p for k in peers)]
+        others = [p for p in stores if p != "kvcache"]
+        sizes = sorted({k[0] for k in peers})
+        out.append("### Disk tier beside the disk stores a user would pick instead (GB/s; ratio = kvcache / peer)\n")
+        out.append("| op | block | " + " | ".join(stores) + " | " + " | ".join(f"× {p}" for p in others) + " |")
+        out.append("|---|---|" + "---|" * (len(stores) + len(others)))
+        for op in ["put", "get"]:
+            for s in sizes:
+                vals = {p: peers[(s, op, p)] for p in stores if (s, op, p) in peers}
+                if "kvcache" not in vals:
+                    continue
+                cells = [f"{vals[p][0]:.2f} ± {vals[p][1]:.2f}" if p in vals else "-" for p in stores]
+                ratios = [f"**{vals['kvcache'][0] / vals[p][0]:.1f}**" if p in vals and vals[p][0] else "-" for p in others]
+                out.append(f"| {op} | {size_label(s)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        out.append("")
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        width = 0.8 / len(stores)
+        for col, op in enumerate(["put", "get"]):
+            ax = axes[col]
+            for i, p in enumerate(stores):
+                ys = [peers[(s, op, p)][0] if (s, op, p) in peers else 0 for s in sizes]
+                ax.bar([x + i * width for x in range(len(sizes))], ys, width, label=p)
+            ax.set_xticks([x + width * (len(stores) - 1) / 2 for x in range(len(sizes))])
+            ax.set_xticklabels([size_label(s) for s in sizes])
+            ax.set_ylabel("GB/s")
+            ax.set_title(f"{op}, work tree's disk, page cache warm")
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(img, "disk-peers.png"), dpi=110)
+        plt.close(fig)
+
+    reopen = {}  # (method, blocks) -> (ms, error)
+    for r in rows:
+        if klass(r) == "DiskReopenBenchmark":
+            reopen[(method(r), int(r["params"]["blocks"]))] = (r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"])
+    if reopen:
+        kinds = [k for k in ["afterClose", "afterCrash", "afterIndexLoss"] if any(m == k for m, _ in reopen)]
+        counts = sorted({n for _, n in reopen})
+        out.append("### Reopening a directory against the number of blocks (ms)\n")
+        out.append("| blocks | " + " | ".join(kinds) + " |")
+        out.append("|---|" + "---|" * len(kinds))
+        for n in counts:
+            out.append(f"| {n:,} | " + " | ".join(
+                f"{reopen[(k, n)][0]:,.0f} ± {reopen[(k, n)][1]:,.0f}" if (k, n) in reopen else "-" for k in kinds) + " |")
+        out.append("")
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for k in kinds:
+            pts = [(n, reopen[(k, n)][0]) for n in counts if (k, n) in reopen]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=k)
+        ax.axhline(2000, color="grey", linestyle=":", label="target 2 s")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("blocks in the directory")
+        ax.set_ylabel("ms to open")
+        ax.set_title("DiskTier.open against block count")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(img, "disk-reopen.png"), dpi=110)
+        plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -407,6 +525,7 @@ def main():
     memory_table(rows, out)
     codec_tables(rows, results_dir, out, img)
     small_tables(rows, out)
+    disk_tables(rows, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

@@ -56,7 +56,9 @@ public interface KvCache extends AutoCloseable {
    * Copies the block stored under {@code key} into {@code dst} at its position, advancing the
    * position by the block's length.
    *
-   * @return {@link GetStatus#HIT} if copied; {@link GetStatus#MISS}; or {@link
+   * @return {@link GetStatus#HIT} if copied; {@link GetStatus#MISS}, leaving {@code dst}'s
+   *     position unchanged (a tier that checks a checksum while it copies may have written over
+   *     the bytes after the position before finding the block damaged); or {@link
    *     GetStatus#BUFFER_TOO_SMALL}, leaving {@code dst} unchanged
    * @throws java.nio.ReadOnlyBufferException if {@code dst} is read-only
    */

@@ -9,10 +9,7 @@ import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -30,8 +27,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * The disk tier under steady churn: puts of blocks under random keys drawn from twice as many
  * keys as fit, with {@code readPercent} of operations reading a recently written block (which
  * makes it worth keeping when its super-block is reclaimed), with the default sync policy (a force
- * every second). Beside it, {@code appendBaseline} writes the same bytes to a plain file of the
- * same size, wrapping around, forced every second too. After each iteration
+ * every second). Beside it, {@code filesBaseline} writes the same bytes into new plain files as
+ * the tier writes super-blocks, forced every second too. After each iteration
  * the set-up prints the write amplification: bytes the tier wrote (records, rewrites, journal,
  * checkpoints) and bytes the process sent to the device ({@code /proc/self/io}), each over the
  * payload bytes of the puts.
@@ -55,8 +52,7 @@ public class DiskChurnBenchmark {
   public String baseDir;
 
   private DiskTier tier;
-  private FileChannel baselineFile;
-  private long baselineOffset;
+  private RotatingFiles baselineFiles;
   private long lastForce = System.nanoTime();
   private ByteBuffer payload;
   private ByteBuffer readBuffer;
@@ -73,9 +69,7 @@ public class DiskChurnBenchmark {
     Blocks.deleteTree(base);
     tier = DiskTier.open(DiskTierConfig.builder(base.resolve("tier"), capacityBytes)
         .superBlockBytes(capacityBytes / 16).minFreeBytes(0).syncPolicy(SyncPolicy.PERIODIC).build());
-    Files.createDirectories(base);
-    baselineFile = FileChannel.open(base.resolve("baseline"), StandardOpenOption.CREATE,
-        StandardOpenOption.READ, StandardOpenOption.WRITE);
+    baselineFiles = new RotatingFiles(base.resolve("baseline"), capacityBytes / 16, capacityBytes);
     payload = Blocks.randomDirect(blockSizeBytes, 3);
     readBuffer = ByteBuffer.allocateDirect(blockSizeBytes);
     keys = (int) (2 * capacityBytes / blockSizeBytes);
@@ -104,17 +98,18 @@ public class DiskChurnBenchmark {
     return status;
   }
 
-  /** The same bytes appended to one plain file, wrapping around, forced once a second as the tier's default policy forces. */
+  /**
+   * The same bytes written to new files of the tier's super-block size, the oldest deleted beyond
+   * the same capacity ({@link RotatingFiles}), forced once a second as the tier's default policy
+   * forces.
+   */
   @Benchmark
-  public int appendBaseline() throws IOException {
-    if (baselineOffset + blockSizeBytes > capacityBytes) {
-      baselineOffset = 0;
-    }
-    int n = baselineFile.write(payload.duplicate(), baselineOffset);
-    baselineOffset += n;
+  public int filesBaseline() throws IOException {
+    payload.putLong(0, counter++);
+    int n = baselineFiles.write(payload);
     long now = System.nanoTime();
     if (now - lastForce > 1_000_000_000L) {
-      baselineFile.force(false);
+      baselineFiles.force();
       lastForce = now;
     }
     return n;
@@ -136,7 +131,7 @@ public class DiskChurnBenchmark {
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
     tier.close();
-    baselineFile.close();
+    baselineFiles.close();
     Blocks.deleteTree(Path.of(baseDir).toAbsolutePath());
   }
 }

@@ -7,7 +7,9 @@ import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.stream.Stream;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -19,19 +21,22 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * Time to open a disk tier directory holding {@code blocks} small blocks: after a clean close
- * ({@code afterClose}: the checkpoint alone) and after a crash ({@code afterCrash}: a copy of the
- * directory taken while the tier was open, so the journal since the last checkpoint is replayed).
- * The set-up writes the blocks once per fork (untimed).
+ * ({@code afterClose}: the checkpoint alone), after a crash ({@code afterCrash}: a copy of the
+ * directory taken while the tier was open, so the journal since the last checkpoint is replayed),
+ * and with the index lost ({@code afterIndexLoss}: the closed directory without its checkpoint and
+ * journal, so every super-block is scanned). The set-up writes the blocks once per fork (untimed);
+ * the last two open a fresh copy each time, since opening repairs the directory.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 public class DiskReopenBenchmark {
 
-  @Param({"1000000"})
+  @Param({"10000", "100000", "1000000"})
   public int blocks;
 
   /** Where the directories go; the work tree's disk by default. */
@@ -40,8 +45,8 @@ public class DiskReopenBenchmark {
 
   private Path clean;
   private Path crashImage;
-  private Path crashed;
-  private boolean crashedOpened = true;
+  private Path lostIndexImage;
+  private Path opening;
   private DiskTier opened;
 
   private DiskTierConfig config(Path dir) {
@@ -55,7 +60,8 @@ public class DiskReopenBenchmark {
     Blocks.deleteTree(base);
     clean = base.resolve("clean");
     crashImage = base.resolve("crash-image");
-    crashed = base.resolve("crashed");
+    lostIndexImage = base.resolve("lost-index-image");
+    opening = base.resolve("opening");
     ByteBuffer payload = Blocks.randomDirect(64, 1);
     try (DiskTier tier = DiskTier.open(config(clean))) {
       for (int i = 0; i < blocks; i++) {
@@ -65,15 +71,24 @@ public class DiskReopenBenchmark {
       }
       Blocks.copyTree(clean, crashImage, "lock");
     }
+    Blocks.copyTree(clean, lostIndexImage, "lock");
+    try (Stream<Path> files = Files.list(lostIndexImage)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        if (!f.getFileName().toString().endsWith(".kvsb")) {
+          Files.delete(f);
+        }
+      }
+    }
   }
 
-  /** Gives {@link #afterCrash} a fresh copy of the crash image (opening one repairs it). */
+  /** Gives {@link #afterCrash} and {@link #afterIndexLoss} a fresh copy of their image. */
   @Setup(Level.Invocation)
-  public void freshCrashImage() throws IOException {
-    if (crashedOpened) {
-      Blocks.deleteTree(crashed);
-      Blocks.copyTree(crashImage, crashed, "lock");
-      crashedOpened = false;
+  public void freshImage(BenchmarkParams params) throws IOException {
+    Blocks.deleteTree(opening);
+    if (params.getBenchmark().endsWith("afterCrash")) {
+      Blocks.copyTree(crashImage, opening, "lock");
+    } else if (params.getBenchmark().endsWith("afterIndexLoss")) {
+      Blocks.copyTree(lostIndexImage, opening, "lock");
     }
   }
 
@@ -84,8 +99,12 @@ public class DiskReopenBenchmark {
 
   @Benchmark
   public DiskTier afterCrash() throws IOException {
-    crashedOpened = true;
-    return opened = DiskTier.open(config(crashed));
+    return opened = DiskTier.open(config(opening));
+  }
+
+  @Benchmark
+  public DiskTier afterIndexLoss() throws IOException {
+    return opened = DiskTier.open(config(opening));
   }
 
   @TearDown(Level.Invocation)

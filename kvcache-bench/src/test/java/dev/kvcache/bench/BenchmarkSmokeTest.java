@@ -34,7 +34,9 @@ class BenchmarkSmokeTest {
     ChecksumBenchmark.class,
     ZstdReferenceBenchmark.class,
     DiskReopenBenchmark.class,
-    DiskReadBenchmark.class,
+    DiskThroughputBenchmark.class,
+    DiskColdReadBenchmark.class,
+    DiskPeerBenchmark.class,
     DiskPutLatencyBenchmark.class,
     DiskChurnBenchmark.class
   };
@@ -43,7 +45,7 @@ class BenchmarkSmokeTest {
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskRead|DiskPutLatency|DiskChurn)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskThroughput|DiskColdRead|DiskPeer|DiskPutLatency|DiskChurn)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
@@ -57,6 +59,7 @@ class BenchmarkSmokeTest {
             .param("codecThreads", "2")
             .param("level", "1")
             .param("blocks", "2000")
+            .param("dropPageCache", "false") // needs root; the cold-read set-up runs without it
             .shouldFailOnError(true)
             .build();
 

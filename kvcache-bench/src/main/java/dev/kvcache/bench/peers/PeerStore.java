@@ -1,6 +1,7 @@
 package dev.kvcache.bench.peers;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 
 /**
  * The two operations the peer comparison measures, as each library is best used for them: put
@@ -34,6 +35,22 @@ public interface PeerStore extends AutoCloseable {
         return new ChronicleMapStore(blockSizeBytes, blocks);
       default:
         throw new IllegalArgumentException("unknown peer '" + name + "'");
+    }
+  }
+
+  /** Builds the named disk store in directory {@code dir}, with room for {@code capacityBytes}. */
+  static PeerStore createOnDisk(String name, Path dir, long capacityBytes, int blockSizeBytes) {
+    switch (name) {
+      case "kvcache":
+        return new KvCacheDiskStore(dir, capacityBytes, blockSizeBytes);
+      case "rocksdb":
+        return new RocksDbStore(dir);
+      case "ehcache":
+        return new EhcacheDiskStore(dir, capacityBytes);
+      case "files":
+        return new FilePerBlockStore(dir);
+      default:
+        throw new IllegalArgumentException("unknown disk peer '" + name + "'");
     }
   }
 }

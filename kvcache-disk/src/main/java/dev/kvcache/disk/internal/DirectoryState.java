@@ -47,6 +47,8 @@ public final class DirectoryState {
   public boolean rebuilt;
   /** Whether a valid checkpoint was loaded. */
   public boolean checkpointLoaded;
+  /** Changes found in records newer than the metadata (see {@link #rollForward}). */
+  public long rolledForward;
 
   private final Path dir;
   private final boolean repair;
@@ -102,9 +104,19 @@ public final class DirectoryState {
     if (fromRecords || !replayMetadata()) {
       rebuildByScan();
       nextGeneration = journals.isEmpty() ? 1 : journals.lastKey() + 1;
+    } else {
+      rollForward();
     }
-    // entries whose super-block is gone are not blocks any more
-    index.values().removeIf(loc -> !superBlocks.containsKey(loc.superBlockId));
+    // entries whose super-block is gone, or whose file was cut short, are not blocks any more
+    long before = index.size();
+    index.values().removeIf(loc -> {
+      SuperBlock sb = superBlocks.get(loc.superBlockId);
+      return sb == null || (long) loc.payloadOffset + loc.storedLength > sb.sizeBytes();
+    });
+    if (index.size() < before) {
+      log.warn("{}: {} indexed blocks are in super-block files that are missing or cut short",
+          dir, before - index.size());
+    }
   }
 
   /** Loads the checkpoint and replays the journals after it; false if a scan must do instead. */
@@ -115,9 +127,15 @@ public final class DirectoryState {
     if (cp != null) {
       checkpointLoaded = true;
       maxSequence = cp.maxSequence;
-    } else if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
-      log.warn("{}: no checkpoint and no complete journal: rebuilding the index from the super-blocks", dir);
-      return false;
+    } else {
+      index.clear();
+      if (Files.exists(dir.resolve(Checkpoint.FILE_NAME))) {
+        log.warn("{}: the checkpoint is damaged", dir);
+      }
+      if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
+        log.warn("{}: no checkpoint and no complete journal: rebuilding the index from the super-blocks", dir);
+        return false;
+      }
     }
     long expected = first;
     for (Map.Entry<Long, Path> j : journals.tailMap(first).entrySet()) {
@@ -164,6 +182,43 @@ public final class DirectoryState {
         break;
     }
     maxSequence = Math.max(maxSequence, e.sequence);
+  }
+
+  /**
+   * Adds the records written after the last change the metadata describes: puts whose journal
+   * entry a crash cut off, or a journal lost or damaged since the checkpoint. They are in the
+   * newest super-blocks, which are scanned newest first until one holds nothing newer. After a
+   * clean close there are none, and this reads the record headers of one super-block.
+   */
+  private void rollForward() {
+    long described = maxSequence;
+    Map<BlockKey, Long> tombstones = new HashMap<>();
+    long[] added = {0};
+    for (SuperBlock sb : superBlocks.descendingMap().values()) {
+      boolean[] newer = {false};
+      Records.scan(sb, sb.sizeBytes(), (kind, key, loc) -> {
+        if (loc.sequence <= described) {
+          return;
+        }
+        newer[0] = true;
+        maxSequence = Math.max(maxSequence, loc.sequence);
+        if (kind == KIND_TOMBSTONE) {
+          tombstones.merge(key, loc.sequence, Math::max);
+        } else if (Records.payloadIntact(sb, loc)) {
+          index.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
+          added[0]++;
+        }
+      });
+      if (!newer[0]) {
+        break;
+      }
+    }
+    tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
+    rolledForward = added[0] + tombstones.size();
+    if (rolledForward > 0) {
+      log.info("{}: {} blocks and {} deletes found in records newer than the journal", dir,
+          added[0], tombstones.size());
+    }
   }
 
   /** The disaster path: the index is whatever intact records the super-blocks hold. */

@@ -13,7 +13,7 @@ import org.slf4j.LoggerFactory;
  * Callers guarantee that nothing reads the buffer afterwards: reading an unmapped buffer crashes
  * the JVM.
  */
-final class Unmapper {
+public final class Unmapper {
 
   private static final Logger log = LoggerFactory.getLogger(Unmapper.class);
   private static final Object UNSAFE;
@@ -37,7 +37,7 @@ final class Unmapper {
 
   private Unmapper() {}
 
-  static void unmap(ByteBuffer mapped) {
+  public static void unmap(ByteBuffer mapped) {
     if (INVOKE_CLEANER == null) {
       return;
     }

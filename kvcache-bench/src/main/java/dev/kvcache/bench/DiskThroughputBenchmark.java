@@ -1,0 +1,154 @@
+package dev.kvcache.bench;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.disk.DiskTier;
+import dev.kvcache.disk.DiskTierConfig;
+import dev.kvcache.disk.SyncPolicy;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+
+/**
+ * Put and get throughput of the disk tier beside raw file IO of the same bytes, on the file system
+ * of {@code baseDir} (the work tree's disk, or tmpfs under {@code /dev/shm}), with the files in
+ * the page cache.
+ *
+ * <ul>
+ *   <li>{@code put} stores blocks under new keys, each with new content, into a tier of
+ *       {@code 2 × workingSetBytes} without forcing (sync policy {@code NONE}): once full, the
+ *       tier drops its oldest super-block for every new one. {@code baselinePut} writes the same
+ *       bytes with {@code FileChannel.write} into a series of new files of the tier's super-block
+ *       size, deleting the oldest beyond the same capacity ({@link RotatingFiles}).
+ *   <li>{@code getInto} copies a stored block into a direct buffer after checking its checksum;
+ *       {@code leaseGet} checks the checksum and reads one word through the zero-copy view;
+ *       {@code baselineGet} copies the same bytes out of a mapped plain file.
+ * </ul>
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class DiskThroughputBenchmark {
+
+  @Param({"262144", "2097152", "33554432"})
+  public int blockSizeBytes;
+
+  /** Where the files go: the work tree's disk, or tmpfs. */
+  @Param({"target/disk-io", "/dev/shm/kvcache-disk-io"})
+  public String baseDir;
+
+  @Param({"1073741824"})
+  public long workingSetBytes;
+
+  private Path base;
+  private long superBlockBytes;
+  private DiskTier tier;
+  private ByteBuffer src;
+  private ByteBuffer dst;
+  private int blocks;
+  private int next;
+  private long counter;
+
+  private FileChannel plainFile;
+  private MappedByteBuffer plain;
+
+  private RotatingFiles baselineFiles;
+
+  @Setup(Level.Trial)
+  public void setUp(BenchmarkParams params) throws IOException {
+    base = Path.of(baseDir).toAbsolutePath();
+    Blocks.deleteTree(base);
+    Files.createDirectories(base);
+    blocks = Blocks.blocksIn(workingSetBytes, blockSizeBytes);
+    superBlockBytes = workingSetBytes / 4; // 8 in the capacity: 256 MiB, the default, for 1 GiB
+    src = Blocks.randomDirect(blockSizeBytes, 11);
+    dst = ByteBuffer.allocateDirect(blockSizeBytes);
+    tier = DiskTier.open(DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
+        .superBlockBytes(superBlockBytes).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
+        .syncPolicy(SyncPolicy.NONE).build());
+    if (params.getBenchmark().endsWith("Put")) {
+      baselineFiles = new RotatingFiles(base.resolve("baseline"), superBlockBytes, 2 * workingSetBytes);
+    }
+    if (params.getBenchmark().endsWith("Get") || params.getBenchmark().endsWith("getInto")
+        || params.getBenchmark().endsWith("leaseGet")) {
+      plainFile = FileChannel.open(base.resolve("plain"), StandardOpenOption.CREATE,
+          StandardOpenOption.READ, StandardOpenOption.WRITE);
+      plain = plainFile.map(FileChannel.MapMode.READ_WRITE, 0, (long) blocks * blockSizeBytes);
+      for (int i = 0; i < blocks; i++) {
+        src.putInt(0, i);
+        if (tier.put(BlockKey.of(2, i), src) != PutStatus.STORED) {
+          throw new IllegalStateException("put " + i + " was not stored");
+        }
+        plain.put(i * blockSizeBytes, src, 0, blockSizeBytes);
+      }
+      plain.force();
+    }
+  }
+
+  private int nextBlock() {
+    int i = next;
+    next = i + 1 == blocks ? 0 : i + 1;
+    return i;
+  }
+
+  @Benchmark
+  public PutStatus put() {
+    long n = counter++;
+    src.putLong(0, n);
+    return tier.put(BlockKey.of(3, n), src);
+  }
+
+  @Benchmark
+  public int baselinePut() throws IOException {
+    src.putLong(0, counter++);
+    return baselineFiles.write(src);
+  }
+
+  @Benchmark
+  public GetStatus getInto() {
+    return tier.getInto(BlockKey.of(2, nextBlock()), dst.clear());
+  }
+
+  @Benchmark
+  public long leaseGet() {
+    try (BlockLease lease = tier.get(BlockKey.of(2, nextBlock()))) {
+      return lease.bytes().getLong(0);
+    }
+  }
+
+  @Benchmark
+  public ByteBuffer baselineGet() {
+    int i = nextBlock();
+    return dst.clear().put(0, plain, (int) ((long) i * blockSizeBytes), blockSizeBytes);
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws IOException {
+    tier.close();
+    if (plainFile != null) {
+      plainFile.close();
+    }
+    if (baselineFiles != null) {
+      baselineFiles.close();
+    }
+    Blocks.deleteTree(base);
+  }
+}
