@@ -31,6 +31,7 @@ import java.nio.ReadOnlyBufferException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -326,7 +327,9 @@ public final class DiskTier implements Tier {
         throw new IllegalStateException("the active super-block is unmapped");
       }
       dirty.add(sb);
-      return new Reservation(sb, start, payload, payload + stored, sequence.incrementAndGet());
+      long seq = sequence.incrementAndGet();
+      sb.recordSequence(seq);
+      return new Reservation(sb, start, payload, payload + stored, seq);
     }
   }
 
@@ -469,11 +472,14 @@ public final class DiskTier implements Tier {
     try {
       SuperBlock v = victim;
       List<Map.Entry<BlockKey, Location>> moves = new ArrayList<>();
+      List<Map.Entry<BlockKey, Long>> tombstones = new ArrayList<>();
       Records.scan(v, v.end(), (kind, key, loc) -> {
         Location cur = index.get(key);
         if (kind == KIND_BLOCK && cur != null && cur.superBlockId == v.id()
             && cur.payloadOffset == loc.payloadOffset && (compact || cur.hits() > 0)) {
           moves.add(Map.entry(key, cur));
+        } else if (kind == KIND_TOMBSTONE && cur == null && mayShadowARecord(v, loc.sequence)) {
+          tombstones.add(Map.entry(key, loc.sequence));
         }
       });
       for (Map.Entry<BlockKey, Location> m : moves) {
@@ -483,6 +489,7 @@ public final class DiskTier implements Tier {
         limiter.acquire(m.getValue().recordBytes());
         moveForward(m.getKey(), m.getValue(), v);
       }
+      carryForward(tombstones);
     } finally {
       victim.unpin();
     }
@@ -506,6 +513,7 @@ public final class DiskTier implements Tier {
     if (r == null) {
       return;
     }
+    r.sb.recordSequence(cur.sequence);
     try {
       if (r.sb == from) {
         return; // cannot happen: the victim is never the active super-block
@@ -533,6 +541,49 @@ public final class DiskTier implements Tier {
       if (config.syncPolicy() == SyncPolicy.ALWAYS) {
         r.sb.force();
         journal.awaitDurable(ticket);
+      }
+    }
+  }
+
+  /**
+   * Whether a tombstone of {@code sequence} in {@code victim} may be all that keeps an older record
+   * of its key, in another super-block, from coming back in a rebuild from the records.
+   */
+  private boolean mayShadowARecord(SuperBlock victim, long sequence) {
+    for (SuperBlock sb : superBlocks.values()) {
+      if (sb != victim && sb.mayHoldRecordsBefore(sequence)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Rewrites tombstones from a super-block about to be dropped into the active one, keeping their
+   * sequence numbers, so that a deleted block whose record outlives its tombstone's super-block
+   * stays deleted in a rebuild from the records. The journal and the checkpoint already have the
+   * deletes: nothing is journalled. Forced before the drop unless the sync policy is {@code NONE}.
+   */
+  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones) throws IOException {
+    Set<SuperBlock> written = new HashSet<>();
+    for (Map.Entry<BlockKey, Long> t : tombstones) {
+      Reservation r = reserve(0);
+      if (r == null) {
+        break; // no room: only a rebuild from the records could bring those blocks back
+      }
+      try {
+        r.sb.recordSequence(t.getValue());
+        r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, t.getValue(), t.getKey(), 0, 0, 0),
+            r.payload - HEADER_BYTES);
+      } finally {
+        r.sb.unpin();
+      }
+      bytesWritten.add(HEADER_BYTES);
+      written.add(r.sb);
+    }
+    if (config.syncPolicy() != SyncPolicy.NONE) {
+      for (SuperBlock sb : written) {
+        sb.force();
       }
     }
   }

@@ -129,20 +129,25 @@ class DiskTierTest {
       tier.delete(Payloads.key(7));
       image = crashImage(dir, temp.resolve("image"));
     }
-    try (Stream<Path> files = Files.list(image)) {
-      for (Path f : (Iterable<Path>) files::iterator) {
-        String name = f.getFileName().toString();
-        if (name.endsWith(".kvj") || name.startsWith("index.kvx")) {
-          Files.delete(f);
-        }
-      }
-    }
+    deleteJournalsAndCheckpoint(image);
     try (DiskTier tier = DiskTier.open(config(image).build())) {
       assertHolds(tier, 0, 5, 2);
       assertHolds(tier, 5, 7, 1);
       assertThat(tier.contains(Payloads.key(7))).as("its tombstone record survives").isFalse();
       assertHolds(tier, 8, 30, 1);
       assertThat(tier.stats().blocks()).isEqualTo(29);
+    }
+  }
+
+  /** Leaves only the super-blocks, so that the next open rebuilds the index from their records. */
+  private static void deleteJournalsAndCheckpoint(Path dir) throws IOException {
+    try (Stream<Path> files = Files.list(dir)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String name = f.getFileName().toString();
+        if (name.endsWith(".kvj") || name.startsWith("index.kvx")) {
+          Files.delete(f);
+        }
+      }
     }
   }
 
@@ -257,6 +262,34 @@ class DiskTierTest {
       assertHolds(tier, 0, 56, 2);
       assertHolds(tier, 56, 61, 1);
       assertThat(tier.stats().evictions()).isZero();
+    }
+  }
+
+  @Test
+  void aDeleteSurvivesTheCompactionOfItsTombstoneOnARebuildFromTheRecords() throws Exception {
+    Path dir = temp.resolve("d");
+    Path image;
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      // 60 records fill a super-block: blocks 0-59 in the first, block 60 starts the second
+      putAll(tier, 0, 61, 1);
+      assertThat(tier.delete(Payloads.key(0))).isTrue(); // its tombstone goes to the second
+      putAll(tier, 61, 125, 1); // fills the second, starts the third
+      putAll(tier, 60, 116, 2); // leaves the second with a few live blocks: it is compacted
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (tier.diskStats().superBlocksDropped() < 1 && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertThat(tier.diskStats().superBlocksDropped()).isEqualTo(1);
+      assertThat(tier.stats().evictions()).as("the first super-block, with block 0, is kept").isZero();
+      image = crashImage(dir, temp.resolve("image"));
+    }
+    deleteJournalsAndCheckpoint(image);
+    try (DiskTier tier = DiskTier.open(config(image).build())) {
+      assertThat(tier.contains(Payloads.key(0)))
+          .as("deleted, though its record is still in the first super-block").isFalse();
+      assertHolds(tier, 1, 60, 1);
+      assertHolds(tier, 60, 116, 2);
+      assertHolds(tier, 116, 125, 1);
     }
   }
 

@@ -35,15 +35,21 @@ public final class SuperBlock {
   /** Pins held; -1 once unmapped. */
   private final AtomicInteger pins = new AtomicInteger();
   private final AtomicLong liveBytes = new AtomicLong();
+  /**
+   * The lowest sequence number of the records written here (a block moved forward keeps its old
+   * one); 0, for "any", in a super-block from an earlier run.
+   */
+  private final AtomicLong lowestSequence;
   private volatile boolean retired;
   private volatile boolean sealed;
   private volatile boolean deleteOnRelease;
   /** End of the last record: the next write position while active, the used length once sealed. */
   private volatile long end;
 
-  private SuperBlock(int id, Path path, FileChannel channel, long sizeBytes, long end)
-      throws IOException {
+  private SuperBlock(int id, Path path, FileChannel channel, long sizeBytes, long end,
+      long lowestSequence) throws IOException {
     this.id = id;
+    this.lowestSequence = new AtomicLong(lowestSequence);
     this.path = path;
     this.channel = channel;
     this.sizeBytes = sizeBytes;
@@ -73,7 +79,7 @@ public final class SuperBlock {
       if (ch.size() < sizeBytes) {
         ch.write(ByteBuffer.allocate(1), sizeBytes - 1);
       }
-      return new SuperBlock(id, path, ch, sizeBytes, FIRST_RECORD_OFFSET);
+      return new SuperBlock(id, path, ch, sizeBytes, FIRST_RECORD_OFFSET, Long.MAX_VALUE);
     } catch (IOException | RuntimeException e) {
       ch.close();
       Files.deleteIfExists(path);
@@ -108,7 +114,7 @@ public final class SuperBlock {
         ch.close();
         return null;
       }
-      SuperBlock sb = new SuperBlock(expectedId, path, ch, size, size);
+      SuperBlock sb = new SuperBlock(expectedId, path, ch, size, size, 0);
       sb.seal(); // a super-block from an earlier run is never appended to
       return sb;
     } catch (IOException | RuntimeException e) {
@@ -148,6 +154,16 @@ public final class SuperBlock {
 
   public AtomicLong liveBytes() {
     return liveBytes;
+  }
+
+  /** Notes that a record with this sequence number is being written here. */
+  public void recordSequence(long sequence) {
+    lowestSequence.accumulateAndGet(sequence, Math::min);
+  }
+
+  /** Whether a record older than {@code sequence} may be here (always, for an earlier run's file). */
+  public boolean mayHoldRecordsBefore(long sequence) {
+    return lowestSequence.get() < sequence;
   }
 
   /** Writes {@code src}'s remaining bytes at {@code position}; advances {@code src}. */
