@@ -4,6 +4,7 @@
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
 #   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk
+#   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
 #   JMH_OPTS="-f 1 -wi 2 -w 1s -i 4 -r 1s" kvcache-bench/run-benchmarks.sh codec    # other JMH options
@@ -88,7 +89,13 @@ for suite in "${suites[@]}"; do
       run disk-latency-t2 DiskPutLatencyBenchmark -t 2
       run disk-churn DiskChurnBenchmark -t 1
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk)" >&2; exit 2 ;;
+    disk-reopen) run disk-reopen DiskReopenBenchmark -t 1 ;;
+    disk-io)
+      for size in 262144 2097152 33554432; do
+        run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
+      done
+      ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, or disk-reopen, disk-io)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

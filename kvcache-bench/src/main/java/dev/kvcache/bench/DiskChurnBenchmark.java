@@ -24,8 +24,8 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * The disk tier under steady churn: puts of blocks under random keys drawn from twice as many
- * keys as fit, with {@code readPercent} of operations reading a recently written block (which
+ * The disk tier under steady churn: puts of blocks under keys cycling through twice as many
+ * keys as fit (so a key comes back after its block was evicted), with {@code readPercent} of operations reading a recently written block (which
  * makes it worth keeping when its super-block is reclaimed), with the default sync policy (a force
  * every second). Beside it, {@code filesBaseline} writes the same bytes into new plain files as
  * the tier writes super-blocks, forced every second too. After each iteration

@@ -22,7 +22,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * RocksDB with blob files, Ehcache 3's disk tier, and a directory with a file per block. The set-up
  * stores a working set of blocks (and checks they read back); {@code put} replaces blocks of the
  * working set in turn, each with new content, and {@code get} copies them into a direct buffer.
- * Every store gets twice the working set as capacity, and none forces writes to the device.
+ * Every store gets twice the working set as capacity (Ehcache twice that: with less it evicts
+ * blocks of the working set), and none forces writes to the device.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
