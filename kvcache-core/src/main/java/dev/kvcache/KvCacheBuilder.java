@@ -2,13 +2,21 @@ package dev.kvcache;
 
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.tiered.TieredCache;
+import dev.kvcache.tiered.TieredCacheConfig;
+import java.util.Objects;
 
 /**
- * Builds an embedded {@link KvCache}. Today the cache is a single off-heap RAM tier; the disk tier
- * joins it below RAM when configured (see the project README).
+ * Builds an embedded {@link KvCache}: an off-heap RAM tier, alone or over a lower tier (the disk
+ * tier, {@code dev.kvcache.disk.DiskTier} in kvcache-disk) into which it spills the blocks it
+ * evicts (see {@link TieredCache}).
  *
  * <pre>{@code
- * KvCache cache = KvCache.builder().ramBytes(8L << 30).maxBlockBytes(32 << 20).build();
+ * KvCache ramOnly = KvCache.builder().ramBytes(8L << 30).maxBlockBytes(32 << 20).build();
+ * KvCache ramOverDisk = KvCache.builder().ramBytes(8L << 30)
+ *     .lowerTier(DiskTier.open(DiskTierConfig.builder(dir, 1L << 40).build()))
+ *     .build();
  * }</pre>
  *
  * <p>The RAM budget is reserved as direct memory when {@link #build()} runs, so the JVM's {@code
@@ -21,6 +29,9 @@ public final class KvCacheBuilder {
 
   private long ramBytes = DEFAULT_RAM_BYTES;
   private Integer maxBlockBytes;
+  private Tier lowerTier;
+  private int spillQueueBlocks = TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS;
+  private boolean promoteOnLowerHit = true;
 
   KvCacheBuilder() {}
 
@@ -44,6 +55,31 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * A tier below RAM that receives the blocks RAM evicts and serves them back; the cache takes
+   * ownership and closes it. None by default: evicted blocks are dropped.
+   */
+  public KvCacheBuilder lowerTier(Tier lowerTier) {
+    this.lowerTier = Objects.requireNonNull(lowerTier, "lowerTier");
+    return this;
+  }
+
+  /**
+   * How many evicted blocks may wait to be written to the lower tier; default {@value
+   * TieredCacheConfig#DEFAULT_SPILL_QUEUE_BLOCKS}. When the queue is full, evicted blocks are
+   * dropped rather than making the put that evicted them wait.
+   */
+  public KvCacheBuilder spillQueueBlocks(int spillQueueBlocks) {
+    this.spillQueueBlocks = spillQueueBlocks;
+    return this;
+  }
+
+  /** Whether a read served by the lower tier copies the block back into RAM; default true. */
+  public KvCacheBuilder promoteOnLowerHit(boolean promoteOnLowerHit) {
+    this.promoteOnLowerHit = promoteOnLowerHit;
+    return this;
+  }
+
+  /**
    * Reserves the memory and returns the cache.
    *
    * @throws IllegalArgumentException if a setting is out of range
@@ -54,6 +90,9 @@ public final class KvCacheBuilder {
     if (maxBlockBytes != null) {
       config = config.withMaxBlockBytes(maxBlockBytes);
     }
-    return new RamTier(config);
+    if (lowerTier == null) {
+      return new RamTier(config);
+    }
+    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, promoteOnLowerHit));
   }
 }

@@ -212,10 +212,20 @@ public final class RamTier implements Tier {
       return -1;
     }
     Map.Entry<BlockKey, OffHeapBlock> victim = coldest.entrySet().iterator().next();
-    if (!index.remove(victim.getKey(), victim.getValue())) {
+    boolean[] evicted = {false};
+    // the listener runs inside the removal, as it does for Caffeine's own evictions: a put of the
+    // same key waits for it, so the listener has handed the old block on before the new one lands
+    index.computeIfPresent(victim.getKey(), (key, block) -> {
+      if (block != victim.getValue()) {
+        return block;
+      }
+      onEvicted(key, block);
+      evicted[0] = true;
+      return null;
+    });
+    if (!evicted[0]) {
       return 0; // replaced or removed meanwhile: look again
     }
-    onEvicted(victim.getKey(), victim.getValue());
     return victim.getValue().allocatedBytes();
   }
 

@@ -1,0 +1,445 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An off-heap RAM tier over a lower tier (the disk tier, or a remote one), behind one {@link
+ * dev.kvcache.KvCache}.
+ *
+ * <p><b>Where a block is.</b> Puts go to RAM. Blocks RAM's policy evicts are handed, still pinned
+ * in RAM, to a bounded spill queue; one spill thread writes them to the lower tier in eviction
+ * order. While a block waits, reads find it in the queue's index, so a block is findable in some
+ * tier from the moment its put returns until it is dropped: by the lower tier's own eviction, or
+ * because the queue was full when RAM evicted it ({@link TieredStats#spillDrops()}). Reads look in
+ * RAM, then the queue, then the lower tier; a lower-tier hit is copied into RAM (promotion) when
+ * {@link TieredCacheConfig#promoteOnLowerHit()} is set. A promoted block that is not put again is
+ * not written again when RAM evicts it: the lower tier still has it.
+ *
+ * <p><b>Never stale bytes.</b> A put or delete of a key removes the key's older copies everywhere
+ * else: it cancels a queued spill and deletes the block from the lower tier. Puts, deletes, spill
+ * writes and promotions of one key are serialised by a lock stripe (so a put may wait for one
+ * spill write of a key in its stripe, one in 256). RAM calls its eviction listener atomically with
+ * the removal, so by the time RAM's put of a new copy returns, an eviction of the old copy has
+ * queued it, and the put's cancel finds it. A promotion carries the stripe's generation from
+ * before its read: if a put or delete of a key in the stripe came in between, the bytes read may
+ * be older than RAM's and are not promoted.
+ *
+ * <p><b>Threads.</b> All methods are thread-safe. RAM evictions run on the thread of the put that
+ * causes them and never wait: a full queue drops the block instead.
+ */
+public final class TieredCache implements Tier {
+
+  private static final Logger log = LoggerFactory.getLogger(TieredCache.class);
+  private static final int STRIPES = 256;
+
+  private final RamTier ram;
+  private final Tier lower;
+  private final TieredCacheConfig config;
+  private final ArrayBlockingQueue<SpillEntry> queue;
+  /** Blocks waiting in the queue (or being written), by key. */
+  private final ConcurrentHashMap<BlockKey, SpillEntry> spilling = new ConcurrentHashMap<>();
+  /** Keys promoted from the lower tier and not put or deleted since: the lower copy is current. */
+  private final Set<BlockKey> clean = ConcurrentHashMap.newKeySet();
+  private final Object[] stripes = new Object[STRIPES];
+  private final AtomicLongArray generations = new AtomicLongArray(STRIPES);
+  private final Thread spiller;
+  private volatile boolean closed;
+
+  private final TierCounters counters = new TierCounters();
+  private final LongAdder ramHits = new LongAdder();
+  private final LongAdder spillHits = new LongAdder();
+  private final LongAdder lowerHits = new LongAdder();
+  private final LongAdder spills = new LongAdder();
+  private final LongAdder spillsSkipped = new LongAdder();
+  private final LongAdder spillDrops = new LongAdder();
+  private final LongAdder promotions = new LongAdder();
+
+  /**
+   * A RAM tier of {@code ramConfig} over {@code lower}, which the cache now owns: closing the cache
+   * closes it.
+   *
+   * @throws IllegalStateException if the JVM cannot reserve the RAM tier's direct memory
+   */
+  public TieredCache(RamTierConfig ramConfig, Tier lower, TieredCacheConfig config) {
+    this.lower = Objects.requireNonNull(lower, "lower");
+    this.config = Objects.requireNonNull(config, "config");
+    for (int i = 0; i < STRIPES; i++) {
+      stripes[i] = new Object();
+    }
+    this.queue = new ArrayBlockingQueue<>(config.spillQueueBlocks());
+    this.ram = new RamTier(ramConfig, this::onRamEviction);
+    this.spiller = new Thread(this::spillLoop, "kvcache-spill-" + lower.name());
+    spiller.setDaemon(true);
+    spiller.start();
+  }
+
+  @Override
+  public String name() {
+    return "ram+" + lower.name();
+  }
+
+  /** The sum of the tiers' budgets. */
+  @Override
+  public long capacityBytes() {
+    return ram.capacityBytes() + lower.capacityBytes();
+  }
+
+  /** The larger of the tiers' limits: a block too large for RAM goes straight to the lower tier. */
+  @Override
+  public int maxBlockBytes() {
+    return Math.max(ram.maxBlockBytes(), lower.maxBlockBytes());
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    ensureOpen();
+    if (!src.hasRemaining()) {
+      throw new IllegalArgumentException("cannot store an empty block");
+    }
+    if (src.remaining() > maxBlockBytes()) {
+      counters.rejection();
+      return PutStatus.REJECTED_TOO_LARGE;
+    }
+    int stripe = stripe(key);
+    PutStatus status;
+    synchronized (stripes[stripe]) {
+      generations.incrementAndGet(stripe);
+      clean.remove(key);
+      if (src.remaining() <= ram.maxBlockBytes()) {
+        status = ram.put(key, src);
+        cancelSpill(key); // after RAM's put: an eviction of the old copy has queued it by now
+        if (status == PutStatus.REJECTED_NO_SPACE) {
+          status = lower.put(key, src); // RAM is pinned full by leases
+        } else {
+          lower.delete(key);
+        }
+      } else {
+        ram.delete(key);
+        cancelSpill(key);
+        status = lower.put(key, src);
+      }
+    }
+    if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
+      counters.put();
+    } else {
+      counters.rejection();
+    }
+    return status;
+  }
+
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    int stripe = stripe(key);
+    boolean removed;
+    synchronized (stripes[stripe]) {
+      generations.incrementAndGet(stripe);
+      clean.remove(key);
+      removed = ram.delete(key);
+      removed |= cancelSpill(key);
+      removed |= lower.delete(key);
+    }
+    if (removed) {
+      counters.delete();
+    }
+    return removed;
+  }
+
+  private boolean cancelSpill(BlockKey key) {
+    SpillEntry queued = spilling.remove(key);
+    if (queued != null) {
+      queued.cancel();
+      return true;
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    BlockLease fromRam = ram.get(key);
+    if (fromRam.status() == GetStatus.HIT) {
+      ramHits.increment();
+      return opened(TieredLease.over(fromRam, counters::leaseClosed));
+    }
+    SpillEntry queued = spilling.get(key);
+    if (queued != null && queued.tryRetain()) {
+      spillHits.increment();
+      return opened(new TieredLease(key, queued.bytes(), queued::release));
+    }
+    int stripe = stripe(key);
+    long generation = generations.get(stripe);
+    BlockLease fromLower = lower.get(key);
+    if (fromLower.status() != GetStatus.HIT) {
+      counters.miss();
+      return BlockLease.miss(key);
+    }
+    lowerHits.increment();
+    promote(key, fromLower.bytes(), stripe, generation);
+    return opened(TieredLease.over(fromLower, counters::leaseClosed));
+  }
+
+  private BlockLease opened(BlockLease lease) {
+    counters.hit();
+    counters.leaseOpened();
+    return lease;
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    ensureOpen();
+    if (dst.isReadOnly()) {
+      throw new ReadOnlyBufferException();
+    }
+    GetStatus status = ram.getInto(key, dst);
+    if (status != GetStatus.MISS) {
+      return counted(status, ramHits);
+    }
+    SpillEntry queued = spilling.get(key);
+    if (queued != null && queued.tryRetain()) {
+      try {
+        ByteBuffer bytes = queued.bytes();
+        if (dst.remaining() < bytes.remaining()) {
+          return counted(GetStatus.BUFFER_TOO_SMALL, spillHits);
+        }
+        dst.put(bytes);
+        return counted(GetStatus.HIT, spillHits);
+      } finally {
+        queued.release();
+      }
+    }
+    int stripe = stripe(key);
+    long generation = generations.get(stripe);
+    int start = dst.position();
+    status = lower.getInto(key, dst);
+    if (status == GetStatus.HIT) {
+      promote(key, dst.duplicate().flip().position(start), stripe, generation);
+    }
+    return counted(status, lowerHits);
+  }
+
+  private GetStatus counted(GetStatus status, LongAdder tierHits) {
+    if (status == GetStatus.HIT) {
+      tierHits.increment();
+      counters.hit();
+    } else if (status == GetStatus.MISS) {
+      counters.miss();
+    }
+    return status;
+  }
+
+  /**
+   * Copies a block read from the lower tier into RAM, unless the policy says no, RAM has the key
+   * already, or a put or delete in its stripe since {@code generation} may have made it stale.
+   */
+  private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
+    if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()) {
+      return;
+    }
+    synchronized (stripes[stripe]) {
+      if (generations.get(stripe) != generation || closed || ram.contains(key)) {
+        return;
+      }
+      if (ram.put(key, bytes) == PutStatus.STORED) {
+        clean.add(key);
+        promotions.increment();
+      }
+    }
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return ram.contains(key) || spilling.containsKey(key) || lower.contains(key);
+  }
+
+  // ---------------------------------------------------------------- spilling
+
+  /** RAM's eviction listener: on the evicting thread, must not wait. */
+  private void onRamEviction(BlockLease lease) {
+    BlockKey key = lease.key();
+    if (clean.remove(key) && !closed && lower.contains(key)) {
+      spillsSkipped.increment();
+      lease.close();
+      return;
+    }
+    SpillEntry entry = new SpillEntry(lease);
+    SpillEntry older = spilling.put(key, entry);
+    if (older != null) {
+      older.cancel(); // cannot happen while puts cancel spills; kept for safety
+    }
+    if (closed || !queue.offer(entry)) {
+      spilling.remove(key, entry);
+      spillDrops.increment();
+      entry.release();
+    }
+  }
+
+  private void spillLoop() {
+    while (true) {
+      SpillEntry entry;
+      try {
+        entry = queue.poll(100, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (entry == null) {
+        if (closed) {
+          return;
+        }
+        continue;
+      }
+      spill(entry);
+    }
+  }
+
+  /**
+   * Writes a block to the lower tier under its stripe's lock, so that a put or delete of the key
+   * either cancels it first or deletes what it wrote afterwards.
+   */
+  private void spill(SpillEntry entry) {
+    BlockKey key = entry.lease().key();
+    try {
+      synchronized (stripes[stripe(key)]) {
+        if (entry.isCancelled()) {
+          return;
+        }
+        if (lower.put(key, entry.bytes()) == PutStatus.STORED) {
+          spills.increment();
+        } else {
+          spillDrops.increment();
+        }
+      }
+    } catch (RuntimeException e) {
+      spillDrops.increment();
+      log.warn("spill of {} to the {} tier failed: {}", key, lower.name(), e.toString());
+    } finally {
+      spilling.remove(key, entry);
+      entry.release();
+    }
+  }
+
+  /**
+   * Waits until every block RAM has evicted so far is written to the lower tier or dropped (for a
+   * planned hand-over, or tests).
+   *
+   * @return false if blocks were still waiting after {@code timeout}
+   */
+  public boolean awaitSpills(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!spilling.isEmpty()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(1);
+    }
+    return true;
+  }
+
+  // ---------------------------------------------------------------- stats and close
+
+  /** How blocks moved between the tiers. */
+  public TieredStats tieredStats() {
+    return new TieredStats(ramHits.sum(), spillHits.sum(), lowerHits.sum(),
+        stats().misses(), spills.sum(), spillsSkipped.sum(),
+        spillDrops.sum(), promotions.sum());
+  }
+
+  /** The RAM tier's own counters. */
+  public CacheStats ramStats() {
+    return ram.stats();
+  }
+
+  /** The lower tier's own counters. */
+  public CacheStats lowerStats() {
+    return lower.stats();
+  }
+
+  /**
+   * The whole cache: reads, puts and deletes as the caller made them; evictions are blocks that
+   * left the last tier or were dropped on the way to it; {@code blocks} counts a promoted block in
+   * both tiers; bytes and capacity are the tiers' sums.
+   */
+  @Override
+  public CacheStats stats() {
+    CacheStats r = ram.stats();
+    CacheStats l = lower.stats();
+    CacheStats own = counters.snapshot(r.blocks() + spilling.size() + l.blocks(),
+        r.bytesUsed() + l.bytesUsed(), r.capacityBytes() + l.capacityBytes(),
+        r.compactions() + l.compactions(), r.bytesCompacted() + l.bytesCompacted());
+    return new CacheStats(own.hits(), own.misses(), own.puts(), l.evictions() + spillDrops.sum(),
+        own.rejections(), own.deletes(), own.blocks(), own.bytesUsed(), own.capacityBytes(),
+        own.leasesOpen(), own.compactions(), own.bytesCompacted());
+  }
+
+  /**
+   * Writes the blocks waiting in the spill queue to the lower tier, then closes both tiers (the
+   * blocks in RAM are dropped; the lower tier keeps what it persists). Leases still open stay
+   * readable until closed. Closing twice does nothing.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    try {
+      spiller.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (SpillEntry left; (left = queue.poll()) != null; ) {
+      spill(left); // offered after the spill thread stopped
+    }
+    ram.close();
+    lower.close();
+  }
+
+  private static int stripe(BlockKey key) {
+    return (int) (key.lo() & (STRIPES - 1));
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("the tiered cache is closed");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "TieredCache[" + ram + " over " + lower + "]";
+  }
+}

@@ -1,0 +1,42 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.spi.PinnedLease;
+import java.nio.ByteBuffer;
+
+/** A lease of the tiered cache: a view of the bytes in whichever tier holds them, no copy. */
+final class TieredLease extends PinnedLease {
+
+  private final ByteBuffer bytes;
+  private final Runnable onClose;
+
+  TieredLease(BlockKey key, ByteBuffer bytes, Runnable onClose) {
+    super(key);
+    this.bytes = bytes;
+    this.onClose = onClose;
+  }
+
+  /** A lease over another tier's lease, closing it when closed. */
+  static TieredLease over(BlockLease inner, Runnable onClose) {
+    return new TieredLease(inner.key(), inner.bytes(), () -> {
+      inner.close();
+      onClose.run();
+    });
+  }
+
+  @Override
+  protected ByteBuffer view() {
+    return bytes.duplicate();
+  }
+
+  @Override
+  public int length() {
+    return bytes.remaining();
+  }
+
+  @Override
+  protected void release() {
+    onClose.run();
+  }
+}

@@ -1,0 +1,25 @@
+package dev.kvcache.tiered;
+
+/**
+ * What a {@link TieredCache} did between its tiers; counters only grow over the cache's life.
+ *
+ * @param ramHits reads served by the RAM tier
+ * @param spillHits reads served by a block on its way from RAM to the lower tier
+ * @param lowerHits reads served by the lower tier
+ * @param misses reads that found the block in no tier
+ * @param spills blocks evicted from RAM and written to the lower tier
+ * @param spillsSkipped blocks evicted from RAM that the lower tier already held unchanged (promoted
+ *     and not put since), so nothing was written
+ * @param spillDrops blocks evicted from RAM that reached no tier: the spill queue was full, or the
+ *     lower tier refused them
+ * @param promotions blocks copied from the lower tier into RAM on a read
+ */
+public record TieredStats(
+    long ramHits,
+    long spillHits,
+    long lowerHits,
+    long misses,
+    long spills,
+    long spillsSkipped,
+    long spillDrops,
+    long promotions) {}

@@ -1,0 +1,85 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Tier;
+import java.nio.ByteBuffer;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** A tier whose puts can be held back, to keep spills waiting; counts the puts it receives. */
+final class GatedTier implements Tier {
+
+  private final Tier inner;
+  private final Semaphore gate = new Semaphore(Integer.MAX_VALUE);
+  final AtomicInteger putsStarted = new AtomicInteger();
+
+  GatedTier(Tier inner) {
+    this.inner = inner;
+  }
+
+  /** Puts started from now on wait until {@link #release()}. */
+  void hold() {
+    gate.drainPermits();
+  }
+
+  void release() {
+    gate.release(Integer.MAX_VALUE / 2);
+  }
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    putsStarted.incrementAndGet();
+    gate.acquireUninterruptibly();
+    return inner.put(key, src);
+  }
+
+  @Override
+  public String name() {
+    return "gated";
+  }
+
+  @Override
+  public long capacityBytes() {
+    return inner.capacityBytes();
+  }
+
+  @Override
+  public int maxBlockBytes() {
+    return inner.maxBlockBytes();
+  }
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    return inner.get(key);
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    return inner.getInto(key, dst);
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    return inner.contains(key);
+  }
+
+  @Override
+  public boolean delete(BlockKey key) {
+    return inner.delete(key);
+  }
+
+  @Override
+  public CacheStats stats() {
+    return inner.stats();
+  }
+
+  @Override
+  public void close() {
+    release();
+    inner.close();
+  }
+}

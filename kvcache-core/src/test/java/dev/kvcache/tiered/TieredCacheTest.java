@@ -1,0 +1,239 @@
+package dev.kvcache.tiered;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.PutStatus;
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.testkit.Payloads;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class TieredCacheTest {
+
+  private static final int BLOCK = 64 << 10;
+  private static final RamTierConfig RAM = RamTierConfig.ofCapacity(4L << 20).withMaxBlockBytes(1 << 20);
+
+  private GatedTier lower;
+  private TieredCache cache;
+
+  private TieredCache open(int spillQueueBlocks, long lowerBytes) {
+    lower = new GatedTier(new RamTier(RamTierConfig.ofCapacity(lowerBytes).withMaxBlockBytes(1 << 20)));
+    cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, true));
+    return cache;
+  }
+
+  @AfterEach
+  void closeCache() {
+    if (cache != null) {
+      lower.release(); // a test that failed while holding spills back
+      cache.close();
+      assertThat(cache.ramStats().leasesOpen()).as("RAM leases left open").isZero();
+    }
+  }
+
+  private static void putAll(KvCache c, int from, int to, long version) {
+    for (int i = from; i < to; i++) {
+      BlockKey key = Payloads.key(i);
+      assertThat(c.put(key, Payloads.of(key, version, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+  }
+
+  /** The version read back, or -1 for a miss. */
+  private static long read(KvCache c, int i) {
+    BlockKey key = Payloads.key(i);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    GetStatus status = c.getInto(key, dst);
+    if (status == GetStatus.MISS) {
+      return -1;
+    }
+    assertThat(status).isEqualTo(GetStatus.HIT);
+    return Payloads.verify(key, dst.flip());
+  }
+
+  private static void await(BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("waited 10 s").isLessThan(deadline);
+      Thread.sleep(2);
+    }
+  }
+
+  private void awaitSpills() throws InterruptedException {
+    assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+  }
+
+  @Test
+  void blocksEvictedFromRamAreReadBackFromTheLowerTier() throws Exception {
+    open(256, 32L << 20);
+    putAll(cache, 0, 200, 1); // 12.5 MiB through 4 MiB of RAM
+    awaitSpills();
+    TieredStats spilled = cache.tieredStats();
+    assertThat(spilled.spills()).isGreaterThan(100);
+    assertThat(spilled.spillDrops()).isZero();
+    for (int i = 0; i < 200; i++) {
+      assertThat(read(cache, i)).as("block %d", i).isEqualTo(1);
+    }
+    TieredStats read = cache.tieredStats();
+    assertThat(read.lowerHits()).isEqualTo(spilled.spills());
+    assertThat(read.ramHits() + read.lowerHits()).isEqualTo(200);
+    assertThat(read.promotions()).isPositive();
+    assertThat(cache.stats().hits()).isEqualTo(200);
+  }
+
+  @Test
+  void aLeaseOnALowerTierBlockIsAViewOfItsBytes() throws Exception {
+    open(256, 32L << 20);
+    putAll(cache, 0, 100, 3);
+    awaitSpills();
+    BlockKey first = Payloads.key(0);
+    assertThat(cache.ramStats().blocks()).isLessThan(100);
+    try (BlockLease lease = cache.get(first)) {
+      assertThat(lease.status()).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(first, lease.bytes())).isEqualTo(3);
+      assertThat(cache.stats().leasesOpen()).isEqualTo(1);
+    }
+    assertThat(cache.stats().leasesOpen()).isZero();
+    assertThat(cache.tieredStats().lowerHits()).isEqualTo(1);
+  }
+
+  @Test
+  void aPromotedBlockIsNotWrittenAgainWhenRamEvictsItUnchanged() throws Exception {
+    open(256, 32L << 20);
+    putAll(cache, 0, 100, 1);
+    awaitSpills();
+    assertThat(read(cache, 0)).isEqualTo(1); // from the lower tier, promoted
+    assertThat(cache.tieredStats().promotions()).isEqualTo(1);
+    putAll(cache, 1000, 1100, 1); // pushes block 0 out of RAM again
+    awaitSpills();
+    assertThat(cache.tieredStats().spillsSkipped()).isEqualTo(1);
+    assertThat(lower.putsStarted.get()).as("every write to the lower tier is a counted spill")
+        .isEqualTo(cache.tieredStats().spills());
+    assertThat(read(cache, 0)).isEqualTo(1);
+  }
+
+  @Test
+  void aNewerPutIsNeverShadowedByAnOlderCopyInTheLowerTier() throws Exception {
+    open(1, 32L << 20);
+    putAll(cache, 0, 100, 1);
+    awaitSpills();
+    assertThat(read(cache, 0)).isEqualTo(1); // promoted: RAM and the lower tier both hold version 1
+    putAll(cache, 0, 1, 2);
+    lower.hold(); // from now on spills wait, the queue fills and RAM's evictions are dropped
+    putAll(cache, 2000, 2100, 1);
+    await(() -> cache.tieredStats().spillDrops() > 0);
+    assertThat(read(cache, 0)).as("version 2, or a miss once dropped; never version 1")
+        .isIn(2L, -1L);
+    lower.release();
+  }
+
+  @Test
+  void aBlockWaitingToBeSpilledIsStillReadable() throws Exception {
+    open(64, 32L << 20);
+    lower.hold();
+    putAll(cache, 0, 100, 5);
+    await(() -> lower.putsStarted.get() > 0);
+    int hits = 0;
+    for (int i = 0; i < 100; i++) {
+      long version = read(cache, i);
+      assertThat(version).as("block %d", i).isIn(5L, -1L);
+      hits += version == 5 ? 1 : 0;
+    }
+    TieredStats t = cache.tieredStats();
+    assertThat(t.spillHits()).isPositive();
+    assertThat(hits).as("every block but those dropped with the queue full")
+        .isEqualTo(100 - (int) t.spillDrops());
+    lower.release();
+  }
+
+  @Test
+  void aFullSpillQueueDropsBlocksAndCountsThem() throws Exception {
+    open(2, 32L << 20);
+    lower.hold();
+    putAll(cache, 0, 100, 1);
+    TieredStats t = cache.tieredStats();
+    assertThat(t.spillDrops()).isPositive();
+    assertThat(cache.stats().evictions()).isGreaterThanOrEqualTo(t.spillDrops());
+    lower.release();
+    awaitSpills();
+    int found = 0;
+    for (int i = 0; i < 100; i++) {
+      found += read(cache, i) == 1 ? 1 : 0;
+    }
+    assertThat(found).isEqualTo(100 - (int) cache.tieredStats().spillDrops());
+  }
+
+  /**
+   * Writers each own a set of keys and check every read against what they last did to a key: a
+   * read returns the last version put, or a miss, never an older version; a reader on other
+   * writers' keys checks that bytes always belong to their key. Both tiers evict throughout.
+   */
+  @Test
+  void concurrentPutsReadsAndDeletesNeverServeStaleOrForeignBytes() throws Exception {
+    open(8, 6L << 20);
+    int writers = 2;
+    int keysEach = 48;
+    Throwable[] failure = {null};
+    Thread[] threads = new Thread[writers + 1];
+    for (int w = 0; w < writers; w++) {
+      int base = w * keysEach;
+      threads[w] = new Thread(() -> {
+        long[] last = new long[keysEach]; // 0: deleted or never put
+        long version = 0;
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        for (int op = 0; op < 4000; op++) {
+          int k = random.nextInt(keysEach);
+          BlockKey key = Payloads.key(base + k);
+          int dice = random.nextInt(10);
+          if (dice < 4) {
+            version++;
+            PutStatus status = cache.put(key, Payloads.of(key, version, BLOCK / 2 + k * 512));
+            last[k] = status == PutStatus.STORED ? version : 0;
+          } else if (dice == 4) {
+            cache.delete(key);
+            last[k] = 0;
+          } else if (dice < 8) {
+            long got = read(cache, base + k);
+            if (got != -1 && got != last[k]) {
+              throw new AssertionError("key " + (base + k) + ": read version " + got + ", last put " + last[k]);
+            }
+          } else {
+            try (BlockLease lease = cache.get(key)) {
+              if (lease.status() == GetStatus.HIT) {
+                long got = Payloads.verify(key, lease.bytes());
+                if (got != last[k]) {
+                  throw new AssertionError("key " + (base + k) + ": leased version " + got + ", last put " + last[k]);
+                }
+              }
+            }
+          }
+        }
+      });
+    }
+    threads[writers] = new Thread(() -> {
+      ThreadLocalRandom random = ThreadLocalRandom.current();
+      for (int op = 0; op < 8000; op++) {
+        read(cache, random.nextInt(writers * keysEach)); // verify() checks the bytes' key
+      }
+    });
+    for (Thread t : threads) {
+      t.setUncaughtExceptionHandler((th, e) -> failure[0] = e);
+      t.start();
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    assertThat(failure[0]).isNull();
+    TieredStats t = cache.tieredStats();
+    assertThat(t.spills()).as("RAM spilled").isPositive();
+    assertThat(cache.lowerStats().evictions()).as("the lower tier evicted").isPositive();
+  }
+}
