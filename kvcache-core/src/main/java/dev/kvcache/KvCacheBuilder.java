@@ -5,6 +5,7 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -31,6 +32,7 @@ public final class KvCacheBuilder {
   private Integer maxBlockBytes;
   private Tier lowerTier;
   private int spillQueueBlocks = TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS;
+  private Duration spillQueueWait = TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT;
   private boolean promoteOnLowerHit = true;
 
   KvCacheBuilder() {}
@@ -65,11 +67,19 @@ public final class KvCacheBuilder {
 
   /**
    * How many evicted blocks may wait to be written to the lower tier; default {@value
-   * TieredCacheConfig#DEFAULT_SPILL_QUEUE_BLOCKS}. When the queue is full, evicted blocks are
-   * dropped rather than making the put that evicted them wait.
+   * TieredCacheConfig#DEFAULT_SPILL_QUEUE_BLOCKS}; they also pin at most a quarter of RAM.
    */
   public KvCacheBuilder spillQueueBlocks(int spillQueueBlocks) {
     this.spillQueueBlocks = spillQueueBlocks;
+    return this;
+  }
+
+  /**
+   * How long a put waits for room in the spill queue; default 200 ms. Blocks evicted while the
+   * queue is still full are dropped (see {@link TieredCacheConfig#spillQueueWait()}).
+   */
+  public KvCacheBuilder spillQueueWait(Duration spillQueueWait) {
+    this.spillQueueWait = Objects.requireNonNull(spillQueueWait, "spillQueueWait");
     return this;
   }
 
@@ -93,6 +103,6 @@ public final class KvCacheBuilder {
     if (lowerTier == null) {
       return new RamTier(config);
     }
-    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, promoteOnLowerHit));
+    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit));
   }
 }

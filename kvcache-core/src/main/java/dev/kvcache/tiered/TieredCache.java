@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -28,29 +29,38 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Where a block is.</b> Puts go to RAM. Blocks RAM's policy evicts are handed, still pinned
  * in RAM, to a bounded spill queue; one spill thread writes them to the lower tier in eviction
- * order. While a block waits, reads find it in the queue's index, so a block is findable in some
+ * order. Waiting blocks pin at most a quarter of RAM (and at most {@link
+ * TieredCacheConfig#spillQueueBlocks()} blocks), so puts keep finding room. While a block waits,
+ * reads find it in the queue's index, so a block is findable in some
  * tier from the moment its put returns until it is dropped: by the lower tier's own eviction, or
  * because the queue was full when RAM evicted it ({@link TieredStats#spillDrops()}). Reads look in
  * RAM, then the queue, then the lower tier; a lower-tier hit is copied into RAM (promotion) when
  * {@link TieredCacheConfig#promoteOnLowerHit()} is set. A promoted block that is not put again is
  * not written again when RAM evicts it: the lower tier still has it.
  *
- * <p><b>Never stale bytes.</b> A put or delete of a key removes the key's older copies everywhere
- * else: it cancels a queued spill and deletes the block from the lower tier. Puts, deletes, spill
- * writes and promotions of one key are serialised by a lock stripe (so a put may wait for one
- * spill write of a key in its stripe, one in 256). RAM calls its eviction listener atomically with
- * the removal, so by the time RAM's put of a new copy returns, an eviction of the old copy has
- * queued it, and the put's cancel finds it. A promotion carries the stripe's generation from
+ * <p><b>Never stale bytes.</b> A put or delete of a key first removes the key's older copies
+ * everywhere: it deletes the old copy from RAM (a delete, not an eviction, so it is not spilled),
+ * cancels its queued spill (or waits for a spill write of that key under way to end), and deletes
+ * it from the lower tier; only then does a put store the new bytes, so every spill of the key
+ * after that carries them (RAM runs its eviction listener atomically with the removal: an eviction
+ * of the old copy has queued it before the delete, or does not happen). A read concurrent with a put may miss the key meanwhile. Puts, deletes
+ * and promotions of one key are serialised by a lock stripe; spill writes take no lock. A
+ * promotion carries the stripe's generation from
  * before its read: if a put or delete of a key in the stripe came in between, the bytes read may
  * be older than RAM's and are not promoted.
  *
  * <p><b>Threads.</b> All methods are thread-safe. RAM evictions run on the thread of the put that
- * causes them and never wait: a full queue drops the block instead.
+ * causes them and never wait: a full queue drops the block instead. To keep that rare, a put that
+ * finds the queue more than half full first waits for it to drain, up to {@link
+ * TieredCacheConfig#spillQueueWait()}.
  */
 public final class TieredCache implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(TieredCache.class);
   private static final int STRIPES = 256;
+  /** The spill queue pins at most this fraction (1/n) of RAM. */
+  private static final int SPILL_QUEUE_RAM_SHARE = 4;
+  private static final int MAX_RAM_PUT_RETRIES = 8;
 
   private final RamTier ram;
   private final Tier lower;
@@ -60,6 +70,11 @@ public final class TieredCache implements Tier {
   private final ConcurrentHashMap<BlockKey, SpillEntry> spilling = new ConcurrentHashMap<>();
   /** Keys promoted from the lower tier and not put or deleted since: the lower copy is current. */
   private final Set<BlockKey> clean = ConcurrentHashMap.newKeySet();
+  /** RAM bytes the blocks in {@link #spilling} keep pinned, and the most they may. */
+  private final AtomicLong queuedBytes = new AtomicLong();
+  private final long maxQueuedBytes;
+  /** Notified each time a spill ends, for puts waiting for room in the queue. */
+  private final Object spillProgress = new Object();
   private final Object[] stripes = new Object[STRIPES];
   private final AtomicLongArray generations = new AtomicLongArray(STRIPES);
   private final Thread spiller;
@@ -88,6 +103,7 @@ public final class TieredCache implements Tier {
     }
     this.queue = new ArrayBlockingQueue<>(config.spillQueueBlocks());
     this.ram = new RamTier(ramConfig, this::onRamEviction);
+    this.maxQueuedBytes = ram.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
     this.spiller = new Thread(this::spillLoop, "kvcache-spill-" + lower.name());
     spiller.setDaemon(true);
     spiller.start();
@@ -124,22 +140,28 @@ public final class TieredCache implements Tier {
       counters.rejection();
       return PutStatus.REJECTED_TOO_LARGE;
     }
+    if (src.remaining() <= ram.maxBlockBytes()) {
+      awaitSpillRoom(src.remaining());
+    }
     int stripe = stripe(key);
     PutStatus status;
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
       clean.remove(key);
+      // the old copy leaves RAM without an eviction, so every spill of this key from now on
+      // carries the new bytes; a spill of the old one is cancelled or waited out, then deleted
+      ram.delete(key);
+      cancelSpill(key);
       if (src.remaining() <= ram.maxBlockBytes()) {
-        status = ram.put(key, src);
-        cancelSpill(key); // after RAM's put: an eviction of the old copy has queued it by now
+        lower.delete(key);
+        status = putInRam(key, src);
         if (status == PutStatus.REJECTED_NO_SPACE) {
           status = lower.put(key, src); // RAM is pinned full by leases
-        } else {
-          lower.delete(key);
+        } else if (status == PutStatus.NOT_ADMITTED
+            && (spilling.containsKey(key) || lower.contains(key))) {
+          status = PutStatus.STORED; // RAM's policy passed it straight on to the lower tier
         }
       } else {
-        ram.delete(key);
-        cancelSpill(key);
         status = lower.put(key, src);
       }
     }
@@ -147,6 +169,51 @@ public final class TieredCache implements Tier {
       counters.put();
     } else {
       counters.rejection();
+    }
+    return status;
+  }
+
+  /**
+   * Waits, up to the configured time, until the spill queue is at most half full, in blocks and in
+   * bytes counting {@code bytes} more: the other half takes what this put evicts (usually about
+   * its own size; more when RAM's free memory is fragmented) without dropping it.
+   */
+  private void awaitSpillRoom(int bytes) {
+    if (spillRoom(bytes) || config.spillQueueWait().isZero()) {
+      return;
+    }
+    long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
+    synchronized (spillProgress) {
+      for (long left = deadline - System.nanoTime(); !spillRoom(bytes) && left > 0 && !closed;
+          left = deadline - System.nanoTime()) {
+        try {
+          TimeUnit.NANOSECONDS.timedWait(spillProgress, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  private boolean spillRoom(int bytes) {
+    long queued = queuedBytes.get();
+    return queue.size() * 2 < config.spillQueueBlocks()
+        && (queued == 0 || (queued + bytes) * 2 <= maxQueuedBytes);
+  }
+
+  /**
+   * RAM's put, repeated while it found no room only because its evictions went to the spill queue,
+   * which pins their memory: once the queue is at its byte bound, further victims are dropped and
+   * free theirs. What then still finds no room is pinned by leases.
+   */
+  private PutStatus putInRam(BlockKey key, ByteBuffer src) {
+    long queuedBefore = queuedBytes.get();
+    PutStatus status = ram.put(key, src);
+    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && status == PutStatus.REJECTED_NO_SPACE
+        && queuedBefore < maxQueuedBytes; retry++) {
+      queuedBefore = queuedBytes.get();
+      status = ram.put(key, src); // a refused put leaves src as it was
     }
     return status;
   }
@@ -170,6 +237,7 @@ public final class TieredCache implements Tier {
     return removed;
   }
 
+  /** Cancels a queued spill of the key, or waits for one being written to end. */
   private boolean cancelSpill(BlockKey key) {
     SpillEntry queued = spilling.remove(key);
     if (queued != null) {
@@ -270,9 +338,11 @@ public final class TieredCache implements Tier {
       if (generations.get(stripe) != generation || closed || ram.contains(key)) {
         return;
       }
+      clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
       if (ram.put(key, bytes) == PutStatus.STORED) {
-        clean.add(key);
         promotions.increment();
+      } else {
+        clean.remove(key);
       }
     }
   }
@@ -295,15 +365,26 @@ public final class TieredCache implements Tier {
       return;
     }
     SpillEntry entry = new SpillEntry(lease);
+    long queuedBefore = queuedBytes.getAndAdd(entry.size());
+    boolean overBytes = queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes;
+    if (closed || overBytes) {
+      dropped(entry);
+      return;
+    }
     SpillEntry older = spilling.put(key, entry);
     if (older != null) {
       older.cancel(); // cannot happen while puts cancel spills; kept for safety
     }
-    if (closed || !queue.offer(entry)) {
+    if (!queue.offer(entry)) {
       spilling.remove(key, entry);
-      spillDrops.increment();
-      entry.release();
+      dropped(entry);
     }
+  }
+
+  private void dropped(SpillEntry entry) {
+    spillDrops.increment();
+    queuedBytes.addAndGet(-entry.size());
+    entry.release();
   }
 
   private void spillLoop() {
@@ -325,28 +406,31 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * Writes a block to the lower tier under its stripe's lock, so that a put or delete of the key
-   * either cancels it first or deletes what it wrote afterwards.
+   * Writes a block to the lower tier, unless a put or delete of its key cancelled it first; one
+   * that comes while the write is under way waits for it, then deletes or overwrites what it wrote.
    */
   private void spill(SpillEntry entry) {
     BlockKey key = entry.lease().key();
     try {
-      synchronized (stripes[stripe(key)]) {
-        if (entry.isCancelled()) {
-          return;
-        }
-        if (lower.put(key, entry.bytes()) == PutStatus.STORED) {
-          spills.increment();
-        } else {
-          spillDrops.increment();
-        }
+      if (!entry.startWriting()) {
+        return;
+      }
+      if (lower.put(key, entry.bytes()) == PutStatus.STORED) {
+        spills.increment();
+      } else {
+        spillDrops.increment();
       }
     } catch (RuntimeException e) {
       spillDrops.increment();
       log.warn("spill of {} to the {} tier failed: {}", key, lower.name(), e.toString());
     } finally {
       spilling.remove(key, entry);
+      queuedBytes.addAndGet(-entry.size());
+      entry.finishWriting();
       entry.release();
+      synchronized (spillProgress) {
+        spillProgress.notifyAll();
+      }
     }
   }
 

@@ -1,31 +1,44 @@
 package dev.kvcache.tiered;
 
+import java.time.Duration;
+import java.util.Objects;
+
 /**
  * How a {@link TieredCache} moves blocks between its tiers.
  *
  * @param spillQueueBlocks blocks evicted from RAM that may wait for the lower tier at once (default
  *     {@value #DEFAULT_SPILL_QUEUE_BLOCKS}); each keeps its RAM memory pinned until written, so
- *     the queue is bounded in RAM bytes by the RAM budget. When it is full, an evicted block is
- *     dropped and counted in {@link TieredStats#spillDrops()}: eviction runs on the thread of the
- *     put that caused it, which never waits for the disk.
+ *     waiting blocks are also held to a quarter of the RAM budget
+ * @param spillQueueWait how long a put that finds the spill queue more than half full waits for it
+ *     to drain before it goes on
+ *     (default {@link #DEFAULT_SPILL_QUEUE_WAIT}); blocks RAM evicts while the queue is still full
+ *     are dropped and counted in {@link TieredStats#spillDrops()}. Zero never waits: puts keep RAM
+ *     speed and the blocks that do not fit in the queue are lost. The wait is taken before the put
+ *     touches RAM, since evictions run inside RAM's put and never wait themselves.
  * @param promoteOnLowerHit whether a read served by the lower tier also copies the block into RAM
  *     (default true)
  */
-public record TieredCacheConfig(int spillQueueBlocks, boolean promoteOnLowerHit) {
+public record TieredCacheConfig(int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit) {
 
   public static final int DEFAULT_SPILL_QUEUE_BLOCKS = 64;
+  public static final Duration DEFAULT_SPILL_QUEUE_WAIT = Duration.ofMillis(200);
 
   /** The defaults. */
   public static TieredCacheConfig defaults() {
-    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, true);
+    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true);
   }
 
   /**
-   * @throws IllegalArgumentException if {@code spillQueueBlocks} is not positive
+   * @throws IllegalArgumentException if {@code spillQueueBlocks} is not positive or {@code
+   *     spillQueueWait} is negative
    */
   public TieredCacheConfig {
     if (spillQueueBlocks < 1) {
       throw new IllegalArgumentException("spillQueueBlocks must be positive, got " + spillQueueBlocks);
+    }
+    Objects.requireNonNull(spillQueueWait, "spillQueueWait");
+    if (spillQueueWait.isNegative()) {
+      throw new IllegalArgumentException("spillQueueWait must not be negative, got " + spillQueueWait);
     }
   }
 }

@@ -7,14 +7,13 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A tier whose puts can be held back, to keep spills waiting; counts the puts it receives. */
 final class GatedTier implements Tier {
 
   private final Tier inner;
-  private final Semaphore gate = new Semaphore(Integer.MAX_VALUE);
+  private boolean held;
   final AtomicInteger putsStarted = new AtomicInteger();
 
   GatedTier(Tier inner) {
@@ -22,18 +21,30 @@ final class GatedTier implements Tier {
   }
 
   /** Puts started from now on wait until {@link #release()}. */
-  void hold() {
-    gate.drainPermits();
+  synchronized void hold() {
+    held = true;
   }
 
-  void release() {
-    gate.release(Integer.MAX_VALUE / 2);
+  synchronized void release() {
+    held = false;
+    notifyAll();
+  }
+
+  private synchronized void awaitRelease() {
+    while (held) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
     putsStarted.incrementAndGet();
-    gate.acquireUninterruptibly();
+    awaitRelease();
     return inner.put(key, src);
   }
 

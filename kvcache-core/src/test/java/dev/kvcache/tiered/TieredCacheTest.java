@@ -25,9 +25,18 @@ class TieredCacheTest {
   private GatedTier lower;
   private TieredCache cache;
 
+  /** A cache whose puts wait for the spill queue as long as a test may take: nothing is dropped. */
   private TieredCache open(int spillQueueBlocks, long lowerBytes) {
+    return open(spillQueueBlocks, lowerBytes, Duration.ofSeconds(30), true);
+  }
+
+  private TieredCache open(int spillQueueBlocks, long lowerBytes, Duration spillQueueWait) {
+    return open(spillQueueBlocks, lowerBytes, spillQueueWait, true);
+  }
+
+  private TieredCache open(int spillQueueBlocks, long lowerBytes, Duration spillQueueWait, boolean promote) {
     lower = new GatedTier(new RamTier(RamTierConfig.ofCapacity(lowerBytes).withMaxBlockBytes(1 << 20)));
-    cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, true));
+    cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promote));
     return cache;
   }
 
@@ -44,6 +53,14 @@ class TieredCacheTest {
     for (int i = from; i < to; i++) {
       BlockKey key = Payloads.key(i);
       assertThat(c.put(key, Payloads.of(key, version, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+  }
+
+  /** Puts while spills are held back: a block RAM evicts at once may be dropped with the queue full. */
+  private static void putAllMayDrop(KvCache c, int from, int to, long version) {
+    for (int i = from; i < to; i++) {
+      BlockKey key = Payloads.key(i);
+      assertThat(c.put(key, Payloads.of(key, version, BLOCK))).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
     }
   }
 
@@ -73,7 +90,7 @@ class TieredCacheTest {
 
   @Test
   void blocksEvictedFromRamAreReadBackFromTheLowerTier() throws Exception {
-    open(256, 32L << 20);
+    open(256, 32L << 20, Duration.ofSeconds(30), false); // reads leave each block where it is
     putAll(cache, 0, 200, 1); // 12.5 MiB through 4 MiB of RAM
     awaitSpills();
     TieredStats spilled = cache.tieredStats();
@@ -85,7 +102,7 @@ class TieredCacheTest {
     TieredStats read = cache.tieredStats();
     assertThat(read.lowerHits()).isEqualTo(spilled.spills());
     assertThat(read.ramHits() + read.lowerHits()).isEqualTo(200);
-    assertThat(read.promotions()).isPositive();
+    assertThat(read.promotions()).isZero();
     assertThat(cache.stats().hits()).isEqualTo(200);
   }
 
@@ -110,10 +127,17 @@ class TieredCacheTest {
     open(256, 32L << 20);
     putAll(cache, 0, 100, 1);
     awaitSpills();
-    assertThat(read(cache, 0)).isEqualTo(1); // from the lower tier, promoted
+    // read from the lower tier until RAM's frequency filter admits the copy
+    for (int reads = 0; reads < 5 && cache.tieredStats().promotions() == 0; reads++) {
+      assertThat(read(cache, 0)).isEqualTo(1);
+    }
     assertThat(cache.tieredStats().promotions()).isEqualTo(1);
-    putAll(cache, 1000, 1100, 1); // pushes block 0 out of RAM again
-    awaitSpills();
+    // new blocks, each put twice so that RAM's frequency filter prefers them, until RAM evicts block 0
+    for (int from = 1000; from < 3000 && cache.tieredStats().spillsSkipped() == 0; from += 50) {
+      putAll(cache, from, from + 50, 1);
+      putAll(cache, from, from + 50, 1);
+      awaitSpills();
+    }
     assertThat(cache.tieredStats().spillsSkipped()).isEqualTo(1);
     assertThat(lower.putsStarted.get()).as("every write to the lower tier is a counted spill")
         .isEqualTo(cache.tieredStats().spills());
@@ -122,13 +146,16 @@ class TieredCacheTest {
 
   @Test
   void aNewerPutIsNeverShadowedByAnOlderCopyInTheLowerTier() throws Exception {
-    open(1, 32L << 20);
-    putAll(cache, 0, 100, 1);
+    open(1, 32L << 20, Duration.ZERO);
+    putAllMayDrop(cache, 0, 100, 1);
     awaitSpills();
-    assertThat(read(cache, 0)).isEqualTo(1); // promoted: RAM and the lower tier both hold version 1
+    for (int reads = 0; reads < 5 && cache.tieredStats().promotions() == 0; reads++) {
+      assertThat(read(cache, 0)).isEqualTo(1);
+    }
+    assertThat(cache.tieredStats().promotions()).as("RAM and the lower tier both hold version 1").isEqualTo(1);
     putAll(cache, 0, 1, 2);
     lower.hold(); // from now on spills wait, the queue fills and RAM's evictions are dropped
-    putAll(cache, 2000, 2100, 1);
+    putAllMayDrop(cache, 2000, 2100, 1);
     await(() -> cache.tieredStats().spillDrops() > 0);
     assertThat(read(cache, 0)).as("version 2, or a miss once dropped; never version 1")
         .isIn(2L, -1L);
@@ -137,9 +164,9 @@ class TieredCacheTest {
 
   @Test
   void aBlockWaitingToBeSpilledIsStillReadable() throws Exception {
-    open(64, 32L << 20);
+    open(64, 32L << 20, Duration.ZERO);
     lower.hold();
-    putAll(cache, 0, 100, 5);
+    putAllMayDrop(cache, 0, 100, 5);
     await(() -> lower.putsStarted.get() > 0);
     int hits = 0;
     for (int i = 0; i < 100; i++) {
@@ -156,9 +183,9 @@ class TieredCacheTest {
 
   @Test
   void aFullSpillQueueDropsBlocksAndCountsThem() throws Exception {
-    open(2, 32L << 20);
+    open(2, 32L << 20, Duration.ZERO);
     lower.hold();
-    putAll(cache, 0, 100, 1);
+    putAllMayDrop(cache, 0, 100, 1);
     TieredStats t = cache.tieredStats();
     assertThat(t.spillDrops()).isPositive();
     assertThat(cache.stats().evictions()).isGreaterThanOrEqualTo(t.spillDrops());
@@ -178,9 +205,9 @@ class TieredCacheTest {
    */
   @Test
   void concurrentPutsReadsAndDeletesNeverServeStaleOrForeignBytes() throws Exception {
-    open(8, 6L << 20);
+    open(8, 1L << 20);
     int writers = 2;
-    int keysEach = 48;
+    int keysEach = 64;
     Throwable[] failure = {null};
     Thread[] threads = new Thread[writers + 1];
     for (int w = 0; w < writers; w++) {
