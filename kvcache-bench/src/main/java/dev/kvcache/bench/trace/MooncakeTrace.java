@@ -1,0 +1,91 @@
+package dev.kvcache.bench.trace;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.github.luben.zstd.ZstdInputStream;
+import java.io.BufferedInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A request trace in Mooncake's form: one JSON object per line, whose {@code hash_ids} are the
+ * chained prefix ids of the request's 512-token blocks (an id stands for its block and every block
+ * before it). Read from {@code .jsonl} or zstd-compressed {@code .jsonl.zst}.
+ *
+ * @param name the file name without its extensions
+ * @param requests each request's block ids, in arrival order
+ */
+public record MooncakeTrace(String name, int[][] requests) {
+
+  /** Tokens per block in Mooncake's traces. */
+  public static final int BLOCK_TOKENS = 512;
+
+  /**
+   * Reads a trace file.
+   *
+   * @throws IOException if the file cannot be read or a line is not a request with {@code hash_ids}
+   */
+  public static MooncakeTrace load(Path file) throws IOException {
+    String fileName = file.getFileName().toString();
+    boolean zstd = fileName.endsWith(".zst");
+    String name = fileName.replaceFirst("\\.jsonl(\\.zst)?$", "");
+    List<int[]> requests = new ArrayList<>();
+    JsonFactory json = new JsonFactory();
+    try (InputStream raw = new BufferedInputStream(Files.newInputStream(file), 1 << 16);
+        InputStream in = zstd ? new ZstdInputStream(raw) : raw;
+        JsonParser parser = json.createParser(in)) {
+      for (JsonToken t = parser.nextToken(); t != null; t = parser.nextToken()) {
+        if (t != JsonToken.START_OBJECT) {
+          throw new IOException(file + ": expected a request object at " + parser.currentLocation());
+        }
+        int[] ids = null;
+        while (parser.nextToken() == JsonToken.FIELD_NAME) {
+          String field = parser.currentName();
+          JsonToken value = parser.nextToken();
+          if ("hash_ids".equals(field) && value == JsonToken.START_ARRAY) {
+            ids = readIds(parser);
+          } else {
+            parser.skipChildren();
+          }
+        }
+        if (ids == null) {
+          throw new IOException(file + ": request " + (requests.size() + 1) + " has no hash_ids");
+        }
+        requests.add(ids);
+      }
+    }
+    return new MooncakeTrace(name, requests.toArray(new int[0][]));
+  }
+
+  private static int[] readIds(JsonParser parser) throws IOException {
+    int[] ids = new int[16];
+    int n = 0;
+    while (parser.nextToken() == JsonToken.VALUE_NUMBER_INT) {
+      if (n == ids.length) {
+        ids = Arrays.copyOf(ids, n * 2);
+      }
+      ids[n++] = parser.getIntValue();
+    }
+    return Arrays.copyOf(ids, n);
+  }
+
+  /** Block accesses in the whole trace. */
+  public long blockAccesses() {
+    long n = 0;
+    for (int[] r : requests) {
+      n += r.length;
+    }
+    return n;
+  }
+
+  /** Distinct block ids in the trace. */
+  public int distinctBlocks() {
+    return (int) Arrays.stream(requests).flatMapToInt(Arrays::stream).distinct().count();
+  }
+}

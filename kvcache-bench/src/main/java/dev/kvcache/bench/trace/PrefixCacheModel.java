@@ -1,0 +1,19 @@
+package dev.kvcache.bench.trace;
+
+/**
+ * A cache of blocks as an inference engine uses it, one request at a time: find the longest cached
+ * prefix of the request's blocks, load it, compute the rest and store it.
+ */
+interface PrefixCacheModel extends AutoCloseable {
+
+  /**
+   * Serves one request.
+   *
+   * @param ids the request's chained block ids
+   * @return how many leading blocks were found in the cache
+   */
+  int serve(int[] ids);
+
+  @Override
+  default void close() {}
+}
