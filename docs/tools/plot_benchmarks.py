@@ -514,6 +514,57 @@ def disk_tables(rows, out, img):
         plt.close(fig)
 
 
+def trace_tables(results_dir, out, img):
+    """Hit ratio against capacity on the request traces (TraceReplay's CSV), one panel per trace."""
+    path = os.path.join(results_dir, "trace-hit-ratio.csv")
+    if not os.path.exists(path):
+        return
+    import csv
+    ratio = {}  # (trace, capacity, model) -> hit ratio
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            ratio[(r["trace"], int(r["capacity_blocks"]), r["model"])] = float(r["hit_ratio"])
+    traces = sorted({t for t, _, _ in ratio})
+    models = [m for m in ["lru", "lru-orphans-first", "kvcache", "ceiling"] if any(k[2] == m for k in ratio)]
+    names = {"lru": "exact LRU", "lru-orphans-first": "LRU, orphans first", "kvcache": "kvcache RAM tier",
+             "ceiling": "ceiling (Belady MIN)"}
+    fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
+    for ax, t in zip(axes[0], traces):
+        caps = sorted({c for tt, c, _ in ratio if tt == t}, key=lambda c: c if c else 1 << 62)
+        limited = [c for c in caps if c]
+        out.append(f"\n### Hit ratio, {t.replace('mooncake_', '').replace('_', ' ')}\n")
+        out.append("| capacity (blocks) | " + " | ".join(names[m] for m in models) + " | gap closed |")
+        out.append("|---:|" + "---:|" * (len(models) + 1))
+        for c in caps:
+            vals = {m: ratio.get((t, c, m)) for m in models}
+            gap = "-"
+            if None not in (vals.get("lru"), vals.get("ceiling"), vals.get("kvcache")):
+                width = vals["ceiling"] - vals["lru"]
+                if width > 1e-9:
+                    gap = f"{(vals['kvcache'] - vals['lru']) / width:+.2f}"
+            out.append(f"| {c if c else 'unlimited'} | " + " | ".join(
+                f"{vals[m]:.3f}" if vals[m] is not None else "-" for m in models) + f" | {gap} |")
+        for m in models:
+            pts = [(c, ratio[(t, c, m)]) for c in limited if (t, c, m) in ratio]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=names[m])
+        if "lru" in models and "ceiling" in models:
+            ax.fill_between(limited, [ratio[(t, c, "lru")] for c in limited],
+                            [(ratio[(t, c, "lru")] + ratio[(t, c, "ceiling")]) / 2 for c in limited],
+                            color="grey", alpha=0.15, label="target: half the gap closed")
+        unlimited = ratio.get((t, 0, "lru"))
+        if unlimited is not None:
+            ax.axhline(unlimited, color="black", linestyle=":", linewidth=1, label="unlimited capacity")
+        ax.set_xscale("log")
+        ax.set_xlabel("capacity (blocks of 512 tokens)")
+        ax.set_ylabel("block hit ratio")
+        ax.set_title(t.replace("mooncake_", "Mooncake ").replace("_", " "))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "trace-hit-ratio.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -526,6 +577,7 @@ def main():
     codec_tables(rows, results_dir, out, img)
     small_tables(rows, out)
     disk_tables(rows, out, img)
+    trace_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

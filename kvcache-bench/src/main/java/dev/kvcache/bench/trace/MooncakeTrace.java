@@ -11,7 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A request trace in Mooncake's form: one JSON object per line, whose {@code hash_ids} are the
@@ -82,6 +84,41 @@ public record MooncakeTrace(String name, int[][] requests) {
       n += r.length;
     }
     return n;
+  }
+
+  /** Distinct block ids that occur exactly once in the trace. */
+  public int blocksUsedOnce() {
+    Map<Integer, Integer> counts = new HashMap<>();
+    for (int[] r : requests) {
+      for (int id : r) {
+        counts.merge(id, 1, Integer::sum);
+      }
+    }
+    return (int) counts.values().stream().filter(c -> c == 1).count();
+  }
+
+  /**
+   * The median number of block accesses between two accesses of the same block, over all
+   * accesses that reuse one; 0 if nothing is reused.
+   */
+  public long medianReuseDistance() {
+    Map<Integer, Long> lastSeen = new HashMap<>();
+    List<Long> distances = new ArrayList<>();
+    long position = 0;
+    for (int[] r : requests) {
+      for (int id : r) {
+        Long last = lastSeen.put(id, position);
+        if (last != null) {
+          distances.add(position - last);
+        }
+        position++;
+      }
+    }
+    if (distances.isEmpty()) {
+      return 0;
+    }
+    distances.sort(null);
+    return distances.get(distances.size() / 2);
   }
 
   /** Distinct block ids in the trace. */

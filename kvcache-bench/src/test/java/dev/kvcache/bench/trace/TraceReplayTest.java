@@ -23,6 +23,15 @@ class TraceReplayTest {
   }
 
   @Test
+  void orphansFirstEvictsAChainFromItsTail() {
+    MooncakeTrace reuse = new MooncakeTrace("tail", new int[][] {{0, 1, 2}, {3, 4}, {0, 1}});
+    // orphans first keeps the head 0-1 and drops the tail 2; LRU drops the head and keeps the tail
+    assertThat(TraceReplay.replay(reuse, 4, "lru-orphans-first", c -> new OrphanFirstLruModel(4)).hits())
+        .isEqualTo(2);
+    assertThat(TraceReplay.replay(reuse, 4, "lru", c -> new LruModel(4)).hits()).isZero();
+  }
+
+  @Test
   void theCeilingKeepsWhatIsUsedAgainSoonestAndBypassesBlocksNeverUsedAgain() {
     // block 2 is never used again, so it does not displace block 1
     assertThat(TraceReplay.replay(SMALL, 2, "ceiling", c -> new BeladyModel(SMALL, 2)).hits())
@@ -67,6 +76,8 @@ class TraceReplayTest {
     assertThat(trace.requests()).isDeepEqualTo(new int[][] {{0, 1}, {0, 2, 3}});
     assertThat(trace.blockAccesses()).isEqualTo(5);
     assertThat(trace.distinctBlocks()).isEqualTo(4);
+    assertThat(trace.blocksUsedOnce()).isEqualTo(3);
+    assertThat(trace.medianReuseDistance()).isEqualTo(2); // block 0: accesses 0 and 2
   }
 
   @Test
