@@ -1,6 +1,8 @@
 package dev.kvcache;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -9,7 +11,7 @@ import java.util.Objects;
  * {@link BlockKey}s.
  *
  * <p>An inference engine asks, in order: how many leading blocks of this prompt are cached ({@link
- * #lookupPrefix}), give me those blocks ({@link #get} for a zero-copy lease or {@link #getInto} for
+ * #lookupPrefix}, or {@link #pinPrefix} to hold them until loaded), give me those blocks ({@link #get} for a zero-copy lease or {@link #getInto} for
  * one copy into its own buffer), and, after prefill, store the new blocks ({@link #put}).
  *
  * <p>Expected outcomes (a miss, a block too large, no room) are reported as {@link PutStatus} and
@@ -89,6 +91,37 @@ public interface KvCache extends AutoCloseable {
       n++;
     }
     return n;
+  }
+
+  /**
+   * Finds the leading keys of {@code keys} that are cached, as {@link #lookupPrefix} does, and pins
+   * those blocks against eviction until the returned pin is closed or {@code timeout} passes, so
+   * that the blocks counted are still there when the engine loads them. Each pinned block counts as
+   * a hit, the first key not found as a miss.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  default PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);
+    }
+    List<BlockLease> leases = new ArrayList<>();
+    try {
+      for (BlockKey key : keys) {
+        BlockLease lease = get(key);
+        if (lease.status() != GetStatus.HIT) {
+          lease.close();
+          break;
+        }
+        leases.add(lease);
+      }
+    } catch (RuntimeException e) {
+      leases.forEach(BlockLease::close);
+      throw e;
+    }
+    return PrefixPin.of(leases, timeout);
   }
 
   /**

@@ -7,10 +7,12 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -244,6 +246,57 @@ public abstract class TierContractTest {
     assertThat(tier.lookupPrefix(List.of())).isZero();
     tier.delete(keys.get(0));
     assertThat(tier.lookupPrefix(keys)).isZero();
+  }
+
+  @Test
+  void aPrefixPinHoldsTheBlocksLookedUpUntilClosed() {
+    List<BlockKey> keys = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      keys.add(Payloads.key(70 + i));
+    }
+    for (int i : new int[] {0, 1, 2, 4}) {
+      tier.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
+    }
+    try (PrefixPin pin = tier.pinPrefix(keys, Duration.ofMinutes(1))) {
+      assertThat(pin.blocks()).isEqualTo(3);
+      assertThat(tier.stats().leasesOpen()).isEqualTo(3);
+      tier.delete(keys.get(0));
+      tier.put(keys.get(1), Payloads.of(keys.get(1), 2, BLOCK));
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      for (int i = 0; i < 3; i++) {
+        assertThat(pin.key(i)).isEqualTo(keys.get(i));
+        assertThat(pin.getInto(i, dst.clear())).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(keys.get(i), dst.flip())).as("the bytes looked up").isEqualTo(1);
+      }
+      long[] version = {0};
+      assertThat(pin.read(2, bytes -> version[0] = Payloads.verify(keys.get(2), bytes))).isTrue();
+      assertThat(version[0]).isEqualTo(1);
+      assertThat(pin.getInto(0, ByteBuffer.allocate(BLOCK - 1))).isEqualTo(GetStatus.BUFFER_TOO_SMALL);
+      pin.close();
+      assertThat(pin.getInto(0, dst.clear())).isEqualTo(GetStatus.MISS);
+      assertThat(pin.read(0, bytes -> { })).isFalse();
+    }
+    assertThat(tier.stats().leasesOpen()).isZero();
+    assertThat(tier.pinPrefix(List.of(Payloads.key(99)), Duration.ofSeconds(1)).blocks()).isZero();
+  }
+
+  @Test
+  void aPrefixPinLetsGoWhenItsTimeoutPasses() throws InterruptedException {
+    BlockKey key = Payloads.key(80);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    PrefixPin pin = tier.pinPrefix(List.of(key), Duration.ofMillis(50));
+    assertThat(pin.blocks()).isEqualTo(1);
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!pin.isReleased() && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(pin.isReleased()).isTrue();
+    assertThat(pin.getInto(0, ByteBuffer.allocateDirect(BLOCK))).isEqualTo(GetStatus.MISS);
+    assertThat(tier.stats().leasesOpen()).isZero();
+    pin.close(); // after expiry: nothing to do
+    assertThatThrownBy(() -> tier.pinPrefix(List.of(key), Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("timeout");
+    assertThat(tier.stats().leasesOpen()).isZero();
   }
 
   @Test
