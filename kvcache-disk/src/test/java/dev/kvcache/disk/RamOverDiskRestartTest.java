@@ -1,0 +1,67 @@
+package dev.kvcache.disk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.TieredCache;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RamOverDiskRestartTest {
+
+  private static final int BLOCK = 256 << 10;
+  private static final int BLOCKS = 64; // 16 MiB through 4 MiB of RAM
+
+  @TempDir Path dir;
+
+  private KvCache open() throws IOException {
+    return KvCache.builder()
+        .ramBytes(4L << 20)
+        .maxBlockBytes(1 << 20)
+        .lowerTier(DiskTier.open(DiskTierConfig.builder(dir, 64L << 20)
+            .superBlockBytes(8L << 20)
+            .minFreeBytes(0)
+            .syncPolicy(SyncPolicy.NONE)
+            .build()))
+        .build();
+  }
+
+  @Test
+  void blocksSpilledToDiskAreServedAfterTheCacheIsClosedAndReopened() throws Exception {
+    int spilled;
+    try (KvCache cache = open()) {
+      for (int i = 0; i < BLOCKS; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(cache.put(key, Payloads.of(key, 7, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+      TieredCache tiered = (TieredCache) cache;
+      assertThat(tiered.awaitSpills(Duration.ofSeconds(30))).isTrue();
+      spilled = (int) tiered.tieredStats().spills();
+      assertThat(spilled).as("RAM holds at most 16 of the 64 blocks").isGreaterThanOrEqualTo(BLOCKS - 16);
+      assertThat(tiered.tieredStats().spillDrops()).isZero();
+    }
+    try (KvCache cache = open()) {
+      int found = 0;
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      for (int i = 0; i < BLOCKS; i++) {
+        BlockKey key = Payloads.key(i);
+        GetStatus status = cache.getInto(key, dst.clear());
+        if (status == GetStatus.HIT) {
+          assertThat(Payloads.verify(key, dst.flip())).isEqualTo(7);
+          found++;
+        } else {
+          assertThat(status).isEqualTo(GetStatus.MISS);
+        }
+      }
+      assertThat(found).as("every spilled block, and only blocks put").isEqualTo(spilled);
+    }
+  }
+}
