@@ -33,6 +33,19 @@ public record CacheStats(
     long compactions,
     long bytesCompacted) {
 
+  /**
+   * Prompt tokens whose prefill the hits saved, for blocks of {@code tokensPerBlock} tokens each
+   * (the engine's block size): every hit is one block the engine loaded instead of computing.
+   *
+   * @throws IllegalArgumentException if {@code tokensPerBlock} is not positive
+   */
+  public long prefillTokensAvoided(int tokensPerBlock) {
+    if (tokensPerBlock < 1) {
+      throw new IllegalArgumentException("tokensPerBlock must be positive, got " + tokensPerBlock);
+    }
+    return hits * tokensPerBlock;
+  }
+
   /** Hits over all reads, or 0 before the first read. */
   public double hitRatio() {
     long reads = hits + misses;

@@ -9,9 +9,11 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.tiered.TieredRead.Source;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -283,6 +285,31 @@ public final class TieredCache implements Tier {
 
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    return read(key, dst).status();
+  }
+
+  /**
+   * Copies each block into the buffer at the same index, as {@link #getInto} does, and tells which
+   * tier served it.
+   *
+   * @return each block's status and source, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  public TieredRead[] readAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(dsts, "dsts");
+    if (keys.size() != dsts.size()) {
+      throw new IllegalArgumentException(
+          keys.size() + " keys but " + dsts.size() + " destination buffers");
+    }
+    TieredRead[] result = new TieredRead[keys.size()];
+    for (int i = 0; i < result.length; i++) {
+      result[i] = read(keys.get(i), dsts.get(i));
+    }
+    return result;
+  }
+
+  private TieredRead read(BlockKey key, ByteBuffer dst) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(dst, "dst");
     ensureOpen();
@@ -291,17 +318,17 @@ public final class TieredCache implements Tier {
     }
     GetStatus status = ram.getInto(key, dst);
     if (status != GetStatus.MISS) {
-      return counted(status, ramHits);
+      return counted(status, Source.RAM, ramHits);
     }
     SpillEntry queued = spilling.get(key);
     if (queued != null && queued.tryRetain()) {
       try {
         ByteBuffer bytes = queued.bytes();
         if (dst.remaining() < bytes.remaining()) {
-          return counted(GetStatus.BUFFER_TOO_SMALL, spillHits);
+          return counted(GetStatus.BUFFER_TOO_SMALL, Source.SPILL_QUEUE, spillHits);
         }
         dst.put(bytes);
-        return counted(GetStatus.HIT, spillHits);
+        return counted(GetStatus.HIT, Source.SPILL_QUEUE, spillHits);
       } finally {
         queued.release();
       }
@@ -313,17 +340,18 @@ public final class TieredCache implements Tier {
     if (status == GetStatus.HIT) {
       promote(key, dst.duplicate().flip().position(start), stripe, generation);
     }
-    return counted(status, lowerHits);
+    return counted(status, Source.LOWER, lowerHits);
   }
 
-  private GetStatus counted(GetStatus status, LongAdder tierHits) {
+  private TieredRead counted(GetStatus status, Source source, LongAdder tierHits) {
     if (status == GetStatus.HIT) {
       tierHits.increment();
       counters.hit();
     } else if (status == GetStatus.MISS) {
       counters.miss();
+      source = Source.NONE;
     }
-    return status;
+    return new TieredRead(status, source);
   }
 
   /**

@@ -12,6 +12,10 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -104,6 +108,34 @@ class TieredCacheTest {
     assertThat(read.ramHits() + read.lowerHits()).isEqualTo(200);
     assertThat(read.promotions()).isZero();
     assertThat(cache.stats().hits()).isEqualTo(200);
+  }
+
+  @Test
+  void aBatchReadTellsWhichTierServedEachBlock() throws Exception {
+    open(256, 32L << 20, Duration.ofSeconds(30), false);
+    putAll(cache, 0, 100, 4);
+    awaitSpills();
+    List<BlockKey> keys = new ArrayList<>();
+    List<ByteBuffer> dsts = new ArrayList<>();
+    for (int i = 0; i <= 100; i++) {
+      keys.add(Payloads.key(i == 100 ? 500 : i)); // the last one was never put
+      dsts.add(ByteBuffer.allocateDirect(BLOCK));
+    }
+    long inRam = cache.ramStats().blocks();
+    TieredRead[] reads = cache.readAllInto(keys, dsts);
+    Map<TieredRead.Source, Integer> bySource = new EnumMap<>(TieredRead.Source.class);
+    for (int i = 0; i < 100; i++) {
+      assertThat(reads[i].status()).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(keys.get(i), dsts.get(i).flip())).isEqualTo(4);
+      bySource.merge(reads[i].source(), 1, Integer::sum);
+    }
+    assertThat(reads[100]).isEqualTo(new TieredRead(GetStatus.MISS, TieredRead.Source.NONE));
+    assertThat(bySource.get(TieredRead.Source.RAM)).isEqualTo((int) inRam);
+    assertThat(bySource.get(TieredRead.Source.LOWER)).isEqualTo(100 - (int) inRam);
+    TieredStats t = cache.tieredStats();
+    assertThat(t.ramHits()).isEqualTo(inRam);
+    assertThat(t.lowerHits()).isEqualTo(100 - inRam);
+    assertThat(cache.stats().prefillTokensAvoided(512)).isEqualTo(100 * 512);
   }
 
   @Test
