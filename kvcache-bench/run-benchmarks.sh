@@ -3,7 +3,7 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered
 #   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
@@ -22,7 +22,7 @@ if [ -n "${JMH_OPTS:-}" ]; then
   read -r -a jmh_opts <<< "$JMH_OPTS"
 fi
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec disk)
+[ ${#suites[@]} -gt 0 ] || suites=(ram churn peers memory codec disk tiered)
 
 jvm_flags="-Xms2g -Xmx2g -XX:MaxDirectMemorySize=6g -Dchronicle.analytics.disable=true"
 jvm_flags+=" --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED"
@@ -89,13 +89,14 @@ for suite in "${suites[@]}"; do
       run disk-latency-t2 DiskPutLatencyBenchmark -t 2
       run disk-churn DiskChurnBenchmark -t 1
       ;;
+    tiered) run tiered TieredCacheBenchmark -t 1 ;;
     disk-reopen) run disk-reopen DiskReopenBenchmark -t 1 ;;
     disk-io)
       for size in 262144 2097152 33554432; do
         run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
       done
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, or disk-reopen, disk-io)" >&2; exit 2 ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, or disk-reopen, disk-io)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

@@ -38,14 +38,15 @@ class BenchmarkSmokeTest {
     DiskColdReadBenchmark.class,
     DiskPeerBenchmark.class,
     DiskPutLatencyBenchmark.class,
-    DiskChurnBenchmark.class
+    DiskChurnBenchmark.class,
+    TieredCacheBenchmark.class
   };
 
   @Test
   void everyBenchmarkRunsOnceAndScores() throws RunnerException {
     Options options =
         new OptionsBuilder()
-            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskThroughput|DiskColdRead|DiskPeer|DiskPutLatency|DiskChurn)Benchmark\\.")
+            .include("dev\\.kvcache\\.bench\\.(RamTier|RamTierChurn|Peer|MemoryCopy|Codec|Filter|Checksum|ZstdReference|DiskReopen|DiskThroughput|DiskColdRead|DiskPeer|DiskPutLatency|DiskChurn|TieredCache)Benchmark\\.")
             .forks(0)
             .warmupIterations(0)
             .measurementIterations(1)
