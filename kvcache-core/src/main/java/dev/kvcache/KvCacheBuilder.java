@@ -34,6 +34,7 @@ public final class KvCacheBuilder {
   private int spillQueueBlocks = TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS;
   private Duration spillQueueWait = TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT;
   private boolean promoteOnLowerHit = true;
+  private boolean spillOnClose = true;
 
   KvCacheBuilder() {}
 
@@ -90,6 +91,15 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * Whether closing the cache first writes what RAM holds to the lower tier, so that a disk tier
+   * serves it after a restart; default true (see {@link TieredCacheConfig#spillOnClose()}).
+   */
+  public KvCacheBuilder spillOnClose(boolean spillOnClose) {
+    this.spillOnClose = spillOnClose;
+    return this;
+  }
+
+  /**
    * Reserves the memory and returns the cache.
    *
    * @throws IllegalArgumentException if a setting is out of range
@@ -103,6 +113,6 @@ public final class KvCacheBuilder {
     if (lowerTier == null) {
       return new RamTier(config);
     }
-    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit));
+    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose));
   }
 }

@@ -18,6 +18,7 @@ import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiConsumer;
 import java.util.concurrent.ConcurrentMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -321,6 +322,29 @@ public final class RamTier implements Tier {
     counters.delete();
     block.releaseOwner();
     return true;
+  }
+
+  /**
+   * Hands every block to {@code action}, hottest first by the eviction policy's ranking, as a
+   * read-only view valid only during the call; blocks put or removed meanwhile may or may not be
+   * seen. Counts no reads: for moving the tier's contents elsewhere, such as to a lower tier before
+   * a planned shutdown.
+   */
+  public void forEachHottestFirst(BiConsumer<BlockKey, ByteBuffer> action) {
+    Objects.requireNonNull(action, "action");
+    ensureOpen();
+    Map<BlockKey, OffHeapBlock> hottest =
+        policy.policy().eviction().orElseThrow().hottest(Integer.MAX_VALUE);
+    for (Map.Entry<BlockKey, OffHeapBlock> e : hottest.entrySet()) {
+      OffHeapBlock block = e.getValue();
+      if (block.tryRetain()) {
+        try {
+          action.accept(e.getKey(), block.readOnlyView());
+        } finally {
+          block.release();
+        }
+      }
+    }
   }
 
   @Override

@@ -355,12 +355,14 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * Copies a block read from the lower tier into RAM, unless the policy says no, RAM has the key
-   * already, or a put or delete in its stripe since {@code generation} may have made it stale.
+   * Copies a block read from the lower tier into RAM, unless the policy says no, the spill queue is
+   * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, or
+   * a put or delete in its stripe since {@code generation} may have made it stale.
    */
   private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
-    if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()) {
-      return;
+    if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
+        || !spillRoom(bytes.remaining())) {
+      return; // a promotion evicts: it must not push blocks out of a full spill queue
     }
     synchronized (stripes[stripe]) {
       if (generations.get(stripe) != generation || closed || ram.contains(key)) {
@@ -516,9 +518,10 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * Writes the blocks waiting in the spill queue to the lower tier, then closes both tiers (the
-   * blocks in RAM are dropped; the lower tier keeps what it persists). Leases still open stay
-   * readable until closed. Closing twice does nothing.
+   * Writes the blocks waiting in the spill queue to the lower tier, then, if {@link
+   * TieredCacheConfig#spillOnClose()}, the blocks RAM holds, then closes both tiers; the lower tier
+   * keeps what it persists. Leases still open stay readable until closed. Closing twice does
+   * nothing.
    */
   @Override
   public void close() {
@@ -536,8 +539,32 @@ public final class TieredCache implements Tier {
     for (SpillEntry left; (left = queue.poll()) != null; ) {
       spill(left); // offered after the spill thread stopped
     }
+    if (config.spillOnClose()) {
+      spillRam();
+    }
     ram.close();
     lower.close();
+  }
+
+  /** Writes RAM's blocks to the lower tier, hottest first, skipping those it holds unchanged. */
+  private void spillRam() {
+    long start = System.nanoTime();
+    long[] written = {0, 0};
+    try {
+      ram.forEachHottestFirst((key, bytes) -> {
+        if (clean.contains(key) && lower.contains(key)) {
+          return;
+        }
+        if (lower.put(key, bytes) == PutStatus.STORED) {
+          written[0]++;
+          written[1] += bytes.remaining();
+        }
+      });
+    } catch (RuntimeException e) {
+      log.warn("writing RAM's blocks to the {} tier on close stopped: {}", lower.name(), e.toString());
+    }
+    log.info("wrote {} blocks ({} MiB) from RAM to the {} tier on close in {} ms", written[0],
+        written[1] >> 20, lower.name(), (System.nanoTime() - start) / 1_000_000);
   }
 
   private static int stripe(BlockKey key) {

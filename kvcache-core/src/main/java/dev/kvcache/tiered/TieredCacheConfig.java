@@ -17,15 +17,20 @@ import java.util.Objects;
  *     touches RAM, since evictions run inside RAM's put and never wait themselves.
  * @param promoteOnLowerHit whether a read served by the lower tier also copies the block into RAM
  *     (default true)
+ * @param spillOnClose whether {@link TieredCache#close()} first writes the blocks RAM holds to the
+ *     lower tier, hottest first, so that a lower tier that persists (the disk tier) serves them
+ *     after a restart (default true). Closing then takes as long as writing RAM's contents; blocks
+ *     the lower tier already holds unchanged are not written again.
  */
-public record TieredCacheConfig(int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit) {
+public record TieredCacheConfig(
+    int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit, boolean spillOnClose) {
 
   public static final int DEFAULT_SPILL_QUEUE_BLOCKS = 64;
   public static final Duration DEFAULT_SPILL_QUEUE_WAIT = Duration.ofMillis(200);
 
   /** The defaults. */
   public static TieredCacheConfig defaults() {
-    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true);
+    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true, true);
   }
 
   /**

@@ -22,9 +22,10 @@ class RamOverDiskRestartTest {
 
   @TempDir Path dir;
 
-  private KvCache open() throws IOException {
+  private KvCache open(boolean spillOnClose) throws IOException {
     return KvCache.builder()
         .ramBytes(4L << 20)
+        .spillOnClose(spillOnClose)
         .maxBlockBytes(1 << 20)
         .lowerTier(DiskTier.open(DiskTierConfig.builder(dir, 64L << 20)
             .superBlockBytes(8L << 20)
@@ -35,9 +36,27 @@ class RamOverDiskRestartTest {
   }
 
   @Test
-  void blocksSpilledToDiskAreServedAfterTheCacheIsClosedAndReopened() throws Exception {
+  void closingWritesWhatRamHoldsSoThatEveryBlockIsServedAfterAReopen() throws Exception {
+    try (KvCache cache = open(true)) {
+      for (int i = 0; i < BLOCKS; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(cache.put(key, Payloads.of(key, 3, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+    }
+    try (KvCache cache = open(true)) {
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      for (int i = 0; i < BLOCKS; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(cache.getInto(key, dst.clear())).as("block %d", i).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(key, dst.flip())).isEqualTo(3);
+      }
+    }
+  }
+
+  @Test
+  void withoutSpillOnCloseTheBlocksSpilledBeforeCloseAreServedAfterAReopen() throws Exception {
     int spilled;
-    try (KvCache cache = open()) {
+    try (KvCache cache = open(false)) {
       for (int i = 0; i < BLOCKS; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(cache.put(key, Payloads.of(key, 7, BLOCK))).isEqualTo(PutStatus.STORED);
@@ -48,7 +67,7 @@ class RamOverDiskRestartTest {
       assertThat(spilled).as("RAM holds at most 16 of the 64 blocks").isGreaterThanOrEqualTo(BLOCKS - 16);
       assertThat(tiered.tieredStats().spillDrops()).isZero();
     }
-    try (KvCache cache = open()) {
+    try (KvCache cache = open(false)) {
       int found = 0;
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       for (int i = 0; i < BLOCKS; i++) {
