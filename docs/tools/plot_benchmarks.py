@@ -514,6 +514,50 @@ def disk_tables(rows, out, img):
         plt.close(fig)
 
 
+def tiered_tables(rows, out, img):
+    """The tiered cache beside RAM alone and disk alone (TieredCacheBenchmark), GB/s and ratios."""
+    data = {}  # (method, stack, size) -> (GB/s, error)
+    for r in rows:
+        if klass(r) == "TieredCacheBenchmark":
+            data[(method(r), r["params"]["stack"], int(r["params"]["blockSizeBytes"]))] = gbps(r)
+    if not data:
+        return
+    stacks = [s for s in ["ram+disk", "ram+disk-no-promotion", "ram", "disk"] if any(k[1] == s for k in data)]
+    sizes = sorted({k[2] for k in data})
+    methods = [m for m in ["getInto", "put"] if any(k[0] == m for k in data)]
+    out.append("\n### Tiered cache beside its tiers (GB/s)\n")
+    out.append("| operation | block | " + " | ".join(stacks) + " | ram+disk / disk | ram+disk / ram |")
+    out.append("|---|---:|" + "---:|" * (len(stacks) + 2))
+    for m in methods:
+        for size in sizes:
+            cells = [f"{data[(m, st, size)][0]:.2f} ± {data[(m, st, size)][1]:.2f}" if (m, st, size) in data else "-"
+                     for st in stacks]
+            ratios = []
+            for base in ["disk", "ram"]:
+                if (m, "ram+disk", size) in data and (m, base, size) in data:
+                    ratios.append(f"{data[(m, 'ram+disk', size)][0] / data[(m, base, size)][0]:.2f}")
+                else:
+                    ratios.append("-")
+            out.append(f"| {m} | {size_label(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    fig, axes = plt.subplots(1, len(methods), figsize=(6 * len(methods), 3.8), squeeze=False)
+    width = 0.8 / len(stacks)
+    for ax, m in zip(axes[0], methods):
+        for i, st in enumerate(stacks):
+            xs = [j + i * width for j in range(len(sizes))]
+            vals = [data.get((m, st, size), (0, 0)) for size in sizes]
+            ax.bar(xs, [v[0] for v in vals], width, yerr=[v[1] for v in vals], capsize=3, label=st)
+        ax.set_xticks([j + width * (len(stacks) - 1) / 2 for j in range(len(sizes))])
+        ax.set_xticklabels([size_label(size) for size in sizes])
+        ax.set_xlabel("block size")
+        ax.set_ylabel("GB/s")
+        ax.set_title(f"{m}: working set twice the RAM tier")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "tiered-vs-tiers.png"), dpi=110)
+    plt.close(fig)
+
+
 def trace_tables(results_dir, out, img):
     """Hit ratio against capacity on the request traces (TraceReplay's CSV), one panel per trace."""
     path = os.path.join(results_dir, "trace-hit-ratio.csv")
@@ -525,8 +569,10 @@ def trace_tables(results_dir, out, img):
         for r in csv.DictReader(f):
             ratio[(r["trace"], int(r["capacity_blocks"]), r["model"])] = float(r["hit_ratio"])
     traces = sorted({t for t, _, _ in ratio})
-    models = [m for m in ["lru", "lru-orphans-first", "kvcache", "ceiling"] if any(k[2] == m for k in ratio)]
-    names = {"lru": "exact LRU", "lru-orphans-first": "LRU, orphans first", "kvcache": "kvcache RAM tier",
+    models = [m for m in ["lru", "lru-orphans-first", "lru-reuse-oracle", "kvcache", "ceiling"]
+              if any(k[2] == m for k in ratio)]
+    names = {"lru": "exact LRU", "lru-orphans-first": "LRU, orphans first",
+             "lru-reuse-oracle": "LRU, knows what is reused", "kvcache": "kvcache RAM tier",
              "ceiling": "ceiling (Belady MIN)"}
     fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
     for ax, t in zip(axes[0], traces):
@@ -577,6 +623,7 @@ def main():
     codec_tables(rows, results_dir, out, img)
     small_tables(rows, out)
     disk_tables(rows, out, img)
+    tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")

@@ -33,7 +33,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * <ul>
  *   <li>{@code stack=ram+disk}: a RAM tier of half the working set over a disk tier; reads of
  *       random blocks are served half by RAM, half by disk (each disk hit promoted, evicting another
- *       block to the spill queue).
+ *       block to the spill queue); {@code ram+disk-no-promotion} leaves disk hits on disk.
  *   <li>{@code stack=ram}: a RAM tier that holds the whole working set (the RAM-tier figures).
  *   <li>{@code stack=disk}: the disk tier alone (the disk-tier figures).
  * </ul>
@@ -48,7 +48,7 @@ import org.openjdk.jmh.annotations.TearDown;
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class TieredCacheBenchmark {
 
-  @Param({"ram+disk", "ram", "disk"})
+  @Param({"ram+disk", "ram+disk-no-promotion", "ram", "disk"})
   public String stack;
 
   @Param({"262144", "2097152"})
@@ -80,8 +80,9 @@ public class TieredCacheBenchmark {
       case "ram" -> KvCache.builder().ramBytes(workingSetBytes + workingSetBytes / 4)
           .maxBlockBytes(blockSizeBytes).build();
       case "disk" -> disk();
-      case "ram+disk" -> KvCache.builder().ramBytes(workingSetBytes / 2)
-          .maxBlockBytes(blockSizeBytes).lowerTier(disk()).build();
+      case "ram+disk", "ram+disk-no-promotion" -> KvCache.builder().ramBytes(workingSetBytes / 2)
+          .maxBlockBytes(blockSizeBytes).lowerTier(disk())
+          .promoteOnLowerHit(!stack.endsWith("no-promotion")).build();
       default -> throw new IllegalArgumentException("unknown stack " + stack);
     };
     for (int i = 0; i < blocks; i++) {

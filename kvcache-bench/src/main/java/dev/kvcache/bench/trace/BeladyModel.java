@@ -11,7 +11,7 @@ import java.util.TreeSet;
  */
 final class BeladyModel implements PrefixCacheModel {
 
-  private static final int NEVER = Integer.MAX_VALUE;
+  private static final int NEVER = MooncakeTrace.NEVER;
 
   private final long capacity;
   /** For each block access in trace order, the position of the next access of the same id. */
@@ -24,20 +24,8 @@ final class BeladyModel implements PrefixCacheModel {
 
   BeladyModel(MooncakeTrace trace, long capacityBlocks) {
     this.capacity = capacityBlocks;
-    int accesses = Math.toIntExact(trace.blockAccesses());
-    int maxId = Arrays.stream(trace.requests()).flatMapToInt(Arrays::stream).max().orElse(0);
-    this.nextUse = new int[accesses];
-    int[] seenAt = new int[maxId + 1];
-    Arrays.fill(seenAt, NEVER);
-    int pos = accesses;
-    for (int r = trace.requests().length - 1; r >= 0; r--) {
-      int[] ids = trace.requests()[r];
-      for (int j = ids.length - 1; j >= 0; j--) {
-        pos--;
-        nextUse[pos] = seenAt[ids[j]];
-        seenAt[ids[j]] = pos;
-      }
-    }
+    this.nextUse = trace.nextUses();
+    int maxId = trace.maxId();
     this.cachedNextUse = new int[maxId + 1];
     Arrays.fill(cachedNextUse, -1);
   }

@@ -77,6 +77,35 @@ public record MooncakeTrace(String name, int[][] requests) {
     return Arrays.copyOf(ids, n);
   }
 
+  /** {@link #nextUses()} of an access whose block is not used again. */
+  public static final int NEVER = Integer.MAX_VALUE;
+
+  /**
+   * For each block access, in trace order (request by request, block by block), the position of
+   * the next access of the same block, or {@link #NEVER}.
+   */
+  public int[] nextUses() {
+    int accesses = Math.toIntExact(blockAccesses());
+    int[] nextUse = new int[accesses];
+    int[] seenAt = new int[maxId() + 1];
+    Arrays.fill(seenAt, NEVER);
+    int pos = accesses;
+    for (int r = requests.length - 1; r >= 0; r--) {
+      int[] ids = requests[r];
+      for (int j = ids.length - 1; j >= 0; j--) {
+        pos--;
+        nextUse[pos] = seenAt[ids[j]];
+        seenAt[ids[j]] = pos;
+      }
+    }
+    return nextUse;
+  }
+
+  /** The largest block id in the trace, or 0 for an empty trace. */
+  public int maxId() {
+    return Arrays.stream(requests).flatMapToInt(Arrays::stream).max().orElse(0);
+  }
+
   /** Block accesses in the whole trace. */
   public long blockAccesses() {
     long n = 0;

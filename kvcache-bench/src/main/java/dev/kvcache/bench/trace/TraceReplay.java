@@ -17,8 +17,9 @@ import picocli.CommandLine.Parameters;
 
 /**
  * Replays request traces against the cache and two references at several capacities, and reports
- * the block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, the
- * clairvoyant ceiling (Belady's MIN with bypass), and kvcache's RAM tier through its public API.
+ * the block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that
+ * knows which blocks are used again, the clairvoyant ceiling (Belady's MIN with bypass), and
+ * kvcache's RAM tier through its public API.
  *
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
@@ -62,23 +63,26 @@ public final class TraceReplay implements Callable<Integer> {
           + "%d used once; median reuse distance %d block accesses%n",
           trace.name(), trace.requests().length, trace.blockAccesses(), distinct,
           trace.blocksUsedOnce(), trace.medianReuseDistance());
-      System.out.printf(Locale.ROOT, "%10s %8s %12s %8s %8s %11s%n",
-          "capacity", "LRU", "LRU-orphans", "kvcache", "ceiling", "gap closed");
+      System.out.printf(Locale.ROOT, "%10s %8s %12s %11s %8s %8s %11s%n",
+          "capacity", "LRU", "LRU-orphans", "LRU-oracle", "kvcache", "ceiling", "gap closed");
       for (long capacity : capacities) {
         long blocks = capacity == 0 ? distinct : capacity;
         Result lru = replay(trace, capacity, "lru", c -> new LruModel(blocks));
         Result orphans = replay(trace, capacity, "lru-orphans-first",
             c -> new OrphanFirstLruModel(blocks));
+        Result oracle = replay(trace, capacity, "lru-reuse-oracle",
+            c -> new ReuseOracleLruModel(trace, blocks));
         Result ceiling = replay(trace, capacity, "ceiling", c -> new BeladyModel(trace, blocks));
         Result ours = replay(trace, capacity, "kvcache", c -> kvcache(blocks));
         results.add(lru);
         results.add(orphans);
+        results.add(oracle);
         results.add(ceiling);
         results.add(ours);
         double gap = ceiling.ratio() - lru.ratio();
-        System.out.printf(Locale.ROOT, "%10s %8.4f %12.4f %8.4f %8.4f %11s%n",
+        System.out.printf(Locale.ROOT, "%10s %8.4f %12.4f %11.4f %8.4f %8.4f %11s%n",
             capacity == 0 ? "unlimited" : Long.toString(capacity), lru.ratio(), orphans.ratio(),
-            ours.ratio(),
+            oracle.ratio(), ours.ratio(),
             ceiling.ratio(),
             gap < 1e-9 ? "-" : String.format(Locale.ROOT, "%.2f", (ours.ratio() - lru.ratio()) / gap));
       }

@@ -32,6 +32,15 @@ class TraceReplayTest {
   }
 
   @Test
+  void theReuseOracleAdmitsOnlyBlocksUsedAgain() {
+    // blocks 1 and 2 are never used again: only 0 and 3 take space, so both stay
+    MooncakeTrace trace = new MooncakeTrace("oracle", new int[][] {{0, 1}, {3, 2}, {0}, {3}});
+    assertThat(TraceReplay.replay(trace, 2, "lru-reuse-oracle",
+        c -> new ReuseOracleLruModel(trace, 2)).hits()).isEqualTo(2);
+    assertThat(TraceReplay.replay(trace, 2, "lru", c -> new LruModel(2)).hits()).isZero();
+  }
+
+  @Test
   void theCeilingKeepsWhatIsUsedAgainSoonestAndBypassesBlocksNeverUsedAgain() {
     // block 2 is never used again, so it does not displace block 1
     assertThat(TraceReplay.replay(SMALL, 2, "ceiling", c -> new BeladyModel(SMALL, 2)).hits())
