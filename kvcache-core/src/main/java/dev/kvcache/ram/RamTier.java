@@ -236,9 +236,12 @@ public final class RamTier implements Tier {
     }
   }
 
-  /** Drops the index's reference on a block the policy removed, handing it on first. */
+  /**
+   * Drops the index's reference on a block the policy removed, handing it on first. The block is
+   * marked evicted only after the listener returns, so a put that sees its own block evicted
+   * ({@code NOT_ADMITTED}) also sees whatever the listener did with it.
+   */
   private void onEvicted(BlockKey key, OffHeapBlock block) {
-    block.markEvicted();
     counters.eviction();
     try {
       if (evictionListener != null && block.tryRetain()) {
@@ -246,6 +249,7 @@ public final class RamTier implements Tier {
         handOff(new RamLease(this, key, block));
       }
     } finally {
+      block.markEvicted();
       block.releaseOwner();
     }
   }

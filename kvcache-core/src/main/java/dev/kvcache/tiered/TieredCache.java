@@ -63,6 +63,8 @@ public final class TieredCache implements Tier {
   /** The spill queue pins at most this fraction (1/n) of RAM. */
   private static final int SPILL_QUEUE_RAM_SHARE = 4;
   private static final int MAX_RAM_PUT_RETRIES = 8;
+  /** Longest single wait for spill progress: a notification missed costs no more than this. */
+  private static final long SPILL_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
   private final RamTier ram;
   private final Tier lower;
@@ -166,6 +168,7 @@ public final class TieredCache implements Tier {
       } else {
         status = lower.put(key, src);
       }
+      generations.incrementAndGet(stripe); // see promote(): also after the tiers changed
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
       counters.put();
@@ -205,19 +208,48 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * RAM's put, repeated while it found no room only because its evictions went to the spill queue,
-   * which pins their memory: once the queue is at its byte bound, further victims are dropped and
-   * free theirs. What then still finds no room is pinned by leases.
+   * RAM's put, repeated while it found no room only because the blocks it evicted went to the spill
+   * queue, which keeps their memory pinned until written. First it waits for the spill thread to
+   * write some (up to {@link TieredCacheConfig#spillQueueWait()}); after that it evicts further,
+   * and once the queue is at its byte bound further victims are dropped and free their memory.
+   * What then still finds no room is pinned by leases.
    */
   private PutStatus putInRam(BlockKey key, ByteBuffer src) {
+    long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
     long queuedBefore = queuedBytes.get();
     PutStatus status = ram.put(key, src);
-    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && status == PutStatus.REJECTED_NO_SPACE
-        && queuedBefore < maxQueuedBytes; retry++) {
+    while (status == PutStatus.REJECTED_NO_SPACE && queuedBytes.get() > 0
+        && awaitSpillProgress(deadline)) {
       queuedBefore = queuedBytes.get();
       status = ram.put(key, src); // a refused put leaves src as it was
     }
+    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && status == PutStatus.REJECTED_NO_SPACE
+        && queuedBefore < maxQueuedBytes; retry++) {
+      queuedBefore = queuedBytes.get();
+      status = ram.put(key, src);
+    }
     return status;
+  }
+
+  /**
+   * Waits until a spill ends or a few milliseconds pass, unless {@code deadline} has passed.
+   *
+   * @return false once the deadline has passed (or the thread is interrupted)
+   */
+  private boolean awaitSpillProgress(long deadline) {
+    long left = deadline - System.nanoTime();
+    if (left <= 0 || closed) {
+      return false;
+    }
+    synchronized (spillProgress) {
+      try {
+        TimeUnit.NANOSECONDS.timedWait(spillProgress, Math.min(left, SPILL_POLL_NANOS));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override
@@ -232,6 +264,7 @@ public final class TieredCache implements Tier {
       removed = ram.delete(key);
       removed |= cancelSpill(key);
       removed |= lower.delete(key);
+      generations.incrementAndGet(stripe);
     }
     if (removed) {
       counters.delete();
@@ -357,7 +390,10 @@ public final class TieredCache implements Tier {
   /**
    * Copies a block read from the lower tier into RAM, unless the policy says no, the spill queue is
    * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, or
-   * a put or delete in its stripe since {@code generation} may have made it stale.
+   * a put or delete in its stripe since {@code generation} may have made it stale. Puts and deletes
+   * bump the generation both before and after they change the tiers, so a read that took the
+   * generation while one was under way (and may have read the lower tier before it deleted the
+   * key there) finds it changed.
    */
   private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
     if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
