@@ -1,0 +1,159 @@
+package dev.kvcache;
+
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.TieredCacheConfig;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Properties;
+import java.util.ServiceLoader;
+import java.util.TreeMap;
+
+/**
+ * A cache described by string settings, as a properties file or a server's configuration holds
+ * them: RAM only, or RAM over a lower tier opened by the {@link TierFactory} of its kind (the disk
+ * tier's comes with kvcache-disk).
+ *
+ * <pre>
+ * ram.bytes = 8GiB
+ * ram.max-block-bytes = 32MiB
+ * lower = disk
+ * disk.dir = /var/cache/kvcache
+ * disk.capacity = 200GiB
+ * disk.sync-policy = periodic
+ * tiered.spill-queue-wait = 200ms
+ * </pre>
+ *
+ * <table>
+ *   <caption>Settings</caption>
+ *   <tr><th>key</th><th>meaning</th><th>default</th></tr>
+ *   <tr><td>{@code ram.bytes}</td><td>RAM budget</td><td>256MiB</td></tr>
+ *   <tr><td>{@code ram.max-block-bytes}</td><td>largest block</td><td>64MiB, or the RAM budget if smaller</td></tr>
+ *   <tr><td>{@code lower}</td><td>{@code none}, or the kind of the tier below RAM ({@code disk})</td><td>none</td></tr>
+ *   <tr><td>{@code tiered.spill-queue-blocks}</td><td>see {@link TieredCacheConfig}</td><td>64</td></tr>
+ *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
+ *   <tr><td>{@code tiered.promote-on-lower-hit}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
+ *   <tr><td>{@code tiered.spill-on-close}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
+ *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
+ * </table>
+ *
+ * Sizes take a unit (B, KiB, MiB, GiB, TiB), durations one of ms, s, m, h. A setting that is
+ * misspelt, malformed or belongs to no tier in use is an error naming it.
+ */
+public final class KvCacheConfig {
+
+  private final long ramBytes;
+  private final Integer maxBlockBytes;
+  private final String lower;
+  private final TieredCacheConfig tiered;
+  private final TierSettings lowerSettings;
+
+  private KvCacheConfig(TierSettings settings) {
+    this.ramBytes = settings.bytes("ram.bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
+    this.maxBlockBytes = settings.has("ram.max-block-bytes")
+        ? settings.intBytes("ram.max-block-bytes", 0)
+        : null;
+    this.lower = settings.string("lower", "none");
+    TieredCacheConfig defaults = TieredCacheConfig.defaults();
+    this.tiered = new TieredCacheConfig(
+        settings.integer("tiered.spill-queue-blocks", defaults.spillQueueBlocks()),
+        settings.duration("tiered.spill-queue-wait", defaults.spillQueueWait()),
+        settings.bool("tiered.promote-on-lower-hit", defaults.promoteOnLowerHit()),
+        settings.bool("tiered.spill-on-close", defaults.spillOnClose()));
+    this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
+    settings.requireAllRead();
+  }
+
+  /**
+   * Reads settings.
+   *
+   * @throws IllegalArgumentException naming the first setting that is malformed, or every one that
+   *     is unknown
+   */
+  public static KvCacheConfig of(Map<String, String> settings) {
+    return new KvCacheConfig(TierSettings.of(settings));
+  }
+
+  /**
+   * Reads a properties file (UTF-8).
+   *
+   * @throws IOException if the file cannot be read
+   * @throws IllegalArgumentException as {@link #of(Map)}
+   */
+  public static KvCacheConfig load(Path file) throws IOException {
+    Properties p = new Properties();
+    try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      p.load(r);
+    }
+    Map<String, String> map = new TreeMap<>();
+    p.stringPropertyNames().forEach(k -> map.put(k, p.getProperty(k)));
+    return of(map);
+  }
+
+  /** The RAM budget in bytes. */
+  public long ramBytes() {
+    return ramBytes;
+  }
+
+  /** The kind of the tier below RAM, or {@code "none"}. */
+  public String lower() {
+    return lower;
+  }
+
+  /** How blocks move between RAM and the lower tier. */
+  public TieredCacheConfig tiered() {
+    return tiered;
+  }
+
+  /**
+   * Opens the lower tier, if any, and builds the cache.
+   *
+   * @throws IllegalStateException if no {@link TierFactory} of the lower tier's kind is on the class
+   *     path, or the RAM budget cannot be reserved
+   * @throws IllegalArgumentException if a setting of the lower tier is missing, malformed or unknown
+   * @throws IOException if the lower tier's storage cannot be opened
+   */
+  public KvCache open() throws IOException {
+    RamTierConfig ram = RamTierConfig.ofCapacity(ramBytes);
+    if (maxBlockBytes != null) {
+      ram = ram.withMaxBlockBytes(maxBlockBytes);
+    }
+    KvCacheBuilder builder = KvCache.builder().ramBytes(ramBytes)
+        .maxBlockBytes(ram.maxBlockBytes())
+        .spillQueueBlocks(tiered.spillQueueBlocks())
+        .spillQueueWait(tiered.spillQueueWait())
+        .promoteOnLowerHit(tiered.promoteOnLowerHit())
+        .spillOnClose(tiered.spillOnClose());
+    if (lowerSettings != null) {
+      Tier tier = factory(lower).open(lowerSettings, ram.maxBlockBytes());
+      try {
+        return builder.lowerTier(tier).build();
+      } catch (RuntimeException e) {
+        tier.close();
+        throw e;
+      }
+    }
+    return builder.build();
+  }
+
+  private static TierFactory factory(String kind) {
+    for (TierFactory f : ServiceLoader.load(TierFactory.class)) {
+      if (f.kind().equals(kind)) {
+        return f;
+      }
+    }
+    throw new IllegalStateException("setting 'lower' is '" + kind + "', but no tier of that kind is"
+        + " on the class path (the disk tier comes with kvcache-disk)");
+  }
+
+  @Override
+  public String toString() {
+    return "KvCacheConfig[ram " + ramBytes + " bytes, lower " + lower + ", " + tiered + "]";
+  }
+}

@@ -1,0 +1,27 @@
+package dev.kvcache.spi;
+
+import java.io.IOException;
+
+/**
+ * Opens a tier of one kind from settings, so that {@link dev.kvcache.KvCacheConfig} can stack tiers
+ * that live in other modules (the disk tier in kvcache-disk) without kvcache-core depending on
+ * them. Implementations are found with {@link java.util.ServiceLoader}: a module lists its factory
+ * in {@code META-INF/services/dev.kvcache.spi.TierFactory}.
+ */
+public interface TierFactory {
+
+  /** The kind this factory opens, as named in the settings, such as {@code "disk"}. */
+  String kind();
+
+  /**
+   * Opens a tier.
+   *
+   * @param settings the settings of this kind's group, without the group's prefix (for the disk
+   *     tier, {@code disk.dir} arrives as {@code dir}); the factory reads each one it knows and
+   *     calls {@link TierSettings#requireAllRead()}
+   * @param maxBlockBytes the largest block the cache above accepts
+   * @throws IllegalArgumentException if a setting is missing, malformed or unknown
+   * @throws IOException if the tier's storage cannot be opened
+   */
+  Tier open(TierSettings settings, int maxBlockBytes) throws IOException;
+}

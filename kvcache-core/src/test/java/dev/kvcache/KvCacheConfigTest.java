@@ -1,0 +1,84 @@
+package dev.kvcache;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierSettings;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class KvCacheConfigTest {
+
+  @Test
+  void ramOnlyFromSettingsWithUnits() throws IOException {
+    KvCacheConfig config = KvCacheConfig.of(Map.of("ram.bytes", "16MiB", "ram.max-block-bytes", "1 MiB"));
+    assertThat(config.ramBytes()).isEqualTo(16L << 20);
+    assertThat(config.lower()).isEqualTo("none");
+    try (KvCache cache = config.open()) {
+      assertThat(cache).isInstanceOf(RamTier.class);
+      assertThat(((Tier) cache).capacityBytes()).isEqualTo(16L << 20);
+      assertThat(((Tier) cache).maxBlockBytes()).isEqualTo(1 << 20);
+    }
+  }
+
+  @Test
+  void tieredSettingsReachTheTieredConfig() {
+    KvCacheConfig config = KvCacheConfig.of(Map.of(
+        "tiered.spill-queue-blocks", "16", "tiered.spill-queue-wait", "2s",
+        "tiered.promote-on-lower-hit", "FALSE", "tiered.spill-on-close", "false"));
+    assertThat(config.tiered().spillQueueBlocks()).isEqualTo(16);
+    assertThat(config.tiered().spillQueueWait()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(config.tiered().promoteOnLowerHit()).isFalse();
+    assertThat(config.tiered().spillOnClose()).isFalse();
+  }
+
+  @Test
+  void badSettingsAreNamedWithTheFormExpected() {
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.bytes", "lots")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("setting 'ram.bytes' is 'lots', expected a size such as 512MiB or 8GiB");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-queue-wait", "5")))
+        .hasMessageContaining("expected a duration such as 200ms");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-on-close", "yes")))
+        .hasMessageContaining("expected true or false");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.byte", "1GiB", "rma.bytes", "1GiB")))
+        .hasMessage("unknown settings ram.byte, rma.bytes");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("disk.dir", "/tmp/x")))
+        .as("a lower tier's settings without lower = disk")
+        .hasMessage("unknown setting disk.dir");
+  }
+
+  @Test
+  void aLowerTierOfAKindNotOnTheClassPathIsAClearError() {
+    KvCacheConfig config = KvCacheConfig.of(Map.of("ram.bytes", "4MiB", "lower", "tape"));
+    assertThatThrownBy(config::open)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("no tier of that kind is on the class path");
+  }
+
+  @Test
+  void loadsAPropertiesFile(@TempDir Path dir) throws IOException {
+    Path file = dir.resolve("kvcache.properties");
+    Files.writeString(file, "# RAM only\nram.bytes = 8MiB\n");
+    assertThat(KvCacheConfig.load(file).ramBytes()).isEqualTo(8L << 20);
+  }
+
+  @Test
+  void sizesTakeEveryUnitAndRefuseOverflow() {
+    TierSettings s = TierSettings.of(Map.of("a", "3", "b", "2KiB", "c", "5gb", "d", "1TiB", "e", "99999999999TiB"));
+    assertThat(s.bytes("a", 0)).isEqualTo(3);
+    assertThat(s.bytes("b", 0)).isEqualTo(2048);
+    assertThat(s.bytes("c", 0)).isEqualTo(5L << 30);
+    assertThat(s.bytes("d", 0)).isEqualTo(1L << 40);
+    assertThatThrownBy(() -> s.bytes("e", 0)).hasMessageContaining("below 8 EiB");
+    assertThat(s.bytes("absent", 7)).isEqualTo(7);
+    assertThatThrownBy(() -> s.bytes("absent")).hasMessage("setting 'absent' is required");
+  }
+}

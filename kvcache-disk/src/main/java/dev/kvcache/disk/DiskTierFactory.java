@@ -1,0 +1,45 @@
+package dev.kvcache.disk;
+
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierSettings;
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * Opens the disk tier for {@link dev.kvcache.KvCacheConfig} ({@code lower = disk}). Settings, under
+ * {@code disk.}: {@code dir} (required), {@code capacity} (required), {@code super-block},
+ * {@code sync-policy} ({@code none}, {@code periodic}, {@code always}), {@code sync-interval},
+ * {@code min-free}, {@code reclaim-rate} (bytes per second), {@code admission} ({@code always},
+ * {@code seen_before}); defaults as in {@link DiskTierConfig}. The largest block is the cache's.
+ */
+public final class DiskTierFactory implements TierFactory {
+
+  @Override
+  public String kind() {
+    return "disk";
+  }
+
+  @Override
+  public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
+    DiskTierConfig.Builder b = DiskTierConfig.builder(Path.of(settings.string("dir")),
+        settings.bytes("capacity"));
+    if (settings.has("super-block")) {
+      b.superBlockBytes(settings.bytes("super-block", 0));
+    }
+    b.maxBlockBytes(maxBlockBytes);
+    b.syncPolicy(settings.choice("sync-policy", SyncPolicy.class, SyncPolicy.PERIODIC));
+    if (settings.has("sync-interval")) {
+      b.syncIntervalMillis(settings.duration("sync-interval", null).toMillis());
+    }
+    if (settings.has("min-free")) {
+      b.minFreeBytes(settings.bytes("min-free", 0));
+    }
+    if (settings.has("reclaim-rate")) {
+      b.reclaimBytesPerSecond(settings.bytes("reclaim-rate", 0));
+    }
+    b.admission(settings.choice("admission", Admission.class, Admission.ALWAYS));
+    settings.requireAllRead();
+    return DiskTier.open(b.build());
+  }
+}

@@ -1,0 +1,58 @@
+package dev.kvcache.disk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.TieredCache;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class DiskTierFactoryTest {
+
+  @TempDir Path dir;
+
+  @Test
+  void settingsOpenRamOverDisk() throws IOException {
+    KvCacheConfig config = KvCacheConfig.of(Map.of(
+        "ram.bytes", "4MiB", "ram.max-block-bytes", "256KiB", "lower", "disk",
+        "disk.dir", dir.toString(), "disk.capacity", "64MiB", "disk.super-block", "8MiB",
+        "disk.sync-policy", "always", "disk.min-free", "0"));
+    try (KvCache cache = config.open()) {
+      assertThat(cache).isInstanceOf(TieredCache.class);
+      TieredCache tiered = (TieredCache) cache;
+      assertThat(tiered.lowerStats().capacityBytes()).isEqualTo(64L << 20);
+      assertThat(tiered.capacityBytes()).isEqualTo((4L << 20) + (64L << 20));
+      BlockKey key = Payloads.key(1);
+      assertThat(cache.put(key, Payloads.of(key, 1, 100_000))).isEqualTo(PutStatus.STORED);
+    }
+    assertThat(dir.resolve("lock")).as("the disk tier's lock file").exists();
+  }
+
+  @Test
+  void badDiskSettingsAreNamed() {
+    Map<String, String> base = Map.of("ram.bytes", "4MiB", "lower", "disk", "disk.dir", dir.toString());
+    assertThatThrownBy(() -> KvCacheConfig.of(base).open())
+        .hasMessage("setting 'disk.capacity' is required");
+    assertThatThrownBy(() -> KvCacheConfig.of(with(base, "disk.capacity", "64MiB", "disk.sync-policy", "often")).open())
+        .hasMessage("setting 'disk.sync-policy' is 'often', expected one of none, periodic, always");
+    assertThatThrownBy(() -> KvCacheConfig.of(with(base, "disk.capacity", "64MiB", "disk.capcity", "1GiB")).open())
+        .hasMessage("unknown setting disk.capcity");
+  }
+
+  private static Map<String, String> with(Map<String, String> base, String... kv) {
+    Map<String, String> m = new TreeMap<>(base);
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+}
