@@ -11,8 +11,9 @@ import java.util.Objects;
  * {@link BlockKey}s.
  *
  * <p>An inference engine asks, in order: how many leading blocks of this prompt are cached ({@link
- * #lookupPrefix}, or {@link #pinPrefix} to hold them until loaded), give me those blocks ({@link #get} for a zero-copy lease or {@link #getInto} for
- * one copy into its own buffer), and, after prefill, store the new blocks ({@link #put}).
+ * #lookupPrefix}, or {@link #pinPrefix} to also hold them until loaded), give me those blocks
+ * ({@link #get} for a zero-copy lease or {@link #getInto} for one copy into its own buffer), and,
+ * after prefill, store the new blocks ({@link #put}).
  *
  * <p>Expected outcomes (a miss, a block too large, no room) are reported as {@link PutStatus} and
  * {@link GetStatus} values. Exceptions are for programmer errors: {@code null} arguments ({@link

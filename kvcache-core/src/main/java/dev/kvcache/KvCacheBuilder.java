@@ -76,8 +76,8 @@ public final class KvCacheBuilder {
   }
 
   /**
-   * How long a put waits for room in the spill queue; default 200 ms. Blocks evicted while the
-   * queue is still full are dropped (see {@link TieredCacheConfig#spillQueueWait()}).
+   * How long a put may wait for the spill thread to make room; default 200 ms. Blocks evicted
+   * while the queue is still full are dropped (see {@link TieredCacheConfig#spillQueueWait()}).
    */
   public KvCacheBuilder spillQueueWait(Duration spillQueueWait) {
     this.spillQueueWait = Objects.requireNonNull(spillQueueWait, "spillQueueWait");

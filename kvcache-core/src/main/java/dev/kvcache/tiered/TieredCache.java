@@ -33,28 +33,28 @@ import org.slf4j.LoggerFactory;
  * in RAM, to a bounded spill queue; one spill thread writes them to the lower tier in eviction
  * order. Waiting blocks pin at most a quarter of RAM (and at most {@link
  * TieredCacheConfig#spillQueueBlocks()} blocks), so puts keep finding room. While a block waits,
- * reads find it in the queue's index, so a block is findable in some
- * tier from the moment its put returns until it is dropped: by the lower tier's own eviction, or
- * because the queue was full when RAM evicted it ({@link TieredStats#spillDrops()}). Reads look in
- * RAM, then the queue, then the lower tier; a lower-tier hit is copied into RAM (promotion) when
- * {@link TieredCacheConfig#promoteOnLowerHit()} is set. A promoted block that is not put again is
- * not written again when RAM evicts it: the lower tier still has it.
+ * reads find it in the queue's index, so a block is findable in some tier from the moment its put
+ * returns until it is dropped: by the lower tier's own eviction, or because the queue was full
+ * when RAM evicted it ({@link TieredStats#spillDrops()}). Reads look in RAM, then the queue, then
+ * the lower tier; a lower-tier hit is copied into RAM (promotion) when {@link
+ * TieredCacheConfig#promoteOnLowerHit()} is set and the queue has room. A promoted block that is
+ * not put again is not written again when RAM evicts it: the lower tier still has it.
  *
  * <p><b>Never stale bytes.</b> A put or delete of a key first removes the key's older copies
  * everywhere: it deletes the old copy from RAM (a delete, not an eviction, so it is not spilled),
  * cancels its queued spill (or waits for a spill write of that key under way to end), and deletes
  * it from the lower tier; only then does a put store the new bytes, so every spill of the key
- * after that carries them (RAM runs its eviction listener atomically with the removal: an eviction
- * of the old copy has queued it before the delete, or does not happen). A read concurrent with a put may miss the key meanwhile. Puts, deletes
- * and promotions of one key are serialised by a lock stripe; spill writes take no lock. A
- * promotion carries the stripe's generation from
- * before its read: if a put or delete of a key in the stripe came in between, the bytes read may
- * be older than RAM's and are not promoted.
+ * after that carries them. RAM runs its eviction listener atomically with the removal, so an
+ * eviction of the old copy has queued it before the delete, or does not happen. A read concurrent
+ * with a put of the same key may miss. Puts, deletes and promotions of one key are serialised by a
+ * lock stripe; spill writes take no lock. A promotion carries the stripe's generation from before
+ * its read: if a put or delete of a key in the stripe came in between, the bytes read may be older
+ * than RAM's and are not promoted.
  *
  * <p><b>Threads.</b> All methods are thread-safe. RAM evictions run on the thread of the put that
  * causes them and never wait: a full queue drops the block instead. To keep that rare, a put that
- * finds the queue more than half full first waits for it to drain, up to {@link
- * TieredCacheConfig#spillQueueWait()}.
+ * finds the queue more than half full, or RAM's memory pinned by waiting blocks, first waits for
+ * the spill thread, up to {@link TieredCacheConfig#spillQueueWait()}.
  */
 public final class TieredCache implements Tier {
 

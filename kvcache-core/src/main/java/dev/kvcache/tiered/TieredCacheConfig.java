@@ -9,12 +9,12 @@ import java.util.Objects;
  * @param spillQueueBlocks blocks evicted from RAM that may wait for the lower tier at once (default
  *     {@value #DEFAULT_SPILL_QUEUE_BLOCKS}); each keeps its RAM memory pinned until written, so
  *     waiting blocks are also held to a quarter of the RAM budget
- * @param spillQueueWait how long a put that finds the spill queue more than half full waits for it
- *     to drain before it goes on
- *     (default {@link #DEFAULT_SPILL_QUEUE_WAIT}); blocks RAM evicts while the queue is still full
- *     are dropped and counted in {@link TieredStats#spillDrops()}. Zero never waits: puts keep RAM
- *     speed and the blocks that do not fit in the queue are lost. The wait is taken before the put
- *     touches RAM, since evictions run inside RAM's put and never wait themselves.
+ * @param spillQueueWait how long a put may wait for the spill thread (default {@link
+ *     #DEFAULT_SPILL_QUEUE_WAIT}): when it finds the queue more than half full, and when RAM's free
+ *     memory is pinned by blocks waiting to be spilled. Blocks RAM evicts while the queue is still
+ *     full are dropped and counted in {@link TieredStats#spillDrops()}; eviction runs inside RAM's
+ *     put and never waits itself. Zero never waits: puts keep RAM speed and the blocks that do not
+ *     fit in the queue are lost.
  * @param promoteOnLowerHit whether a read served by the lower tier also copies the block into RAM
  *     (default true)
  * @param spillOnClose whether {@link TieredCache#close()} first writes the blocks RAM holds to the
