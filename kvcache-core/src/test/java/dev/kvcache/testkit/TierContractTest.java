@@ -300,6 +300,40 @@ public abstract class TierContractTest {
   }
 
   @Test
+  void aReadUnderWayWhenAPinExpiresFinishesOnTheBytesPinned() throws InterruptedException {
+    BlockKey key = Payloads.key(81);
+    tier.put(key, Payloads.of(key, 6, BLOCK));
+    PrefixPin pin = tier.pinPrefix(List.of(key), Duration.ofMillis(20));
+    long[] seen = {0, 0};
+    boolean read = pin.read(0, bytes -> {
+      seen[0] = Payloads.verify(key, bytes.duplicate());
+      tier.delete(key); // the block leaves the index; only the pin keeps its bytes
+      sleepPast(Duration.ofMillis(100)); // the expiry is due meanwhile and must wait for this read
+      for (int i = 0; i < 3 * CAPACITY_BYTES / BLOCK; i++) { // would reuse memory let go of
+        BlockKey other = Payloads.key(1000 + i);
+        tier.put(other, Payloads.of(other, 1, BLOCK));
+      }
+      seen[1] = Payloads.verify(key, bytes.duplicate());
+    });
+    assertThat(read).isTrue();
+    assertThat(seen).containsExactly(6, 6);
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!pin.isReleased() && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(pin.isReleased()).isTrue();
+    assertThat(tier.stats().leasesOpen()).isZero();
+  }
+
+  private static void sleepPast(Duration d) {
+    try {
+      Thread.sleep(d.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Test
   void batchFormsReportEachBlock() {
     BlockKey a = Payloads.key(30);
     BlockKey b = Payloads.key(31);
