@@ -2,10 +2,9 @@ package dev.kvcache;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.ReadmeSnippets;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,12 +29,7 @@ class ReadmeExampleTest {
 
   @Test
   void theReadmeShowsThisCode() throws IOException {
-    Path readme = Path.of("..", "README.md");
-    String doc = Files.readString(readme, StandardCharsets.UTF_8);
-    String inDoc = between(doc, "<!-- example:start -->\n```java\n", "```\n<!-- example:end -->");
-    Path self = Path.of("src/test/java/dev/kvcache/ReadmeExampleTest.java");
-    String inTest = between(Files.readString(self, StandardCharsets.UTF_8), "// README:start\n", "    // README:end");
-    assertThat(normalize(inDoc)).isEqualTo(normalize(inTest));
+    ReadmeSnippets.assertReadmeShows("example", Path.of("src/test/java/dev/kvcache/ReadmeExampleTest.java"));
   }
 
   private GetStatus example(int[] tokenIds, int blockBytes) {
@@ -75,18 +69,5 @@ class ReadmeExampleTest {
   private static void consume(ByteBuffer kv) {
     assertThat(kv.remaining()).isEqualTo(BLOCK_BYTES);
     assertThat(kv.get(0)).isZero();
-  }
-
-  private static String between(String text, String start, String end) {
-    int from = text.indexOf(start);
-    assertThat(from).as("marker '%s'", start.strip()).isNotNegative();
-    int to = text.indexOf(end, from + start.length());
-    assertThat(to).as("marker '%s'", end.strip()).isNotNegative();
-    return text.substring(from + start.length(), to);
-  }
-
-  /** Compares line by line, ignoring indentation. */
-  private static String normalize(String code) {
-    return code.lines().map(String::strip).filter(l -> !l.isEmpty()).reduce("", (a, b) -> a + b + "\n");
   }
 }

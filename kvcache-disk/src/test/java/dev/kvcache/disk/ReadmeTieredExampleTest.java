@@ -8,10 +8,9 @@ import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.testkit.ReadmeSnippets;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,11 +47,7 @@ class ReadmeTieredExampleTest {
 
   @Test
   void theReadmeShowsThisCode() throws IOException {
-    String doc = Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
-    String inDoc = between(doc, "<!-- tiered-example:start -->\n```java\n", "```\n<!-- tiered-example:end -->");
-    Path self = Path.of("src/test/java/dev/kvcache/disk/ReadmeTieredExampleTest.java");
-    String inTest = between(Files.readString(self, StandardCharsets.UTF_8), "// README:start\n", "    // README:end");
-    assertThat(normalize(inDoc)).isEqualTo(normalize(inTest));
+    ReadmeSnippets.assertReadmeShows("tiered-example", Path.of("src/test/java/dev/kvcache/disk/ReadmeTieredExampleTest.java"));
   }
 
   private int example(int[] tokenIds) throws IOException {
@@ -84,18 +79,5 @@ class ReadmeTieredExampleTest {
       b.put((byte) i);
     }
     return b.flip();
-  }
-
-  private static String between(String text, String start, String end) {
-    int from = text.indexOf(start);
-    assertThat(from).as("marker '%s'", start.strip()).isNotNegative();
-    int to = text.indexOf(end, from + start.length());
-    assertThat(to).as("marker '%s'", end.strip()).isNotNegative();
-    return text.substring(from + start.length(), to);
-  }
-
-  /** Compares line by line, ignoring indentation. */
-  private static String normalize(String code) {
-    return code.lines().map(String::strip).filter(l -> !l.isEmpty()).reduce("", (a, b) -> a + b + "\n");
   }
 }

@@ -33,10 +33,7 @@ final class BeladyModel implements PrefixCacheModel {
   /** Serves the trace's requests in order: the model knows the future only of the trace it was built from. */
   @Override
   public int serve(int[] ids) {
-    int hits = 0;
-    while (hits < ids.length && cachedNextUse[ids[hits]] >= 0) {
-      hits++;
-    }
+    int hits = PrefixCacheModel.leadingHits(ids, id -> cachedNextUse[id] >= 0);
     for (int id : ids) {
       int next = nextUse[position++];
       if (cachedNextUse[id] >= 0) {

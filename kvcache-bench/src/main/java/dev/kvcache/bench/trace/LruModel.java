@@ -25,10 +25,7 @@ final class LruModel implements PrefixCacheModel {
 
   @Override
   public int serve(int[] ids) {
-    int hits = 0;
-    while (hits < ids.length && blocks.containsKey(ids[hits])) {
-      hits++;
-    }
+    int hits = PrefixCacheModel.leadingHits(ids, blocks::containsKey);
     for (int id : ids) {
       blocks.put(id, Boolean.TRUE);
     }

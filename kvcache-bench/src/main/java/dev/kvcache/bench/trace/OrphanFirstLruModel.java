@@ -20,10 +20,7 @@ final class OrphanFirstLruModel implements PrefixCacheModel {
 
   @Override
   public int serve(int[] ids) {
-    int hits = 0;
-    while (hits < ids.length && blocks.containsKey(ids[hits])) {
-      hits++;
-    }
+    int hits = PrefixCacheModel.leadingHits(ids, blocks::containsKey);
     for (int i = ids.length - 1; i >= 0; i--) {
       blocks.put(ids[i], Boolean.TRUE);
     }

@@ -1,5 +1,7 @@
 package dev.kvcache.bench.trace;
 
+import java.util.function.IntPredicate;
+
 /**
  * A cache of blocks as an inference engine uses it, one request at a time: find the longest cached
  * prefix of the request's blocks, load it, compute the rest and store it.
@@ -16,4 +18,13 @@ interface PrefixCacheModel extends AutoCloseable {
 
   @Override
   default void close() {}
+
+  /** How many leading ids of a request are {@code cached}: the hits an engine can use. */
+  static int leadingHits(int[] ids, IntPredicate cached) {
+    int hits = 0;
+    while (hits < ids.length && cached.test(ids[hits])) {
+      hits++;
+    }
+    return hits;
+  }
 }

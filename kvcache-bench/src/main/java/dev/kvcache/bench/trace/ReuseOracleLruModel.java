@@ -21,10 +21,7 @@ final class ReuseOracleLruModel implements PrefixCacheModel {
 
   @Override
   public int serve(int[] ids) {
-    int hits = 0;
-    while (hits < ids.length && blocks.containsKey(ids[hits])) {
-      hits++;
-    }
+    int hits = PrefixCacheModel.leadingHits(ids, blocks::containsKey);
     for (int id : ids) {
       if (nextUse[position++] == MooncakeTrace.NEVER) {
         blocks.remove(id);

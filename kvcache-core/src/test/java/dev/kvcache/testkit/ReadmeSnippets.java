@@ -1,0 +1,38 @@
+package dev.kvcache.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Checks that a code snippet in the README is the code a test compiles and runs. */
+public final class ReadmeSnippets {
+
+  private ReadmeSnippets() {}
+
+  /**
+   * Asserts that the Java block between {@code <!-- name:start -->} and {@code <!-- name:end -->}
+   * in the project's README equals the lines between {@code // README:start} and {@code //
+   * README:end} in {@code testSource}, ignoring indentation and blank lines.
+   */
+  public static void assertReadmeShows(String name, Path testSource) throws IOException {
+    String doc = Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
+    String inDoc = between(doc, "<!-- " + name + ":start -->\n```java\n", "```\n<!-- " + name + ":end -->");
+    String inTest = between(Files.readString(testSource, StandardCharsets.UTF_8), "// README:start\n", "    // README:end");
+    assertThat(normalize(inDoc)).isEqualTo(normalize(inTest));
+  }
+
+  private static String between(String text, String start, String end) {
+    int from = text.indexOf(start);
+    assertThat(from).as("marker '%s'", start.strip()).isNotNegative();
+    int to = text.indexOf(end, from + start.length());
+    assertThat(to).as("marker '%s'", end.strip()).isNotNegative();
+    return text.substring(from + start.length(), to);
+  }
+
+  private static String normalize(String code) {
+    return code.lines().map(String::strip).filter(l -> !l.isEmpty()).reduce("", (a, b) -> a + b + "\n");
+  }
+}
