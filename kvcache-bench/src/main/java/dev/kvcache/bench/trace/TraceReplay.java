@@ -18,8 +18,8 @@ import picocli.CommandLine.Parameters;
 /**
  * Replays request traces against the cache and two references at several capacities, and reports
  * the block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that
- * knows which blocks are used again, the clairvoyant ceiling (Belady's MIN with bypass), and
- * kvcache's RAM tier through its public API.
+ * knows which blocks are used again, W-TinyLFU at fixed windows, the clairvoyant ceiling (Belady's
+ * MIN with bypass), and kvcache's RAM tier through its public API.
  *
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
@@ -38,6 +38,9 @@ public final class TraceReplay implements Callable<Integer> {
   @Option(names = "--capacities", split = ",", defaultValue = "1000,5000,10000,30000,50000,0",
       description = "capacities in blocks; 0 is unlimited (default: ${DEFAULT-VALUE})")
   List<Long> capacities;
+
+  /** Window fractions of the W-TinyLFU model: Caffeine's starting 1% up to nearly all LRU. */
+  static final double[] WINDOWS = {0.01, 0.2, 0.5, 0.99};
 
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
@@ -63,8 +66,9 @@ public final class TraceReplay implements Callable<Integer> {
           + "%d used once; median reuse distance %d block accesses%n",
           trace.name(), trace.requests().length, trace.blockAccesses(), distinct,
           trace.blocksUsedOnce(), trace.medianReuseDistance());
-      System.out.printf(Locale.ROOT, "%10s %8s %12s %11s %8s %8s %11s%n",
-          "capacity", "LRU", "LRU-orphans", "LRU-oracle", "kvcache", "ceiling", "gap closed");
+      System.out.printf(Locale.ROOT, "%10s %8s %12s %11s %13s %8s %8s %11s%n",
+          "capacity", "LRU", "LRU-orphans", "LRU-oracle", "WTinyLFU-best", "kvcache", "ceiling",
+          "gap closed");
       for (long capacity : capacities) {
         long blocks = capacity == 0 ? distinct : capacity;
         Result lru = replay(trace, capacity, "lru", c -> new LruModel(blocks));
@@ -72,6 +76,13 @@ public final class TraceReplay implements Callable<Integer> {
             c -> new OrphanFirstLruModel(blocks));
         Result oracle = replay(trace, capacity, "lru-reuse-oracle",
             c -> new ReuseOracleLruModel(trace, blocks));
+        Result bestWindow = null;
+        for (double w : WINDOWS) {
+          Result r = replay(trace, capacity, "wtinylfu-window-" + w,
+              c -> new WindowTinyLfuModel(blocks, w));
+          results.add(r);
+          bestWindow = bestWindow == null || r.hits() > bestWindow.hits() ? r : bestWindow;
+        }
         Result ceiling = replay(trace, capacity, "ceiling", c -> new BeladyModel(trace, blocks));
         Result ours = replay(trace, capacity, "kvcache", c -> kvcache(blocks));
         results.add(lru);
@@ -80,9 +91,9 @@ public final class TraceReplay implements Callable<Integer> {
         results.add(ceiling);
         results.add(ours);
         double gap = ceiling.ratio() - lru.ratio();
-        System.out.printf(Locale.ROOT, "%10s %8.4f %12.4f %11.4f %8.4f %8.4f %11s%n",
+        System.out.printf(Locale.ROOT, "%10s %8.4f %12.4f %11.4f %13.4f %8.4f %8.4f %11s%n",
             capacity == 0 ? "unlimited" : Long.toString(capacity), lru.ratio(), orphans.ratio(),
-            oracle.ratio(), ours.ratio(),
+            oracle.ratio(), bestWindow.ratio(), ours.ratio(),
             ceiling.ratio(),
             gap < 1e-9 ? "-" : String.format(Locale.ROOT, "%.2f", (ours.ratio() - lru.ratio()) / gap));
       }

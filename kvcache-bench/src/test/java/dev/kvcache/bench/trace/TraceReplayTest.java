@@ -41,6 +41,23 @@ class TraceReplayTest {
   }
 
   @Test
+  void windowTinyLfuKeepsAFrequentBlockThatLruLoses() {
+    // block 0 is seen three times, then a scan of one-off blocks passes; LRU loses block 0
+    int[][] requests = new int[13][];
+    requests[0] = new int[] {0};
+    requests[1] = new int[] {0};
+    requests[2] = new int[] {0};
+    for (int i = 3; i < 12; i++) {
+      requests[i] = new int[] {100 + i};
+    }
+    requests[12] = new int[] {0};
+    MooncakeTrace trace = new MooncakeTrace("scan", requests);
+    assertThat(TraceReplay.replay(trace, 4, "w", c -> new WindowTinyLfuModel(4, 0.25)).hits())
+        .as("hits on block 0: requests 2, 3 and the last").isEqualTo(3);
+    assertThat(TraceReplay.replay(trace, 4, "lru", c -> new LruModel(4)).hits()).isEqualTo(2);
+  }
+
+  @Test
   void theCeilingKeepsWhatIsUsedAgainSoonestAndBypassesBlocksNeverUsedAgain() {
     // block 2 is never used again, so it does not displace block 1
     assertThat(TraceReplay.replay(SMALL, 2, "ceiling", c -> new BeladyModel(SMALL, 2)).hits())
