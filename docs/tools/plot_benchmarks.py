@@ -595,7 +595,10 @@ def trace_tables(results_dir, out, img):
                 f"{vals[m]:.3f}" if vals[m] is not None else "-" for m in models) + f" | {gap} |")
         for m in models:
             pts = [(c, ratio[(t, c, m)]) for c in limited if (t, c, m) in ratio]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=names[m])
+            style = {"lru": dict(color="black", linewidth=2.5),
+                     "lru-orphans-first": dict(linestyle=":", marker="."),
+                     "wtinylfu-best": dict(linestyle="--", marker="s")}.get(m, dict(marker="o"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=names[m], **style)
         if "lru" in models and "ceiling" in models:
             ax.fill_between(limited, [ratio[(t, c, "lru")] for c in limited],
                             [(ratio[(t, c, "lru")] + ratio[(t, c, "ceiling")]) / 2 for c in limited],
