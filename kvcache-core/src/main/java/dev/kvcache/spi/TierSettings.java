@@ -68,7 +68,10 @@ public final class TierSettings {
     return v;
   }
 
-  /** A byte count, or {@code fallback} when absent: a number with an optional unit (B, KiB, MiB, GiB, TiB; KB, MB, ... are the same). */
+  /**
+   * A byte count, or {@code fallback} when absent: a number with an optional unit (B, KiB, MiB,
+   * GiB, TiB; KB, MB, ... are the same).
+   */
   public long bytes(String key, long fallback) {
     String v = string(key, null);
     if (v == null) {

@@ -188,16 +188,8 @@ public final class TieredCache implements Tier {
       return;
     }
     long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
-    synchronized (spillProgress) {
-      for (long left = deadline - System.nanoTime(); !spillRoom(bytes) && left > 0 && !closed;
-          left = deadline - System.nanoTime()) {
-        try {
-          TimeUnit.NANOSECONDS.timedWait(spillProgress, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
-      }
+    while (!spillRoom(bytes) && awaitSpillProgress(deadline)) {
+      // each spill that ends may have made room
     }
   }
 
