@@ -78,6 +78,9 @@ class KvCacheConfigTest {
     assertThat(s.bytes("c", 0)).isEqualTo(5L << 30);
     assertThat(s.bytes("d", 0)).isEqualTo(1L << 40);
     assertThatThrownBy(() -> s.bytes("e", 0)).hasMessageContaining("below 8 EiB");
+    TierSettings huge = TierSettings.of(Map.of("n", "99999999999999999999", "t", "99999999999999999999ms"));
+    assertThatThrownBy(() -> huge.bytes("n", 0)).hasMessageContaining("expected a number below 2^63");
+    assertThatThrownBy(() -> huge.duration("t", null)).hasMessageContaining("expected a number below 2^63");
     assertThat(s.bytes("absent", 7)).isEqualTo(7);
     assertThatThrownBy(() -> s.bytes("absent")).hasMessage("setting 'absent' is required");
   }

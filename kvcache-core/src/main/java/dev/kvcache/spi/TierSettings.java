@@ -81,7 +81,7 @@ public final class TierSettings {
     if (!m.matches()) {
       throw bad(key, v, "a size such as 512MiB or 8GiB");
     }
-    long n = Long.parseLong(m.group(1));
+    long n = number(key, v, m.group(1));
     String unit = m.group(2) == null ? "B" : m.group(2).toUpperCase(Locale.ROOT);
     int shift = switch (unit.charAt(0)) {
       case 'K' -> 10;
@@ -147,7 +147,7 @@ public final class TierSettings {
     if (!m.matches()) {
       throw bad(key, v, "a duration such as 200ms, 5s or 1m");
     }
-    long n = Long.parseLong(m.group(1));
+    long n = number(key, v, m.group(1));
     return switch (m.group(2).toLowerCase(Locale.ROOT)) {
       case "ms" -> Duration.ofMillis(n);
       case "s" -> Duration.ofSeconds(n);
@@ -187,6 +187,14 @@ public final class TierSettings {
         names.append(names.length() == 0 ? "" : ", ").append(prefix).append(k);
       }
       throw new IllegalArgumentException("unknown setting" + (unknown.size() > 1 ? "s " : " ") + names);
+    }
+  }
+
+  private long number(String key, String value, String digits) {
+    try {
+      return Long.parseLong(digits);
+    } catch (NumberFormatException e) {
+      throw bad(key, value, "a number below 2^63");
     }
   }
 
