@@ -101,6 +101,12 @@ public final class KvCacheConfig {
     return ramBytes;
   }
 
+  /** The largest block the cache takes, in bytes. */
+  public int maxBlockBytes() {
+    RamTierConfig ram = RamTierConfig.ofCapacity(ramBytes);
+    return (maxBlockBytes == null ? ram : ram.withMaxBlockBytes(maxBlockBytes)).maxBlockBytes();
+  }
+
   /** The kind of the tier below RAM, or {@code "none"}. */
   public String lower() {
     return lower;
@@ -120,18 +126,15 @@ public final class KvCacheConfig {
    * @throws IOException if the lower tier's storage cannot be opened
    */
   public KvCache open() throws IOException {
-    RamTierConfig ram = RamTierConfig.ofCapacity(ramBytes);
-    if (maxBlockBytes != null) {
-      ram = ram.withMaxBlockBytes(maxBlockBytes);
-    }
+    int maxBlock = maxBlockBytes();
     KvCacheBuilder builder = KvCache.builder().ramBytes(ramBytes)
-        .maxBlockBytes(ram.maxBlockBytes())
+        .maxBlockBytes(maxBlock)
         .spillQueueBlocks(tiered.spillQueueBlocks())
         .spillQueueWait(tiered.spillQueueWait())
         .promoteOnLowerHit(tiered.promoteOnLowerHit())
         .spillOnClose(tiered.spillOnClose());
     if (lowerSettings != null) {
-      Tier tier = factory(lower).open(lowerSettings, ram.maxBlockBytes());
+      Tier tier = factory(lower).open(lowerSettings, maxBlock);
       try {
         return builder.lowerTier(tier).build();
       } catch (RuntimeException e) {

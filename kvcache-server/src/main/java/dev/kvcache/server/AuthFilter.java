@@ -1,0 +1,69 @@
+package dev.kvcache.server;
+
+import io.micronaut.core.annotation.Nullable;
+import io.micronaut.http.HttpHeaders;
+import io.micronaut.http.HttpMethod;
+import io.micronaut.http.HttpRequest;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.MutableHttpResponse;
+import io.micronaut.http.annotation.RequestFilter;
+import io.micronaut.http.annotation.ServerFilter;
+import java.util.List;
+
+/**
+ * Checks the bearer token of every request under {@code /v1}: 401 without a known token, 403 when
+ * the token may not read or write the namespace the request names.
+ */
+@ServerFilter("/v1/**")
+class AuthFilter {
+
+  private static final String PREFIX = "/v1/namespaces/";
+  private static final String BEARER = "Bearer ";
+
+  private final Tokens tokens;
+
+  AuthFilter(Tokens tokens) {
+    this.tokens = tokens;
+  }
+
+  @RequestFilter
+  @Nullable
+  HttpResponse<ApiError> check(HttpRequest<?> request) {
+    if (!tokens.enabled()) {
+      return null;
+    }
+    String header = request.getHeaders().get(HttpHeaders.AUTHORIZATION);
+    TokenSettings token = header != null && header.startsWith(BEARER)
+        ? tokens.find(header.substring(BEARER.length()).trim())
+        : null;
+    if (token == null) {
+      return error(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
+          .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
+    }
+    String namespace = namespaceOf(request.getPath());
+    boolean write = request.getMethod() == HttpMethod.PUT || request.getMethod() == HttpMethod.DELETE;
+    List<String> allowed = write ? token.getWrite() : token.getRead();
+    if (namespace == null || !allowed.contains(namespace)) {
+      return error(HttpStatus.FORBIDDEN, "forbidden", "token '" + token.name() + "' may not "
+          + (write ? "write" : "read") + " namespace '" + namespace + "'");
+    }
+    return null;
+  }
+
+  private static String namespaceOf(String path) {
+    if (!path.startsWith(PREFIX)) {
+      return null;
+    }
+    int end = path.indexOf('/', PREFIX.length());
+    return end < 0 ? path.substring(PREFIX.length()) : path.substring(PREFIX.length(), end);
+  }
+
+  private static MutableHttpResponse<ApiError> error(
+      HttpStatus status, String code, String message) {
+    return HttpResponse.<ApiError>status(status)
+        .contentType(MediaType.APPLICATION_JSON_TYPE)
+        .body(new ApiError(code, message));
+  }
+}

@@ -1,0 +1,129 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import dev.kvcache.PutStatus;
+import io.micronaut.http.HttpRequest;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.annotation.Body;
+import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Delete;
+import io.micronaut.http.annotation.Get;
+import io.micronaut.http.annotation.Put;
+import io.micronaut.scheduling.TaskExecutors;
+import io.micronaut.scheduling.annotation.ExecuteOn;
+import io.netty.buffer.ByteBuf;
+import jakarta.inject.Named;
+import java.util.concurrent.ExecutorService;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * One block by namespace and key: {@code PUT} stores the request body, {@code GET} answers it from
+ * a lease ({@code HEAD}: whether it is there and how long), {@code DELETE} removes it.
+ */
+@Controller("/v1/namespaces/{namespace}/blocks/{key}")
+class BlockController {
+
+  /** Header of a {@code GET} or {@code HEAD} answer: the block's length in bytes. */
+  static final String LENGTH_HEADER = "Kvcache-Block-Length";
+
+  /** Header naming what a put did: {@code stored} or {@code not-admitted}. */
+  static final String PUT_STATUS_HEADER = "Kvcache-Put";
+
+  private final KvCache cache;
+  private final Namespaces namespaces;
+  private final int maxBlockBytes;
+  private final Scheduler blocking;
+
+  BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces,
+      @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor) {
+    this.cache = cache;
+    this.blocking = Schedulers.fromExecutorService(blockingExecutor);
+    this.namespaces = namespaces;
+    this.maxBlockBytes = config.maxBlockBytes();
+  }
+
+  /**
+   * Stores the body, which streams in as it arrives. 201 when stored; 202 when the cache's policy
+   * declined to keep it (a later GET misses); 413 above the largest block; 507 when no room can be
+   * made.
+   */
+  @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
+  Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
+      @Body Publisher<ByteBuf> body) {
+    BlockKey storageKey = namespaces.storageKey(namespace, key);
+    long declared = request.getContentLength();
+    if (declared > maxBlockBytes) {
+      throw tooLarge(declared);
+    }
+    // a put can wait for the spill queue (tiered.spill-queue-wait): never on an event loop
+    return BodyCollector.collect(body, declared, maxBlockBytes)
+        .publishOn(blocking)
+        .map(block -> {
+          try {
+            return answer(cache.put(storageKey, block.nioBuffer()), block.readableBytes());
+          } finally {
+            block.release();
+          }
+        });
+  }
+
+  private HttpResponse<?> answer(PutStatus status, int length) {
+    switch (status) {
+      case STORED:
+        return HttpResponse.status(HttpStatus.CREATED).header(PUT_STATUS_HEADER, "stored");
+      case NOT_ADMITTED:
+        return HttpResponse.status(HttpStatus.ACCEPTED).header(PUT_STATUS_HEADER, "not-admitted");
+      case REJECTED_TOO_LARGE:
+        throw tooLarge(length);
+      case REJECTED_NO_SPACE:
+        throw new ApiException(HttpStatus.INSUFFICIENT_STORAGE, "no-space",
+            "no room for the block: the cache's memory is held by open reads; retry later");
+      default:
+        throw new IllegalStateException("unexpected put status " + status);
+    }
+  }
+
+  private ApiException tooLarge(long length) {
+    return new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large",
+        "a block of " + length + " bytes is larger than this server's largest, " + maxBlockBytes);
+  }
+
+  /**
+   * The block's bytes, written to the socket from the cache's memory; 404 if it is not cached. A
+   * {@code HEAD} is served by this route too, with the block's length in {@value #LENGTH_HEADER}.
+   */
+  @Get(produces = MediaType.APPLICATION_OCTET_STREAM)
+  HttpResponse<ByteBuf> get(String namespace, String key) {
+    BlockLease lease = cache.get(namespaces.storageKey(namespace, key));
+    if (lease.status() != GetStatus.HIT) {
+      lease.close();
+      throw notCached(namespace, key);
+    }
+    return HttpResponse.ok((ByteBuf) new LeaseBody(lease))
+        .header(LENGTH_HEADER, Integer.toString(lease.length()));
+  }
+
+  /** 204 once the block is gone from every tier; 404 if it was not cached. */
+  @Delete
+  @ExecuteOn(TaskExecutors.BLOCKING)
+  HttpResponse<?> delete(String namespace, String key) {
+    if (!cache.delete(namespaces.storageKey(namespace, key))) {
+      throw notCached(namespace, key);
+    }
+    return HttpResponse.noContent();
+  }
+
+  private static ApiException notCached(String namespace, String key) {
+    return new ApiException(HttpStatus.NOT_FOUND, "not-cached",
+        "no block " + key + " in namespace " + namespace);
+  }
+}

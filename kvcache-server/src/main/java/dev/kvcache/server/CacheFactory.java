@@ -1,0 +1,29 @@
+package dev.kvcache.server;
+
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import io.micronaut.context.annotation.Bean;
+import io.micronaut.context.annotation.Factory;
+import jakarta.inject.Singleton;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+/** Opens the cache when the server starts and closes it (writing RAM to disk) when it stops. */
+@Factory
+class CacheFactory {
+
+  @Singleton
+  KvCacheConfig cacheConfig(CacheSettings settings) {
+    return settings.toConfig();
+  }
+
+  @Singleton
+  @Bean(preDestroy = "close")
+  KvCache cache(KvCacheConfig config) {
+    try {
+      return config.open();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open the cache's storage: " + e.getMessage(), e);
+    }
+  }
+}

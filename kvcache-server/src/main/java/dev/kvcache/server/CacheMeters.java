@@ -1,0 +1,47 @@
+package dev.kvcache.server;
+
+import dev.kvcache.CacheStats;
+import dev.kvcache.KvCache;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import jakarta.inject.Singleton;
+import java.util.function.ToDoubleFunction;
+
+/** The cache's counters as Prometheus metrics ({@code kvcache_*} on {@code /prometheus}). */
+@Singleton
+class CacheMeters implements MeterBinder {
+
+  private final KvCache cache;
+
+  CacheMeters(KvCache cache) {
+    this.cache = cache;
+  }
+
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    counter(registry, "kvcache.hits", "reads that found their block", CacheStats::hits);
+    counter(registry, "kvcache.misses", "reads that found nothing", CacheStats::misses);
+    counter(registry, "kvcache.puts", "blocks written", CacheStats::puts);
+    counter(registry, "kvcache.evictions", "blocks evicted to make room", CacheStats::evictions);
+    counter(registry, "kvcache.rejections", "puts refused", CacheStats::rejections);
+    counter(registry, "kvcache.deletes", "blocks deleted", CacheStats::deletes);
+    gauge(registry, "kvcache.blocks", "blocks findable", CacheStats::blocks);
+    gauge(registry, "kvcache.bytes.used", "bytes of the RAM budget in use", CacheStats::bytesUsed);
+    gauge(registry, "kvcache.bytes.capacity", "the RAM budget", CacheStats::capacityBytes);
+    gauge(registry, "kvcache.leases.open", "reads holding a block", CacheStats::leasesOpen);
+  }
+
+  private void counter(MeterRegistry registry, String name, String help,
+      ToDoubleFunction<CacheStats> value) {
+    FunctionCounter.builder(name, cache, c -> value.applyAsDouble(c.stats()))
+        .description(help)
+        .register(registry);
+  }
+
+  private void gauge(MeterRegistry registry, String name, String help,
+      ToDoubleFunction<CacheStats> value) {
+    Gauge.builder(name, cache, c -> value.applyAsDouble(c.stats())).description(help).register(registry);
+  }
+}

@@ -1,0 +1,51 @@
+package dev.kvcache.server;
+
+import io.micronaut.context.ApplicationContext;
+import io.micronaut.runtime.Micronaut;
+import io.micronaut.runtime.server.EmbeddedServer;
+import java.io.PrintStream;
+
+/**
+ * Starts the server: {@code java -jar kvcache-server.jar}. Settings come from the embedded
+ * {@code application.yml}, a file named by {@code -Dmicronaut.config.files=...}, system properties
+ * and the environment ({@code KVCACHE_CACHE_RAM_BYTES=4GiB} sets {@code kvcache.cache.ram-bytes}).
+ */
+public final class KvCacheServer {
+
+  private KvCacheServer() {}
+
+  /**
+   * Starts the server and prints where it listens.
+   *
+   * @param args Micronaut's command-line properties, such as {@code -micronaut.server.port=7070}
+   */
+  public static void main(String[] args) {
+    ApplicationContext context;
+    try {
+      context = Micronaut.build(args).mainClass(KvCacheServer.class).banner(false).start();
+    } catch (RuntimeException e) {
+      System.err.println("kvcache-server did not start: " + rootMessage(e));
+      System.exit(1);
+      return;
+    }
+    printWelcome(context.getBean(EmbeddedServer.class), System.out);
+  }
+
+  static void printWelcome(EmbeddedServer server, PrintStream out) {
+    String base = server.getURL().toString();
+    String block = base + "/v1/namespaces/default/blocks/000102030405060708090a0b0c0d0e0f";
+    out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2 cleartext)");
+    out.println("  try: curl -X PUT -H 'Content-Type: application/octet-stream'"
+        + " --data-binary @README.md " + block);
+    out.println("       curl --http2-prior-knowledge " + block);
+    out.println("  metrics: " + base + "/prometheus   health: " + base + "/health");
+  }
+
+  private static String rootMessage(Throwable e) {
+    Throwable t = e;
+    while (t.getCause() != null && t.getCause() != t) {
+      t = t.getCause();
+    }
+    return t.getMessage() == null ? t.toString() : t.getMessage();
+  }
+}

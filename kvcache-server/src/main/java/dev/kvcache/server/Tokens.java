@@ -1,0 +1,42 @@
+package dev.kvcache.server;
+
+import jakarta.inject.Singleton;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.List;
+
+/** The configured bearer tokens; with none configured, every caller may do everything. */
+@Singleton
+class Tokens {
+
+  /** The shortest secret taken: 128 bits written as hex. */
+  static final int MIN_SECRET_LENGTH = 32;
+
+  private final List<TokenSettings> tokens;
+
+  Tokens(List<TokenSettings> tokens) {
+    for (TokenSettings t : tokens) {
+      if (t.getSecret() == null || t.getSecret().length() < MIN_SECRET_LENGTH) {
+        throw new IllegalArgumentException("kvcache.auth.tokens." + t.name()
+            + ".secret must be at least " + MIN_SECRET_LENGTH + " characters");
+      }
+    }
+    this.tokens = List.copyOf(tokens);
+  }
+
+  boolean enabled() {
+    return !tokens.isEmpty();
+  }
+
+  /** The token with this secret, compared in constant time, or null. */
+  TokenSettings find(String secret) {
+    byte[] presented = secret.getBytes(StandardCharsets.UTF_8);
+    TokenSettings found = null;
+    for (TokenSettings t : tokens) {
+      if (MessageDigest.isEqual(presented, t.getSecret().getBytes(StandardCharsets.UTF_8))) {
+        found = t;
+      }
+    }
+    return found;
+  }
+}
