@@ -1,21 +1,34 @@
 package dev.kvcache.server;
 
+import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.HttpVersion;
 import io.micronaut.http.MediaType;
+import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.Produces;
 import io.micronaut.http.server.exceptions.ExceptionHandler;
 import jakarta.inject.Singleton;
 
-/** Answers an {@link ApiException} with its status and an {@link ApiError} body. */
+/**
+ * Answers an {@link ApiException} with its status and an {@link ApiError} body. A body refused as
+ * too large is left unread, so over HTTP/1.1 the connection is closed after the answer: a client
+ * still sending would otherwise wait on a socket nobody reads. (HTTP/2 resets just the stream.)
+ */
 @Produces
 @Singleton
 class ApiExceptionHandler implements ExceptionHandler<ApiException, HttpResponse<ApiError>> {
 
   @Override
   public HttpResponse<ApiError> handle(HttpRequest request, ApiException e) {
-    return HttpResponse.<ApiError>status(e.status())
+    MutableHttpResponse<ApiError> response = HttpResponse.<ApiError>status(e.status())
         .contentType(MediaType.APPLICATION_JSON_TYPE)
         .body(new ApiError(e.code(), e.getMessage()));
+    if (e.status() == HttpStatus.REQUEST_ENTITY_TOO_LARGE
+        && request.getHttpVersion() != HttpVersion.HTTP_2_0) {
+      response.header(HttpHeaders.CONNECTION, "close");
+    }
+    return response;
   }
 }

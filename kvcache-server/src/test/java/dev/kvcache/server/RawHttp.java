@@ -1,0 +1,85 @@
+package dev.kvcache.server;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketException;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * HTTP/1.1 written by hand, for requests no well-behaved client sends: lying lengths, bodies cut
+ * off, bodies that keep coming after the server has answered.
+ */
+final class RawHttp {
+
+  private static final byte[] ZEROS = new byte[1 << 20];
+
+  private RawHttp() {}
+
+  /**
+   * Sends {@code head} (request line and headers, without the blank line) and {@code bodyBytes}
+   * zero bytes, stopping early if the server closes, and half-closes if {@code cutShort}; then
+   * reads until the server closes or 10 s pass.
+   *
+   * @return everything the server sent
+   */
+  static String exchange(URL server, String head, long bodyBytes, boolean cutShort)
+      throws IOException {
+    return exchange(server, head, out -> {
+      for (long left = bodyBytes; left > 0; left -= ZEROS.length) {
+        out.write(ZEROS, 0, (int) Math.min(ZEROS.length, left));
+      }
+    }, cutShort);
+  }
+
+  /** As {@link #exchange}, with a chunked body of {@code chunks} chunks of 1 MiB of zeros. */
+  static String exchangeChunked(URL server, String head, int chunks) throws IOException {
+    return exchange(server, head + "\r\nTransfer-Encoding: chunked", out -> {
+      for (int i = 0; i < chunks; i++) {
+        out.write((Integer.toHexString(ZEROS.length) + "\r\n").getBytes(StandardCharsets.US_ASCII));
+        out.write(ZEROS);
+        out.write("\r\n".getBytes(StandardCharsets.US_ASCII));
+      }
+      out.write("0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+    }, false);
+  }
+
+  private interface Body {
+    void writeTo(OutputStream out) throws IOException;
+  }
+
+  private static String exchange(URL server, String head, Body body, boolean cutShort)
+      throws IOException {
+    try (Socket socket = new Socket(server.getHost(), server.getPort())) {
+      socket.setSoTimeout(10_000);
+      OutputStream out = socket.getOutputStream();
+      out.write((head + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      try {
+        body.writeTo(out);
+        out.flush();
+        if (cutShort) {
+          socket.shutdownOutput();
+        }
+      } catch (SocketException closedByServer) {
+        // the server answered and closed while the body was still going out: read its answer
+      }
+      return readUntilClosed(socket.getInputStream());
+    }
+  }
+
+  private static String readUntilClosed(InputStream in) throws IOException {
+    ByteArrayOutputStream received = new ByteArrayOutputStream();
+    byte[] buffer = new byte[8192];
+    try {
+      for (int n; (n = in.read(buffer)) >= 0; ) {
+        received.write(buffer, 0, n);
+      }
+    } catch (SocketException reset) {
+      // a reset after the answer still leaves the answer
+    }
+    return received.toString(StandardCharsets.ISO_8859_1);
+  }
+}

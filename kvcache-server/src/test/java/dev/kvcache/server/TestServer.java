@@ -1,0 +1,78 @@
+package dev.kvcache.server;
+
+import io.micronaut.context.ApplicationContext;
+import io.micronaut.runtime.server.EmbeddedServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/** A server on a free loopback port with a small RAM tier over a disk tier in {@code dir}. */
+final class TestServer implements AutoCloseable {
+
+  static final int MAX_BLOCK_BYTES = 8 << 20;
+
+  final ApplicationContext context;
+  final EmbeddedServer server;
+  final HttpClient http = HttpClient.newBuilder()
+      .version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(10))
+      .build();
+
+  private TestServer(Map<String, Object> properties) {
+    this.context = ApplicationContext.run(properties);
+    this.server = context.getBean(EmbeddedServer.class).start();
+  }
+
+  static TestServer start(Path dir) {
+    return start(dir, Map.of());
+  }
+
+  static TestServer start(Path dir, Map<String, Object> extra) {
+    return new TestServer(properties(dir, extra));
+  }
+
+  static Map<String, Object> properties(Path dir, Map<String, Object> extra) {
+    Map<String, Object> p = new HashMap<>();
+    p.put("micronaut.server.port", -1);
+    p.put("kvcache.cache.ram-bytes", "64MiB");
+    p.put("kvcache.cache.max-block-bytes", MAX_BLOCK_BYTES + "B");
+    p.put("kvcache.cache.disk-dir", dir.toString());
+    p.put("kvcache.cache.disk-capacity", "512MiB");
+    p.put("kvcache.namespaces", "default,other");
+    p.putAll(extra);
+    return p;
+  }
+
+  URI uri(String path) {
+    return URI.create(server.getURL() + path);
+  }
+
+  static String blockPath(String namespace, String key) {
+    return "/v1/namespaces/" + namespace + "/blocks/" + key;
+  }
+
+  HttpResponse<byte[]> put(String namespace, String key, byte[] body) throws Exception {
+    return send(HttpRequest.newBuilder(uri(blockPath(namespace, key)))
+        .header("Content-Type", "application/octet-stream")
+        .PUT(HttpRequest.BodyPublishers.ofByteArray(body)));
+  }
+
+  HttpResponse<byte[]> get(String namespace, String key) throws Exception {
+    return send(HttpRequest.newBuilder(uri(blockPath(namespace, key))).GET());
+  }
+
+  HttpResponse<byte[]> send(HttpRequest.Builder request) throws Exception {
+    return http.send(request.timeout(Duration.ofSeconds(30)).build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  @Override
+  public void close() {
+    context.close();
+  }
+}
