@@ -19,7 +19,19 @@ class CacheSettings {
   private String diskCapacity = "8GiB";
   private String diskSyncPolicy = "periodic";
 
-  /** The settings in the form {@link KvCacheConfig} reads. */
+  /** Each setting's name here and in {@link KvCacheConfig}. */
+  private static final Map<String, String> NAMES = Map.of(
+      "kvcache.cache.ram-bytes", "ram.bytes",
+      "kvcache.cache.max-block-bytes", "ram.max-block-bytes",
+      "kvcache.cache.disk-dir", "disk.dir",
+      "kvcache.cache.disk-capacity", "disk.capacity",
+      "kvcache.cache.disk-sync-policy", "disk.sync-policy");
+
+  /**
+   * The settings in the form {@link KvCacheConfig} reads.
+   *
+   * @throws IllegalArgumentException naming the server's setting that is malformed
+   */
   KvCacheConfig toConfig() {
     Map<String, String> settings = new LinkedHashMap<>();
     settings.put("ram.bytes", ramBytes);
@@ -30,7 +42,15 @@ class CacheSettings {
       settings.put("disk.capacity", diskCapacity);
       settings.put("disk.sync-policy", diskSyncPolicy);
     }
-    return KvCacheConfig.of(settings);
+    try {
+      return KvCacheConfig.of(settings);
+    } catch (IllegalArgumentException e) {
+      String message = e.getMessage();
+      for (Map.Entry<String, String> name : NAMES.entrySet()) {
+        message = message.replace("'" + name.getValue() + "'", "'" + name.getKey() + "'");
+      }
+      throw new IllegalArgumentException(message, e);
+    }
   }
 
   public String getRamBytes() {

@@ -1,0 +1,62 @@
+package dev.kvcache.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class StartupTest {
+
+  @TempDir Path dir;
+
+  @Test
+  void listeningBeyondLoopbackWithoutTokensIsRefused() {
+    assertThatThrownBy(() -> TestServer.start(dir, Map.of("micronaut.server.host", "0.0.0.0")))
+        .rootCause()
+        .hasMessageContaining("refusing to listen on '0.0.0.0' without authentication")
+        .hasMessageContaining("kvcache.auth.tokens");
+  }
+
+  @Test
+  void listeningBeyondLoopbackWithTokensStarts() {
+    try (TestServer server = TestServer.start(dir, Map.of(
+        "micronaut.server.host", "0.0.0.0",
+        "kvcache.auth.tokens.a.secret", "s".repeat(32),
+        "kvcache.auth.tokens.a.read", "default"))) {
+      assertThat(server.server.isRunning()).isTrue();
+    }
+  }
+
+  @Test
+  void aShortSecretIsRefused() {
+    assertThatThrownBy(() -> TestServer.start(dir, Map.of(
+        "kvcache.auth.tokens.a.secret", "short")))
+        .rootCause()
+        .hasMessageContaining("kvcache.auth.tokens.a.secret must be at least 32 characters");
+  }
+
+  @Test
+  void aMalformedCacheSettingIsNamed() {
+    assertThatThrownBy(() -> TestServer.start(dir, Map.of("kvcache.cache.ram-bytes", "lots")))
+        .hasStackTraceContaining("setting 'kvcache.cache.ram-bytes' is 'lots'");
+  }
+
+  @Test
+  void theWelcomeSaysWhereItListensAndHowToTryIt() {
+    try (TestServer server = TestServer.start(dir)) {
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+      KvCacheServer.printWelcome(server.server, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+      String welcome = bytes.toString(StandardCharsets.UTF_8);
+      assertThat(welcome)
+          .contains("listening on " + server.server.getURL())
+          .contains("curl -X PUT")
+          .contains("curl --http2-prior-knowledge " + server.server.getURL() + "/v1/namespaces/default/blocks/");
+    }
+  }
+}
