@@ -362,7 +362,7 @@ public abstract class TierContractTest {
   }
 
   @Test
-  void usedBytesNeverExceedCapacity() {
+  protected void usedBytesNeverExceedCapacity() {
     for (int i = 0; i < 3 * CAPACITY_BYTES / BLOCK; i++) {
       BlockKey key = Payloads.key(100 + i);
       PutStatus status = tier.put(key, Payloads.of(key, 1, BLOCK + (i % 7) * 1000));

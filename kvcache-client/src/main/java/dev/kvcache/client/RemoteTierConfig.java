@@ -1,0 +1,187 @@
+package dev.kvcache.client;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Where a {@link RemoteTier} finds its servers and how it talks to them. Build with {@link
+ * #builder()}: either a list of servers, or one DNS name whose addresses are the servers (a
+ * Kubernetes headless service), looked up again every {@link Builder#dnsRefresh}.
+ */
+public final class RemoteTierConfig {
+
+  final List<InetSocketAddress> servers;
+  final String dnsName;
+  final int dnsPort;
+  final Duration dnsRefresh;
+  final String namespace;
+  final String token;
+  final Duration connectTimeout;
+  final Duration requestTimeout;
+  final Duration downBackoff;
+  final Duration maxDownBackoff;
+  final int connectionsPerServer;
+  final int maxBlockBytes;
+  final int ioThreads;
+
+  private RemoteTierConfig(Builder b) {
+    this.servers = List.copyOf(b.servers);
+    this.dnsName = b.dnsName;
+    this.dnsPort = b.dnsPort;
+    this.dnsRefresh = b.dnsRefresh;
+    this.namespace = b.namespace;
+    this.token = b.token;
+    this.connectTimeout = b.connectTimeout;
+    this.requestTimeout = b.requestTimeout;
+    this.downBackoff = b.downBackoff;
+    this.maxDownBackoff = b.maxDownBackoff;
+    this.connectionsPerServer = b.connectionsPerServer;
+    this.maxBlockBytes = b.maxBlockBytes;
+    this.ioThreads = b.ioThreads;
+  }
+
+  /** A builder with the defaults: namespace {@code default}, no token, 2 connections per server. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String toString() {
+    return "RemoteTierConfig[" + (dnsName != null ? dnsName + ":" + dnsPort : servers)
+        + ", namespace " + namespace + (token != null ? ", with token" : "") + "]";
+  }
+
+  /** Builds a {@link RemoteTierConfig}. */
+  public static final class Builder {
+
+    private final List<InetSocketAddress> servers = new ArrayList<>();
+    private String dnsName;
+    private int dnsPort;
+    private Duration dnsRefresh = Duration.ofSeconds(30);
+    private String namespace = "default";
+    private String token;
+    private Duration connectTimeout = Duration.ofSeconds(1);
+    private Duration requestTimeout = Duration.ofSeconds(30);
+    private Duration downBackoff = Duration.ofMillis(500);
+    private Duration maxDownBackoff = Duration.ofSeconds(30);
+    private int connectionsPerServer = 2;
+    private int maxBlockBytes = 64 << 20;
+    private int ioThreads = 2;
+
+    private Builder() {}
+
+    /** Adds a server (HTTP/2 cleartext with prior knowledge). */
+    public Builder server(String host, int port) {
+      servers.add(InetSocketAddress.createUnresolved(Objects.requireNonNull(host, "host"),
+          checkPort(port)));
+      return this;
+    }
+
+    /**
+     * Takes the servers from the addresses of {@code name}, all on {@code port}, instead of a list.
+     */
+    public Builder dns(String name, int port) {
+      this.dnsName = Objects.requireNonNull(name, "name");
+      this.dnsPort = checkPort(port);
+      return this;
+    }
+
+    /** How often the DNS name is looked up again (default 30 s). */
+    public Builder dnsRefresh(Duration refresh) {
+      this.dnsRefresh = positive(refresh, "dnsRefresh");
+      return this;
+    }
+
+    /** The server namespace blocks are stored in (default {@code default}). */
+    public Builder namespace(String namespace) {
+      this.namespace = Objects.requireNonNull(namespace, "namespace");
+      return this;
+    }
+
+    /** The bearer token sent with every request, or null for none. */
+    public Builder token(String token) {
+      this.token = token;
+      return this;
+    }
+
+    /** How long connecting to a server may take before it counts as down (default 1 s). */
+    public Builder connectTimeout(Duration timeout) {
+      this.connectTimeout = positive(timeout, "connectTimeout");
+      return this;
+    }
+
+    /** How long one request may take, body included (default 30 s). */
+    public Builder requestTimeout(Duration timeout) {
+      this.requestTimeout = positive(timeout, "requestTimeout");
+      return this;
+    }
+
+    /**
+     * How long a server that failed is left alone before it is tried again: {@code initial},
+     * doubling on each further failure up to {@code max} (defaults 500 ms and 30 s).
+     */
+    public Builder downBackoff(Duration initial, Duration max) {
+      this.downBackoff = positive(initial, "downBackoff");
+      this.maxDownBackoff = positive(max, "maxDownBackoff");
+      return this;
+    }
+
+    /** HTTP/2 connections per server; requests are spread over them (default 2). */
+    public Builder connectionsPerServer(int connections) {
+      if (connections < 1) {
+        throw new IllegalArgumentException("connectionsPerServer must be at least 1");
+      }
+      this.connectionsPerServer = connections;
+      return this;
+    }
+
+    /** The largest block this tier takes (default 64 MiB); the servers' own limit also applies. */
+    public Builder maxBlockBytes(int bytes) {
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxBlockBytes must be positive");
+      }
+      this.maxBlockBytes = bytes;
+      return this;
+    }
+
+    /** Threads doing the network IO (default 2). */
+    public Builder ioThreads(int threads) {
+      if (threads < 1) {
+        throw new IllegalArgumentException("ioThreads must be at least 1");
+      }
+      this.ioThreads = threads;
+      return this;
+    }
+
+    /**
+     * The configuration.
+     *
+     * @throws IllegalStateException if neither servers nor a DNS name were given, or both were
+     */
+    public RemoteTierConfig build() {
+      if (servers.isEmpty() == (dnsName == null)) {
+        throw new IllegalStateException("give either servers or a DNS name, not "
+            + (servers.isEmpty() ? "neither" : "both"));
+      }
+      return new RemoteTierConfig(this);
+    }
+
+    private static int checkPort(int port) {
+      if (port < 1 || port > 65535) {
+        throw new IllegalArgumentException("port " + port + " is not between 1 and 65535");
+      }
+      return port;
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive, got " + d);
+      }
+      return d;
+    }
+  }
+}

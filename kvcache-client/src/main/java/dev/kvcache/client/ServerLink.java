@@ -1,0 +1,194 @@
+package dev.kvcache.client;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
+import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
+import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.handler.codec.http2.Http2MultiplexHandler;
+import io.netty.handler.codec.http2.Http2Settings;
+import io.netty.handler.codec.http2.Http2StreamChannel;
+import io.netty.handler.codec.http2.Http2StreamChannelBootstrap;
+import io.netty.util.concurrent.Future;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One server: a few HTTP/2 connections (cleartext, prior knowledge) opened on first use, requests
+ * spread over them, each request its own stream. A server that cannot be reached or does not
+ * answer in time is down for a back-off that doubles with each failure; while down, requests to
+ * it are not attempted.
+ */
+final class ServerLink implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(ServerLink.class);
+  private static final int WINDOW_BYTES = 4 << 20;
+
+  final String name;
+  final long id;
+  private final InetSocketAddress address;
+  private final RemoteTierConfig config;
+  private final Bootstrap bootstrap;
+  private final Channel[] connections;
+  private int next;
+  private long downUntilNanos;
+  private long backoffNanos;
+  private boolean down;
+
+  ServerLink(InetSocketAddress address, RemoteTierConfig config, EventLoopGroup group) {
+    this.address = address;
+    this.name = address.getHostString() + ":" + address.getPort();
+    this.id = Rendezvous.serverId(name);
+    this.config = config;
+    this.connections = new Channel[config.connectionsPerServer];
+    this.backoffNanos = config.downBackoff.toNanos();
+    this.bootstrap = new Bootstrap()
+        .group(group)
+        .channel(NioSocketChannel.class)
+        .option(ChannelOption.TCP_NODELAY, true)
+        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) config.connectTimeout.toMillis())
+        .handler(new ChannelInitializer<SocketChannel>() {
+          @Override
+          protected void initChannel(SocketChannel ch) {
+            ch.pipeline().addLast(Http2FrameCodecBuilder.forClient()
+                .initialSettings(Http2Settings.defaultSettings().initialWindowSize(WINDOW_BYTES))
+                .build());
+            ch.pipeline().addLast(new Http2MultiplexHandler(new SimpleChannelInboundHandler<>() {
+              @Override
+              protected void channelRead0(ChannelHandlerContext ctx, Object msg) {
+                // servers do not open streams
+              }
+            }));
+          }
+        });
+  }
+
+  /** True while the server is in its back-off after a failure. */
+  synchronized boolean isDown() {
+    return down && System.nanoTime() < downUntilNanos;
+  }
+
+  /**
+   * Starts a request.
+   *
+   * @param body the request body, released by this call, or null
+   * @return the exchange, or null if the server is down or cannot be reached
+   */
+  StreamExchange start(String method, String path, String contentType, ByteBuf body,
+      ResponseSink sink) {
+    Channel parent = connection();
+    if (parent == null) {
+      if (body != null) {
+        body.release();
+      }
+      return null;
+    }
+    StreamExchange exchange = new StreamExchange(sink);
+    Future<Http2StreamChannel> opening =
+        new Http2StreamChannelBootstrap(parent).handler(exchange).open();
+    if (!opening.awaitUninterruptibly(config.connectTimeout.toMillis(), TimeUnit.MILLISECONDS)
+        || !opening.isSuccess()) {
+      if (body != null) {
+        body.release();
+      }
+      failed(new IOException("cannot open a stream", opening.cause()));
+      return null;
+    }
+    Http2StreamChannel stream = opening.getNow();
+    Http2Headers headers = new DefaultHttp2Headers()
+        .method(method)
+        .path(path)
+        .scheme("http")
+        .authority(name);
+    if (config.token != null) {
+      headers.set("authorization", "Bearer " + config.token);
+    }
+    ChannelFuture bodyWrite = null;
+    if (body == null) {
+      stream.writeAndFlush(new DefaultHttp2HeadersFrame(headers, true));
+    } else {
+      headers.set("content-type", contentType);
+      headers.setLong("content-length", body.readableBytes());
+      stream.write(new DefaultHttp2HeadersFrame(headers, false));
+      bodyWrite = stream.writeAndFlush(new DefaultHttp2DataFrame(body, true));
+      bodyWrite.addListener(f -> {
+        if (!f.isSuccess()) {
+          exchange.done.completeExceptionally(f.cause());
+        }
+      });
+    }
+    exchange.started(stream, bodyWrite);
+    return exchange;
+  }
+
+  private Channel connection() {
+    synchronized (this) {
+      if (isDown()) {
+        return null;
+      }
+      int slot = next++ % connections.length;
+      Channel ch = connections[slot];
+      if (ch != null && ch.isActive()) {
+        return ch;
+      }
+      ChannelFuture connecting = bootstrap.connect(address);
+      if (!connecting.awaitUninterruptibly(config.connectTimeout.toMillis() + 100)
+          || !connecting.isSuccess()) {
+        connecting.channel().close();
+        failed(connecting.cause());
+        return null;
+      }
+      connections[slot] = connecting.channel();
+      if (down) {
+        log.info("server {} is back", name);
+        down = false;
+        backoffNanos = config.downBackoff.toNanos();
+      }
+      return connections[slot];
+    }
+  }
+
+  /** Marks the server down after a failure to connect or to answer in time. */
+  synchronized void failed(Throwable cause) {
+    long now = System.nanoTime();
+    if (down && now < downUntilNanos) {
+      return;
+    }
+    if (down) {
+      backoffNanos = Math.min(backoffNanos * 2, config.maxDownBackoff.toNanos());
+    }
+    down = true;
+    downUntilNanos = now + backoffNanos;
+    log.warn("server {} is down ({}); its blocks are misses for the next {} ms", name,
+        cause == null ? "no answer" : cause.toString(), backoffNanos / 1_000_000);
+    for (int i = 0; i < connections.length; i++) {
+      if (connections[i] != null) {
+        connections[i].close();
+        connections[i] = null;
+      }
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    for (Channel ch : connections) {
+      if (ch != null) {
+        ch.close().awaitUninterruptibly(1000);
+      }
+    }
+  }
+}
