@@ -170,11 +170,15 @@ final class ServerLink implements AutoCloseable {
     }
     if (down) {
       backoffNanos = Math.min(backoffNanos * 2, config.maxDownBackoff.toNanos());
+      log.debug("server {} is still down ({}); next try in {} ms", name, cause,
+          backoffNanos / 1_000_000);
+    } else {
+      log.warn("server {} is down ({}); its blocks are misses until it is back, tried every"
+          + " {} to {} ms", name, cause == null ? "no answer" : cause.toString(),
+          backoffNanos / 1_000_000, config.maxDownBackoff.toMillis());
     }
     down = true;
     downUntilNanos = now + backoffNanos;
-    log.warn("server {} is down ({}); its blocks are misses for the next {} ms", name,
-        cause == null ? "no answer" : cause.toString(), backoffNanos / 1_000_000);
     for (int i = 0; i < connections.length; i++) {
       if (connections[i] != null) {
         connections[i].close();

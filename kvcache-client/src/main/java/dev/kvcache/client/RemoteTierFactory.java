@@ -1,0 +1,67 @@
+package dev.kvcache.client;
+
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierSettings;
+
+/**
+ * Opens a {@link RemoteTier} from the {@code remote.*} settings of a {@code KvCacheConfig} with
+ * {@code lower = remote}: {@code servers} ({@code host:port} list, comma-separated) or {@code dns}
+ * ({@code name:port}), {@code namespace}, {@code token}, {@code connect-timeout}, {@code
+ * request-timeout}, {@code connections-per-server}; defaults as in {@link RemoteTierConfig}. The
+ * largest block is the cache's.
+ */
+public final class RemoteTierFactory implements TierFactory {
+
+  @Override
+  public String kind() {
+    return "remote";
+  }
+
+  @Override
+  public Tier open(TierSettings settings, int maxBlockBytes) {
+    RemoteTierConfig.Builder b = RemoteTierConfig.builder().maxBlockBytes(maxBlockBytes);
+    if (settings.has("servers")) {
+      for (String server : settings.string("servers").split(",")) {
+        HostPort hp = HostPort.parse("remote.servers", server.trim());
+        b.server(hp.host, hp.port);
+      }
+    }
+    if (settings.has("dns")) {
+      HostPort hp = HostPort.parse("remote.dns", settings.string("dns").trim());
+      b.dns(hp.host, hp.port);
+    }
+    b.namespace(settings.string("namespace", "default"));
+    if (settings.has("token")) {
+      b.token(settings.string("token"));
+    }
+    if (settings.has("connect-timeout")) {
+      b.connectTimeout(settings.duration("connect-timeout", null));
+    }
+    if (settings.has("request-timeout")) {
+      b.requestTimeout(settings.duration("request-timeout", null));
+    }
+    b.connectionsPerServer(settings.integer("connections-per-server", 2));
+    settings.requireAllRead();
+    try {
+      return new RemoteTier(b.build());
+    } catch (IllegalStateException e) {
+      throw new IllegalArgumentException("remote tier: " + e.getMessage(), e);
+    }
+  }
+
+  private record HostPort(String host, int port) {
+    static HostPort parse(String setting, String value) {
+      int colon = value.lastIndexOf(':');
+      try {
+        if (colon > 0) {
+          return new HostPort(value.substring(0, colon), Integer.parseInt(value.substring(colon + 1)));
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      throw new IllegalArgumentException("setting '" + setting + "': '" + value
+          + "' is not host:port");
+    }
+  }
+}

@@ -1,0 +1,135 @@
+package dev.kvcache.client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class RemoteTierTest {
+
+  static final String SECRET = "k".repeat(40);
+
+  @TempDir Path dir;
+
+  @ParameterizedTest
+  @ValueSource(ints = {1, 256 * 1024, 2 << 20, 8 << 20})
+  void everySizeClassRoundTrips(int length) {
+    try (LocalServer server = LocalServer.start(dir);
+        RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+      BlockKey key = Payloads.key(length);
+      ByteBuffer block = length < Payloads.HEADER_BYTES
+          ? ByteBuffer.allocateDirect(length).put(0, (byte) 42)
+          : Payloads.of(key, 3, length);
+      assertThat(remote.put(key, block)).isEqualTo(PutStatus.STORED);
+      ByteBuffer dst = ByteBuffer.allocateDirect(length + 100);
+      assertThat(remote.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+      assertThat(dst.position()).isEqualTo(length);
+      assertThat(dst.flip()).isEqualTo(block.duplicate().clear());
+      try (BlockLease lease = remote.get(key)) {
+        assertThat(lease.bytes()).isEqualTo(block.duplicate().clear());
+      }
+    }
+  }
+
+  @Test
+  void aRefusedTokenOrAnUnknownNamespaceIsAnErrorNotAMiss() {
+    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20, Map.of(
+        "kvcache.auth.tokens.engine.secret", SECRET,
+        "kvcache.auth.tokens.engine.read", "default",
+        "kvcache.auth.tokens.engine.write", "default"))) {
+      BlockKey key = Payloads.key(1);
+      try (RemoteTier noToken = new RemoteTier(RemoteTierConfig.builder()
+          .server("127.0.0.1", server.port).build())) {
+        assertThatThrownBy(() -> noToken.getInto(key, ByteBuffer.allocate(10)))
+            .isInstanceOf(RemoteTierException.class)
+            .hasMessageContaining("answered 401")
+            .satisfies(e -> assertThat(((RemoteTierException) e).status()).isEqualTo(401));
+        assertThatThrownBy(() -> noToken.put(key, Payloads.of(key, 1, 100)))
+            .isInstanceOf(RemoteTierException.class);
+      }
+      try (RemoteTier outOfScope = new RemoteTier(RemoteTierConfig.builder()
+          .server("127.0.0.1", server.port).namespace("other").token(SECRET).build())) {
+        assertThatThrownBy(() -> outOfScope.lookupPrefix(List.of(key)))
+            .isInstanceOf(RemoteTierException.class)
+            .hasMessageContaining("answered 403");
+      }
+      try (RemoteTier engine = new RemoteTier(RemoteTierConfig.builder()
+          .server("127.0.0.1", server.port).token(SECRET).build())) {
+        assertThat(engine.put(key, Payloads.of(key, 1, 100))).isEqualTo(PutStatus.STORED);
+        assertThat(engine.contains(key)).isTrue();
+      }
+    }
+  }
+
+  @Test
+  void anUnknownNamespaceIsAnError() {
+    try (LocalServer server = LocalServer.start(dir);
+        RemoteTier unknown = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).namespace("nowhere").build())) {
+      assertThatThrownBy(() -> unknown.get(Payloads.key(1)))
+          .isInstanceOf(RemoteTierException.class)
+          .hasMessageContaining("answered 404")
+          .hasMessageContaining("unknown-namespace");
+    }
+  }
+
+  @Test
+  void anUnreachableServerMeansMissesAndDroppedPuts() {
+    try (RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
+        .server("127.0.0.1", 1).build())) {
+      BlockKey key = Payloads.key(1);
+      assertThat(remote.getInto(key, ByteBuffer.allocate(10))).isEqualTo(GetStatus.MISS);
+      assertThat(remote.put(key, Payloads.of(key, 1, 100))).isEqualTo(PutStatus.NOT_ADMITTED);
+      assertThat(remote.contains(key)).isFalse();
+      assertThat(remote.lookupPrefix(List.of(key))).isZero();
+    }
+  }
+
+  @Test
+  void ramOverARemoteServerBuiltFromSettings() throws Exception {
+    try (LocalServer server = LocalServer.start(dir)) {
+      int blocks = 40;
+      try (KvCache cache = KvCacheConfig.of(Map.of(
+          "ram.bytes", "4MiB",
+          "ram.max-block-bytes", "1MiB",
+          "lower", "remote",
+          "remote.servers", "127.0.0.1:" + server.port)).open()) {
+        for (int i = 0; i < blocks; i++) {
+          BlockKey key = Payloads.key(i);
+          assertThat(cache.put(key, Payloads.of(key, 1, 512 * 1024))).isEqualTo(PutStatus.STORED);
+        }
+        // 20 MiB through 4 MiB of RAM: most blocks now live only on the server
+        for (int i = 0; i < blocks; i++) {
+          ByteBuffer dst = ByteBuffer.allocateDirect(512 * 1024);
+          assertThat(cache.getInto(Payloads.key(i), dst)).as("block %d", i)
+              .isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(Payloads.key(i), dst.flip())).isEqualTo(1);
+        }
+      }
+    }
+  }
+
+  @Test
+  void aMalformedRemoteSettingIsNamed() {
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of(
+        "lower", "remote", "remote.servers", "localhost")).open())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("remote.servers")
+        .hasMessageContaining("host:port");
+  }
+}

@@ -1,0 +1,144 @@
+package dev.kvcache.client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Three servers on loopback behind one client; one is stopped mid-run and started again. */
+class ShardingTest {
+
+  static final int BLOCK = 64 * 1024;
+  static final int KEYS = 300;
+
+  @TempDir Path dir;
+
+  static RemoteTier client(List<LocalServer> servers) {
+    RemoteTierConfig.Builder b = RemoteTierConfig.builder()
+        .requestTimeout(Duration.ofSeconds(5))
+        .downBackoff(Duration.ofMillis(200), Duration.ofMillis(400));
+    servers.forEach(s -> b.server("127.0.0.1", s.port));
+    return new RemoteTier(b.build());
+  }
+
+  @Test
+  void keysSpreadOverAllServersAndEachIsFoundWhereItWasPut() {
+    List<LocalServer> servers = new ArrayList<>();
+    try {
+      for (int i = 0; i < 3; i++) {
+        servers.add(LocalServer.start(dir.resolve("s" + i)));
+      }
+      Map<Integer, Integer> perServer = new HashMap<>();
+      try (RemoteTier remote = client(servers)) {
+        for (int i = 0; i < KEYS; i++) {
+          BlockKey key = Payloads.key(i);
+          assertThat(remote.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+        }
+        // each server holds only its share: a client of one server alone finds just those keys
+        for (int s = 0; s < servers.size(); s++) {
+          try (RemoteTier one = client(List.of(servers.get(s)))) {
+            for (int i = 0; i < KEYS; i++) {
+              if (one.contains(Payloads.key(i))) {
+                perServer.merge(s, 1, Integer::sum);
+              }
+            }
+          }
+        }
+        for (int i = 0; i < KEYS; i++) {
+          ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+          assertThat(remote.getInto(Payloads.key(i), dst)).isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(Payloads.key(i), dst.flip())).isEqualTo(1);
+        }
+      }
+      assertThat(perServer.values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(KEYS);
+      assertThat(perServer.values()).hasSize(3).allSatisfy(n -> assertThat(n).isBetween(60, 140));
+    } finally {
+      servers.forEach(LocalServer::close);
+    }
+  }
+
+  @Test
+  void aServerStoppedMidRunMakesItsKeysMissesThenServesThemAgainAfterItsRestart()
+      throws Exception {
+    List<LocalServer> servers = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      servers.add(LocalServer.start(dir.resolve("s" + i)));
+    }
+    try (RemoteTier remote = client(servers)) {
+      for (int i = 0; i < KEYS; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(remote.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+      AtomicBoolean stop = new AtomicBoolean();
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      List<Future<int[]>> readers = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        int seed = t;
+        readers.add(pool.submit(() -> {
+          int[] hitsAndMisses = new int[2];
+          ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+          for (int n = 0; !stop.get(); n++) {
+            BlockKey key = Payloads.key((n * 7 + seed) % KEYS);
+            dst.clear();
+            GetStatus status = remote.getInto(key, dst);
+            if (status == GetStatus.HIT) {
+              assertThat(Payloads.verify(key, dst.flip())).isEqualTo(1); // never wrong bytes
+              hitsAndMisses[0]++;
+            } else {
+              assertThat(status).isEqualTo(GetStatus.MISS);
+              hitsAndMisses[1]++;
+            }
+          }
+          return hitsAndMisses;
+        }));
+      }
+      Thread.sleep(300);
+      int victimPort = servers.get(1).port;
+      servers.get(1).close(); // stopped under load: reads of its keys become misses
+      Thread.sleep(1000);
+      int during = 0;
+      for (int i = 0; i < KEYS; i++) {
+        during += remote.contains(Payloads.key(i)) ? 1 : 0;
+      }
+      BlockKey newKey = Payloads.key(10_000);
+      PutStatus putWhileDown = remote.put(newKey, Payloads.of(newKey, 1, BLOCK));
+      stop.set(true);
+      int hits = 0;
+      int misses = 0;
+      for (Future<int[]> f : readers) {
+        hits += f.get()[0];
+        misses += f.get()[1];
+      }
+      pool.shutdown();
+      assertThat(hits).isPositive();
+      assertThat(misses).isPositive();
+      assertThat(during).isBetween(KEYS / 2, KEYS - 1);
+      assertThat(putWhileDown).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
+
+      servers.set(1, LocalServer.start(dir.resolve("s1"), victimPort, 8 << 20, Map.of()));
+      Thread.sleep(600); // past the back-off
+      int after = 0;
+      for (int i = 0; i < KEYS; i++) {
+        after += remote.contains(Payloads.key(i)) ? 1 : 0;
+      }
+      assertThat(after).as("the restarted server's disk tier kept its blocks").isEqualTo(KEYS);
+    } finally {
+      servers.forEach(LocalServer::close);
+    }
+  }
+}
