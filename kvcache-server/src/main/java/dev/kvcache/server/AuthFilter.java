@@ -14,7 +14,8 @@ import java.util.List;
 
 /**
  * Checks the bearer token of every request under {@code /v1}: 401 without a known token, 403 when
- * the token may not read or write the namespace the request names.
+ * the token may not read or write the namespace the request names. Writes are {@code PUT} and
+ * {@code DELETE} of a block; everything else (including pinned lookups and their leases) reads.
  */
 @ServerFilter("/v1/**")
 class AuthFilter {
@@ -43,7 +44,9 @@ class AuthFilter {
           .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
     }
     String namespace = namespaceOf(request.getPath());
-    boolean write = request.getMethod() == HttpMethod.PUT || request.getMethod() == HttpMethod.DELETE;
+    // releasing a pinned lookup's lease is part of reading; deleting a block is a write
+    boolean write = request.getMethod() == HttpMethod.PUT
+        || (request.getMethod() == HttpMethod.DELETE && !request.getPath().contains("/leases/"));
     List<String> allowed = write ? token.getWrite() : token.getRead();
     if (namespace == null || !allowed.contains(namespace)) {
       return error(HttpStatus.FORBIDDEN, "forbidden", "token '" + token.name() + "' may not "

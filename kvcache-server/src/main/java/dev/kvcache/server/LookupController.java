@@ -1,47 +1,74 @@
 package dev.kvcache.server;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.kvcache.BlockKey;
+import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.PrefixPin;
+import io.micronaut.core.annotation.Nullable;
+import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
 import io.micronaut.http.annotation.Body;
 import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Delete;
+import io.micronaut.http.annotation.Get;
 import io.micronaut.http.annotation.Post;
 import io.micronaut.serde.annotation.Serdeable;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Longest-prefix lookup: how many leading blocks of a request's chain are cached. */
-@Controller("/v1/namespaces/{namespace}/lookup")
+/**
+ * Longest-prefix lookup: how many leading blocks of a request's chain are cached. A pinned lookup
+ * also holds the blocks it found, under a lease id, until they are fetched through the lease, the
+ * lease is released, or its time is up, so nothing evicts them between the lookup and the loads.
+ */
+@Controller("/v1/namespaces/{namespace}")
 class LookupController {
 
   /** The most keys one lookup takes: a 2M-token prompt in blocks of 512 tokens. */
   static final int MAX_KEYS = 4096;
 
+  /** The longest pin a lookup may ask for. */
+  static final long MAX_PIN_MILLIS = 60_000;
+
   private final KvCache cache;
   private final Namespaces namespaces;
+  private final PinRegistry pins;
 
-  LookupController(KvCache cache, Namespaces namespaces) {
+  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins) {
     this.cache = cache;
     this.namespaces = namespaces;
+    this.pins = pins;
   }
 
   /**
    * The keys of a request's blocks, in chain order.
    *
    * @param keys hex keys, at most {@value LookupController#MAX_KEYS}
+   * @param pinMillis if set, pin the blocks found for this long (at most 60 000 ms)
    */
   @Serdeable
-  record LookupRequest(List<String> keys) {}
+  record LookupRequest(List<String> keys, @Nullable @JsonProperty("pin_ms") Long pinMillis) {}
 
   /**
    * The answer of a lookup.
    *
    * @param present how many leading keys are cached
+   * @param lease the id under which the blocks found are pinned, if a pin was asked for and a
+   *     block found
+   * @param expiresInMillis how long the pin holds
    */
   @Serdeable
-  record LookupResponse(int present) {}
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record LookupResponse(int present, @Nullable String lease,
+      @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis) {}
 
-  @Post
+  @Post("/lookup")
   LookupResponse lookup(String namespace, @Body LookupRequest request) {
     if (request.keys() == null) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "the body needs a 'keys' list");
@@ -54,6 +81,53 @@ class LookupController {
     for (String key : request.keys()) {
       keys.add(namespaces.storageKey(namespace, key));
     }
-    return new LookupResponse(cache.lookupPrefix(keys));
+    Long pinMillis = request.pinMillis();
+    if (pinMillis == null) {
+      return new LookupResponse(cache.lookupPrefix(keys), null, null);
+    }
+    if (pinMillis < 1 || pinMillis > MAX_PIN_MILLIS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "pin_ms is " + pinMillis + "; it must be between 1 and " + MAX_PIN_MILLIS);
+    }
+    PrefixPin pin = cache.pinPrefix(keys, Duration.ofMillis(pinMillis));
+    if (pin.blocks() == 0) {
+      pin.close();
+      return new LookupResponse(0, null, null);
+    }
+    return new LookupResponse(pin.blocks(), pins.register(namespace, pin), pinMillis);
+  }
+
+  /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */
+  @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM)
+  HttpResponse<ByteBuf> pinned(String namespace, String lease, int index) {
+    namespaces.require(namespace);
+    PrefixPin pin = pins.find(namespace, lease);
+    if (index < 0 || index >= pin.blocks()) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-block",
+          "lease " + lease + " holds blocks 0 to " + (pin.blocks() - 1) + ", not " + index);
+    }
+    int length = pin.length(index);
+    ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(length, length);
+    try {
+      if (pin.getInto(index, body.nioBuffer(0, length)) != GetStatus.HIT) {
+        throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
+            "lease " + lease + " expired while the block was read");
+      }
+      body.writerIndex(length);
+    } catch (RuntimeException e) {
+      body.release();
+      throw e;
+    }
+    return HttpResponse.ok(body).header(BlockController.LENGTH_HEADER, Integer.toString(length));
+  }
+
+  /** Lets go of a pinned lookup's blocks before its time is up: 204, or 404 if not open. */
+  @Delete("/leases/{lease}")
+  HttpResponse<?> release(String namespace, String lease) {
+    namespaces.require(namespace);
+    if (!pins.release(namespace, lease)) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-lease", "no open lease " + lease);
+    }
+    return HttpResponse.noContent();
   }
 }

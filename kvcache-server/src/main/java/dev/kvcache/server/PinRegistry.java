@@ -1,0 +1,88 @@
+package dev.kvcache.server;
+
+import dev.kvcache.PrefixPin;
+import io.micronaut.context.annotation.Value;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.scheduling.annotation.Scheduled;
+import jakarta.annotation.PreDestroy;
+import jakarta.inject.Singleton;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The prefix pins handed out by pinned lookups, by lease id. A pin lets go of its blocks when its
+ * client releases it or its time is up; a sweep forgets the ids of expired pins every second. The
+ * number of pins open at once is bounded ({@code kvcache.max-pins}).
+ */
+@Singleton
+class PinRegistry {
+
+  private record Entry(String namespace, PrefixPin pin) {}
+
+  private final Map<String, Entry> pins = new ConcurrentHashMap<>();
+  private final SecureRandom random = new SecureRandom();
+  private final int maxPins;
+
+  PinRegistry(@Value("${kvcache.max-pins:10000}") int maxPins) {
+    this.maxPins = maxPins;
+  }
+
+  /**
+   * Registers a pin under a new random id.
+   *
+   * @throws ApiException 503 if too many pins are open
+   */
+  String register(String namespace, PrefixPin pin) {
+    if (pins.size() >= maxPins) {
+      pin.close();
+      throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "too-many-pins",
+          maxPins + " pinned lookups are open; fetch or release some, or look up without a pin");
+    }
+    byte[] id = new byte[16];
+    random.nextBytes(id);
+    String lease = HexFormat.of().formatHex(id);
+    pins.put(lease, new Entry(namespace, pin));
+    return lease;
+  }
+
+  /**
+   * The live pin with this id in this namespace.
+   *
+   * @throws ApiException 404 if there is none (never was, released or expired)
+   */
+  PrefixPin find(String namespace, String lease) {
+    Entry e = pins.get(lease);
+    if (e == null || !e.namespace().equals(namespace) || e.pin().isReleased()) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
+          "no open lease " + lease + " in namespace " + namespace + " (released or expired?)");
+    }
+    return e.pin();
+  }
+
+  /** Releases a pin; false if there was none. */
+  boolean release(String namespace, String lease) {
+    Entry e = pins.get(lease);
+    if (e == null || !e.namespace().equals(namespace) || !pins.remove(lease, e)) {
+      return false;
+    }
+    e.pin().close();
+    return true;
+  }
+
+  int open() {
+    return pins.size();
+  }
+
+  @Scheduled(fixedDelay = "1s")
+  void forgetExpired() {
+    pins.values().removeIf(e -> e.pin().isReleased());
+  }
+
+  @PreDestroy
+  void releaseAll() {
+    pins.values().forEach(e -> e.pin().close());
+    pins.clear();
+  }
+}
