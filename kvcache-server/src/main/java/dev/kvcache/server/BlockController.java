@@ -66,6 +66,8 @@ class BlockController {
     }
     // a put can wait for the spill queue (tiered.spill-queue-wait): never on an event loop
     return BodyCollector.collect(body, declared, maxBlockBytes)
+        .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
+            HttpStatus.BAD_REQUEST, "body-aborted", "the body did not arrive whole: " + e))
         .publishOn(blocking)
         .map(block -> {
           try {
@@ -102,11 +104,15 @@ class BlockController {
    * {@code HEAD} is served by this route too, with the block's length in {@value #LENGTH_HEADER}.
    */
   @Get(produces = MediaType.APPLICATION_OCTET_STREAM)
-  HttpResponse<ByteBuf> get(String namespace, String key) {
+  HttpResponse<?> get(String namespace, String key) {
     BlockLease lease = cache.get(namespaces.storageKey(namespace, key));
     if (lease.status() != GetStatus.HIT) {
       lease.close();
-      throw notCached(namespace, key);
+      // answered, not thrown: a miss is common and an exception's handling costs a bean lookup
+      ApiException miss = notCached(namespace, key);
+      return HttpResponse.status(miss.status())
+          .contentType(MediaType.APPLICATION_JSON_TYPE)
+          .body(new ApiError(miss.code(), miss.getMessage()));
     }
     return HttpResponse.ok((ByteBuf) new LeaseBody(lease))
         .header(LENGTH_HEADER, Integer.toString(lease.length()));

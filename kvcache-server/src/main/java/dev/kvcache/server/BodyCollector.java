@@ -45,7 +45,12 @@ final class BodyCollector {
         throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch",
             "the body is longer than its Content-Length, " + declared + " bytes");
       }
-      block.writeBytes(chunk);
+      // through an NIO view: ByteBuf.writeBytes of a composite chunk would first merge its
+      // components into a new heap buffer
+      int n = chunk.readableBytes();
+      block.ensureWritable(n);
+      chunk.getBytes(chunk.readerIndex(), block.nioBuffer(block.writerIndex(), n));
+      block.writerIndex(block.writerIndex() + n);
     } finally {
       chunk.release();
     }

@@ -1,0 +1,81 @@
+package dev.kvcache.server;
+
+import io.micronaut.context.annotation.Value;
+import io.micronaut.context.event.BeanCreatedEvent;
+import io.micronaut.context.event.BeanCreatedEventListener;
+import io.micronaut.http.server.netty.NettyServerCustomizer;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http2.CleartextHttp2ServerUpgradeHandler;
+import io.netty.handler.codec.http2.Http2Connection;
+import io.netty.handler.codec.http2.Http2ConnectionHandler;
+import jakarta.inject.Singleton;
+
+/**
+ * Opens each HTTP/2 connection's receive window to {@code kvcache.http2-connection-window}
+ * (default 64 MiB). HTTP/2 starts every connection at 64 KiB, whatever the stream windows are,
+ * and Micronaut has no setting for it: a client uploading a multi-MiB block would otherwise wait
+ * for a window update every 32 KiB.
+ */
+@Singleton
+class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer.Registry> {
+
+  private static final int DEFAULT_WINDOW = 65_535;
+
+  private final int windowBytes;
+
+  ConnectionWindow(@Value("${kvcache.http2-connection-window:67108864}") int windowBytes) {
+    this.windowBytes = windowBytes;
+  }
+
+  @Override
+  public NettyServerCustomizer.Registry onCreated(BeanCreatedEvent<NettyServerCustomizer.Registry> event) {
+    event.getBean().register(new Customizer(null));
+    return event.getBean();
+  }
+
+  /**
+   * First in the connection's pipeline: after each read, looks for the HTTP/2 handler, which
+   * replaces the cleartext upgrade handler once the client's preface has arrived; widens the
+   * window then and leaves. Leaves too once the connection turned out to be HTTP/1.1.
+   */
+  private final class Widener extends ChannelInboundHandlerAdapter {
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+      super.channelRead(ctx, msg);
+      Http2ConnectionHandler handler = ctx.pipeline().get(Http2ConnectionHandler.class);
+      if (handler != null) {
+        Http2Connection connection = handler.connection();
+        connection.local().flowController()
+            .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW);
+        ctx.pipeline().remove(this);
+      } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null) {
+        ctx.pipeline().remove(this);
+      }
+    }
+  }
+
+  private final class Customizer implements NettyServerCustomizer {
+    private final Channel channel;
+
+    Customizer(Channel channel) {
+      this.channel = channel;
+    }
+
+    @Override
+    public NettyServerCustomizer specializeForChannel(Channel channel, ChannelRole role) {
+      return role == ChannelRole.CONNECTION ? new Customizer(channel) : this;
+    }
+
+    /** The HTTP/2 handler is not there yet: it comes with the client's preface. */
+    @Override
+    public void onInitialPipelineBuilt() {
+      if (channel != null && windowBytes > DEFAULT_WINDOW
+          && channel.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) != null) {
+        channel.pipeline().addFirst("kvcache-connection-window", new Widener());
+      }
+    }
+  }
+}
