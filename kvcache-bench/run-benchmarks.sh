@@ -3,7 +3,7 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote
 #   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
@@ -90,13 +90,19 @@ for suite in "${suites[@]}"; do
       run disk-churn DiskChurnBenchmark -t 1
       ;;
     tiered) run tiered TieredCacheBenchmark -t 1 ;;
+    remote)
+      # the Java client against a kvcache-server child process, Jedis against a redis-server one
+      command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null
+      run remote-t1 RemoteClientBenchmark -t 1
+      run remote-t4 RemoteClientBenchmark -t 4
+      ;;
     disk-reopen) run disk-reopen DiskReopenBenchmark -t 1 ;;
     disk-io)
       for size in 262144 2097152 33554432; do
         run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
       done
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, or disk-reopen, disk-io)" >&2; exit 2 ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, or disk-reopen, disk-io)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

@@ -9,6 +9,7 @@ size; errors are JMH's 99.9% confidence half-widths.
 """
 import json
 import os
+import statistics
 import sys
 from collections import defaultdict
 
@@ -617,6 +618,69 @@ def trace_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def server_tables(results_dir, out, img):
+    """kvcache-server beside nginx and Redis (run-server-benchmarks.sh): medians over the rounds."""
+    path = os.path.join(results_dir, "server.csv")
+    if not os.path.exists(path):
+        return
+    import csv
+    runs = {}  # (size, streams, system, op) -> [GB/s per round]
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            runs.setdefault((int(r["size"]), int(r["streams"]), r["system"], r["op"]), []).append(
+                float(r["gb_per_s"]))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    spread = {k: (min(v), max(v)) for k, v in runs.items()}
+    sizes = sorted({k[0] for k in med})
+    streams = sorted({k[1] for k in med})
+
+    def cell(k):
+        if k not in med:
+            return "-"
+        lo, hi = spread[k]
+        return f"{med[k]:.2f} ({lo:.2f}-{hi:.2f})"
+
+    def ratio(a, b):
+        return f"**{med[a] / med[b]:.2f}**" if a in med and b in med and med[b] > 0 else "-"
+
+    out.append("\n### kvcache-server beside nginx and Redis (GB/s, median of rounds (min-max))\n")
+    out.append("| block | streams | kvcache GET | nginx GET | Redis GET | kvcache PUT | Redis SET "
+               "| GET / nginx | GET / Redis | PUT / Redis SET |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        for n in streams:
+            k = lambda sys_, op: (s, n, sys_, op)
+            out.append(f"| {size_label(s)} | {n} | {cell(k('kvcache', 'get'))} | {cell(k('nginx', 'get'))} "
+                       f"| {cell(k('redis', 'get'))} | {cell(k('kvcache', 'put'))} | {cell(k('redis', 'set'))} "
+                       f"| {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
+                       f"| {ratio(k('kvcache', 'get'), k('redis', 'get'))} "
+                       f"| {ratio(k('kvcache', 'put'), k('redis', 'set'))} |")
+    lookup = os.path.join(results_dir, "server-lookup.csv")
+    if os.path.exists(lookup):
+        with open(lookup) as f:
+            r = next(csv.DictReader(f))
+        out.append(f"\nLookup of 128 keys, one stream: p50 {int(r['p50_us'])} µs, p99 {int(r['p99_us'])} µs, "
+                   f"max {int(r['max_us'])} µs over {int(r['requests'])} requests.")
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    series = [("kvcache", "get", "kvcache GET", dict(color="C0", marker="o", linewidth=2.5)),
+              ("nginx", "get", "nginx GET (static file)", dict(color="C2", marker="s")),
+              ("redis", "get", "Redis GET", dict(color="C3", marker="^")),
+              ("kvcache", "put", "kvcache PUT", dict(color="C0", marker="o", linestyle="--", linewidth=2.5)),
+              ("redis", "set", "Redis SET", dict(color="C3", marker="^", linestyle="--"))]
+    for ax, n in zip(axes, [1, 16]):
+        for sys_, op, label, style in series:
+            pts = [(s, med[(s, n, sys_, op)]) for s in sizes if (s, n, sys_, op) in med]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **style)
+        size_axis(ax, sizes, "GB/s on loopback")
+        ax.set_title(f"{n} concurrent stream{'s' if n > 1 else ''}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "server.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -631,6 +695,7 @@ def main():
     disk_tables(rows, out, img)
     tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
+    server_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))
