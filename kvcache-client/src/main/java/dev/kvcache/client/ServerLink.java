@@ -14,6 +14,9 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
+import io.netty.handler.codec.http2.Http2Connection;
+import io.netty.handler.codec.http2.Http2Exception;
+import io.netty.handler.codec.http2.Http2FrameCodec;
 import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2MultiplexHandler;
@@ -37,6 +40,9 @@ final class ServerLink implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(ServerLink.class);
   private static final int WINDOW_BYTES = 4 << 20;
+  private static final int CONNECTION_WINDOW_BYTES = 64 << 20;
+  private static final int MAX_FRAME_BYTES = 1 << 20;
+  private static final int DEFAULT_WINDOW_BYTES = 65_535;
 
   final String name;
   final long id;
@@ -65,7 +71,8 @@ final class ServerLink implements AutoCloseable {
           @Override
           protected void initChannel(SocketChannel ch) {
             ch.pipeline().addLast(Http2FrameCodecBuilder.forClient()
-                .initialSettings(Http2Settings.defaultSettings().initialWindowSize(WINDOW_BYTES))
+                .initialSettings(Http2Settings.defaultSettings()
+                    .initialWindowSize(WINDOW_BYTES).maxFrameSize(MAX_FRAME_BYTES))
                 .build());
             ch.pipeline().addLast(new Http2MultiplexHandler(new SimpleChannelInboundHandler<>() {
               @Override
@@ -152,7 +159,9 @@ final class ServerLink implements AutoCloseable {
         failed(connecting.cause());
         return null;
       }
-      connections[slot] = connecting.channel();
+      Channel connected = connecting.channel();
+      widenConnectionWindow(connected);
+      connections[slot] = connected;
       if (down) {
         log.info("server {} is back", name);
         down = false;
@@ -160,6 +169,24 @@ final class ServerLink implements AutoCloseable {
       }
       return connections[slot];
     }
+  }
+
+  /**
+   * Opens the connection's receive window as wide as a stream's: HTTP/2 starts it at 64 KiB
+   * whatever the stream windows are, and a multi-MiB block would otherwise stall on a window update
+   * every 32 KiB.
+   */
+  private static void widenConnectionWindow(Channel channel) {
+    Http2FrameCodec codec = channel.pipeline().get(Http2FrameCodec.class);
+    channel.eventLoop().execute(() -> {
+      try {
+        Http2Connection connection = codec.connection();
+        connection.local().flowController().incrementWindowSize(
+            connection.connectionStream(), CONNECTION_WINDOW_BYTES - DEFAULT_WINDOW_BYTES);
+      } catch (Http2Exception e) {
+        channel.close();
+      }
+    });
   }
 
   /** Marks the server down after a failure to connect or to answer in time. */

@@ -31,11 +31,12 @@ import redis.clients.jedis.Jedis;
  * against a redis-server child process, in the same run: GET and PUT (SET) of one block size,
  * from as many threads as JMH runs ({@code -t}); and a lookup of 128 keys. Needs the server jar
  * ({@code -Dkvcache.server.jar}, default {@code kvcache-server/target/kvcache-server.jar}) and
- * {@code redis-server} on the PATH.
+ * {@code redis-server} on the PATH. Each trial starts a fresh server, whose JIT needs the long
+ * warm-up: with 4 s of it, GET ran at half its warmed-up speed.
  */
 @Fork(value = 1, jvmArgsAppend = {"-Xmx2g", "-XX:MaxDirectMemorySize=4g"})
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 4, time = 2)
+@Warmup(iterations = 5, time = 5)
+@Measurement(iterations = 4, time = 3)
 public class RemoteClientBenchmark {
 
   static final int KEYS = 16;
