@@ -171,8 +171,9 @@ class TieredCacheTest {
       awaitSpills();
     }
     assertThat(cache.tieredStats().spillsSkipped()).isEqualTo(1);
-    assertThat(lower.putsStarted.get()).as("every write to the lower tier is a counted spill")
-        .isEqualTo(cache.tieredStats().spills());
+    // every write to the lower tier is a counted spill; a stats read may run RAM's maintenance,
+    // which can evict and spill once more, so the two counts are compared once they settle
+    await(() -> lower.putsStarted.get() == cache.tieredStats().spills());
     assertThat(read(cache, 0)).isEqualTo(1);
   }
 
