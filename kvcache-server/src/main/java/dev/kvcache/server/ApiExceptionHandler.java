@@ -13,8 +13,9 @@ import jakarta.inject.Singleton;
 
 /**
  * Answers an {@link ApiException} with its status and an {@link ApiError} body. A body refused as
- * too large is left unread, so over HTTP/1.1 the connection is closed after the answer: a client
- * still sending would otherwise wait on a socket nobody reads. (HTTP/2 resets just the stream.)
+ * too large or too slow is left unread, so over HTTP/1.1 the connection is closed after the
+ * answer: a client still sending would otherwise wait on a socket nobody reads. (HTTP/2 resets just
+ * the stream.)
  */
 @Produces
 @Singleton
@@ -25,7 +26,7 @@ class ApiExceptionHandler implements ExceptionHandler<ApiException, HttpResponse
     MutableHttpResponse<ApiError> response = HttpResponse.<ApiError>status(e.status())
         .contentType(MediaType.APPLICATION_JSON_TYPE)
         .body(new ApiError(e.code(), e.getMessage()));
-    if (e.status() == HttpStatus.REQUEST_ENTITY_TOO_LARGE
+    if ((e.status() == HttpStatus.REQUEST_ENTITY_TOO_LARGE || e.status() == HttpStatus.REQUEST_TIMEOUT)
         && request.getHttpVersion() != HttpVersion.HTTP_2_0) {
       response.header(HttpHeaders.CONNECTION, "close");
     }

@@ -6,6 +6,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
@@ -19,6 +20,7 @@ import io.micronaut.scheduling.TaskExecutors;
 import io.micronaut.scheduling.annotation.ExecuteOn;
 import io.netty.buffer.ByteBuf;
 import jakarta.inject.Named;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
@@ -42,10 +44,13 @@ class BlockController {
   private final Namespaces namespaces;
   private final int maxBlockBytes;
   private final Scheduler blocking;
+  private final Duration bodyTimeout;
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces,
-      @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor) {
+      @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout) {
     this.cache = cache;
+    this.bodyTimeout = bodyTimeout;
     this.blocking = Schedulers.fromExecutorService(blockingExecutor);
     this.namespaces = namespaces;
     this.maxBlockBytes = config.maxBlockBytes();
@@ -53,8 +58,8 @@ class BlockController {
 
   /**
    * Stores the body, which streams in as it arrives. 201 when stored; 202 when the cache's policy
-   * declined to keep it (a later GET misses); 413 above the largest block; 507 when no room can be
-   * made.
+   * declined to keep it (a later GET misses); 408 when the body takes longer than {@code
+   * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made.
    */
   @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
@@ -66,6 +71,8 @@ class BlockController {
     }
     // a put can wait for the spill queue (tiered.spill-queue-wait): never on an event loop
     return BodyCollector.collect(body, declared, maxBlockBytes)
+        .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
+            "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
         .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
             HttpStatus.BAD_REQUEST, "body-aborted", "the body did not arrive whole: " + e))
         .publishOn(blocking)

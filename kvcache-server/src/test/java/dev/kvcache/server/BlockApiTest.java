@@ -8,6 +8,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -23,7 +24,7 @@ class BlockApiTest {
 
   @BeforeAll
   static void start() {
-    server = TestServer.start(dir);
+    server = TestServer.start(dir, Map.of("kvcache.body-timeout", "1s"));
   }
 
   @AfterAll
@@ -163,6 +164,18 @@ class BlockApiTest {
         (TestServer.MAX_BLOCK_BYTES >> 20) + 1);
     assertThat(answer).startsWith("HTTP/1.1 413 ").contains("\"error\":\"too-large\"");
     assertThat(server.get("default", key(702)).statusCode()).isEqualTo(404);
+  }
+
+  @Test
+  void aBodyTooSlowToArriveIsA408AndStoresNothing() throws Exception {
+    long start = System.nanoTime();
+    String answer = RawHttp.exchange(server.server.getURL(),
+        "PUT " + TestServer.blockPath("default", key(704)) + " HTTP/1.1\r\nHost: test\r\n"
+            + "Content-Type: application/octet-stream\r\nContent-Length: 100000",
+        1000, false); // then nothing more: the server must not wait for the rest forever
+    assertThat(answer).startsWith("HTTP/1.1 408 ").contains("\"error\":\"body-timeout\"");
+    assertThat(System.nanoTime() - start).isLessThan(8_000_000_000L);
+    assertThat(server.get("default", key(704)).statusCode()).isEqualTo(404);
   }
 
   @Test
