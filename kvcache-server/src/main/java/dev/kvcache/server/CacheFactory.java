@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import io.micronaut.context.annotation.Bean;
+import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Factory;
 import jakarta.inject.Singleton;
 import java.io.IOException;
@@ -17,7 +18,8 @@ class CacheFactory {
     return settings.toConfig();
   }
 
-  @Singleton
+  /** Opened with the server, not on first use, so a bad setting stops the start. */
+  @Context
   @Bean(preDestroy = "close")
   KvCache cache(KvCacheConfig config) {
     try {

@@ -45,6 +45,9 @@ class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
       super.channelRead(ctx, msg);
+      if (ctx.isRemoved()) {
+        return; // the connection closed while it read
+      }
       Http2ConnectionHandler handler = ctx.pipeline().get(Http2ConnectionHandler.class);
       if (handler != null) {
         Http2Connection connection = handler.connection();
