@@ -255,13 +255,14 @@ public final class RemoteTier implements Tier {
 
   private void missOrThrow(String method, BlockKey key, int status, BlockSink sink) {
     counters.miss();
-    if (status == 401 || status == 403 || (status == 404 && !isNotCached(sink))) {
-      throw unexpected(method, key, status, sink == null ? "" : sink.errorText());
+    if (status == 401 || status == 403 || (status == 404 && !isNotCached(sink.errorText()))) {
+      throw unexpected(method, key, status, sink.errorText());
     }
   }
 
-  private static boolean isNotCached(BlockSink sink) {
-    return sink == null || sink.errorText().contains("\"not-cached\"");
+  /** Whether a 404's body says the block is not cached (not that the namespace is unknown). */
+  private static boolean isNotCached(String errorBody) {
+    return errorBody.contains("\"not-cached\"");
   }
 
   @Override
@@ -289,7 +290,7 @@ public final class RemoteTier implements Tier {
       counters.delete();
       return true;
     }
-    if (status == 404 && answer.toString().contains("\"not-cached\"")) {
+    if (status == 404 && isNotCached(answer.toString())) {
       return false;
     }
     if (status == UNREACHABLE || status >= 500) {

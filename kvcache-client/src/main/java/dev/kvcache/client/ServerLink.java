@@ -1,5 +1,7 @@
 package dev.kvcache.client;
 
+import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -42,7 +44,6 @@ final class ServerLink implements AutoCloseable {
   private static final int WINDOW_BYTES = 4 << 20;
   private static final int CONNECTION_WINDOW_BYTES = 64 << 20;
   private static final int MAX_FRAME_BYTES = 1 << 20;
-  private static final int DEFAULT_WINDOW_BYTES = 65_535;
 
   final String name;
   final long id;
@@ -182,7 +183,7 @@ final class ServerLink implements AutoCloseable {
       try {
         Http2Connection connection = codec.connection();
         connection.local().flowController().incrementWindowSize(
-            connection.connectionStream(), CONNECTION_WINDOW_BYTES - DEFAULT_WINDOW_BYTES);
+            connection.connectionStream(), CONNECTION_WINDOW_BYTES - DEFAULT_WINDOW_SIZE);
       } catch (Http2Exception e) {
         channel.close();
       }

@@ -1,5 +1,9 @@
 package dev.kvcache.server;
 
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.serde.annotation.Serdeable;
 
 /**
@@ -9,4 +13,12 @@ import io.micronaut.serde.annotation.Serdeable;
  * @param message what was wrong, for a person
  */
 @Serdeable
-record ApiError(String error, String message) {}
+record ApiError(String error, String message) {
+
+  /** An answer with this status and an error body. */
+  static MutableHttpResponse<ApiError> response(HttpStatus status, String error, String message) {
+    return HttpResponse.<ApiError>status(status)
+        .contentType(MediaType.APPLICATION_JSON_TYPE)
+        .body(new ApiError(error, message));
+  }
+}

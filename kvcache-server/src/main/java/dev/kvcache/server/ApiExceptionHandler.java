@@ -5,7 +5,6 @@ import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.HttpVersion;
-import io.micronaut.http.MediaType;
 import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.Produces;
 import io.micronaut.http.server.exceptions.ExceptionHandler;
@@ -23,11 +22,10 @@ class ApiExceptionHandler implements ExceptionHandler<ApiException, HttpResponse
 
   @Override
   public HttpResponse<ApiError> handle(HttpRequest request, ApiException e) {
-    MutableHttpResponse<ApiError> response = HttpResponse.<ApiError>status(e.status())
-        .contentType(MediaType.APPLICATION_JSON_TYPE)
-        .body(new ApiError(e.code(), e.getMessage()));
-    if ((e.status() == HttpStatus.REQUEST_ENTITY_TOO_LARGE || e.status() == HttpStatus.REQUEST_TIMEOUT)
-        && request.getHttpVersion() != HttpVersion.HTTP_2_0) {
+    MutableHttpResponse<ApiError> response = ApiError.response(e.status(), e.code(), e.getMessage());
+    boolean bodyLeftUnread = e.status() == HttpStatus.REQUEST_ENTITY_TOO_LARGE
+        || e.status() == HttpStatus.REQUEST_TIMEOUT;
+    if (bodyLeftUnread && request.getHttpVersion() != HttpVersion.HTTP_2_0) {
       response.header(HttpHeaders.CONNECTION, "close");
     }
     return response;

@@ -6,8 +6,6 @@ import io.micronaut.http.HttpMethod;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
-import io.micronaut.http.MediaType;
-import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.RequestFilter;
 import io.micronaut.http.annotation.ServerFilter;
 import java.util.List;
@@ -40,7 +38,7 @@ class AuthFilter {
         ? tokens.find(header.substring(BEARER.length()).trim())
         : null;
     if (token == null) {
-      return error(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
+      return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
           .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
     }
     String namespace = namespaceOf(request.getPath());
@@ -49,7 +47,7 @@ class AuthFilter {
         || (request.getMethod() == HttpMethod.DELETE && !request.getPath().contains("/leases/"));
     List<String> allowed = write ? token.getWrite() : token.getRead();
     if (namespace == null || !allowed.contains(namespace)) {
-      return error(HttpStatus.FORBIDDEN, "forbidden", "token '" + token.name() + "' may not "
+      return ApiError.response(HttpStatus.FORBIDDEN, "forbidden", "token '" + token.name() + "' may not "
           + (write ? "write" : "read") + " namespace '" + namespace + "'");
     }
     return null;
@@ -61,12 +59,5 @@ class AuthFilter {
     }
     int end = path.indexOf('/', PREFIX.length());
     return end < 0 ? path.substring(PREFIX.length()) : path.substring(PREFIX.length(), end);
-  }
-
-  private static MutableHttpResponse<ApiError> error(
-      HttpStatus status, String code, String message) {
-    return HttpResponse.<ApiError>status(status)
-        .contentType(MediaType.APPLICATION_JSON_TYPE)
-        .body(new ApiError(code, message));
   }
 }

@@ -40,6 +40,8 @@ class BlockController {
   /** Header naming what a put did: {@code stored} or {@code not-admitted}. */
   static final String PUT_STATUS_HEADER = "Kvcache-Put";
 
+  private static final String NOT_CACHED = "not-cached";
+
   private final KvCache cache;
   private final Namespaces namespaces;
   private final int maxBlockBytes;
@@ -116,10 +118,7 @@ class BlockController {
     if (lease.status() != GetStatus.HIT) {
       lease.close();
       // answered, not thrown: a miss is common and an exception's handling costs a bean lookup
-      ApiException miss = notCached(namespace, key);
-      return HttpResponse.status(miss.status())
-          .contentType(MediaType.APPLICATION_JSON_TYPE)
-          .body(new ApiError(miss.code(), miss.getMessage()));
+      return ApiError.response(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
     }
     return HttpResponse.ok((ByteBuf) new LeaseBody(lease))
         .header(LENGTH_HEADER, Integer.toString(lease.length()));
@@ -130,13 +129,12 @@ class BlockController {
   @ExecuteOn(TaskExecutors.BLOCKING)
   HttpResponse<?> delete(String namespace, String key) {
     if (!cache.delete(namespaces.storageKey(namespace, key))) {
-      throw notCached(namespace, key);
+      throw new ApiException(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
     }
     return HttpResponse.noContent();
   }
 
-  private static ApiException notCached(String namespace, String key) {
-    return new ApiException(HttpStatus.NOT_FOUND, "not-cached",
-        "no block " + key + " in namespace " + namespace);
+  private static String notCachedMessage(String namespace, String key) {
+    return "no block " + key + " in namespace " + namespace;
   }
 }

@@ -1,5 +1,7 @@
 package dev.kvcache.server;
 
+import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
+
 import io.micronaut.context.annotation.Value;
 import io.micronaut.context.event.BeanCreatedEvent;
 import io.micronaut.context.event.BeanCreatedEventListener;
@@ -20,8 +22,6 @@ import jakarta.inject.Singleton;
  */
 @Singleton
 class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer.Registry> {
-
-  private static final int DEFAULT_WINDOW = 65_535;
 
   private final int windowBytes;
 
@@ -52,7 +52,7 @@ class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer
       if (handler != null) {
         Http2Connection connection = handler.connection();
         connection.local().flowController()
-            .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW);
+            .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW_SIZE);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null) {
         ctx.pipeline().remove(this);
@@ -75,7 +75,7 @@ class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer
     /** The HTTP/2 handler is not there yet: it comes with the client's preface. */
     @Override
     public void onInitialPipelineBuilt() {
-      if (channel != null && windowBytes > DEFAULT_WINDOW
+      if (channel != null && windowBytes > DEFAULT_WINDOW_SIZE
           && channel.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) != null) {
         channel.pipeline().addFirst("kvcache-connection-window", new Widener());
       }
