@@ -50,6 +50,23 @@ public interface KvCache extends AutoCloseable {
   PutStatus put(BlockKey key, ByteBuffer src);
 
   /**
+   * Opens a writer for a block of {@code length} bytes to be stored under {@code key}, for bytes
+   * that arrive in parts: see {@link BlockWriter}. Room for the block is reserved now; if none can
+   * be had, the writer's {@link BlockWriter#rejection()} says why.
+   *
+   * <p>The default implementation gathers the parts in a heap buffer of the whole block and
+   * {@link #put}s it on commit. Caches that can write in place override it: the RAM tier and the
+   * tiered cache.
+   *
+   * @throws IllegalArgumentException if {@code length} is not positive
+   * @throws IllegalStateException if the cache is closed
+   */
+  default BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    return new StagedWriter(this, key, length);
+  }
+
+  /**
    * Leases the block stored under {@code key} without copying it. The returned lease must be
    * closed; on a miss its status is {@link GetStatus#MISS} and closing it does nothing.
    */

@@ -5,12 +5,14 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.internal.memory.CompactionBudget;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
+import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -137,32 +139,43 @@ public final class RamTier implements Tier {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(src, "src");
     ensureOpen();
-    int length = src.remaining();
-    if (length == 0) {
+    if (!src.hasRemaining()) {
+      throw new IllegalArgumentException("cannot store an empty block under key " + key);
+    }
+    return AbstractBlockWriter.writeWhole(writer(key, src.remaining()), src);
+  }
+
+  /**
+   * A writer into memory reserved now, making room as {@link #put} does. The block's bytes are
+   * copied straight into that memory; it joins the index, and the policy, on commit.
+   */
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    if (length <= 0) {
       throw new IllegalArgumentException("cannot store an empty block under key " + key);
     }
     if (length > config.maxBlockBytes()) {
       counters.rejection();
-      return PutStatus.REJECTED_TOO_LARGE;
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
     OffHeapBlock block = allocate(length);
     if (block == null) {
       counters.rejection();
-      return PutStatus.REJECTED_NO_SPACE;
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
     }
-    try {
-      block.copyFrom(src);
-    } catch (RuntimeException | Error e) {
-      block.release();
-      block.releaseOwner();
-      throw e;
-    }
+    return new RamWriter(key, block);
+  }
+
+  /** Publishes a block whose bytes are all written; the caller holds the writer's reference. */
+  private PutStatus publish(BlockKey key, OffHeapBlock block) {
     OffHeapBlock previous = index.put(key, block);
     if (previous != null) {
       previous.releaseOwner();
     }
     if (closed) {
-      // close() ran while this put was copying: take the block back out unless its sweep did
+      // close() ran while this block was written: take it back out unless its sweep did
       if (index.remove(key, block)) {
         block.releaseOwner();
       }
@@ -173,6 +186,32 @@ public final class RamTier implements Tier {
     boolean admitted = !block.isEvicted();
     block.release(); // the writer's reference; the index keeps its own
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
+  }
+
+  /** A block being written into its reserved memory, not yet in the index. */
+  private final class RamWriter extends AbstractBlockWriter {
+    private final OffHeapBlock block;
+
+    RamWriter(BlockKey key, OffHeapBlock block) {
+      super(key, block.length());
+      this.block = block;
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {
+      block.copyFrom(src, offset);
+    }
+
+    @Override
+    protected PutStatus publish() {
+      return RamTier.this.publish(key(), block);
+    }
+
+    @Override
+    protected void discard() {
+      block.release();
+      block.releaseOwner();
+    }
   }
 
   /**

@@ -1,6 +1,9 @@
 package dev.kvcache.spi;
 
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
+import dev.kvcache.PutStatus;
 
 /**
  * One storage tier of a cache: off-heap RAM, local disk, or a remote server.
@@ -20,4 +23,13 @@ public interface Tier extends KvCache {
 
   /** The largest block this tier accepts, in bytes. */
   int maxBlockBytes();
+
+  /** As {@link KvCache#writer}; a block above {@link #maxBlockBytes()} is rejected at once. */
+  @Override
+  default BlockWriter writer(BlockKey key, int length) {
+    if (length > maxBlockBytes()) {
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    return KvCache.super.writer(key, length);
+  }
 }

@@ -2,11 +2,13 @@ package dev.kvcache.tiered;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -22,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -144,29 +147,88 @@ public final class TieredCache implements Tier {
       counters.rejection();
       return PutStatus.REJECTED_TOO_LARGE;
     }
-    if (src.remaining() <= ram.maxBlockBytes()) {
-      awaitSpillRoom(src.remaining());
+    BlockWriter inRam = reserveInRam(key, src.remaining());
+    if (inRam == null) {
+      return commit(key, false, () -> lower.put(key, src));
     }
+    try (inRam) {
+      inRam.write(src.duplicate());
+      return commit(key, true, inRam::commit);
+    }
+  }
+
+  /**
+   * A writer into RAM, which makes room as a put does, or into the lower tier when RAM cannot take
+   * the block. Opening it already removes the key's copy from RAM; the lower tier's copy stays
+   * readable until the commit.
+   */
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    if (length <= 0) {
+      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
+    }
+    if (length > maxBlockBytes()) {
+      counters.rejection();
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    BlockWriter inRam = reserveInRam(key, length);
+    BlockWriter inner = inRam != null ? inRam : lower.writer(key, length);
+    if (inner.rejection().isPresent()) {
+      counters.rejection();
+      return inner;
+    }
+    return new TieredWriter(key, inner, inRam != null);
+  }
+
+  /**
+   * Room in RAM for a block about to be put, or null if it goes to the lower tier: it is larger
+   * than RAM's largest, or RAM is pinned full by leases. The key's copy leaves RAM and the spill
+   * queue first, so that room is not spent on bytes about to be replaced.
+   */
+  private BlockWriter reserveInRam(BlockKey key, int length) {
+    boolean fits = length <= ram.maxBlockBytes();
+    if (fits) {
+      awaitSpillRoom(length);
+    }
+    int stripe = stripe(key);
+    synchronized (stripes[stripe]) {
+      generations.incrementAndGet(stripe);
+      clean.remove(key);
+      ram.delete(key);
+      cancelSpill(key);
+      generations.incrementAndGet(stripe);
+    }
+    if (!fits) {
+      return null;
+    }
+    BlockWriter writer = openInRam(key, length);
+    return writer.rejection().isPresent() ? null : writer;
+  }
+
+  /**
+   * Publishes a written block: the key's other copies leave every tier (the old copy leaves RAM
+   * without an eviction, so every spill of this key from now on carries the new bytes; a spill of
+   * the old one is cancelled or waited out), then the tier written to stores the new one.
+   */
+  private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store) {
     int stripe = stripe(key);
     PutStatus status;
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
       clean.remove(key);
-      // the old copy leaves RAM without an eviction, so every spill of this key from now on
-      // carries the new bytes; a spill of the old one is cancelled or waited out, then deleted
       ram.delete(key);
       cancelSpill(key);
-      if (src.remaining() <= ram.maxBlockBytes()) {
+      if (inRam) {
         lower.delete(key);
-        status = putInRam(key, src);
-        if (status == PutStatus.REJECTED_NO_SPACE) {
-          status = lower.put(key, src); // RAM is pinned full by leases
-        } else if (status == PutStatus.NOT_ADMITTED
+        status = store.get();
+        if (status == PutStatus.NOT_ADMITTED
             && (spilling.containsKey(key) || lower.contains(key))) {
           status = PutStatus.STORED; // RAM's policy passed it straight on to the lower tier
         }
       } else {
-        status = lower.put(key, src);
+        status = store.get();
       }
       generations.incrementAndGet(stripe); // see promote(): also after the tiers changed
     }
@@ -176,6 +238,37 @@ public final class TieredCache implements Tier {
       counters.rejection();
     }
     return status;
+  }
+
+  /** A block being written into the tier that will hold it. */
+  private final class TieredWriter extends AbstractBlockWriter {
+    private final BlockWriter inner;
+    private final boolean inRam;
+
+    TieredWriter(BlockKey key, BlockWriter inner, boolean inRam) {
+      super(key, inner.length());
+      this.inner = inner;
+      this.inRam = inRam;
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {
+      inner.write(src.duplicate()); // parts arrive in order: the inner writer is at offset
+    }
+
+    @Override
+    protected PutStatus publish() {
+      try {
+        return TieredCache.this.commit(key(), inRam, inner::commit);
+      } finally {
+        inner.close(); // nothing more after a commit; frees the room if the commit never ran
+      }
+    }
+
+    @Override
+    protected void discard() {
+      inner.close();
+    }
   }
 
   /**
@@ -200,27 +293,27 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * RAM's put, repeated while it found no room only because the blocks it evicted went to the spill
-   * queue, which keeps their memory pinned until written. First it waits for the spill thread to
-   * write some (up to {@link TieredCacheConfig#spillQueueWait()}); after that it evicts further,
-   * and once the queue is at its byte bound further victims are dropped and free their memory.
-   * What then still finds no room is pinned by leases.
+   * RAM's writer, reopened while it found no room only because the blocks it evicted went to the
+   * spill queue, which keeps their memory pinned until written. First it waits for the spill
+   * thread to write some (up to {@link TieredCacheConfig#spillQueueWait()}); after that it evicts
+   * further, and once the queue is at its byte bound further victims are dropped and free their
+   * memory. What then still finds no room is pinned by leases.
    */
-  private PutStatus putInRam(BlockKey key, ByteBuffer src) {
+  private BlockWriter openInRam(BlockKey key, int length) {
     long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
     long queuedBefore = queuedBytes.get();
-    PutStatus status = ram.put(key, src);
-    while (status == PutStatus.REJECTED_NO_SPACE && queuedBytes.get() > 0
+    BlockWriter writer = ram.writer(key, length);
+    while (writer.rejection().isPresent() && queuedBytes.get() > 0
         && awaitSpillProgress(deadline)) {
       queuedBefore = queuedBytes.get();
-      status = ram.put(key, src); // a refused put leaves src as it was
+      writer = ram.writer(key, length);
     }
-    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && status == PutStatus.REJECTED_NO_SPACE
+    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && writer.rejection().isPresent()
         && queuedBefore < maxQueuedBytes; retry++) {
       queuedBefore = queuedBytes.get();
-      status = ram.put(key, src);
+      writer = ram.writer(key, length);
     }
-    return status;
+    return writer;
   }
 
   /**

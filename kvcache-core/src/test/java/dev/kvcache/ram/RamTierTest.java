@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
@@ -402,6 +403,48 @@ class RamTierTest {
         "heap overhead per cached 4 KiB block: %.1f bytes (median of %s)%n",
         median, Arrays.toString(perBlock));
     assertThat(median).as("heap bytes per cached block").isLessThan(200).isPositive();
+  }
+
+  // ---------------------------------------------------------------- writers
+
+  @Test
+  void aWriterHoldsItsRoomFromOpeningUntilCommitOrClose() {
+    try (RamTier tier = tier(MIB, 512 * KIB)) {
+      BlockKey a = Payloads.key(1);
+      BlockKey b = Payloads.key(2);
+      BlockWriter first = tier.writer(a, 512 * KIB);
+      BlockWriter second = tier.writer(b, 512 * KIB);
+      assertThat(tier.stats().bytesUsed()).as("reserved at opening").isEqualTo(MIB);
+      try (BlockWriter third = tier.writer(Payloads.key(3), BLOCK)) {
+        assertThat(third.rejection())
+            .as("memory being written cannot be evicted").contains(PutStatus.REJECTED_NO_SPACE);
+      }
+      second.close();
+      assertThat(tier.stats().bytesUsed()).as("an abandoned writer frees its room")
+          .isEqualTo(512 * KIB);
+      first.write(Payloads.of(a, 5, 512 * KIB));
+      assertThat(first.commit()).isEqualTo(PutStatus.STORED);
+      first.close();
+      assertReads(tier, a, 5);
+      assertThat(tier.stats().bytesUsed()).isEqualTo(512 * KIB);
+    }
+  }
+
+  @Test
+  void ofTwoWritersOfOneKeyTheLaterCommitWins() {
+    try (RamTier tier = tier(MIB, 512 * KIB)) {
+      BlockKey key = Payloads.key(1);
+      try (BlockWriter older = tier.writer(key, BLOCK); BlockWriter newer = tier.writer(key, BLOCK)) {
+        older.write(Payloads.of(key, 1, BLOCK));
+        newer.write(Payloads.of(key, 2, BLOCK));
+        assertThat(newer.commit()).isEqualTo(PutStatus.STORED);
+        assertReads(tier, key, 2);
+        assertThat(older.commit()).isEqualTo(PutStatus.STORED);
+        assertReads(tier, key, 1);
+      }
+      assertThat(tier.stats().bytesUsed()).as("the replaced block's memory is free")
+          .isEqualTo(BLOCK);
+    }
   }
 
   // ---------------------------------------------------------------- regressions

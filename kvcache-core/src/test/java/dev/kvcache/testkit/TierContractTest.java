@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
@@ -359,6 +360,91 @@ public abstract class TierContractTest {
     assertThatThrownBy(() -> tier.getAllInto(List.of(a, b), List.of(da)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("2 keys but 1");
+  }
+
+  @Test
+  void aBlockWrittenInPartsReadsBackWhole() {
+    BlockKey key = Payloads.key(60);
+    ByteBuffer whole = Payloads.of(key, 4, BLOCK + 5);
+    try (BlockWriter writer = tier.writer(key, BLOCK + 5)) {
+      assertThat(writer.rejection()).isEmpty();
+      assertThat(writer.key()).isEqualTo(key);
+      assertThat(writer.length()).isEqualTo(BLOCK + 5);
+      ByteBuffer first = whole.duplicate().limit(1000);
+      writer.write(first);
+      assertThat(first.hasRemaining()).as("a write consumes its part").isFalse();
+      ByteBuffer onHeap = ByteBuffer.allocate(BLOCK - 1000);
+      onHeap.put(whole.duplicate().position(1000).limit(BLOCK)).flip();
+      writer.write(onHeap);
+      assertThat(writer.remaining()).isEqualTo(5);
+      assertThat(tier.contains(key)).as("visible before its commit").isFalse();
+      writer.write(whole.duplicate().position(BLOCK));
+      assertThat(writer.remaining()).isZero();
+      assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+    }
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK + 5);
+    assertThat(tier.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(key, dst.flip())).isEqualTo(4);
+  }
+
+  @Test
+  void anAbandonedWriterLeavesTheOldBlockOrAMissNeverItsBytes() {
+    BlockKey key = Payloads.key(61);
+    tier.put(key, Payloads.of(key, 1, BLOCK));
+    try (BlockWriter writer = tier.writer(key, BLOCK)) {
+      writer.write(Payloads.of(key, 2, BLOCK));
+      assertOldBlockOrMiss(key);
+    }
+    assertOldBlockOrMiss(key);
+    BlockWriter closed = tier.writer(key, BLOCK);
+    closed.close();
+    assertThatThrownBy(() -> closed.write(ByteBuffer.allocate(10)))
+        .isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(closed::commit).isInstanceOf(IllegalStateException.class);
+    assertOldBlockOrMiss(key);
+  }
+
+  private void assertOldBlockOrMiss(BlockKey key) {
+    try (BlockLease lease = tier.get(key)) {
+      if (lease.status() == GetStatus.HIT) {
+        assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(1);
+      }
+    }
+  }
+
+  @Test
+  void aWriterTakesExactlyItsLength() {
+    BlockKey key = Payloads.key(62);
+    try (BlockWriter writer = tier.writer(key, BLOCK)) {
+      ByteBuffer tooMuch = Payloads.of(key, 1, BLOCK + 1);
+      assertThatThrownBy(() -> writer.write(tooMuch))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not fit");
+      assertThat(tooMuch.position()).as("nothing taken from a part that does not fit").isZero();
+      assertThat(writer.remaining()).isEqualTo(BLOCK);
+      writer.write(Payloads.of(key, 1, BLOCK).limit(BLOCK - 1));
+      assertThatThrownBy(writer::commit)
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("incomplete");
+      writer.write(ByteBuffer.allocate(1));
+      assertThat(writer.commit()).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
+      assertThatThrownBy(writer::commit).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> writer.write(ByteBuffer.allocate(1)))
+          .isInstanceOf(IllegalStateException.class);
+    }
+    assertThat(tier.contains(key)).as("closing a committed writer keeps its block").isTrue();
+  }
+
+  @Test
+  void aWriterAboveTheLimitIsRejectedAtOnce() {
+    BlockKey key = Payloads.key(63);
+    try (BlockWriter writer = tier.writer(key, MAX_BLOCK_BYTES + 1)) {
+      assertThat(writer.rejection()).contains(PutStatus.REJECTED_TOO_LARGE);
+      assertThat(writer.remaining()).isZero();
+      assertThatThrownBy(() -> writer.write(ByteBuffer.allocate(1)))
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("rejected");
+    }
+    assertThat(tier.contains(key)).isFalse();
+    assertThatThrownBy(() -> tier.writer(null, BLOCK)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> tier.writer(key, 0)).isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

@@ -71,23 +71,15 @@ class BlockController {
     if (declared > maxBlockBytes) {
       throw tooLarge(declared);
     }
-    // a put can wait for the spill queue (tiered.spill-queue-wait): never on an event loop
-    return BodyCollector.collect(body, declared, maxBlockBytes)
+    return BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking)
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
         .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
             HttpStatus.BAD_REQUEST, "body-aborted", "the body did not arrive whole: " + e))
-        .publishOn(blocking)
-        .map(block -> {
-          try {
-            return answer(cache.put(storageKey, block.nioBuffer()), block.readableBytes());
-          } finally {
-            block.release();
-          }
-        });
+        .map(status -> answer(status, declared));
   }
 
-  private HttpResponse<?> answer(PutStatus status, int length) {
+  private HttpResponse<?> answer(PutStatus status, long length) {
     switch (status) {
       case STORED:
         return HttpResponse.status(HttpStatus.CREATED).header(PUT_STATUS_HEADER, "stored");

@@ -168,6 +168,7 @@ class BlockApiTest {
 
   @Test
   void aBodyTooSlowToArriveIsA408AndStoresNothing() throws Exception {
+    long ramBefore = server.ramBytesUsed();
     long start = System.nanoTime();
     String answer = RawHttp.exchange(server.server.getURL(),
         "PUT " + TestServer.blockPath("default", key(704)) + " HTTP/1.1\r\nHost: test\r\n"
@@ -176,15 +177,18 @@ class BlockApiTest {
     assertThat(answer).startsWith("HTTP/1.1 408 ").contains("\"error\":\"body-timeout\"");
     assertThat(System.nanoTime() - start).isLessThan(8_000_000_000L);
     assertThat(server.get("default", key(704)).statusCode()).isEqualTo(404);
+    server.awaitRamBytesUsed(ramBefore);
   }
 
   @Test
   void aBodyCutShortStoresNothingAndTheServerKeepsServing() throws Exception {
+    long ramBefore = server.ramBytesUsed();
     RawHttp.exchange(server.server.getURL(),
         "PUT " + TestServer.blockPath("default", key(703)) + " HTTP/1.1\r\nHost: test\r\n"
             + "Content-Type: application/octet-stream\r\nContent-Length: 100000",
         40_000, true);
     assertThat(server.get("default", key(703)).statusCode()).isEqualTo(404);
+    server.awaitRamBytesUsed(ramBefore);
     byte[] block = random(100_000, 7);
     assertThat(server.put("default", key(703), block).statusCode()).isEqualTo(201);
     assertThat(server.get("default", key(703)).body()).isEqualTo(block);

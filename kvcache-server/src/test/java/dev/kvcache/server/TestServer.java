@@ -1,5 +1,9 @@
 package dev.kvcache.server;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.KvCache;
+import dev.kvcache.tiered.TieredCache;
 import io.micronaut.context.ApplicationContext;
 import io.micronaut.runtime.server.EmbeddedServer;
 import java.net.URI;
@@ -69,6 +73,23 @@ final class TestServer implements AutoCloseable {
   HttpResponse<byte[]> send(HttpRequest.Builder request) throws Exception {
     return http.send(request.timeout(Duration.ofSeconds(30)).build(),
         HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  /** Bytes the cache's RAM tier holds, written or reserved for a body on its way. */
+  long ramBytesUsed() {
+    return ((TieredCache) context.getBean(KvCache.class)).ramStats().bytesUsed();
+  }
+
+  /**
+   * Waits (a refused request's cleanup may trail its answer) until the RAM tier holds {@code
+   * bytes} again: what a refused body reserved is free.
+   */
+  void awaitRamBytesUsed(long bytes) throws InterruptedException {
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (ramBytesUsed() != bytes && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertThat(ramBytesUsed()).as("RAM bytes in use after a refused body").isEqualTo(bytes);
   }
 
   @Override

@@ -90,9 +90,12 @@ public final class OffHeapBlock {
     return startGranule << Arena.GRANULE_SHIFT;
   }
 
-  /** Copies {@code src}'s remaining bytes into the block without moving {@code src}'s position. */
-  public void copyFrom(ByteBuffer src) {
-    arena.memory.put(offset(), src, src.position(), length);
+  /**
+   * Copies {@code src}'s remaining bytes into the block from byte {@code at} on, without moving
+   * {@code src}'s position; the caller checked that they fit.
+   */
+  public void copyFrom(ByteBuffer src, int at) {
+    arena.memory.put(offset() + at, src, src.position(), src.remaining());
   }
 
   /** Copies the block to {@code dst}'s position and advances it; the caller checked the room. */

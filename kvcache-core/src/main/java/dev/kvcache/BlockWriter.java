@@ -1,0 +1,80 @@
+package dev.kvcache;
+
+import java.nio.ByteBuffer;
+import java.util.Optional;
+
+/**
+ * A block stored piece by piece, for bytes that arrive in parts such as a network body. Each part
+ * is copied once, into the block's place in the cache where the tier writes in place (the RAM tier,
+ * and the tiered cache whenever the block goes to RAM); no buffer of the whole block lies between
+ * the parts and that place.
+ *
+ * <p>Opened by {@link KvCache#writer} with the block's length, which is reserved at once. The block
+ * becomes findable only when {@link #commit()} stores it; until then a reader of the key sees the
+ * previous block or a miss, never a partly written one. Closing a writer that was not committed
+ * drops its bytes and frees its room, so a writer belongs in a try-with-resources block or an
+ * equivalent cleanup:
+ *
+ * <pre>{@code
+ * try (BlockWriter writer = cache.writer(key, length)) {
+ *   if (writer.rejection().isPresent()) {
+ *     return writer.rejection().get();
+ *   }
+ *   while (writer.remaining() > 0) {
+ *     writer.write(nextPart());
+ *   }
+ *   return writer.commit();
+ * }
+ * }</pre>
+ *
+ * <p>Writes and the commit come from one thread at a time (a hand-off between threads must
+ * establish happens-before, as executors do). {@link #close()} may come from any thread at any
+ * time, for instance when a body times out: it waits for a write under way to finish.
+ */
+public interface BlockWriter extends AutoCloseable {
+
+  /** The key the block will be stored under. */
+  BlockKey key();
+
+  /** The block's length in bytes, as given when the writer was opened. */
+  int length();
+
+  /** Bytes still to be written before {@link #commit()}; 0 for a rejected writer. */
+  int remaining();
+
+  /**
+   * Why no room was reserved ({@link PutStatus#REJECTED_TOO_LARGE} or {@link
+   * PutStatus#REJECTED_NO_SPACE}); empty if the writer takes bytes. A rejected writer changed
+   * nothing in the cache; writing to it is an error.
+   */
+  Optional<PutStatus> rejection();
+
+  /**
+   * Copies all of {@code src}'s remaining bytes into the block after those written so far, and
+   * advances {@code src}'s position to its limit.
+   *
+   * @throws IllegalArgumentException if {@code src} holds more than {@link #remaining()} bytes;
+   *     nothing is copied
+   * @throws IllegalStateException if the writer was rejected, committed or closed
+   */
+  void write(ByteBuffer src);
+
+  /**
+   * Stores the block under its key, replacing any block stored under it, as {@link KvCache#put}
+   * does. The writer is done afterwards; closing it does nothing more.
+   *
+   * @return {@link PutStatus#STORED} if the block can now be found, otherwise why not
+   * @throws IllegalStateException if bytes are still missing ({@link #remaining()} is not 0), or
+   *     the writer was rejected, committed or closed, or the cache was closed meanwhile
+   */
+  PutStatus commit();
+
+  /** Drops the block unless it was committed, freeing its room. Closing twice does nothing. */
+  @Override
+  void close();
+
+  /** A writer that reserved nothing, because of {@code reason}. */
+  static BlockWriter rejected(BlockKey key, int length, PutStatus reason) {
+    return new RejectedWriter(key, length, reason);
+  }
+}

@@ -1,0 +1,122 @@
+package dev.kvcache.spi;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.PutStatus;
+import java.nio.ByteBuffer;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The bookkeeping every {@link BlockWriter} that reserved room shares: counting the bytes written,
+ * refusing too many or too few, and the end states, committed or closed. All methods hold the
+ * writer's lock, so a {@link #close()} from another thread waits for a write under way and never
+ * frees memory that is still being written. A tier supplies where the bytes go ({@link #copyIn}),
+ * how the block is published ({@link #publish}) and how its room is freed ({@link #discard}).
+ */
+public abstract class AbstractBlockWriter implements BlockWriter {
+
+  private final BlockKey key;
+  private final int length;
+  private int written;
+  private boolean done;
+
+  /**
+   * @throws IllegalArgumentException if {@code length} is not positive
+   */
+  protected AbstractBlockWriter(BlockKey key, int length) {
+    this.key = Objects.requireNonNull(key, "key");
+    if (length <= 0) {
+      throw new IllegalArgumentException("a block cannot be empty, got a length of " + length);
+    }
+    this.length = length;
+  }
+
+  @Override
+  public final BlockKey key() {
+    return key;
+  }
+
+  @Override
+  public final int length() {
+    return length;
+  }
+
+  @Override
+  public final synchronized int remaining() {
+    return length - written;
+  }
+
+  @Override
+  public final Optional<PutStatus> rejection() {
+    return Optional.empty();
+  }
+
+  @Override
+  public final synchronized void write(ByteBuffer src) {
+    Objects.requireNonNull(src, "src");
+    ensureNotDone();
+    int n = src.remaining();
+    if (n > length - written) {
+      throw new IllegalArgumentException("a part of " + n + " bytes does not fit: block " + key
+          + " has " + (length - written) + " of its " + length + " bytes left to write");
+    }
+    copyIn(src, written);
+    written += n;
+    src.position(src.limit());
+  }
+
+  @Override
+  public final synchronized PutStatus commit() {
+    ensureNotDone();
+    if (written != length) {
+      throw new IllegalStateException("block " + key + " is incomplete: " + written + " of its "
+          + length + " bytes were written");
+    }
+    done = true;
+    return publish();
+  }
+
+  @Override
+  public final synchronized void close() {
+    if (!done) {
+      done = true;
+      discard();
+    }
+  }
+
+  /**
+   * A whole put through a writer: writes {@code src}'s remaining bytes, without moving its
+   * position, and commits; for tiers whose {@code put} is their writer. Closes the writer.
+   */
+  public static PutStatus writeWhole(BlockWriter writer, ByteBuffer src) {
+    try (writer) {
+      if (writer.rejection().isPresent()) {
+        return writer.rejection().get();
+      }
+      writer.write(src.duplicate());
+      return writer.commit();
+    }
+  }
+
+  private void ensureNotDone() {
+    if (done) {
+      throw new IllegalStateException("the writer of block " + key + " was committed or closed");
+    }
+  }
+
+  /**
+   * Copies {@code src}'s remaining bytes to {@code offset} in the block, leaving {@code src}'s
+   * position alone; the bytes fit.
+   */
+  protected abstract void copyIn(ByteBuffer src, int offset);
+
+  /**
+   * Stores the complete block under its key. Called once; if it throws, it has freed the block's
+   * room itself.
+   */
+  protected abstract PutStatus publish();
+
+  /** Frees the room of a block that will not be committed. Called at most once. */
+  protected abstract void discard();
+}

@@ -1,0 +1,110 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.KvCache;
+import dev.kvcache.PutStatus;
+import io.micronaut.http.HttpStatus;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import java.nio.ByteBuffer;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * Streams a request body into the cache. With a {@code Content-Length}, a {@link BlockWriter} is
+ * opened before the body is read, and each chunk is copied once, from Netty's buffer into the
+ * block's place in the cache. A chunked body's length is known only at its end: its chunks are
+ * kept as Netty received them (no copy), up to the largest block, and written when it ends.
+ *
+ * <p>Either way an oversized or lying body is refused as soon as it shows, and a writer that
+ * reserved room is closed on every path (error, timeout, cancel), which frees the room unless the
+ * block was committed.
+ */
+final class BodyWriter {
+
+  private BodyWriter() {}
+
+  /**
+   * The outcome of storing the body under {@code key}. Opening the writer and committing run on
+   * {@code blocking}: either may wait for the spill queue; chunks are copied where they arrive.
+   *
+   * @param declared the request's {@code Content-Length}, or -1 for a chunked body
+   * @param maxBytes the largest body taken
+   */
+  static Mono<PutStatus> store(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
+      long declared, int maxBytes, Scheduler blocking) {
+    if (declared == 0) {
+      return Mono.error(emptyBlock());
+    }
+    if (declared > 0) {
+      return streamed(cache, key, Flux.from(body), (int) declared, blocking);
+    }
+    return gathered(cache, key, body, maxBytes, blocking);
+  }
+
+  private static Mono<PutStatus> streamed(KvCache cache, BlockKey key, Flux<ByteBuf> body,
+      int length, Scheduler blocking) {
+    return Mono.fromCallable(() -> cache.writer(key, length))
+        .subscribeOn(blocking)
+        .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
+        .flatMap(writer -> writer.rejection().isPresent()
+            ? Mono.just(writer.rejection().get())
+            : body.doOnNext(chunk -> append(writer, chunk))
+                .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(blocking))
+                .doFinally(signal -> writer.close()));
+  }
+
+  private static void append(BlockWriter writer, ByteBuf chunk) {
+    try {
+      if (chunk.readableBytes() > writer.remaining()) {
+        throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch",
+            "the body is longer than its Content-Length, " + writer.length() + " bytes");
+      }
+      // the chunk's own NIO views: ByteBuf.nioBuffer() of a composite would merge it first
+      for (ByteBuffer part : chunk.nioBuffers()) {
+        writer.write(part);
+      }
+    } finally {
+      chunk.release();
+    }
+  }
+
+  private static PutStatus commit(BlockWriter writer) {
+    if (writer.remaining() != 0) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch", "the body ended after "
+          + (writer.length() - writer.remaining()) + " of its Content-Length's "
+          + writer.length() + " bytes");
+    }
+    return writer.commit();
+  }
+
+  /** A chunked body, kept as the buffers it arrived in until it ends, then written. */
+  private static Mono<PutStatus> gathered(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
+      int maxBytes, Scheduler blocking) {
+    return Mono.using(
+        () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
+        whole -> Flux.from(body)
+            .doOnNext(chunk -> {
+              if ((long) whole.readableBytes() + chunk.readableBytes() > maxBytes) {
+                chunk.release();
+                throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large",
+                    "the body is larger than this server's largest block, " + maxBytes + " bytes");
+              }
+              whole.addComponent(true, chunk);
+            })
+            .then(Mono.defer(() -> whole.readableBytes() == 0
+                ? Mono.error(emptyBlock())
+                // the writer releases what it is given; Mono.using releases the rest
+                : streamed(cache, key, Flux.defer(() -> Flux.just(whole.retain())),
+                    whole.readableBytes(), blocking))),
+        CompositeByteBuf::release);
+  }
+
+  private static ApiException emptyBlock() {
+    return new ApiException(HttpStatus.BAD_REQUEST, "empty-block", "a block cannot be empty");
+  }
+}
