@@ -1,0 +1,142 @@
+package dev.kvcache.server;
+
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * An HTTP/2 cleartext connection spoken frame by frame over a plain socket, for clients that
+ * misbehave on purpose. Headers are sent as HPACK literals, which every decoder takes.
+ */
+final class RawHttp2 implements AutoCloseable {
+
+  static final int DATA = 0;
+  static final int HEADERS = 1;
+  static final int RST_STREAM = 3;
+  static final int SETTINGS = 4;
+  static final int GOAWAY = 7;
+  static final int END_STREAM = 0x1;
+  static final int END_HEADERS = 0x4;
+  static final int REFUSED_STREAM = 0x7;
+  static final int CANCEL = 0x8;
+  static final int ENHANCE_YOUR_CALM = 0xb;
+
+  /** A frame read from the server; the payload is kept only for short frames. */
+  record Frame(int type, int flags, int stream, byte[] payload) {
+    /** The error code of a RST_STREAM or GOAWAY frame. */
+    int errorCode() {
+      int at = type == GOAWAY ? 4 : 0;
+      return ((payload[at] & 0xff) << 24) | ((payload[at + 1] & 0xff) << 16)
+          | ((payload[at + 2] & 0xff) << 8) | (payload[at + 3] & 0xff);
+    }
+  }
+
+  private final Socket socket;
+  private final OutputStream out;
+  private final DataInputStream in;
+  private final String authority;
+
+  RawHttp2(String host, int port) throws IOException {
+    socket = new Socket(host, port);
+    socket.setSoTimeout(10_000);
+    out = new BufferedOutputStream(socket.getOutputStream(), 1 << 16);
+    in = new DataInputStream(socket.getInputStream());
+    authority = host + ":" + port;
+    out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+    frame(SETTINGS, 0, 0, new byte[0]);
+    out.flush();
+  }
+
+  /** Opens stream {@code stream} (odd, increasing) with a request; no body follows if {@code last}. */
+  void request(int stream, String method, String path, boolean last) throws IOException {
+    byte[] block = concat(literal(":method", method), literal(":scheme", "http"),
+        literal(":path", path), literal(":authority", authority),
+        literal("content-type", "application/octet-stream"));
+    frame(HEADERS, END_HEADERS | (last ? END_STREAM : 0), stream, block);
+  }
+
+  void data(int stream, byte[] bytes, boolean last) throws IOException {
+    frame(DATA, last ? END_STREAM : 0, stream, bytes);
+  }
+
+  void reset(int stream) throws IOException {
+    frame(RST_STREAM, 0, stream, new byte[] {0, 0, 0, CANCEL});
+  }
+
+  void flush() throws IOException {
+    out.flush();
+  }
+
+  /**
+   * The next frame from the server, acknowledging its SETTINGS on the way; null once the server
+   * closed the connection or sent nothing for the socket's timeout.
+   */
+  Frame next() throws IOException {
+    byte[] header = new byte[9];
+    try {
+      in.readFully(header);
+    } catch (EOFException | SocketTimeoutException e) {
+      return null;
+    } catch (IOException e) {
+      return null; // reset by the server
+    }
+    int length = ((header[0] & 0xff) << 16) | ((header[1] & 0xff) << 8) | (header[2] & 0xff);
+    int type = header[3];
+    int flags = header[4] & 0xff;
+    int stream = ((header[5] & 0x7f) << 24) | ((header[6] & 0xff) << 16)
+        | ((header[7] & 0xff) << 8) | (header[8] & 0xff);
+    byte[] payload = new byte[length];
+    in.readFully(payload);
+    if (type == SETTINGS && (flags & 0x1) == 0) {
+      frame(SETTINGS, 0x1, 0, new byte[0]);
+      out.flush();
+    }
+    return new Frame(type, flags, stream, payload);
+  }
+
+  private void frame(int type, int flags, int stream, byte[] payload) throws IOException {
+    out.write(new byte[] {(byte) (payload.length >>> 16), (byte) (payload.length >>> 8),
+        (byte) payload.length, (byte) type, (byte) flags, (byte) (stream >>> 24),
+        (byte) (stream >>> 16), (byte) (stream >>> 8), (byte) stream});
+    out.write(payload);
+  }
+
+  /** A header field as an HPACK literal without indexing, with a new name; short strings only. */
+  private static byte[] literal(String name, String value) {
+    byte[] n = name.getBytes(StandardCharsets.US_ASCII);
+    byte[] v = value.getBytes(StandardCharsets.US_ASCII);
+    if (n.length > 126 || v.length > 126) {
+      throw new IllegalArgumentException("header too long for this encoder: " + name);
+    }
+    byte[] field = new byte[3 + n.length + v.length];
+    field[1] = (byte) n.length;
+    System.arraycopy(n, 0, field, 2, n.length);
+    field[2 + n.length] = (byte) v.length;
+    System.arraycopy(v, 0, field, 3 + n.length, v.length);
+    return field;
+  }
+
+  private static byte[] concat(byte[]... parts) {
+    int length = 0;
+    for (byte[] p : parts) {
+      length += p.length;
+    }
+    byte[] all = new byte[length];
+    int at = 0;
+    for (byte[] p : parts) {
+      System.arraycopy(p, 0, all, at, p.length);
+      at += p.length;
+    }
+    return all;
+  }
+
+  @Override
+  public void close() throws IOException {
+    socket.close();
+  }
+}
