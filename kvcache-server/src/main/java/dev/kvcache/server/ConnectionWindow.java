@@ -9,6 +9,7 @@ import io.micronaut.http.server.netty.NettyServerCustomizer;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http2.CleartextHttp2ServerUpgradeHandler;
 import io.netty.handler.codec.http2.Http2Connection;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
@@ -19,6 +20,11 @@ import jakarta.inject.Singleton;
  * (default 64 MiB). HTTP/2 starts every connection at 64 KiB, whatever the stream windows are,
  * and Micronaut has no setting for it: a client uploading a multi-MiB block would otherwise wait
  * for a window update every 32 KiB.
+ *
+ * <p>It also makes the HTTP/2 decoder gather a frame that spans socket reads as a composite of
+ * the read buffers, instead of copying each read into one growing buffer: a body's bytes are then
+ * copied once on their way into the cache, not twice (seen with {@code perf}: the merge copy cost
+ * as much CPU as the copy into the cache).
  */
 @Singleton
 class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer.Registry> {
@@ -38,7 +44,8 @@ class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer
   /**
    * First in the connection's pipeline: after each read, looks for the HTTP/2 handler, which
    * replaces the cleartext upgrade handler once the client's preface has arrived; widens the
-   * window then and leaves. Leaves too once the connection turned out to be HTTP/1.1.
+   * window and sets the cumulator then, and leaves. Leaves too once the connection turned out to
+   * be HTTP/1.1.
    */
   private final class Widener extends ChannelInboundHandlerAdapter {
 
@@ -53,6 +60,7 @@ class ConnectionWindow implements BeanCreatedEventListener<NettyServerCustomizer
         Http2Connection connection = handler.connection();
         connection.local().flowController()
             .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW_SIZE);
+        handler.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null) {
         ctx.pipeline().remove(this);
