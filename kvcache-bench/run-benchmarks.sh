@@ -95,7 +95,7 @@ for suite in "${suites[@]}"; do
       command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null
       # the benchmark's own warm-up (5 x 5 s): each trial starts a fresh server whose JIT needs it
       for threads in 1 4; do
-        java -jar "$jar" RemoteClientBenchmark -t "$threads" -f 1 -jvmArgs "$jvm_flags" \
+        java -jar "$jar" RemoteClientBenchmark -t "$threads" -f 1 -jvmArgs "$jvm_flags" -prof gc \
           -rf json -rff "$out/remote-t$threads.json" > "$out/remote-t$threads.txt"
         grep -E '^RemoteClientBenchmark\.' "$out/remote-t$threads.txt" | grep -v ':p0\.9[0-9]9\|:p1\.00' || true
       done

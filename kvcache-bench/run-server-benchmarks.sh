@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # kvcache-server beside nginx (static files over HTTP/2 cleartext) and Redis, moving the same
-# bytes on loopback, measured with h2load and redis-benchmark; writes docs/results/server.csv and
-# docs/results/server-lookup.csv. Installs nginx, nghttp2-client (h2load) and redis-server with
-# apt-get if they are missing (needs root). Takes about 15 minutes; run on an otherwise idle
-# machine.
+# bytes on loopback, measured with h2load and redis-benchmark; writes docs/results/server.csv,
+# docs/results/server-alloc.csv and docs/results/server-lookup.csv. Installs nginx,
+# nghttp2-client (h2load) and redis-server with apt-get if they are missing (needs root). Takes
+# about 30 minutes; run on an otherwise idle machine.
 #
 #   kvcache-bench/run-server-benchmarks.sh
 #   DURATION=3 ROUNDS=1 kvcache-bench/run-server-benchmarks.sh      # a quick look
@@ -71,6 +71,7 @@ redis-server --port $redis_port --bind 127.0.0.1 --save '' --appendonly no \
 (cd "$work" && exec java -XX:MaxDirectMemorySize=6g -Xmx1g \
     -Dmicronaut.server.port=$kv_port -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= \
     -jar "$root/kvcache-server/target/kvcache-server.jar" > "$work/kvcache.log" 2>&1) & pids+=($!)
+kv_pid=$!
 for i in $(seq 1 60); do
   curl -sf "http://127.0.0.1:$kv_port/health" >/dev/null && break
   sleep 0.5
@@ -124,6 +125,32 @@ for round in $(seq 1 "$rounds"); do
     done
   done
 done
+
+# heap allocated per request by the server: the JVM's allocation counter (Micrometer's
+# jvm_gc_memory_allocated_bytes_total, advanced at each GC) read after a forced GC, before and after
+# a fixed number of requests; the scrape between them adds its own few hundred KB, spread over them
+allocated() {
+  jcmd "$kv_pid" GC.run > /dev/null
+  curl -sf "http://127.0.0.1:$kv_port/prometheus" \
+    | awk '/^jvm_gc_memory_allocated_bytes_total/ {printf "%.0f", $2}'
+}
+echo "size,op,requests,heap_bytes_per_request" > docs/results/server-alloc.csv
+for s in "${sizes[@]}"; do
+  n=$(( 4000000000 / s )); [ "$n" -ge 200 ] || n=200
+  for op in get put; do
+    before=$(allocated)
+    if [ "$op" = get ]; then
+      h2load -c 1 -m 4 -n "$n" "$(block_url "$s")" > "$work/h2load.out" 2>&1
+    else
+      h2load -c 1 -m 4 -n "$n" -d "$work/www/blk-$s" -H ':method: PUT' \
+          -H 'content-type: application/octet-stream' "$(block_url $((s + 1)))" > "$work/h2load.out" 2>&1
+    fi
+    grep -q "status codes: $n 2xx" "$work/h2load.out" || { cat "$work/h2load.out" >&2; exit 1; }
+    after=$(allocated)
+    echo "$s,$op,$n,$(( (after - before) / n ))" >> docs/results/server-alloc.csv
+  done
+done
+cat docs/results/server-alloc.csv
 
 # lookup of 128 keys (the first 64 present), one stream: latency per request from h2load's log
 for i in $(seq 0 63); do
