@@ -661,6 +661,19 @@ def server_tables(results_dir, out, img):
             r = next(csv.DictReader(f))
         out.append(f"\nLookup of 128 keys, one stream: p50 {int(r['p50_us'])} µs, p99 {int(r['p99_us'])} µs, "
                    f"max {int(r['max_us'])} µs over {int(r['requests'])} requests.")
+    alloc = os.path.join(results_dir, "server-alloc.csv")
+    if os.path.exists(alloc):
+        per = {}
+        with open(alloc) as f:
+            for r in csv.DictReader(f):
+                per[(int(r["size"]), r["op"])] = (int(r["heap_bytes_per_request"]), int(r["requests"]))
+        out.append("\n### Heap allocated by kvcache-server per request (h2load, 4 streams)\n")
+        out.append("| block | GET bytes/request | per KiB of block | PUT bytes/request | per KiB of block |")
+        out.append("|---|---:|---:|---:|---:|")
+        for s in sorted({k[0] for k in per}):
+            g = per.get((s, "get"), (0, 0))[0]
+            p_ = per.get((s, "put"), (0, 0))[0]
+            out.append(f"| {size_label(s)} | {g:,} | {g * 1024 / s:.0f} | {p_:,} | {p_ * 1024 / s:.0f} |")
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     series = [("kvcache", "get", "kvcache GET", dict(color="C0", marker="o", linewidth=2.5)),
