@@ -5,7 +5,6 @@ import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
@@ -28,7 +27,6 @@ import io.netty.handler.codec.http2.Http2StreamChannelBootstrap;
 import io.netty.util.concurrent.Future;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -91,9 +89,9 @@ final class ServerLink implements AutoCloseable {
   }
 
   /**
-   * Starts a request.
+   * Starts a request: opens its stream and writes it on the event loop.
    *
-   * @param body the request body, released by this call, or null
+   * @param body the request body, released once sent or given up, or null
    * @return the exchange, or null if the server is down or cannot be reached
    */
   StreamExchange start(String method, String path, String contentType, ByteBuf body,
@@ -105,18 +103,6 @@ final class ServerLink implements AutoCloseable {
       }
       return null;
     }
-    StreamExchange exchange = new StreamExchange(sink);
-    Future<Http2StreamChannel> opening =
-        new Http2StreamChannelBootstrap(parent).handler(exchange).open();
-    if (!opening.awaitUninterruptibly(config.connectTimeout.toMillis(), TimeUnit.MILLISECONDS)
-        || !opening.isSuccess()) {
-      if (body != null) {
-        body.release();
-      }
-      failed(new IOException("cannot open a stream", opening.cause()));
-      return null;
-    }
-    Http2StreamChannel stream = opening.getNow();
     Http2Headers headers = new DefaultHttp2Headers()
         .method(method)
         .path(path)
@@ -125,23 +111,40 @@ final class ServerLink implements AutoCloseable {
     if (config.token != null) {
       headers.set("authorization", "Bearer " + config.token);
     }
-    ChannelFuture bodyWrite = null;
-    if (body == null) {
-      stream.writeAndFlush(new DefaultHttp2HeadersFrame(headers, true));
-    } else {
+    if (body != null) {
       headers.set("content-type", contentType);
       headers.setLong("content-length", body.readableBytes());
-      stream.write(new DefaultHttp2HeadersFrame(headers, false));
-      bodyWrite = stream.writeAndFlush(new DefaultHttp2DataFrame(body, true));
-      bodyWrite.addListener(f -> {
-        if (!f.isSuccess()) {
-          exchange.done.completeExceptionally(f.cause());
-        }
-      });
     }
-    exchange.started(stream, bodyWrite);
+    StreamExchange exchange = new StreamExchange(sink, body != null);
+    // the stream is opened and written on the event loop, in one go: the caller only waits for
+    // the answer
+    new Http2StreamChannelBootstrap(parent).handler(exchange).open()
+        .addListener((Future<Http2StreamChannel> opening) -> {
+          if (!opening.isSuccess()) {
+            if (body != null) {
+              body.release();
+            }
+            // the caller sees the failure, and marks the server down if it persists
+            exchange.failedToStart(new IOException("cannot open a stream", opening.cause()));
+            return;
+          }
+          Http2StreamChannel stream = opening.getNow();
+          if (!exchange.started(stream)) {
+            if (body != null) {
+              body.release(); // abandoned meanwhile
+            }
+            return;
+          }
+          if (body == null) {
+            stream.writeAndFlush(new DefaultHttp2HeadersFrame(headers, true));
+          } else {
+            stream.write(new DefaultHttp2HeadersFrame(headers, false));
+            exchange.bodyWritten(stream.writeAndFlush(new DefaultHttp2DataFrame(body, true)));
+          }
+        });
     return exchange;
   }
+
 
   private Channel connection() {
     synchronized (this) {

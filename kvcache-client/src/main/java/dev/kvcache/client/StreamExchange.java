@@ -10,6 +10,9 @@ import io.netty.handler.codec.http2.Http2ResetFrame;
 import io.netty.util.ReferenceCountUtil;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * One request's HTTP/2 stream: feeds the answer's frames to a {@link ResponseSink} and completes
@@ -19,20 +22,51 @@ import java.util.concurrent.CompletableFuture;
 final class StreamExchange extends ChannelInboundHandlerAdapter {
 
   final CompletableFuture<Integer> done = new CompletableFuture<>();
+  /** Completes once the request body (which wraps the caller's buffer) is no longer read. */
+  private final CompletableFuture<Void> bodyReleased = new CompletableFuture<>();
   private final ResponseSink sink;
   private volatile Channel stream;
-  private volatile ChannelFuture bodyWrite;
   private boolean abandoned;
   private int status;
 
-  StreamExchange(ResponseSink sink) {
+  StreamExchange(ResponseSink sink, boolean hasBody) {
     this.sink = sink;
+    if (!hasBody) {
+      bodyReleased.complete(null);
+    }
   }
 
-  /** The stream to reset if the caller gives up, and the write of the request body, if any. */
-  void started(Channel stream, ChannelFuture bodyWrite) {
-    this.stream = stream;
-    this.bodyWrite = bodyWrite;
+  /**
+   * The stream is open; on the event loop, before anything is written to it.
+   *
+   * @return false if the caller gave up meanwhile: the stream is closed, the body not to be sent
+   */
+  boolean started(Channel stream) {
+    synchronized (this) {
+      if (!abandoned) {
+        this.stream = stream;
+        return true;
+      }
+    }
+    stream.close();
+    bodyReleased.complete(null);
+    return false;
+  }
+
+  /** The stream could not be opened; the body was released. */
+  void failedToStart(Throwable cause) {
+    bodyReleased.complete(null);
+    done.completeExceptionally(cause);
+  }
+
+  /** The write of the request body, which ends the body's use once it completes either way. */
+  void bodyWritten(ChannelFuture write) {
+    write.addListener(f -> {
+      if (!f.isSuccess()) {
+        done.completeExceptionally(f.cause());
+      }
+      bodyReleased.complete(null);
+    });
   }
 
   /**
@@ -41,15 +75,26 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
    * than {@code patienceMillis} is failed by closing the connection.
    */
   void awaitBodyReleased(long patienceMillis) {
-    ChannelFuture write = bodyWrite;
-    if (write != null && !write.awaitUninterruptibly(patienceMillis)) {
-      write.channel().parent().close();
-      write.awaitUninterruptibly();
+    try {
+      bodyReleased.get(patienceMillis, TimeUnit.MILLISECONDS);
+      return;
+    } catch (TimeoutException | ExecutionException e) {
+      Channel s = stream;
+      if (s != null) {
+        s.parent().close();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      Channel s = stream;
+      if (s != null) {
+        s.parent().close();
+      }
     }
+    bodyReleased.join(); // the write fails once its connection is closed
   }
 
   /**
-   * Stops feeding the sink and resets the stream.
+   * Stops feeding the sink and resets the stream, or keeps it from being opened.
    *
    * @return true if the exchange had already completed normally (its result stands)
    */
