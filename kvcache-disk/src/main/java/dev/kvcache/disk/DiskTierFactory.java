@@ -1,5 +1,7 @@
 package dev.kvcache.disk;
 
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.Filter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
@@ -11,7 +13,10 @@ import java.nio.file.Path;
  * {@code disk.}: {@code dir} (required), {@code capacity} (required), {@code super-block},
  * {@code sync-policy} ({@code none}, {@code periodic}, {@code always}), {@code sync-interval},
  * {@code min-free}, {@code reclaim-rate} (bytes per second), {@code admission} ({@code always},
- * {@code seen_before}); defaults as in {@link DiskTierConfig}. The largest block is the cache's.
+ * {@code seen_before}), {@code codec} ({@code none}, the default, stores blocks as they are;
+ * {@code lz4} stores them with the {@link BlockCodec}), {@code codec-filter} (a {@link Filter},
+ * such as {@code byte_shuffle_2} for bf16 tensors; {@code none} by default); defaults as in {@link
+ * DiskTierConfig}. The largest block is the cache's.
  */
 public final class DiskTierFactory implements TierFactory {
 
@@ -39,7 +44,19 @@ public final class DiskTierFactory implements TierFactory {
       b.reclaimBytesPerSecond(settings.bytes("reclaim-rate", 0));
     }
     b.admission(settings.choice("admission", Admission.class, Admission.ALWAYS));
+    Filter filter = settings.choice("codec-filter", Filter.class, Filter.NONE);
+    if (settings.choice("codec", Codec.class, Codec.NONE) == Codec.LZ4) {
+      b.codec(BlockCodec.builder().filter(filter).build());
+    } else if (filter != Filter.NONE) {
+      throw new IllegalArgumentException("setting 'disk.codec-filter' needs 'disk.codec' = lz4");
+    }
     settings.requireAllRead();
     return DiskTier.open(b.build());
+  }
+
+  /** What {@code disk.codec} names. */
+  private enum Codec {
+    NONE,
+    LZ4
   }
 }

@@ -18,6 +18,8 @@ class CacheSettings {
   private String diskDir = "kvcache-data";
   private String diskCapacity = "8GiB";
   private String diskSyncPolicy = "periodic";
+  private String diskCodec = "none";
+  private String diskCodecFilter = "none";
 
   /** Each setting's name here and in {@link KvCacheConfig}. */
   private static final Map<String, String> NAMES = Map.of(
@@ -25,7 +27,9 @@ class CacheSettings {
       "kvcache.cache.max-block-bytes", "ram.max-block-bytes",
       "kvcache.cache.disk-dir", "disk.dir",
       "kvcache.cache.disk-capacity", "disk.capacity",
-      "kvcache.cache.disk-sync-policy", "disk.sync-policy");
+      "kvcache.cache.disk-sync-policy", "disk.sync-policy",
+      "kvcache.cache.disk-codec", "disk.codec",
+      "kvcache.cache.disk-codec-filter", "disk.codec-filter");
 
   /**
    * The settings in the form {@link KvCacheConfig} reads.
@@ -41,6 +45,8 @@ class CacheSettings {
       settings.put("disk.dir", diskDir);
       settings.put("disk.capacity", diskCapacity);
       settings.put("disk.sync-policy", diskSyncPolicy);
+      settings.put("disk.codec", diskCodec);
+      settings.put("disk.codec-filter", diskCodecFilter);
     }
     try {
       return KvCacheConfig.of(settings);
@@ -91,5 +97,21 @@ class CacheSettings {
 
   public void setDiskSyncPolicy(String diskSyncPolicy) {
     this.diskSyncPolicy = diskSyncPolicy;
+  }
+
+  public String getDiskCodec() {
+    return diskCodec;
+  }
+
+  public void setDiskCodec(String diskCodec) {
+    this.diskCodec = diskCodec;
+  }
+
+  public String getDiskCodecFilter() {
+    return diskCodecFilter;
+  }
+
+  public void setDiskCodecFilter(String diskCodecFilter) {
+    this.diskCodecFilter = diskCodecFilter;
   }
 }
