@@ -59,7 +59,8 @@ public interface KvCache extends AutoCloseable {
    * tiered cache.
    *
    * @throws IllegalArgumentException if {@code length} is not positive
-   * @throws IllegalStateException if the cache is closed
+   * @throws IllegalStateException if the cache is closed (with the default implementation, from
+   *     {@link BlockWriter#commit()})
    */
   default BlockWriter writer(BlockKey key, int length) {
     Objects.requireNonNull(key, "key");
