@@ -146,7 +146,6 @@ final class ServerLink implements AutoCloseable {
     return exchange;
   }
 
-
   private Channel connection() {
     synchronized (this) {
       if (isDown()) {
