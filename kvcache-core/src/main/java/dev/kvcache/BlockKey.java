@@ -2,6 +2,7 @@ package dev.kvcache;
 
 import dev.kvcache.internal.keys.KeyHashing;
 import java.nio.ByteBuffer;
+import java.util.HexFormat;
 import java.util.Objects;
 
 /**
@@ -16,6 +17,8 @@ import java.util.Objects;
  * <p>Instances are immutable, compare by value and take 32 bytes of heap.
  */
 public final class BlockKey {
+
+  private static final HexFormat HEX = HexFormat.of();
 
   /** Length of a key in bytes. */
   public static final int BYTES = KeyHashing.KEY_BYTES;
@@ -120,7 +123,7 @@ public final class BlockKey {
 
   /** The key as 32 lower-case hex digits. */
   public String toHex() {
-    return String.format("%016x%016x", hi, lo);
+    return HEX.toHexDigits(hi) + HEX.toHexDigits(lo);
   }
 
   @Override

@@ -323,7 +323,7 @@ public final class RemoteTier implements Tier {
       if (indexes.get(0) >= present) {
         continue; // this server's first key is already past the end
       }
-      StringBuilder json = new StringBuilder("{\"keys\":[");
+      StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
       for (int j = 0; j < indexes.size(); j++) {
         json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
       }
