@@ -78,17 +78,14 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
     try {
       bodyReleased.get(patienceMillis, TimeUnit.MILLISECONDS);
       return;
-    } catch (TimeoutException | ExecutionException e) {
-      Channel s = stream;
-      if (s != null) {
-        s.parent().close();
-      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      Channel s = stream;
-      if (s != null) {
-        s.parent().close();
-      }
+    } catch (TimeoutException | ExecutionException e) {
+      // given up on below
+    }
+    Channel s = stream;
+    if (s != null) {
+      s.parent().close();
     }
     bodyReleased.join(); // the write fails once its connection is closed
   }

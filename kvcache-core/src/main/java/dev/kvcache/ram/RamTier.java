@@ -136,12 +136,7 @@ public final class RamTier implements Tier {
 
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
     Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!src.hasRemaining()) {
-      throw new IllegalArgumentException("cannot store an empty block under key " + key);
-    }
     return AbstractBlockWriter.writeWhole(writer(key, src.remaining()), src);
   }
 

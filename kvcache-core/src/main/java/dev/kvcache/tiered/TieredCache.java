@@ -137,14 +137,8 @@ public final class TieredCache implements Tier {
 
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
     Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!src.hasRemaining()) {
-      throw new IllegalArgumentException("cannot store an empty block");
-    }
-    if (src.remaining() > maxBlockBytes()) {
-      counters.rejection();
+    if (!takes(key, src.remaining())) {
       return PutStatus.REJECTED_TOO_LARGE;
     }
     BlockWriter inRam = reserveInRam(key, src.remaining());
@@ -164,13 +158,7 @@ public final class TieredCache implements Tier {
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
-    if (length <= 0) {
-      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
-    }
-    if (length > maxBlockBytes()) {
-      counters.rejection();
+    if (!takes(key, length)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
     BlockWriter inRam = reserveInRam(key, length);
@@ -180,6 +168,25 @@ public final class TieredCache implements Tier {
       return inner;
     }
     return new TieredWriter(key, inner, inRam != null);
+  }
+
+  /**
+   * Checks a block about to be put; false, counted as a rejection, if it is larger than both
+   * tiers' largest.
+   *
+   * @throws IllegalArgumentException if {@code length} is not positive
+   */
+  private boolean takes(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    if (length <= 0) {
+      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
+    }
+    if (length > maxBlockBytes()) {
+      counters.rejection();
+      return false;
+    }
+    return true;
   }
 
   /**
