@@ -524,6 +524,13 @@ public final class TieredCache implements Tier {
     }
     SpillEntry entry = new SpillEntry(lease);
     long queuedBefore = queuedBytes.getAndAdd(entry.size());
+    if (closed && config.spillOnClose()) {
+      // the spill thread is stopping; close() writes what RAM holds, and a block the policy evicts
+      // meanwhile (Caffeine may finish pending maintenance inside the snapshot close iterates)
+      // is written here, on the thread that evicted it
+      spill(entry);
+      return;
+    }
     boolean overBytes = queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes;
     if (closed || overBytes) {
       dropped(entry);
