@@ -39,6 +39,37 @@ class Http2Test {
   }
 
   @Test
+  void blocksAnsweredAtOnceOnOneConnectionGoOutInFullSizeFrames() throws Exception {
+    int blockBytes = 256 << 10;
+    int streams = 4;
+    try (TestServer server = TestServer.start(dir);
+        RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
+      for (int i = 0; i < streams; i++) {
+        server.put("default", BlockApiTest.key(i), BlockApiTest.random(blockBytes, i));
+      }
+      h2.openWindows(blockBytes, streams * blockBytes);
+      for (int i = 0; i < streams; i++) {
+        h2.request(1 + 2 * i, "GET", TestServer.blockPath("default", BlockApiTest.key(i)), true);
+      }
+      h2.flush();
+      long received = 0;
+      int frames = 0;
+      int ended = 0;
+      for (RawHttp2.Frame f; ended < streams && (f = h2.next()) != null; ) {
+        if (f.type() == RawHttp2.DATA) {
+          received += f.payload().length;
+          frames += f.payload().length > 0 ? 1 : 0;
+          ended += (f.flags() & RawHttp2.END_STREAM) != 0 ? 1 : 0;
+        }
+      }
+      assertThat(received).isEqualTo((long) streams * blockBytes);
+      // the client takes frames of up to 16 KiB: 64 of them would do; in Netty's default turns of
+      // 1 KiB per stream it is several hundred
+      assertThat(frames).as("DATA frames for %d bytes", received).isLessThanOrEqualTo(2 * 64);
+    }
+  }
+
+  @Test
   void anHttp11ClientCanUpgradeToHttp2() throws Exception {
     try (TestServer server = TestServer.start(dir)) {
       byte[] block = BlockApiTest.random(1000, 3);

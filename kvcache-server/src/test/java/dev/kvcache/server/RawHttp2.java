@@ -20,6 +20,7 @@ final class RawHttp2 implements AutoCloseable {
   static final int RST_STREAM = 3;
   static final int SETTINGS = 4;
   static final int GOAWAY = 7;
+  static final int WINDOW_UPDATE = 8;
   static final int END_STREAM = 0x1;
   static final int END_HEADERS = 0x4;
   static final int REFUSED_STREAM = 0x7;
@@ -62,6 +63,18 @@ final class RawHttp2 implements AutoCloseable {
 
   void data(int stream, byte[] bytes, boolean last) throws IOException {
     frame(DATA, last ? END_STREAM : 0, stream, bytes);
+  }
+
+  /**
+   * Lets the server send {@code streamWindow} bytes on each stream and {@code connectionWindow} on
+   * the connection (up from HTTP/2's 64 KiB) before it waits for a window update.
+   */
+  void openWindows(int streamWindow, int connectionWindow) throws IOException {
+    frame(SETTINGS, 0, 0, new byte[] {0, 4, (byte) (streamWindow >>> 24),
+        (byte) (streamWindow >>> 16), (byte) (streamWindow >>> 8), (byte) streamWindow});
+    int increment = connectionWindow - 65_535;
+    frame(WINDOW_UPDATE, 0, 0, new byte[] {(byte) (increment >>> 24), (byte) (increment >>> 16),
+        (byte) (increment >>> 8), (byte) increment});
   }
 
   void reset(int stream) throws IOException {
