@@ -1,22 +1,39 @@
 package dev.kvcache.server;
 
 import dev.kvcache.BlockLease;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * A response body that is the leased block itself: Netty writes the cache's memory to the socket
- * with no copy onto the heap, and the lease is closed only when Netty releases the body, after the
- * last byte is written or the stream is reset. Until then the block cannot be freed or reused.
+ * A response body that is the leased blocks themselves, back to back: Netty writes the cache's
+ * memory to the socket with no copy onto the heap, and the leases are closed only when Netty
+ * releases the body, after the last byte is written or the stream is reset. Until then the blocks
+ * cannot be freed or reused.
  */
 final class LeaseBody extends CompositeByteBuf {
 
-  private final BlockLease lease;
+  private final List<BlockLease> leases;
 
   LeaseBody(BlockLease lease) {
-    super(ByteBufAllocator.DEFAULT, true, 1, Unpooled.wrappedBuffer(lease.bytes()));
-    this.lease = lease;
+    this(List.of(lease));
+  }
+
+  /** The blocks of {@code leases}, which this body now owns, in order; none makes it empty. */
+  LeaseBody(List<BlockLease> leases) {
+    super(ByteBufAllocator.DEFAULT, true, Math.max(1, leases.size()), wrap(leases));
+    this.leases = leases;
+  }
+
+  private static List<ByteBuf> wrap(List<BlockLease> leases) {
+    List<ByteBuf> parts = new ArrayList<>(leases.size());
+    for (BlockLease lease : leases) {
+      parts.add(Unpooled.wrappedBuffer(lease.bytes()));
+    }
+    return parts;
   }
 
   @Override
@@ -24,7 +41,7 @@ final class LeaseBody extends CompositeByteBuf {
     try {
       super.deallocate();
     } finally {
-      lease.close();
+      leases.forEach(BlockLease::close);
     }
   }
 }

@@ -1,0 +1,99 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import io.micronaut.context.annotation.Value;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.annotation.Body;
+import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Post;
+import io.micronaut.serde.annotation.Serdeable;
+import io.netty.buffer.ByteBuf;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Many blocks in one answer: the blocks of a list of keys, back to back in one stream, each
+ * written from the cache's memory as a single GET's is. For blocks of a few hundred KiB, one
+ * stream per block costs more per byte than the bytes themselves (docs/benchmarks.md).
+ *
+ * <p>The answer's {@value #LENGTHS_HEADER} header gives, for each key in order, the length of its
+ * block in the body, or 0 if it is not cached. It may cover fewer keys than were asked for, when
+ * the blocks found would add up to more than {@code kvcache.max-batch-bytes}; the client asks
+ * again for the rest. At least one key is always answered.
+ */
+@Controller("/v1/namespaces/{namespace}")
+class BatchGetController {
+
+  /** The most keys one batch takes. */
+  static final int MAX_KEYS = 256;
+
+  /** Header of a batch answer: each key's block length in the body, 0 when not cached. */
+  static final String LENGTHS_HEADER = "Kvcache-Block-Lengths";
+
+  private final KvCache cache;
+  private final Namespaces namespaces;
+  private final long maxBatchBytes;
+
+  BatchGetController(KvCache cache, Namespaces namespaces,
+      @Value("${kvcache.max-batch-bytes:67108864}") long maxBatchBytes) {
+    if (maxBatchBytes < 1) {
+      throw new IllegalArgumentException("kvcache.max-batch-bytes must be positive, got " + maxBatchBytes);
+    }
+    this.cache = cache;
+    this.namespaces = namespaces;
+    this.maxBatchBytes = maxBatchBytes;
+  }
+
+  /**
+   * The keys whose blocks to send, in the order wanted.
+   *
+   * @param keys hex keys, 1 to {@value BatchGetController#MAX_KEYS}
+   */
+  @Serdeable
+  record BatchGetRequest(List<String> keys) {}
+
+  /**
+   * Leases each block in turn and answers them all from the leases, which close once the body is
+   * written; every key is checked before any block is leased.
+   */
+  @Post(uri = "/batch-get", produces = MediaType.APPLICATION_OCTET_STREAM)
+  HttpResponse<ByteBuf> batchGet(String namespace, @Body BatchGetRequest request) {
+    List<String> hexKeys = request.keys();
+    if (hexKeys == null || hexKeys.isEmpty() || hexKeys.size() > MAX_KEYS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-batch", "the body needs a 'keys' list of 1 to "
+          + MAX_KEYS + " keys, got " + (hexKeys == null ? "none" : hexKeys.size()));
+    }
+    List<BlockKey> keys = new ArrayList<>(hexKeys.size());
+    for (String key : hexKeys) {
+      keys.add(namespaces.storageKey(namespace, key));
+    }
+    List<BlockLease> leases = new ArrayList<>(keys.size());
+    StringBuilder lengths = new StringBuilder(keys.size() * 8);
+    long total = 0;
+    try {
+      for (BlockKey key : keys) {
+        BlockLease lease = cache.get(key);
+        int length = lease.status() == GetStatus.HIT ? lease.length() : 0;
+        if (length == 0) {
+          lease.close();
+        } else if (total + length > maxBatchBytes && !leases.isEmpty()) {
+          lease.close();
+          break; // the rest in the client's next batch
+        } else {
+          leases.add(lease);
+          total += length;
+        }
+        lengths.append(lengths.length() == 0 ? "" : ",").append(length);
+      }
+    } catch (RuntimeException e) {
+      leases.forEach(BlockLease::close);
+      throw e;
+    }
+    return HttpResponse.ok((ByteBuf) new LeaseBody(leases)).header(LENGTHS_HEADER, lengths);
+  }
+}
