@@ -58,6 +58,8 @@ public final class RemoteTier implements Tier {
   private static final Pattern PRESENT = Pattern.compile("\"present\"\\s*:\\s*(\\d+)");
   private static final int UNREACHABLE = -1;
   private static final long BODY_PATIENCE_MILLIS = 1000;
+  /** The most keys in one batch request (the server's limit). */
+  private static final int MAX_BATCH_KEYS = 256;
 
   private final RemoteTierConfig config;
   private final EventLoopGroup group;
@@ -253,6 +255,139 @@ public final class RemoteTier implements Tier {
     return GetStatus.MISS;
   }
 
+  /**
+   * Reads the blocks in batches, one request per server for the keys it holds (up to {@value
+   * #MAX_BATCH_KEYS} keys each), all under way at once; each block lands in the buffer at its
+   * key's index as its bytes arrive. Keys a server left for a later batch (its answers are bounded
+   * in bytes) are asked for again; a batch that failed is tried once more for the keys it had not
+   * answered whole, which are then misses.
+   */
+  @Override
+  public GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(dsts, "dsts");
+    if (keys.size() != dsts.size()) {
+      throw new IllegalArgumentException(
+          keys.size() + " keys but " + dsts.size() + " destination buffers");
+    }
+    for (int i = 0; i < keys.size(); i++) {
+      Objects.requireNonNull(keys.get(i), "key");
+      if (dsts.get(i).isReadOnly()) {
+        throw new ReadOnlyBufferException();
+      }
+    }
+    ensureOpen();
+    GetStatus[] result = new GetStatus[keys.size()];
+    List<Integer> open = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      open.add(i);
+    }
+    boolean retryLeft = true;
+    while (!open.isEmpty()) {
+      List<Batch> batches = startBatches(keys, dsts, open);
+      boolean failed = false;
+      RemoteTierException refused = null;
+      for (Batch b : batches) {
+        try {
+          failed |= !b.finish(keys, result);
+        } catch (RemoteTierException e) {
+          refused = e; // thrown once every batch is done with the caller's buffers
+        }
+      }
+      if (refused != null) {
+        throw refused;
+      }
+      List<Integer> left = new ArrayList<>();
+      for (int i : open) {
+        if (result[i] == null) {
+          left.add(i);
+        }
+      }
+      if (failed ? !retryLeft : left.size() == open.size()) {
+        break; // no more tries, or no progress
+      }
+      retryLeft &= !failed;
+      open = left;
+    }
+    for (int i = 0; i < result.length; i++) {
+      if (result[i] == null) {
+        result[i] = GetStatus.MISS;
+      }
+      if (result[i] == GetStatus.HIT) {
+        counters.hit();
+      } else if (result[i] == GetStatus.MISS) {
+        counters.miss();
+      }
+    }
+    return result;
+  }
+
+  /** One batch request: the indexes of its keys, in the order asked for. */
+  private final class Batch {
+    final List<Integer> indexes;
+    final BatchSink[] sink = new BatchSink[1];
+    final Call call;
+
+    Batch(ServerLink link, List<Integer> indexes, List<BlockKey> keys, List<ByteBuffer> dsts) {
+      this.indexes = indexes;
+      StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
+      List<ByteBuffer> targets = new ArrayList<>(indexes.size());
+      for (int j = 0; j < indexes.size(); j++) {
+        json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
+        targets.add(dsts.get(indexes.get(j)));
+      }
+      json.append("]}");
+      ByteBuf body = Unpooled.wrappedBuffer(json.toString().getBytes(StandardCharsets.US_ASCII));
+      // no retry inside the call: a second attempt would write again into buffers the first one
+      // filled; getAllInto asks again for what is still missing instead
+      this.call = new Call(link, "POST", prefix + "/batch-get", body,
+          () -> sink[0] = new BatchSink(targets, config.maxBlockBytes), false);
+    }
+
+    /**
+     * Waits for the answer and records each key it answered in {@code result}.
+     *
+     * @return false if the request failed (the keys it did not answer whole are left open)
+     */
+    boolean finish(List<BlockKey> keys, GetStatus[] result) {
+      int status = call.await();
+      BatchSink answer = sink[0];
+      if (status == 401 || status == 403 || (status == 404 && !isNotCached(answer.errorText()))) {
+        throw unexpected("POST batch-get", keys.get(indexes.get(0)), status, answer.errorText());
+      }
+      if (answer != null) {
+        for (int j = 0; j < indexes.size(); j++) {
+          GetStatus got = answer.result(j);
+          if (got != null) {
+            result[indexes.get(j)] = got;
+          }
+        }
+      }
+      return status == 200;
+    }
+  }
+
+  /** Starts one batch per server and per {@value #MAX_BATCH_KEYS} of its keys. */
+  private List<Batch> startBatches(List<BlockKey> keys, List<ByteBuffer> dsts, List<Integer> open) {
+    Servers s = servers();
+    Map<ServerLink, List<Integer>> byServer = new LinkedHashMap<>();
+    for (int i : open) {
+      byServer.computeIfAbsent(s.links.get(Rendezvous.pick(keys.get(i), s.ids)),
+          l -> new ArrayList<>()).add(i);
+    }
+    List<Batch> batches = new ArrayList<>();
+    for (Map.Entry<ServerLink, List<Integer>> e : byServer.entrySet()) {
+      List<Integer> indexes = e.getValue();
+      for (int from = 0; from < indexes.size(); from += MAX_BATCH_KEYS) {
+        List<Integer> part = indexes.subList(from, Math.min(indexes.size(), from + MAX_BATCH_KEYS));
+        Batch b = new Batch(e.getKey(), part, keys, dsts);
+        b.call.start();
+        batches.add(b);
+      }
+    }
+    return batches;
+  }
+
   private void missOrThrow(String method, BlockKey key, int status, BlockSink sink) {
     counters.miss();
     if (status == 401 || status == 403 || (status == 404 && !isNotCached(sink.errorText()))) {
@@ -355,48 +490,81 @@ public final class RemoteTier implements Tier {
    */
   private int call(ServerLink link, String method, String path, ByteBuf body,
       Supplier<ResponseSink> sinks, boolean retryOnce) {
-    try {
-      for (int attempt = 0; ; attempt++) {
-        StreamExchange exchange = link.start(method, path,
-            "POST".equals(method) ? "application/json" : "application/octet-stream",
-            body == null ? null : body.retainedDuplicate(), sinks.get());
-        if (exchange == null) {
-          return UNREACHABLE;
-        }
-        try {
-          return exchange.done.get(config.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-          if (exchange.abandon()) {
-            return exchange.done.join();
+    return new Call(link, method, path, body, sinks, retryOnce).start().await();
+  }
+
+  /** A request to one server: started, then waited for, so that several can be under way. */
+  private final class Call {
+    private final ServerLink link;
+    private final String method;
+    private final String path;
+    private final ByteBuf body;
+    private final Supplier<ResponseSink> sinks;
+    private boolean retryLeft;
+    private StreamExchange exchange;
+
+    /** @param body the request body, released once the call is waited for; or null */
+    Call(ServerLink link, String method, String path, ByteBuf body, Supplier<ResponseSink> sinks,
+        boolean retryOnce) {
+      this.link = link;
+      this.method = method;
+      this.path = path;
+      this.body = body;
+      this.sinks = sinks;
+      this.retryLeft = retryOnce;
+    }
+
+    Call start() {
+      exchange = link.start(method, path,
+          "POST".equals(method) ? "application/json" : "application/octet-stream",
+          body == null ? null : body.retainedDuplicate(), sinks.get());
+      return this;
+    }
+
+    /** @return the status, or {@link #UNREACHABLE} */
+    int await() {
+      try {
+        while (true) {
+          StreamExchange current = exchange;
+          if (current == null) {
+            return UNREACHABLE;
           }
-          link.failed(new TimeoutException("no answer to " + method + " in "
-              + config.requestTimeout.toMillis() + " ms"));
-          return UNREACHABLE;
-        } catch (ExecutionException e) {
-          exchange.abandon();
-          Throwable cause = e.getCause();
-          if (retryOnce && attempt == 0) {
+          try {
+            return current.done.get(config.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+          } catch (TimeoutException e) {
+            if (current.abandon()) {
+              return current.done.join();
+            }
+            link.failed(new TimeoutException("no answer to " + method + " in "
+                + config.requestTimeout.toMillis() + " ms"));
+            return UNREACHABLE;
+          } catch (ExecutionException e) {
+            current.abandon();
+            Throwable cause = e.getCause();
+            if (!retryLeft) {
+              if (cause instanceof IOException) {
+                link.failed(cause);
+              } else {
+                log.warn("{} {} on {} failed: {}", method, path, link.name, cause.toString());
+              }
+              return UNREACHABLE;
+            }
+            retryLeft = false;
             log.debug("{} {} on {} failed ({}); trying once more", method, path, link.name,
                 cause.toString());
-            continue;
+          } catch (InterruptedException e) {
+            current.abandon();
+            Thread.currentThread().interrupt();
+            return UNREACHABLE;
+          } finally {
+            current.awaitBodyReleased(BODY_PATIENCE_MILLIS);
           }
-          if (cause instanceof IOException) {
-            link.failed(cause);
-          } else {
-            log.warn("{} {} on {} failed: {}", method, path, link.name, cause.toString());
-          }
-          return UNREACHABLE;
-        } catch (InterruptedException e) {
-          exchange.abandon();
-          Thread.currentThread().interrupt();
-          return UNREACHABLE;
-        } finally {
-          exchange.awaitBodyReleased(BODY_PATIENCE_MILLIS);
+          start();
         }
-      }
-    } finally {
-      if (body != null) {
-        body.release();
+      } finally {
+        if (body != null) {
+          body.release();
+        }
       }
     }
   }

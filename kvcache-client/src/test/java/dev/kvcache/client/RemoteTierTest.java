@@ -12,6 +12,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -47,6 +48,40 @@ class RemoteTierTest {
   }
 
   @Test
+  void aBatchReadFillsEachBufferAskingAgainForWhatTheServerLeftForLater() {
+    int block = 300 << 10;
+    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20,
+            Map.of("kvcache.max-batch-bytes", 1 << 20)); // three blocks per answer at most
+        RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(1 << 20).build())) {
+      List<BlockKey> keys = new ArrayList<>();
+      List<ByteBuffer> dsts = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(remote.put(key, Payloads.of(key, 5, block))).isEqualTo(PutStatus.STORED);
+        keys.add(key);
+        dsts.add(ByteBuffer.allocateDirect(block));
+      }
+      keys.add(Payloads.key(99));
+      dsts.add(ByteBuffer.allocateDirect(block));
+      keys.add(Payloads.key(3));
+      dsts.add(ByteBuffer.allocateDirect(block - 1));
+
+      GetStatus[] statuses = remote.getAllInto(keys, dsts);
+
+      for (int i = 0; i < 10; i++) {
+        assertThat(statuses[i]).as("block %d", i).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(keys.get(i), dsts.get(i).flip())).isEqualTo(5);
+      }
+      assertThat(statuses[10]).isEqualTo(GetStatus.MISS);
+      assertThat(statuses[11]).isEqualTo(GetStatus.BUFFER_TOO_SMALL);
+      assertThat(dsts.get(11).position()).isZero();
+      assertThatThrownBy(() -> remote.getAllInto(keys, dsts.subList(0, 3)))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+  }
+
+  @Test
   void aRefusedTokenOrAnUnknownNamespaceIsAnErrorNotAMiss() {
     try (LocalServer server = LocalServer.start(dir, 0, 1 << 20, Map.of(
         "kvcache.auth.tokens.engine.secret", SECRET,
@@ -61,6 +96,9 @@ class RemoteTierTest {
             .satisfies(e -> assertThat(((RemoteTierException) e).status()).isEqualTo(401));
         assertThatThrownBy(() -> noToken.put(key, Payloads.of(key, 1, 100)))
             .isInstanceOf(RemoteTierException.class);
+        assertThatThrownBy(() -> noToken.getAllInto(List.of(key), List.of(ByteBuffer.allocate(10))))
+            .isInstanceOf(RemoteTierException.class)
+            .hasMessageContaining("answered 401");
       }
       try (RemoteTier outOfScope = new RemoteTier(RemoteTierConfig.builder()
           .server("127.0.0.1", server.port).namespace("other").token(SECRET).build())) {

@@ -91,6 +91,10 @@ class ShardingTest {
         int seed = t;
         readers.add(pool.submit(() -> {
           int[] hitsAndMisses = new int[2];
+          if (seed == 0) {
+            batchReads(remote, stop, hitsAndMisses);
+            return hitsAndMisses;
+          }
           ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
           for (int n = 0; !stop.get(); n++) {
             BlockKey key = Payloads.key((n * 7 + seed) % KEYS);
@@ -137,8 +141,44 @@ class ShardingTest {
         after += remote.contains(Payloads.key(i)) ? 1 : 0;
       }
       assertThat(after).as("the restarted server's disk tier kept its blocks").isEqualTo(KEYS);
+      List<BlockKey> all = new ArrayList<>();
+      List<ByteBuffer> dsts = new ArrayList<>();
+      for (int i = 0; i < KEYS; i++) {
+        all.add(Payloads.key(i));
+        dsts.add(ByteBuffer.allocateDirect(BLOCK));
+      }
+      assertThat(remote.getAllInto(all, dsts)).containsOnly(GetStatus.HIT);
+      for (int i = 0; i < KEYS; i++) {
+        assertThat(Payloads.verify(all.get(i), dsts.get(i).flip())).isEqualTo(1);
+      }
     } finally {
       servers.forEach(LocalServer::close);
+    }
+  }
+
+  /** Reads batches of 8 keys (from all three servers) until stopped: hits are right, the rest miss. */
+  private static void batchReads(RemoteTier remote, AtomicBoolean stop, int[] hitsAndMisses) {
+    List<ByteBuffer> dsts = new ArrayList<>();
+    for (int j = 0; j < 8; j++) {
+      dsts.add(ByteBuffer.allocateDirect(BLOCK));
+    }
+    for (int n = 0; !stop.get(); n++) {
+      List<BlockKey> keys = new ArrayList<>();
+      for (int j = 0; j < 8; j++) {
+        keys.add(Payloads.key((n * 8 + j) % KEYS));
+        dsts.get(j).clear();
+      }
+      GetStatus[] statuses = remote.getAllInto(keys, dsts);
+      for (int j = 0; j < 8; j++) {
+        if (statuses[j] == GetStatus.HIT) {
+          assertThat(Payloads.verify(keys.get(j), dsts.get(j).flip())).isEqualTo(1);
+          hitsAndMisses[0]++;
+        } else {
+          assertThat(statuses[j]).isEqualTo(GetStatus.MISS);
+          assertThat(dsts.get(j).position()).as("a missed block's buffer is untouched").isZero();
+          hitsAndMisses[1]++;
+        }
+      }
     }
   }
 }

@@ -15,6 +15,7 @@ import dev.kvcache.tiered.TieredRead.Source;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -414,8 +415,26 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * Copies each block into the buffer at the same index, as {@link #getInto} does, and tells which
-   * tier served it.
+   * Copies each block into the buffer at the same index, as {@link #getInto} does. The blocks
+   * neither RAM nor the spill queue holds are read from the lower tier in one {@link
+   * Tier#getAllInto} call, which a remote tier answers in batches.
+   *
+   * @return the status of each block, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  @Override
+  public GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    TieredRead[] reads = readAllInto(keys, dsts);
+    GetStatus[] result = new GetStatus[reads.length];
+    for (int i = 0; i < reads.length; i++) {
+      result[i] = reads[i].status();
+    }
+    return result;
+  }
+
+  /**
+   * Copies each block into the buffer at the same index, as {@link #getAllInto} does, and tells
+   * which tier served it.
    *
    * @return each block's status and source, in order
    * @throws IllegalArgumentException if the lists differ in size
@@ -428,13 +447,46 @@ public final class TieredCache implements Tier {
           keys.size() + " keys but " + dsts.size() + " destination buffers");
     }
     TieredRead[] result = new TieredRead[keys.size()];
+    List<Integer> fromLower = new ArrayList<>();
+    long[] generation = new long[keys.size()];
+    int[] start = new int[keys.size()];
     for (int i = 0; i < result.length; i++) {
-      result[i] = read(keys.get(i), dsts.get(i));
+      result[i] = readAbove(keys.get(i), dsts.get(i));
+      if (result[i] == null) {
+        fromLower.add(i);
+        generation[i] = generations.get(stripe(keys.get(i)));
+        start[i] = dsts.get(i).position();
+      }
+    }
+    if (fromLower.isEmpty()) {
+      return result;
+    }
+    List<BlockKey> lowerKeys = new ArrayList<>(fromLower.size());
+    List<ByteBuffer> lowerDsts = new ArrayList<>(fromLower.size());
+    for (int i : fromLower) {
+      lowerKeys.add(keys.get(i));
+      lowerDsts.add(dsts.get(i));
+    }
+    GetStatus[] statuses = lower.getAllInto(lowerKeys, lowerDsts);
+    for (int j = 0; j < statuses.length; j++) {
+      int i = fromLower.get(j);
+      result[i] = fromLower(keys.get(i), dsts.get(i), statuses[j], start[i], generation[i]);
     }
     return result;
   }
 
   private TieredRead read(BlockKey key, ByteBuffer dst) {
+    TieredRead above = readAbove(key, dst);
+    if (above != null) {
+      return above;
+    }
+    long generation = generations.get(stripe(key));
+    int start = dst.position();
+    return fromLower(key, dst, lower.getInto(key, dst), start, generation);
+  }
+
+  /** A read served by RAM or the spill queue; null if the block is in neither. */
+  private TieredRead readAbove(BlockKey key, ByteBuffer dst) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(dst, "dst");
     ensureOpen();
@@ -458,12 +510,17 @@ public final class TieredCache implements Tier {
         queued.release();
       }
     }
-    int stripe = stripe(key);
-    long generation = generations.get(stripe);
-    int start = dst.position();
-    status = lower.getInto(key, dst);
+    return null;
+  }
+
+  /**
+   * A read the lower tier answered into {@code dst} from {@code start}; a hit is promoted unless
+   * the key's stripe changed since {@code generation}, taken before the lower tier was asked.
+   */
+  private TieredRead fromLower(BlockKey key, ByteBuffer dst, GetStatus status, int start,
+      long generation) {
     if (status == GetStatus.HIT) {
-      promote(key, dst.duplicate().flip().position(start), stripe, generation);
+      promote(key, dst.duplicate().flip().position(start), stripe(key), generation);
     }
     return counted(status, Source.LOWER, lowerHits);
   }

@@ -7,14 +7,19 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** A tier whose puts can be held back, to keep spills waiting; counts the puts it receives. */
+/**
+ * A tier whose puts can be held back, to keep spills waiting; counts the puts and the batch reads
+ * it receives.
+ */
 final class GatedTier implements Tier {
 
   private final Tier inner;
   private boolean held;
   final AtomicInteger putsStarted = new AtomicInteger();
+  final AtomicInteger batchReads = new AtomicInteger();
 
   GatedTier(Tier inner) {
     this.inner = inner;
@@ -46,6 +51,12 @@ final class GatedTier implements Tier {
     putsStarted.incrementAndGet();
     awaitRelease();
     return inner.put(key, src);
+  }
+
+  @Override
+  public GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    batchReads.incrementAndGet();
+    return inner.getAllInto(keys, dsts);
   }
 
   @Override

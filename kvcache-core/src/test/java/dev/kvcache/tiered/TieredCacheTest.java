@@ -130,6 +130,7 @@ class TieredCacheTest {
       bySource.merge(reads[i].source(), 1, Integer::sum);
     }
     assertThat(reads[100]).isEqualTo(new TieredRead(GetStatus.MISS, TieredRead.Source.NONE));
+    assertThat(lower.batchReads).as("what RAM lacked, asked of the lower tier at once").hasValue(1);
     assertThat(bySource.get(TieredRead.Source.RAM)).isEqualTo((int) inRam);
     assertThat(bySource.get(TieredRead.Source.LOWER)).isEqualTo(100 - (int) inRam);
     TieredStats t = cache.tieredStats();
