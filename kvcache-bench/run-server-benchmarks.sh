@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvcache-server beside nginx (static files over HTTP/2 cleartext) and Redis, moving the same
-# bytes on loopback, measured with h2load and redis-benchmark; writes docs/results/server.csv,
+# bytes on loopback, measured with h2load and redis-benchmark (single blocks, and batches of 8:
+# kvcache's batch-get beside Redis MGET); writes docs/results/server.csv,
 # docs/results/server-alloc.csv and docs/results/server-lookup.csv. Installs nginx,
 # nghttp2-client (h2load) and redis-server with apt-get if they are missing (needs root). Takes
 # about 30 minutes; run on an otherwise idle machine.
@@ -85,6 +86,21 @@ for s in "${sizes[@]}"; do
       --data-binary "@$work/www/blk-$s" "$(block_url "$s")"
 done
 
+# batch forms, for the blocks small enough to gain from them: 8 blocks of s bytes in one request
+# (kvcache batch-get; Redis MGET of 8 keys)
+batch=8
+batch_sizes=(262144 2097152)
+for s in "${batch_sizes[@]}"; do
+  keys=""
+  for i in $(seq 1 $batch); do
+    curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' \
+        --data-binary "@$work/www/blk-$s" "$(block_url $((s + 100 + i)))"
+    keys="$keys${keys:+,}\"$(key $((s + 100 + i)))\""
+    redis-cli -p $redis_port -x SET "b$s-$i" < "$work/www/blk-$s" > /dev/null
+  done
+  echo "{\"keys\":[$keys]}" > "$work/batch-$s.json"
+done
+
 # h2load: requests per second, counting only 2xx answers (anything else fails the run)
 h2() {
   local conns=$1 m=$2
@@ -121,7 +137,17 @@ for round in $(seq 1 "$rounds"); do
         | tr -d '"' | awk -F, -v r="$round" -v s="$s" -v n="$n" \
             '$1 == "SET" || $1 == "GET" {printf "%s,%s,%s,redis,%s,%s,%.6f\n", r, s, n, tolower($1), $2, $2 * s / 1e9}' \
         >> "$out"
-      tail -n 4 "$out"
+      if [[ " ${batch_sizes[*]} " == *" $s "* ]]; then
+        rps=$(h2 "$c" "$m" -d "$work/batch-$s.json" -H 'content-type: application/json' \
+            "http://127.0.0.1:$kv_port/v1/namespaces/default/batch-get")
+        echo "$round,$s,$n,kvcache,batch-get,$rps,$(gbps "$rps" $((s * batch)))" >> "$out"
+        redis-benchmark -p $redis_port -q --csv -c "$n" -n $((count / batch + 20)) \
+            MGET $(for i in $(seq 1 $batch); do echo -n "b$s-$i "; done) 2>/dev/null \
+          | tr -d '"' | awk -F, -v r="$round" -v s="$s" -v n="$n" -v b="$batch" \
+              '$1 ~ /^MGET/ {printf "%s,%s,%s,redis,mget,%s,%.6f\n", r, s, n, $2, $2 * s * b / 1e9}' \
+          >> "$out"
+      fi
+      tail -n 6 "$out"
     done
   done
 done

@@ -655,6 +655,21 @@ def server_tables(results_dir, out, img):
                        f"| {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
                        f"| {ratio(k('kvcache', 'get'), k('redis', 'get'))} "
                        f"| {ratio(k('kvcache', 'put'), k('redis', 'set'))} |")
+    batch_sizes = [s for s in sizes if any((s, n, "kvcache", "batch-get") in med for n in streams)]
+    if batch_sizes:
+        out.append("\n### Batches of 8 blocks: kvcache batch-get beside Redis MGET of 8 keys "
+                   "(GB/s, median of rounds (min-max))\n")
+        out.append("| block | streams | kvcache batch-get | Redis MGET | batch / MGET "
+                   "| batch / Redis GET | batch / kvcache GET |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|")
+        for s in batch_sizes:
+            for n in streams:
+                k = lambda sys_, op: (s, n, sys_, op)
+                out.append(f"| {size_label(s)} | {n} | {cell(k('kvcache', 'batch-get'))} "
+                           f"| {cell(k('redis', 'mget'))} "
+                           f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'mget'))} "
+                           f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'get'))} "
+                           f"| {ratio(k('kvcache', 'batch-get'), k('kvcache', 'get'))} |")
     lookup = os.path.join(results_dir, "server-lookup.csv")
     if os.path.exists(lookup):
         with open(lookup) as f:
@@ -680,7 +695,9 @@ def server_tables(results_dir, out, img):
               ("nginx", "get", "nginx GET (static file)", dict(color="C2", marker="s")),
               ("redis", "get", "Redis GET", dict(color="C3", marker="^")),
               ("kvcache", "put", "kvcache PUT", dict(color="C0", marker="o", linestyle="--", linewidth=2.5)),
-              ("redis", "set", "Redis SET", dict(color="C3", marker="^", linestyle="--"))]
+              ("redis", "set", "Redis SET", dict(color="C3", marker="^", linestyle="--")),
+              ("kvcache", "batch-get", "kvcache batch-get of 8", dict(color="C1", marker="D", linewidth=2.5)),
+              ("redis", "mget", "Redis MGET of 8", dict(color="C4", marker="v"))]
     for ax, n in zip(axes, [1, 16]):
         for sys_, op, label, style in series:
             pts = [(s, med[(s, n, sys_, op)]) for s in sizes if (s, n, sys_, op) in med]

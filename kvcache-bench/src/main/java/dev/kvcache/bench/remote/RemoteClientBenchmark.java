@@ -29,7 +29,8 @@ import redis.clients.jedis.Jedis;
 /**
  * The Java client ({@link RemoteTier}) against a kvcache-server child process, beside Jedis
  * against a redis-server child process, in the same run: GET and PUT (SET) of one block size,
- * from as many threads as JMH runs ({@code -t}); and a lookup of 128 keys. Needs the server jar
+ * from as many threads as JMH runs ({@code -t}); eight blocks in one call (batch GET beside
+ * MGET; run for the smaller sizes only); and a lookup of 128 keys. Needs the server jar
  * ({@code -Dkvcache.server.jar}, default {@code kvcache-server/target/kvcache-server.jar}) and
  * {@code redis-server} on the PATH. Each trial starts a fresh server, whose JIT needs the long
  * warm-up: with 4 s of it, GET ran at half its warmed-up speed.
@@ -40,6 +41,7 @@ import redis.clients.jedis.Jedis;
 public class RemoteClientBenchmark {
 
   static final int KEYS = 16;
+  static final int BATCH = 8;
 
   /** The servers and the blocks, shared by all threads. */
   @State(Scope.Benchmark)
@@ -103,6 +105,7 @@ public class RemoteClientBenchmark {
     Jedis jedis;
     ByteBuffer dst;
     ByteBuffer src;
+    final List<ByteBuffer> batchDsts = new ArrayList<>();
     int next;
 
     @Setup(Level.Trial)
@@ -119,6 +122,12 @@ public class RemoteClientBenchmark {
 
     BlockKey key(Servers servers) {
       return servers.keys.get(next++ & (KEYS - 1));
+    }
+
+    /** The next eight keys, in turn the first and the second half of the sixteen. */
+    List<BlockKey> batchKeys(Servers servers) {
+      int from = (next++ & 1) * BATCH;
+      return servers.keys.subList(from, from + BATCH);
     }
   }
 
@@ -152,6 +161,39 @@ public class RemoteClientBenchmark {
   @OutputTimeUnit(TimeUnit.SECONDS)
   public String redisSet(Servers servers, Client client) {
     return client.jedis.set(client.key(servers).toBytes(), servers.value);
+  }
+
+  /** Eight blocks in one call: batch GETs (one per server). */
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  public int kvcacheGetBatch8(Servers servers, Client client) {
+    List<BlockKey> keys = client.batchKeys(servers);
+    while (client.batchDsts.size() < BATCH) { // allocated on first use: not for 32 MiB blocks
+      client.batchDsts.add(ByteBuffer.allocateDirect(servers.blockBytes));
+    }
+    for (ByteBuffer b : client.batchDsts) {
+      b.clear();
+    }
+    for (GetStatus status : servers.remote.getAllInto(keys, client.batchDsts)) {
+      if (status != GetStatus.HIT) {
+        throw new IllegalStateException("miss");
+      }
+    }
+    return client.batchDsts.get(BATCH - 1).position();
+  }
+
+  /** The same eight blocks from Redis with one MGET. */
+  @Benchmark
+  @BenchmarkMode(Mode.Throughput)
+  @OutputTimeUnit(TimeUnit.SECONDS)
+  public int redisMget8(Servers servers, Client client) {
+    List<BlockKey> keys = client.batchKeys(servers);
+    byte[][] raw = new byte[BATCH][];
+    for (int i = 0; i < BATCH; i++) {
+      raw[i] = keys.get(i).toBytes();
+    }
+    return client.jedis.mget(raw).get(BATCH - 1).length;
   }
 
   /** Latency of a lookup of 128 keys, the first 64 present. */
