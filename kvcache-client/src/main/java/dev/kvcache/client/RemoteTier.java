@@ -330,17 +330,13 @@ public final class RemoteTier implements Tier {
 
     Batch(ServerLink link, List<Integer> indexes, List<BlockKey> keys, List<ByteBuffer> dsts) {
       this.indexes = indexes;
-      StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
       List<ByteBuffer> targets = new ArrayList<>(indexes.size());
-      for (int j = 0; j < indexes.size(); j++) {
-        json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
-        targets.add(dsts.get(indexes.get(j)));
+      for (int i : indexes) {
+        targets.add(dsts.get(i));
       }
-      json.append("]}");
-      ByteBuf body = Unpooled.wrappedBuffer(json.toString().getBytes(StandardCharsets.US_ASCII));
       // no retry inside the call: a second attempt would write again into buffers the first one
       // filled; getAllInto asks again for what is still missing instead
-      this.call = new Call(link, "POST", prefix + "/batch-get", body,
+      this.call = new Call(link, "POST", prefix + "/batch-get", keysJson(keys, indexes),
           () -> sink[0] = new BatchSink(targets, config.maxBlockBytes), false);
     }
 
@@ -369,14 +365,8 @@ public final class RemoteTier implements Tier {
 
   /** Starts one batch per server and per {@value #MAX_BATCH_KEYS} of its keys. */
   private List<Batch> startBatches(List<BlockKey> keys, List<ByteBuffer> dsts, List<Integer> open) {
-    Servers s = servers();
-    Map<ServerLink, List<Integer>> byServer = new LinkedHashMap<>();
-    for (int i : open) {
-      byServer.computeIfAbsent(s.links.get(Rendezvous.pick(keys.get(i), s.ids)),
-          l -> new ArrayList<>()).add(i);
-    }
     List<Batch> batches = new ArrayList<>();
-    for (Map.Entry<ServerLink, List<Integer>> e : byServer.entrySet()) {
+    for (Map.Entry<ServerLink, List<Integer>> e : byServer(keys, open).entrySet()) {
       List<Integer> indexes = e.getValue();
       for (int from = 0; from < indexes.size(); from += MAX_BATCH_KEYS) {
         List<Integer> part = indexes.subList(from, Math.min(indexes.size(), from + MAX_BATCH_KEYS));
@@ -446,26 +436,18 @@ public final class RemoteTier implements Tier {
     if (keys.isEmpty()) {
       return 0;
     }
-    Servers s = servers();
-    Map<ServerLink, List<Integer>> byServer = new LinkedHashMap<>();
+    List<Integer> all = new ArrayList<>(keys.size());
     for (int i = 0; i < keys.size(); i++) {
-      byServer.computeIfAbsent(s.links.get(Rendezvous.pick(keys.get(i), s.ids)),
-          l -> new ArrayList<>()).add(i);
+      all.add(i);
     }
     int present = keys.size();
-    for (Map.Entry<ServerLink, List<Integer>> e : byServer.entrySet()) {
+    for (Map.Entry<ServerLink, List<Integer>> e : byServer(keys, all).entrySet()) {
       List<Integer> indexes = e.getValue();
       if (indexes.get(0) >= present) {
         continue; // this server's first key is already past the end
       }
-      StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
-      for (int j = 0; j < indexes.size(); j++) {
-        json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
-      }
-      json.append("]}");
       ResponseSink.Text answer = new ResponseSink.Text();
-      int status = call(e.getKey(), "POST", prefix + "/lookup",
-          Unpooled.wrappedBuffer(json.toString().getBytes(StandardCharsets.US_ASCII)),
+      int status = call(e.getKey(), "POST", prefix + "/lookup", keysJson(keys, indexes),
           () -> answer, true);
       int found = 0;
       if (status == 200) {
@@ -479,6 +461,27 @@ public final class RemoteTier implements Tier {
       }
     }
     return present;
+  }
+
+  /** The given keys' indexes, grouped by the server each key lives on. */
+  private Map<ServerLink, List<Integer>> byServer(List<BlockKey> keys, List<Integer> indexes) {
+    Servers s = servers();
+    Map<ServerLink, List<Integer>> byServer = new LinkedHashMap<>();
+    for (int i : indexes) {
+      byServer.computeIfAbsent(s.links.get(Rendezvous.pick(keys.get(i), s.ids)),
+          l -> new ArrayList<>()).add(i);
+    }
+    return byServer;
+  }
+
+  /** The body {@code {"keys":["<hex>",...]}} of a lookup or batch, for the keys at {@code indexes}. */
+  private static ByteBuf keysJson(List<BlockKey> keys, List<Integer> indexes) {
+    StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
+    for (int j = 0; j < indexes.size(); j++) {
+      json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
+    }
+    json.append("]}");
+    return Unpooled.wrappedBuffer(json.toString().getBytes(StandardCharsets.US_ASCII));
   }
 
   /**

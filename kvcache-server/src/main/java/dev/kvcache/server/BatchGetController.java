@@ -68,10 +68,7 @@ class BatchGetController {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-batch", "the body needs a 'keys' list of 1 to "
           + MAX_KEYS + " keys, got " + (hexKeys == null ? "none" : hexKeys.size()));
     }
-    List<BlockKey> keys = new ArrayList<>(hexKeys.size());
-    for (String key : hexKeys) {
-      keys.add(namespaces.storageKey(namespace, key));
-    }
+    List<BlockKey> keys = namespaces.storageKeys(namespace, hexKeys);
     List<BlockLease> leases = new ArrayList<>(keys.size());
     StringBuilder lengths = new StringBuilder(keys.size() * 8);
     long total = 0;

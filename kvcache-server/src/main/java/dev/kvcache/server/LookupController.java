@@ -19,7 +19,6 @@ import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -77,10 +76,7 @@ class LookupController {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
           request.keys().size() + " keys; one lookup takes at most " + MAX_KEYS);
     }
-    List<BlockKey> keys = new ArrayList<>(request.keys().size());
-    for (String key : request.keys()) {
-      keys.add(namespaces.storageKey(namespace, key));
-    }
+    List<BlockKey> keys = namespaces.storageKeys(namespace, request.keys());
     Long pinMillis = request.pinMillis();
     if (pinMillis == null) {
       return new LookupResponse(cache.lookupPrefix(keys), null, null);

@@ -4,7 +4,9 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.Namespace;
 import io.micronaut.http.HttpStatus;
 import jakarta.inject.Singleton;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -41,6 +43,19 @@ class Namespaces {
   BlockKey storageKey(String namespace, String hexKey) {
     Namespace ns = require(namespace);
     return BlockKey.ofRaw(ns, parseKey(hexKey).toBytes());
+  }
+
+  /**
+   * The keys a list of a client's keys are stored under, in order; all checked before any is used.
+   *
+   * @throws ApiException 404 for an unknown namespace, 400 for a key that is not 32 hex digits
+   */
+  List<BlockKey> storageKeys(String namespace, List<String> hexKeys) {
+    List<BlockKey> keys = new ArrayList<>(hexKeys.size());
+    for (String key : hexKeys) {
+      keys.add(storageKey(namespace, key));
+    }
+    return keys;
   }
 
   /** @throws ApiException 404 if {@code namespace} is not configured */
