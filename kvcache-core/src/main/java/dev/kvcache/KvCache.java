@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A store of KV-cache blocks: opaque byte payloads, typically 64 KiB to 64 MiB, under 128-bit
@@ -65,6 +66,27 @@ public interface KvCache extends AutoCloseable {
   default BlockWriter writer(BlockKey key, int length) {
     Objects.requireNonNull(key, "key");
     return new StagedWriter(this, key, length);
+  }
+
+  /**
+   * Opens a writer as {@link #writer} does, but only if that needs no waiting: empty if room for
+   * the block depends on another thread first (in a tiered cache, the spill thread writing blocks
+   * RAM evicted down to the lower tier). The writer's commit does not wait for room either. For
+   * callers on a thread that must not block, such as a network event loop: on empty, they open
+   * the writer with {@link #writer} where waiting is fine.
+   *
+   * <p>The default implementation is always empty. The RAM tier opens every writer now; the
+   * tiered cache does when the block goes to RAM and RAM has room.
+   *
+   * @throws IllegalArgumentException if {@code length} is not positive
+   * @throws IllegalStateException if the cache is closed
+   */
+  default Optional<BlockWriter> tryWriter(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    if (length <= 0) {
+      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
+    }
+    return Optional.empty();
   }
 
   /**

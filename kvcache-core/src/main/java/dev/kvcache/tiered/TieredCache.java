@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -172,6 +173,25 @@ public final class TieredCache implements Tier {
   }
 
   /**
+   * A writer into RAM, if the block goes there and RAM has room now without waiting for the spill
+   * thread; empty otherwise. Opening it removes the key's copy from RAM, as {@link #writer} does.
+   */
+  @Override
+  public Optional<BlockWriter> tryWriter(BlockKey key, int length) {
+    if (!takes(key, length)) {
+      return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
+    }
+    if (length > ram.maxBlockBytes() || !spillRoom(length)) {
+      return Optional.empty();
+    }
+    dropOldCopy(key);
+    BlockWriter inRam = ram.writer(key, length);
+    return inRam.rejection().isPresent()
+        ? Optional.empty()
+        : Optional.of(new TieredWriter(key, inRam, true));
+  }
+
+  /**
    * Checks a block about to be put; false, counted as a rejection, if it is larger than both
    * tiers' largest.
    *
@@ -200,6 +220,16 @@ public final class TieredCache implements Tier {
     if (fits) {
       awaitSpillRoom(length);
     }
+    dropOldCopy(key);
+    if (!fits) {
+      return null;
+    }
+    BlockWriter writer = openInRam(key, length);
+    return writer.rejection().isPresent() ? null : writer;
+  }
+
+  /** Removes the key's copy from RAM and from the spill queue (waiting out a spill under way). */
+  private void dropOldCopy(BlockKey key) {
     int stripe = stripe(key);
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
@@ -208,11 +238,6 @@ public final class TieredCache implements Tier {
       cancelSpill(key);
       generations.incrementAndGet(stripe);
     }
-    if (!fits) {
-      return null;
-    }
-    BlockWriter writer = openInRam(key, length);
-    return writer.rejection().isPresent() ? null : writer;
   }
 
   /**

@@ -16,6 +16,7 @@ import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -431,6 +432,27 @@ public abstract class TierContractTest {
           .isInstanceOf(IllegalStateException.class);
     }
     assertThat(tier.contains(key)).as("closing a committed writer keeps its block").isTrue();
+  }
+
+  @Test
+  void aWriterOpenedWithoutWaitingIfAnyWorksAsAnyWriter() {
+    BlockKey key = Payloads.key(64);
+    Optional<BlockWriter> now = tier.tryWriter(key, BLOCK);
+    if (now.isPresent()) {
+      try (BlockWriter writer = now.get()) {
+        writer.write(Payloads.of(key, 6, BLOCK));
+        assertThat(writer.commit()).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
+      }
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      if (tier.getInto(key, dst) == GetStatus.HIT) {
+        assertThat(Payloads.verify(key, dst.flip())).isEqualTo(6);
+      }
+    }
+    tier.tryWriter(key, MAX_BLOCK_BYTES + 1).ifPresent(tooLarge -> {
+      assertThat(tooLarge.rejection()).contains(PutStatus.REJECTED_TOO_LARGE);
+      tooLarge.close();
+    });
+    assertThatThrownBy(() -> tier.tryWriter(key, 0)).isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

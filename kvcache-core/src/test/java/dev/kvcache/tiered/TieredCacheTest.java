@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
@@ -16,6 +17,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -194,6 +196,30 @@ class TieredCacheTest {
     assertThat(read(cache, 0)).as("version 2, or a miss once dropped; never version 1")
         .isIn(2L, -1L);
     lower.release();
+  }
+
+  @Test
+  void aWriterOpensWithoutWaitingOnlyWhileRamHasRoomForTheBlock() throws Exception {
+    open(8, 32L << 20, Duration.ZERO);
+    BlockKey first = Payloads.key(0);
+    Optional<BlockWriter> now = cache.tryWriter(first, BLOCK);
+    assertThat(now).as("an empty cache has room").isPresent();
+    try (BlockWriter writer = now.get()) {
+      writer.write(Payloads.of(first, 2, BLOCK));
+      assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+    }
+    assertThat(cache.readAllInto(List.of(first), List.of(ByteBuffer.allocateDirect(BLOCK)))[0])
+        .isEqualTo(new TieredRead(GetStatus.HIT, TieredRead.Source.RAM));
+    assertThat(cache.tryWriter(Payloads.key(1), (1 << 20) + 1)).get()
+        .satisfies(w -> assertThat(w.rejection()).contains(PutStatus.REJECTED_TOO_LARGE));
+
+    lower.hold(); // spills wait: the queue fills up with what RAM evicts
+    putAllMayDrop(cache, 100, 200, 1);
+    assertThat(cache.tryWriter(Payloads.key(2), BLOCK)).as("the spill queue is over half full").isEmpty();
+    lower.release();
+    awaitSpills();
+    assertThat(cache.tryWriter(Payloads.key(2), BLOCK)).isPresent().get()
+        .satisfies(BlockWriter::close);
   }
 
   @Test

@@ -13,6 +13,7 @@ import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Streams a request body into the cache. With a {@code Content-Length}, a {@link BlockWriter} is
@@ -29,8 +30,8 @@ final class BodyWriter {
   private BodyWriter() {}
 
   /**
-   * The outcome of storing the body under {@code key}. Opening the writer and committing run on
-   * {@code blocking}: either may wait for the spill queue; chunks are copied where they arrive.
+   * The outcome of storing the body under {@code key}. Chunks are copied where they arrive; opening
+   * the writer and committing run on {@code blocking} when they may wait for the spill queue.
    *
    * @param declared the request's {@code Content-Length}, or -1 for a chunked body
    * @param maxBytes the largest body taken
@@ -46,16 +47,28 @@ final class BodyWriter {
     return gathered(cache, key, body, maxBytes, blocking);
   }
 
+  /**
+   * Opens the writer where the body arrives if the cache can do that without waiting (usually:
+   * RAM has room), and then commits there too; otherwise both run on {@code blocking}. Each hop to
+   * another thread and back costs about 30 µs on a busy machine, a quarter of a small PUT.
+   */
   private static Mono<PutStatus> streamed(KvCache cache, BlockKey key, Flux<ByteBuf> body,
       int length, Scheduler blocking) {
-    return Mono.fromCallable(() -> cache.writer(key, length))
-        .subscribeOn(blocking)
-        .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
-        .flatMap(writer -> writer.rejection().isPresent()
-            ? Mono.just(writer.rejection().get())
-            : body.doOnNext(chunk -> append(writer, chunk))
-                .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(blocking))
-                .doFinally(signal -> writer.close()));
+    return Mono.fromCallable(() -> cache.tryWriter(key, length))
+        .flatMap(now -> now.isPresent()
+            ? write(now.get(), body, Schedulers.immediate())
+            : Mono.fromCallable(() -> cache.writer(key, length))
+                .subscribeOn(blocking)
+                .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
+                .flatMap(writer -> write(writer, body, blocking)));
+  }
+
+  private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler commitOn) {
+    return writer.rejection().isPresent()
+        ? Mono.just(writer.rejection().get())
+        : body.doOnNext(chunk -> append(writer, chunk))
+            .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(commitOn))
+            .doFinally(signal -> writer.close());
   }
 
   private static void append(BlockWriter writer, ByteBuf chunk) {
