@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # PUT throughput of kvcache-server built at another revision beside the working tree's, the two
 # alternating on loopback under h2load, so that both see the same machine. Appends to
-# docs/results/server-put-ab.csv (requests per second). Needs h2load (Debian: nghttp2-client).
+# docs/results/server-put-ab.csv, or to $OUT (requests per second). Needs h2load (Debian:
+# nghttp2-client).
 #
 #   kvcache-bench/compare-server-puts.sh 38b8a7b
+#   OUT=docs/results/server-put-ab-trywriter.csv kvcache-bench/compare-server-puts.sh 71d967a
 #   ROUNDS=1 DURATION=3 kvcache-bench/compare-server-puts.sh HEAD~3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,10 +45,10 @@ puts() { # jar size connections streams: requests per second
   server=
 }
 
-out=docs/results/server-put-ab.csv
+out=${OUT:-docs/results/server-put-ab.csv}
 [ -s "$out" ] || echo "round,server,block,connections,streams_per_connection,requests_per_s" > "$out"
 for round in $(seq 1 "$rounds"); do
-  for cfg in "262144 1 4" "2097152 1 4" "33554432 1 4" "262144 4 4"; do
+  for cfg in "262144 1 1" "262144 1 4" "2097152 1 4" "33554432 1 4" "262144 4 4"; do
     set -- $cfg
     for build in "$rev" current; do
       echo "$round,$build,$1,$2,$3,$(puts "$work/$build.jar" "$1" "$2" "$3")" | tee -a "$out"
