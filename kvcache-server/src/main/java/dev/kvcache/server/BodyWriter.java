@@ -49,8 +49,8 @@ final class BodyWriter {
 
   /**
    * Opens the writer where the body arrives if the cache can do that without waiting (usually:
-   * RAM has room), and then commits there too; otherwise both run on {@code blocking}. Each hop to
-   * another thread and back costs about 30 µs on a busy machine, a quarter of a small PUT.
+   * RAM has room), and then commits there too; otherwise both run on {@code blocking}. The two
+   * hops to another thread cost about 40 µs per PUT, a fifth of a small one (docs/benchmarks.md).
    */
   private static Mono<PutStatus> streamed(KvCache cache, BlockKey key, Flux<ByteBuf> body,
       int length, Scheduler blocking) {
