@@ -613,9 +613,12 @@ public final class TieredCache implements Tier {
       spill(entry);
       return;
     }
-    boolean overBytes = queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes;
-    if (closed || overBytes) {
-      dropped(entry);
+    if (closed) {
+      dropped(entry, "the cache is closing");
+      return;
+    }
+    if (queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes) {
+      dropped(entry, "the spill queue holds " + queuedBefore + " of its " + maxQueuedBytes + " bytes");
       return;
     }
     SpillEntry older = spilling.put(key, entry);
@@ -624,13 +627,14 @@ public final class TieredCache implements Tier {
     }
     if (!queue.offer(entry)) {
       spilling.remove(key, entry);
-      dropped(entry);
+      dropped(entry, "the spill queue holds its " + config.spillQueueBlocks() + " blocks");
     }
   }
 
-  private void dropped(SpillEntry entry) {
+  private void dropped(SpillEntry entry, String why) {
     spillDrops.increment();
     queuedBytes.addAndGet(-entry.size());
+    log.debug("dropped {} on its way to the {} tier: {}", entry.lease().key(), lower.name(), why);
     entry.release();
   }
 
@@ -662,10 +666,12 @@ public final class TieredCache implements Tier {
       if (!entry.startWriting()) {
         return;
       }
-      if (lower.put(key, entry.bytes()) == PutStatus.STORED) {
+      PutStatus status = lower.put(key, entry.bytes());
+      if (status == PutStatus.STORED) {
         spills.increment();
       } else {
         spillDrops.increment();
+        log.debug("dropped {}: the {} tier answered {}", key, lower.name(), status);
       }
     } catch (RuntimeException e) {
       spillDrops.increment();

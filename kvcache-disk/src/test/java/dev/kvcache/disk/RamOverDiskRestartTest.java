@@ -51,7 +51,8 @@ class RamOverDiskRestartTest {
         assertThat(cache.put(key, Payloads.of(key, 3, BLOCK))).isEqualTo(PutStatus.STORED);
       }
       dropped = ((TieredCache) cache).tieredStats().spillDrops();
-      assertThat(dropped).as("blocks dropped on the way to disk").isLessThanOrEqualTo(2);
+      // far fewer than the 14 or so RAM holds at close, whose writes this test is about
+      assertThat(dropped).as("blocks dropped on the way to disk").isLessThanOrEqualTo(4);
     }
     try (KvCache cache = open(true)) {
       assertThat(countServed(cache, 3)).isEqualTo(BLOCKS - dropped);
