@@ -82,6 +82,11 @@ public final class TieredCache implements Tier {
   /** RAM bytes the blocks in {@link #spilling} keep pinned, and the most they may. */
   private final AtomicLong queuedBytes = new AtomicLong();
   private final long maxQueuedBytes;
+  /**
+   * Set on a put's thread once it has waited for the spill thread as long as it may: from then on
+   * the blocks it evicts past the queue's byte bound are dropped.
+   */
+  private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
   /** Notified each time a spill ends, for puts waiting for room in the queue. */
   private final Object spillProgress = new Object();
   private final Object[] stripes = new Object[STRIPES];
@@ -327,24 +332,32 @@ public final class TieredCache implements Tier {
 
   /**
    * RAM's writer, reopened while it found no room only because the blocks it evicted went to the
-   * spill queue, which keeps their memory pinned until written. First it waits for the spill
-   * thread to write some (up to {@link TieredCacheConfig#spillQueueWait()}); after that it evicts
-   * further, and once the queue is at its byte bound further victims are dropped and free their
-   * memory. What then still finds no room is pinned by leases.
+   * spill queue, which keeps their memory pinned until written. Until then its victims join the
+   * queue even past the queue's byte bound: evicting frees nothing at once, so dropping them would
+   * lose blocks for no room. It waits for the spill thread to write some (up to {@link
+   * TieredCacheConfig#spillQueueWait()}); after that it evicts further, and victims past the byte
+   * bound are dropped and free their memory. What then still finds no room is pinned by leases.
    */
   private BlockWriter openInRam(BlockKey key, int length) {
     long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
-    long queuedBefore = queuedBytes.get();
     BlockWriter writer = ram.writer(key, length);
     while (writer.rejection().isPresent() && queuedBytes.get() > 0
         && awaitSpillProgress(deadline)) {
-      queuedBefore = queuedBytes.get();
       writer = ram.writer(key, length);
     }
-    for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && writer.rejection().isPresent()
-        && queuedBefore < maxQueuedBytes; retry++) {
-      queuedBefore = queuedBytes.get();
-      writer = ram.writer(key, length);
+    if (writer.rejection().isEmpty()) {
+      return writer;
+    }
+    pastSpillWait.set(true);
+    try {
+      long queuedBefore = 0;
+      for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && writer.rejection().isPresent()
+          && queuedBefore < maxQueuedBytes; retry++) {
+        queuedBefore = queuedBytes.get();
+        writer = ram.writer(key, length);
+      }
+    } finally {
+      pastSpillWait.set(false);
     }
     return writer;
   }
@@ -617,7 +630,8 @@ public final class TieredCache implements Tier {
       dropped(entry, "the cache is closing");
       return;
     }
-    if (queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes) {
+    if (queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes
+        && (pastSpillWait.get() || config.spillQueueWait().isZero())) {
       dropped(entry, "the spill queue holds " + queuedBefore + " of its " + maxQueuedBytes + " bytes");
       return;
     }
