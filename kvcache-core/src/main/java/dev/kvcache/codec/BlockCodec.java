@@ -67,6 +67,9 @@ public final class BlockCodec {
   /** Default margin: a chunk must shrink by at least 2% to be stored compressed. */
   public static final int DEFAULT_MIN_SAVINGS_PERCENT = 2;
 
+  /** Length of the container's header, all {@link #decodedLength} needs to read. */
+  public static final int CONTAINER_HEADER_BYTES = HEADER_BYTES;
+
   private static final LZ4Factory LZ4 = loadLz4();
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
@@ -554,6 +557,48 @@ public final class BlockCodec {
       buffers.release();
     }
     dst.position(out);
+  }
+
+  /**
+   * Decodes a container read from {@code in} (a blocking channel) to {@code out}, one chunk at a
+   * time: each chunk is decoded into a buffer of one chunk and written to {@code out} once it has
+   * passed its checksum, so memory is one encoded and one decoded chunk, whatever the length. Reads
+   * exactly the container's bytes. For a destination that takes bytes piece by piece, such as a
+   * {@link dev.kvcache.BlockWriter} opened with {@link #decodedLength}.
+   *
+   * @return the number of bytes written to {@code out}, the container's decoded length
+   * @throws CorruptBlockException if the container is truncated, malformed or fails a checksum;
+   *     the chunks before the damaged one have been written by then
+   */
+  public static long decode(ReadableByteChannel in, WritableByteChannel out) throws IOException {
+    Objects.requireNonNull(in, "in");
+    Objects.requireNonNull(out, "out");
+    requireBlocking(in);
+    requireBlocking(out);
+    ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
+    readFully(in, headerBytes, -1, 0);
+    Header header = Header.read(headerBytes.flip(), 0);
+    ChunkDecoder decoder = new ChunkDecoder(header);
+    ChannelBuffers buffers =
+        channelBuffers(CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk()));
+    long offset = HEADER_BYTES;
+    long written = 0;
+    try {
+      ByteBuffer chunk = buffers.first;
+      for (int i = 0; i < header.chunkCount; i++) {
+        chunk.clear().limit(CHUNK_HEADER_BYTES);
+        readFully(in, chunk, i, offset);
+        int stored = decoder.readChunkHeader(chunk, 0, i, offset);
+        chunk.limit(CHUNK_HEADER_BYTES + stored);
+        readFully(in, chunk, i, offset);
+        int decoded = decoder.decodeChunk(chunk, 0, buffers.second.clear(), 0, i, offset);
+        written += writeFully(out, buffers.second.limit(decoded));
+        offset += CHUNK_HEADER_BYTES + stored;
+      }
+    } finally {
+      buffers.release();
+    }
+    return written;
   }
 
   /** LZ4's worst-case output for {@code rawLength} input bytes. */

@@ -108,6 +108,30 @@ class BlockCodecTest {
     ByteBuffer decoded = ByteBuffer.allocate(size);
     BlockCodec.decode(Channels.newChannel(new ByteArrayInputStream(sink.toByteArray())), decoded);
     assertThat(decoded.flip()).isEqualTo(src);
+
+    ByteArrayOutputStream plain = new ByteArrayOutputStream();
+    long decodedBytes = BlockCodec.decode(
+        Channels.newChannel(new ByteArrayInputStream(sink.toByteArray())), Channels.newChannel(plain));
+    assertThat(decodedBytes).isEqualTo(size);
+    assertThat(ByteBuffer.wrap(plain.toByteArray())).as("decoded from channel to channel").isEqualTo(src);
+  }
+
+  @Test
+  void aTruncatedOrDamagedContainerDecodedToAChannelIsCorrupt() {
+    ByteBuffer encoded = encode(codec(Filter.BYTE_SHUFFLE_2), halfFloats(3 * CHUNK, 4));
+    byte[] bytes = new byte[encoded.remaining()];
+    encoded.get(bytes);
+    byte[] cut = java.util.Arrays.copyOf(bytes, bytes.length - 1);
+    assertThatThrownBy(() -> BlockCodec.decode(Channels.newChannel(new ByteArrayInputStream(cut)),
+            Channels.newChannel(new ByteArrayOutputStream())))
+        .isInstanceOf(CorruptBlockException.class)
+        .hasMessageContaining("ended 1 bytes early");
+    bytes[bytes.length - 100] ^= 1;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    assertThatThrownBy(() -> BlockCodec.decode(
+            Channels.newChannel(new ByteArrayInputStream(bytes)), Channels.newChannel(out)))
+        .isInstanceOf(CorruptBlockException.class);
+    assertThat(out.size()).as("the damaged last chunk is not written").isEqualTo(2 * CHUNK);
   }
 
   @ParameterizedTest(name = "{0}, {1} bytes of {2}")

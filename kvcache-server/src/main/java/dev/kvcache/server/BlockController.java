@@ -7,6 +7,8 @@ import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
 import io.micronaut.context.annotation.Value;
+import io.micronaut.http.HttpHeaders;
+import io.micronaut.http.HttpMethod;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
@@ -47,11 +49,13 @@ class BlockController {
   private final int maxBlockBytes;
   private final Scheduler blocking;
   private final Duration bodyTimeout;
+  private final WireCodec wire;
 
-  BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces,
+  BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
       @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
       @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout) {
     this.cache = cache;
+    this.wire = wire;
     this.bodyTimeout = bodyTimeout;
     this.blocking = Schedulers.fromExecutorService(blockingExecutor);
     this.namespaces = namespaces;
@@ -61,17 +65,22 @@ class BlockController {
   /**
    * Stores the body, which streams in as it arrives. 201 when stored; 202 when the cache's policy
    * declined to keep it (a later GET misses); 408 when the body takes longer than {@code
-   * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made.
+   * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made. A body with
+   * {@code Content-Encoding: kvcache-lz4} is a {@link WireCodec} container, stored decoded; any
+   * other coding is 415.
    */
   @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
       @Body Publisher<ByteBuf> body) {
     BlockKey storageKey = namespaces.storageKey(namespace, key);
     long declared = request.getContentLength();
-    if (declared > maxBlockBytes) {
+    boolean encoded = WireCodec.isEncoded(request.getHeaders().get(HttpHeaders.CONTENT_ENCODING));
+    if (declared > (encoded ? WireCodec.maxEncodedLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
-    return BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking)
+    return (encoded
+            ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking)
+            : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking))
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
         .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
@@ -103,17 +112,28 @@ class BlockController {
   /**
    * The block's bytes, written to the socket from the cache's memory; 404 if it is not cached. A
    * {@code HEAD} is served by this route too, with the block's length in {@value #LENGTH_HEADER}.
+   * Encoded as a {@link WireCodec} container, off the event loop, when the request accepts it and
+   * the server is configured to.
    */
   @Get(produces = MediaType.APPLICATION_OCTET_STREAM)
-  HttpResponse<?> get(String namespace, String key) {
+  HttpResponse<?> get(HttpRequest<?> request, String namespace, String key) {
     BlockLease lease = cache.get(namespaces.storageKey(namespace, key));
     if (lease.status() != GetStatus.HIT) {
       lease.close();
       // answered, not thrown: a miss is common and an exception's handling costs a bean lookup
       return ApiError.response(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
     }
-    return HttpResponse.ok((ByteBuf) new LeaseBody(lease))
-        .header(LENGTH_HEADER, Integer.toString(lease.length()));
+    String length = Integer.toString(lease.length());
+    if (request.getMethod() == HttpMethod.GET && wire.encodesFor(request)) {
+      Mono<ByteBuf> encoded = Mono.fromCallable(() -> wire.encode(lease))
+          .subscribeOn(blocking)
+          .doOnDiscard(ByteBuf.class, ByteBuf::release);
+      return HttpResponse.ok(encoded)
+          .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
+          .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
+          .header(LENGTH_HEADER, length);
+    }
+    return HttpResponse.ok((ByteBuf) new LeaseBody(lease)).header(LENGTH_HEADER, length);
   }
 
   /** 204 once the block is gone from every tier; 404 if it was not cached. */

@@ -8,7 +8,12 @@ import io.micronaut.http.HttpStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.CorruptBlockException;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -100,21 +105,128 @@ final class BodyWriter {
       int maxBytes, Scheduler blocking) {
     return Mono.using(
         () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
-        whole -> Flux.from(body)
-            .doOnNext(chunk -> {
-              if ((long) whole.readableBytes() + chunk.readableBytes() > maxBytes) {
-                chunk.release();
-                throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large",
-                    "the body is larger than this server's largest block, " + maxBytes + " bytes");
-              }
-              whole.addComponent(true, chunk);
-            })
+        whole -> gather(body, whole, maxBytes, "the body is larger than this server's largest block, "
+                + maxBytes + " bytes")
             .then(Mono.defer(() -> whole.readableBytes() == 0
                 ? Mono.error(emptyBlock())
                 // the writer releases what it is given; Mono.using releases the rest
                 : streamed(cache, key, Flux.defer(() -> Flux.just(whole.retain())),
                     whole.readableBytes(), blocking))),
         CompositeByteBuf::release);
+  }
+
+  /** Adds the body's buffers to {@code whole} as they arrive (no copy), up to {@code maxBytes}. */
+  private static Mono<Void> gather(Publisher<ByteBuf> body, CompositeByteBuf whole, long maxBytes,
+      String tooLarge) {
+    return Flux.from(body)
+        .doOnNext(chunk -> {
+          if ((long) whole.readableBytes() + chunk.readableBytes() > maxBytes) {
+            chunk.release();
+            throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", tooLarge);
+          }
+          whole.addComponent(true, chunk);
+        })
+        .then();
+  }
+
+  /**
+   * Stores a body encoded as a {@link dev.kvcache.codec.BlockCodec} container ({@link
+   * WireCodec#CODING}): gathered as it arrives (at most the container of a largest block), then, on
+   * {@code blocking}, a writer is opened for the length its header gives and the container is
+   * decoded into it one chunk at a time. A block longer than {@code maxBlockBytes} is 413, a
+   * damaged container 400; either way nothing is stored.
+   */
+  static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
+      int maxBlockBytes, Scheduler blocking) {
+    long maxEncoded = WireCodec.maxEncodedLength(maxBlockBytes);
+    return Mono.using(
+        () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
+        whole -> gather(body, whole, maxEncoded, "the encoded body is larger than the container of"
+                + " this server's largest block, " + maxBlockBytes + " bytes")
+            .then(Mono.fromCallable(() -> decode(cache, key, whole, maxBlockBytes))
+                .subscribeOn(blocking)),
+        CompositeByteBuf::release);
+  }
+
+  private static PutStatus decode(KvCache cache, BlockKey key, CompositeByteBuf whole,
+      int maxBlockBytes) throws IOException {
+    ByteBuf container = whole.retain(); // released by Mono.using too, perhaps while this runs
+    try {
+      long length = BlockCodec.decodedLength(
+          container.nioBuffer(0, Math.min(container.readableBytes(), BlockCodec.CONTAINER_HEADER_BYTES)));
+      if (length == 0) {
+        throw emptyBlock();
+      }
+      if (length > maxBlockBytes) {
+        throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", "a block of "
+            + length + " bytes is larger than this server's largest, " + maxBlockBytes);
+      }
+      try (BlockWriter writer = cache.writer(key, (int) length)) {
+        if (writer.rejection().isPresent()) {
+          return writer.rejection().get();
+        }
+        BlockCodec.decode(new ByteBufChannel(container), new WriterChannel(writer));
+        return writer.commit();
+      }
+    } catch (CorruptBlockException e) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "corrupt-body",
+          "the body is not a whole " + WireCodec.CODING + " container: " + e.getMessage());
+    } finally {
+      container.release();
+    }
+  }
+
+  /** The readable bytes of a buffer as a channel, read with no copy but into the reader's buffer. */
+  private static final class ByteBufChannel implements ReadableByteChannel {
+    private final ByteBuf buf;
+
+    ByteBufChannel(ByteBuf buf) {
+      this.buf = buf;
+    }
+
+    @Override
+    public int read(ByteBuffer dst) {
+      int n = Math.min(dst.remaining(), buf.readableBytes());
+      if (n == 0) {
+        return dst.hasRemaining() ? -1 : 0;
+      }
+      int limit = dst.limit();
+      buf.readBytes(dst.limit(dst.position() + n));
+      dst.limit(limit);
+      return n;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /** A writer as a channel, for {@link BlockCodec#decode(ReadableByteChannel, WritableByteChannel)}. */
+  private static final class WriterChannel implements WritableByteChannel {
+    private final BlockWriter writer;
+
+    WriterChannel(BlockWriter writer) {
+      this.writer = writer;
+    }
+
+    @Override
+    public int write(ByteBuffer src) {
+      int n = src.remaining();
+      writer.write(src);
+      return n;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
   }
 
   private static ApiException emptyBlock() {

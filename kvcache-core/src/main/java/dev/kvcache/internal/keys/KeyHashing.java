@@ -33,9 +33,21 @@ public final class KeyHashing {
   private static final byte[] RAW_TAG = ascii("kvcache.raw.v1");
   private static final byte[] BLOCK_TAG = ascii("kvcache.block.v1");
 
+  /** Cloned for each digest: {@code MessageDigest.getInstance} searches the providers each time. */
+  private static final MessageDigest SHA_256 = newSha256();
+
   private KeyHashing() {}
 
+  /** A fresh SHA-256 digest. */
   public static MessageDigest sha256() {
+    try {
+      return (MessageDigest) SHA_256.clone();
+    } catch (CloneNotSupportedException e) {
+      return newSha256(); // a provider whose digest cannot be cloned
+    }
+  }
+
+  private static MessageDigest newSha256() {
     try {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
