@@ -3,7 +3,7 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote, wire
 #   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
@@ -106,13 +106,26 @@ for suite in "${suites[@]}"; do
           | grep -E '^RemoteClientBenchmark\.' | grep -v ':p0\.9[0-9]9\|:p1\.00' || true
       done
       ;;
+    wire)
+      # the wire codec against plain blocks, on loopback as it is and shaped to a slower link
+      # (tc's token bucket on lo: needs root; removed again on exit)
+      rate=${WIRE_RATE:-1gbit}
+      java -jar "$jar" WireCodecBenchmark -t 1 -jvmArgs "$jvm_flags" \
+        -rf json -rff "$out/wire-loopback.json" > "$out/wire-loopback.txt"
+      trap 'tc qdisc del dev lo root 2>/dev/null || true' EXIT
+      tc qdisc add dev lo root tbf rate "$rate" burst 256kb latency 50ms
+      java -jar "$jar" WireCodecBenchmark -t 1 -jvmArgs "$jvm_flags" \
+        -rf json -rff "$out/wire-$rate.json" > "$out/wire-$rate.txt"
+      tc qdisc del dev lo root
+      grep -hE '^(WireCodecBenchmark\.|wire:)' "$out/wire-loopback.txt" "$out/wire-$rate.txt" || true
+      ;;
     disk-reopen) run disk-reopen DiskReopenBenchmark -t 1 ;;
     disk-io)
       for size in 262144 2097152 33554432; do
         run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
       done
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, or disk-reopen, disk-io)" >&2; exit 2 ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, wire, or disk-reopen, disk-io)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

@@ -711,6 +711,54 @@ def server_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def wire_tables(results_dir, out, img):
+    """The wire codec against plain blocks (WireCodecBenchmark), per link: wire-<link>.json."""
+    links = {}  # link -> {(method, size): (GB/s, error)}
+    for name in sorted(os.listdir(results_dir)):
+        if name.startswith("wire-") and name.endswith(".json"):
+            with open(os.path.join(results_dir, name)) as f:
+                links[name[len("wire-"):-len(".json")]] = {
+                    (method(r), int(r["params"]["blockBytes"])): gbps(r) for r in json.load(f)}
+    if not links:
+        return
+    order = sorted(links, key=lambda link: (link != "loopback", link))
+    sizes = sorted({k[1] for data in links.values() for k in data})
+    ratios = printed_ratios(results_dir, "wire-", "wire:")
+    out.append("\n### The wire codec beside plain blocks (GB/s of decoded blocks; ratio = coded / plain)\n")
+    if ratios:
+        out.append("Bytes on the wire per block byte, " + ratios[0]["data"] + " with " + ratios[0]["filter"] + ": "
+                   + ", ".join(f"{size_label(int(f['block']))} {f['encoded/raw']}"
+                               for f in sorted(ratios, key=lambda f: int(f["block"]))) + "\n")
+    out.append("| link | block | plain GET | coded GET | GET ratio | plain PUT | coded PUT | PUT ratio |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    for link in order:
+        data = links[link]
+        for size in sizes:
+            cells = []
+            for op in ["Get", "Put"]:
+                plain, coded = data.get((f"plain{op}", size)), data.get((f"coded{op}", size))
+                if plain and coded:
+                    cells += [f"{plain[0]:.2f} ± {plain[1]:.2f}", f"{coded[0]:.2f} ± {coded[1]:.2f}",
+                              f"**{coded[0] / plain[0]:.2f}**"]
+                else:
+                    cells += ["-", "-", "-"]
+            out.append(f"| {link} | {size_label(size)} | " + " | ".join(cells) + " |")
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bars = [(link, op, size) for link in order for op in ["Get", "Put"] for size in sizes]
+    vals = [links[l].get((f"coded{op}", sz), (0, 0))[0] / links[l].get((f"plain{op}", sz), (1, 0))[0]
+            for l, op, sz in bars]
+    ax.bar(range(len(bars)), vals, color=["tab:blue" if l == "loopback" else "tab:orange" for l, _, _ in bars])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([f"{l}\n{op} {size_label(sz)}" for l, op, sz in bars], fontsize=7)
+    ax.set_ylabel("coded / plain (blocks per s)")
+    ax.set_title("Wire codec (LZ4 + byte shuffle, bf16 KV tensors): above 1 it pays")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "wire-codec.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -726,6 +774,7 @@ def main():
     tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
+    wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

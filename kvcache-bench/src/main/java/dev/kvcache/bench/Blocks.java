@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 import java.util.stream.Stream;
 
 /** Buffers and sizes shared by the benchmarks. */
-final class Blocks {
+public final class Blocks {
 
   private Blocks() {}
 
@@ -39,7 +39,7 @@ final class Blocks {
    * The first {@code bytes} of {@code dataDir/name.bin} (the shared KV tensors) in a direct
    * buffer, or random bytes, with a message, when {@code name} is "random" or the file is absent.
    */
-  static ByteBuffer kvTensors(String dataDir, String name, int bytes) throws IOException {
+  public static ByteBuffer kvTensors(String dataDir, String name, int bytes) throws IOException {
     Path file = Path.of(dataDir, name + ".bin");
     if (!name.equals("random") && Files.isReadable(file)) {
       ByteBuffer b = ByteBuffer.allocateDirect(bytes);

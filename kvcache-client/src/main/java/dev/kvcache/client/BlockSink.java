@@ -1,15 +1,28 @@
 package dev.kvcache.client;
 
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.CorruptBlockException;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.util.AsciiString;
 import java.nio.ByteBuffer;
 
 /**
  * A block's bytes, written as they arrive into the caller's buffer (or a new one), never past the
  * length the server announced. Until {@link #end()} saw every byte, the caller's buffer position
  * does not move; an answer that is not a 200 is kept as text for the error.
+ *
+ * <p>An answer encoded as a codec container ({@value #CODING}) is gathered as it arrives, up to the
+ * container of the largest block, and decoded into place by {@link #decode()}, on the caller's
+ * thread rather than the event loop's.
  */
 final class BlockSink implements ResponseSink {
+
+  /** The content coding of a block sent as a {@link BlockCodec} container. */
+  static final String CODING = "kvcache-lz4";
+
+  private static final String LENGTH_HEADER = "kvcache-block-length";
 
   private final ByteBuffer dst;
   private final int maxBytes;
@@ -18,6 +31,9 @@ final class BlockSink implements ResponseSink {
   private ByteBuffer target;
   private boolean tooSmall;
   private boolean complete;
+  /** The container of an encoded answer, until decoded. */
+  private ByteBuf encoded;
+  private int decodedLength;
 
   /** Into {@code dst} from its position, or into a new direct buffer if {@code dst} is null. */
   BlockSink(ByteBuffer dst, int maxBytes) {
@@ -30,6 +46,10 @@ final class BlockSink implements ResponseSink {
     this.status = status;
     if (status != 200) {
       return true;
+    }
+    CharSequence coding = headers.get("content-encoding");
+    if (coding != null) {
+      return beginEncoded(coding, headers.getLong(LENGTH_HEADER));
     }
     Long length = headers.getLong("content-length");
     if (length == null || length < 1 || length > maxBytes) {
@@ -49,10 +69,36 @@ final class BlockSink implements ResponseSink {
     return true;
   }
 
+  private boolean beginEncoded(CharSequence coding, Long length) {
+    if (!AsciiString.contentEqualsIgnoreCase(coding, CODING)) {
+      throw new IllegalStateException("the server answered in the unknown coding " + coding);
+    }
+    if (length == null || length < 1 || length > maxBytes) {
+      throw new IllegalStateException("the server answered an encoded block of "
+          + (length == null ? "unknown length" : length + " bytes"));
+    }
+    if (dst != null && length > dst.remaining()) {
+      tooSmall = true;
+      return false;
+    }
+    decodedLength = length.intValue();
+    encoded = Unpooled.buffer(Math.min(decodedLength, 1 << 20));
+    return true;
+  }
+
   @Override
   public void accept(ByteBuf content) {
     if (status != 200) {
       error.accept(content);
+      return;
+    }
+    if (encoded != null) {
+      if (encoded.readableBytes() + (long) content.readableBytes()
+          > BlockCodec.maxContainerLength(decodedLength)) {
+        throw new IllegalStateException("the server sent a container longer than any of a block of "
+            + decodedLength + " bytes");
+      }
+      encoded.writeBytes(content);
       return;
     }
     int n = content.readableBytes();
@@ -67,7 +113,9 @@ final class BlockSink implements ResponseSink {
 
   @Override
   public void end() {
-    if (status == 200) {
+    if (status == 200 && encoded != null) {
+      complete = true;
+    } else if (status == 200) {
       if (target.hasRemaining()) {
         throw new IllegalStateException("the block ended " + target.remaining() + " bytes short");
       }
@@ -75,6 +123,31 @@ final class BlockSink implements ResponseSink {
         dst.position(target.position());
       }
       complete = true;
+    }
+  }
+
+  /**
+   * Decodes an encoded answer, once complete, into the caller's buffer (moving its position past
+   * the block) or a new one; does nothing for an answer that came as it is.
+   *
+   * @throws CorruptBlockException if the container is damaged or does not decode to the length the
+   *     server announced; the caller's buffer position does not move
+   */
+  void decode() throws CorruptBlockException {
+    if (encoded == null) {
+      return;
+    }
+    ByteBuffer container = encoded.nioBuffer();
+    encoded = null;
+    long length = BlockCodec.decodedLength(container);
+    if (length != decodedLength) {
+      throw new CorruptBlockException(CorruptBlockException.Reason.LENGTH_OUT_OF_BOUNDS, -1, 0,
+          "the container holds " + length + " bytes, the server announced " + decodedLength);
+    }
+    target = dst == null ? ByteBuffer.allocateDirect(decodedLength) : dst.duplicate();
+    BlockCodec.decode(container, target);
+    if (dst != null) {
+      dst.position(target.position());
     }
   }
 

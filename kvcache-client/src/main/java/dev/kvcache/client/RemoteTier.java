@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
+import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import io.netty.buffer.ByteBuf;
@@ -197,8 +198,10 @@ public final class RemoteTier implements Tier {
       return PutStatus.REJECTED_TOO_LARGE;
     }
     ResponseSink.Text answer = new ResponseSink.Text();
-    int status = call(linkFor(key), "PUT", blockPath(key), Unpooled.wrappedBuffer(src.duplicate()),
-        () -> answer, false);
+    int status = config.wireCodec == null
+        ? call(linkFor(key), "PUT", blockPath(key), Unpooled.wrappedBuffer(src.duplicate()),
+            () -> answer, false)
+        : call(linkFor(key), "PUT", blockPath(key), encode(src), BlockSink.CODING, () -> answer, false);
     switch (status) {
       case 201:
         counters.put();
@@ -218,14 +221,22 @@ public final class RemoteTier implements Tier {
     }
   }
 
+  /** The block as a container of the wire codec, in a buffer of its encoded size. */
+  private ByteBuf encode(ByteBuffer src) {
+    ByteBuffer encoded = ByteBuffer.allocateDirect(
+        (int) config.wireCodec.maxEncodedLength(src.remaining()));
+    config.wireCodec.encode(src, encoded);
+    return Unpooled.wrappedBuffer(encoded.flip());
+  }
+
   @Override
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     BlockSink[] sink = new BlockSink[1];
-    int status = call(linkFor(key), "GET", blockPath(key), null,
+    int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
         () -> sink[0] = new BlockSink(null, config.maxBlockBytes), true);
-    if (status == 200 && sink[0].complete()) {
+    if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
       counters.hit();
       return new RemoteLease(key, sink[0].block(), counters);
     }
@@ -242,17 +253,36 @@ public final class RemoteTier implements Tier {
       throw new ReadOnlyBufferException();
     }
     BlockSink[] sink = new BlockSink[1];
-    int status = call(linkFor(key), "GET", blockPath(key), null,
+    int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
         () -> sink[0] = new BlockSink(dst, config.maxBlockBytes), true);
     if (status == 200 && sink[0].tooSmall()) {
       return GetStatus.BUFFER_TOO_SMALL;
     }
-    if (status == 200 && sink[0].complete()) {
+    if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
       counters.hit();
       return GetStatus.HIT;
     }
     missOrThrow("GET", key, status, sink[0]);
     return GetStatus.MISS;
+  }
+
+  private String acceptedCoding() {
+    return config.wireCodec == null ? null : BlockSink.CODING;
+  }
+
+  /**
+   * Decodes an encoded answer into place, on the caller's thread; false, and a warning, if the
+   * container is damaged (a miss: the destination holds no block).
+   */
+  private boolean decoded(BlockKey key, BlockSink sink) {
+    try {
+      sink.decode();
+      return true;
+    } catch (CorruptBlockException e) {
+      log.warn("block {} came back damaged from the server, counted as a miss: {}", key,
+          e.getMessage());
+      return false;
+    }
   }
 
   /**
@@ -336,7 +366,7 @@ public final class RemoteTier implements Tier {
       }
       // no retry inside the call: a second attempt would write again into buffers the first one
       // filled; getAllInto asks again for what is still missing instead
-      this.call = new Call(link, "POST", prefix + "/batch-get", keysJson(keys, indexes),
+      this.call = new Call(link, "POST", prefix + "/batch-get", keysJson(keys, indexes), null,
           () -> sink[0] = new BatchSink(targets, config.maxBlockBytes), false);
     }
 
@@ -493,7 +523,13 @@ public final class RemoteTier implements Tier {
    */
   private int call(ServerLink link, String method, String path, ByteBuf body,
       Supplier<ResponseSink> sinks, boolean retryOnce) {
-    return new Call(link, method, path, body, sinks, retryOnce).start().await();
+    return call(link, method, path, body, null, sinks, retryOnce);
+  }
+
+  /** @param coding the body's content coding, or for a GET the coding its answer may come in */
+  private int call(ServerLink link, String method, String path, ByteBuf body, String coding,
+      Supplier<ResponseSink> sinks, boolean retryOnce) {
+    return new Call(link, method, path, body, coding, sinks, retryOnce).start().await();
   }
 
   /** A request to one server: started, then waited for, so that several can be under way. */
@@ -502,17 +538,19 @@ public final class RemoteTier implements Tier {
     private final String method;
     private final String path;
     private final ByteBuf body;
+    private final String coding;
     private final Supplier<ResponseSink> sinks;
     private boolean retryLeft;
     private StreamExchange exchange;
 
     /** @param body the request body, released once the call is waited for; or null */
-    Call(ServerLink link, String method, String path, ByteBuf body, Supplier<ResponseSink> sinks,
-        boolean retryOnce) {
+    Call(ServerLink link, String method, String path, ByteBuf body, String coding,
+        Supplier<ResponseSink> sinks, boolean retryOnce) {
       this.link = link;
       this.method = method;
       this.path = path;
       this.body = body;
+      this.coding = coding;
       this.sinks = sinks;
       this.retryLeft = retryOnce;
     }
@@ -520,7 +558,7 @@ public final class RemoteTier implements Tier {
     Call start() {
       exchange = link.start(method, path,
           "POST".equals(method) ? "application/json" : "application/octet-stream",
-          body == null ? null : body.retainedDuplicate(), sinks.get());
+          coding, body == null ? null : body.retainedDuplicate(), sinks.get());
       return this;
     }
 

@@ -1,5 +1,6 @@
 package dev.kvcache.client;
 
+import dev.kvcache.codec.BlockCodec;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,6 +27,7 @@ public final class RemoteTierConfig {
   final int connectionsPerServer;
   final int maxBlockBytes;
   final int ioThreads;
+  final BlockCodec wireCodec;
 
   private RemoteTierConfig(Builder b) {
     this.servers = List.copyOf(b.servers);
@@ -41,6 +43,7 @@ public final class RemoteTierConfig {
     this.connectionsPerServer = b.connectionsPerServer;
     this.maxBlockBytes = b.maxBlockBytes;
     this.ioThreads = b.ioThreads;
+    this.wireCodec = b.wireCodec;
   }
 
   /** A builder with the defaults: namespace {@code default}, no token, 2 connections per server. */
@@ -70,6 +73,7 @@ public final class RemoteTierConfig {
     private int connectionsPerServer = 2;
     private int maxBlockBytes = 64 << 20;
     private int ioThreads = 2;
+    private BlockCodec wireCodec;
 
     private Builder() {}
 
@@ -153,6 +157,19 @@ public final class RemoteTierConfig {
         throw new IllegalArgumentException("ioThreads must be at least 1");
       }
       this.ioThreads = threads;
+      return this;
+    }
+
+    /**
+     * Blocks travel as containers of {@code codec} ({@code Content-Encoding: kvcache-lz4}), or as
+     * they are if null (the default). A put is encoded before it is sent (into a buffer of its
+     * encoded size); a get asks for the encoded block, which a server answers when its {@code
+     * kvcache.wire-codec} is {@code lz4}, and decodes it into the destination once it has arrived.
+     * Batch reads ({@link RemoteTier#getAllInto}) stay unencoded. Pays off only on links slower
+     * than the codec, and on data it shrinks (docs/benchmarks.md).
+     */
+    public Builder wireCodec(BlockCodec codec) {
+      this.wireCodec = codec;
       return this;
     }
 

@@ -1,5 +1,7 @@
 package dev.kvcache.client;
 
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.Filter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
@@ -8,8 +10,9 @@ import dev.kvcache.spi.TierSettings;
  * Opens a {@link RemoteTier} from the {@code remote.*} settings of a {@code KvCacheConfig} with
  * {@code lower = remote}: {@code servers} ({@code host:port} list, comma-separated) or {@code dns}
  * ({@code name:port}), {@code namespace}, {@code token}, {@code connect-timeout}, {@code
- * request-timeout}, {@code connections-per-server}; defaults as in {@link RemoteTierConfig}. The
- * largest block is the cache's.
+ * request-timeout}, {@code connections-per-server}, {@code wire-codec} ({@code none} or {@code
+ * lz4}) and {@code wire-codec-filter} (a {@link Filter}); defaults as in {@link RemoteTierConfig}.
+ * The largest block is the cache's.
  */
 public final class RemoteTierFactory implements TierFactory {
 
@@ -42,12 +45,24 @@ public final class RemoteTierFactory implements TierFactory {
       b.requestTimeout(settings.duration("request-timeout", null));
     }
     b.connectionsPerServer(settings.integer("connections-per-server", 2));
+    Filter filter = settings.choice("wire-codec-filter", Filter.class, Filter.NONE);
+    if (settings.choice("wire-codec", WireCodec.class, WireCodec.NONE) == WireCodec.LZ4) {
+      b.wireCodec(BlockCodec.builder().filter(filter).build());
+    } else if (filter != Filter.NONE) {
+      throw new IllegalArgumentException("setting 'remote.wire-codec-filter' needs 'remote.wire-codec' = lz4");
+    }
     settings.requireAllRead();
     try {
       return new RemoteTier(b.build());
     } catch (IllegalStateException e) {
       throw new IllegalArgumentException("remote tier: " + e.getMessage(), e);
     }
+  }
+
+  /** What {@code remote.wire-codec} names. */
+  private enum WireCodec {
+    NONE,
+    LZ4
   }
 
   private record HostPort(String host, int port) {

@@ -115,11 +115,13 @@ final class ServerLink implements AutoCloseable {
   /**
    * Starts a request: opens its stream and writes it on the event loop.
    *
+   * @param coding the body's content coding, or without a body the coding the answer may come
+   *     in; null for none
    * @param body the request body, released once sent or given up, or null
    * @return the exchange, or null if the server is down or cannot be reached
    */
-  StreamExchange start(String method, String path, String contentType, ByteBuf body,
-      ResponseSink sink) {
+  StreamExchange start(String method, String path, String contentType, String coding,
+      ByteBuf body, ResponseSink sink) {
     Channel parent = connection();
     if (parent == null) {
       if (body != null) {
@@ -138,6 +140,9 @@ final class ServerLink implements AutoCloseable {
     if (body != null) {
       headers.set("content-type", contentType);
       headers.setLong("content-length", body.readableBytes());
+    }
+    if (coding != null) {
+      headers.set(body != null ? "content-encoding" : "accept-encoding", coding);
     }
     StreamExchange exchange = new StreamExchange(sink, body != null);
     // the stream is opened and written on the event loop, in one go: the caller only waits for

@@ -1,5 +1,6 @@
 package dev.kvcache.client;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micronaut.context.ApplicationContext;
 import io.micronaut.runtime.server.EmbeddedServer;
 import java.io.IOException;
@@ -44,6 +45,12 @@ final class LocalServer implements AutoCloseable {
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** The server's count of blocks it answered ({@code sent}) or stored ({@code received}) encoded. */
+  double wireContainers(String direction) {
+    return context.getBean(MeterRegistry.class).get("kvcache.wire.containers")
+        .tag("direction", direction).functionCounter().count();
   }
 
   @Override

@@ -9,6 +9,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.Filter;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -44,6 +46,67 @@ class RemoteTierTest {
       try (BlockLease lease = remote.get(key)) {
         assertThat(lease.bytes()).isEqualTo(block.duplicate().clear());
       }
+    }
+  }
+
+  /** Half floats of small magnitude: a byte shuffle lets LZ4 shrink them. */
+  static ByteBuffer halfFloats(int length, long seed) {
+    ByteBuffer b = ByteBuffer.allocateDirect(length);
+    java.util.Random r = new java.util.Random(seed);
+    for (int i = 0; i + 1 < length; i += 2) {
+      b.put(i, (byte) r.nextInt()).put(i + 1, (byte) (0x30 + r.nextInt(3)));
+    }
+    return b;
+  }
+
+  @Test
+  void withAWireCodecBlocksTravelEncodedBothWaysAndArriveWhole() {
+    BlockCodec codec = BlockCodec.builder().filter(Filter.BYTE_SHUFFLE_2).build();
+    try (LocalServer server = LocalServer.start(dir, 0, 8 << 20,
+            Map.of("kvcache.wire-codec", "lz4", "kvcache.wire-codec-filter", "byte_shuffle_2"));
+        RemoteTier coded = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).wireCodec(codec).build());
+        RemoteTier plain = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+      for (int length : new int[] {1, 256 << 10, (3 << 20) + 3}) {
+        BlockKey key = Payloads.key(length);
+        ByteBuffer block = halfFloats(length, length);
+        assertThat(coded.put(key, block)).isEqualTo(PutStatus.STORED);
+        ByteBuffer dst = ByteBuffer.allocateDirect(length + 10).position(7);
+        assertThat(coded.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+        assertThat(dst.position()).isEqualTo(7 + length);
+        assertThat(dst.flip().position(7)).isEqualTo(block);
+        try (BlockLease lease = coded.get(key)) {
+          assertThat(lease.bytes()).isEqualTo(block);
+        }
+        ByteBuffer asStored = ByteBuffer.allocateDirect(length);
+        assertThat(plain.getInto(key, asStored)).isEqualTo(GetStatus.HIT);
+        assertThat(asStored.flip()).as("stored decoded, read as it is").isEqualTo(block);
+      }
+      assertThat(server.wireContainers("received")).as("puts sent encoded").isEqualTo(3);
+      assertThat(server.wireContainers("sent")).as("gets answered encoded").isEqualTo(6);
+      ByteBuffer small = ByteBuffer.allocateDirect(256 << 10).position(3);
+      assertThat(coded.getInto(Payloads.key(256 << 10), small))
+          .isEqualTo(GetStatus.BUFFER_TOO_SMALL);
+      assertThat(small.position()).isEqualTo(3);
+      assertThat(coded.getInto(Payloads.key(77), ByteBuffer.allocateDirect(10)))
+          .isEqualTo(GetStatus.MISS);
+    }
+  }
+
+  @Test
+  void aClientWithAWireCodecReadsFromAServerThatAnswersBlocksAsTheyAre() {
+    BlockCodec codec = BlockCodec.builder().build();
+    try (LocalServer server = LocalServer.start(dir);
+        RemoteTier coded = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).wireCodec(codec).build())) {
+      BlockKey key = Payloads.key(5);
+      ByteBuffer block = Payloads.of(key, 2, 1 << 20);
+      assertThat(coded.put(key, block)).isEqualTo(PutStatus.STORED);
+      ByteBuffer dst = ByteBuffer.allocateDirect(1 << 20);
+      assertThat(coded.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(key, dst.flip())).isEqualTo(2);
+      assertThat(server.wireContainers("sent")).isZero();
     }
   }
 
@@ -138,6 +201,7 @@ class RemoteTierTest {
     }
   }
 
+  /** With {@code remote.wire-codec = lz4}: puts go encoded, gets come back whole either way. */
   @Test
   void ramOverARemoteServerBuiltFromSettings() throws Exception {
     try (LocalServer server = LocalServer.start(dir)) {
@@ -146,7 +210,8 @@ class RemoteTierTest {
           "ram.bytes", "4MiB",
           "ram.max-block-bytes", "1MiB",
           "lower", "remote",
-          "remote.servers", "127.0.0.1:" + server.port)).open()) {
+          "remote.servers", "127.0.0.1:" + server.port,
+          "remote.wire-codec", "lz4")).open()) {
         for (int i = 0; i < blocks; i++) {
           BlockKey key = Payloads.key(i);
           assertThat(cache.put(key, Payloads.of(key, 1, 512 * 1024))).isEqualTo(PutStatus.STORED);
@@ -169,5 +234,13 @@ class RemoteTierTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("remote.servers")
         .hasMessageContaining("host:port");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("lower", "remote",
+        "remote.servers", "localhost:1", "remote.wire-codec-filter", "byte_shuffle_2")).open())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("remote.wire-codec");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("lower", "remote",
+        "remote.servers", "localhost:1", "remote.wire-codec", "gzip")).open())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("remote.wire-codec");
   }
 }

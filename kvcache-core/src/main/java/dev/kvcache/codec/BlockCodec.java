@@ -131,6 +131,17 @@ public final class BlockCodec {
   }
 
   /**
+   * The most bytes a container of {@code rawLength} bytes can take, whatever chunk size its encoder
+   * used (the smallest chunks have the most headers): the bound on a container from elsewhere.
+   */
+  public static long maxContainerLength(long rawLength) {
+    if (rawLength < 0) {
+      throw new IllegalArgumentException("negative length " + rawLength);
+    }
+    return HEADER_BYTES + chunkCount(rawLength, MIN_CHUNK_BYTES) * CHUNK_HEADER_BYTES + rawLength;
+  }
+
+  /**
    * Encodes {@code src}'s remaining bytes into {@code dst} at its position, advancing it; {@code
    * src}'s position is not changed.
    *

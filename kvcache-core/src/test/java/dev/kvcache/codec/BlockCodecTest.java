@@ -208,6 +208,19 @@ class BlockCodecTest {
   }
 
   @Test
+  void noContainerIsLongerThanMaxContainerLength() {
+    int size = 300_001;
+    long bound = BlockCodec.maxContainerLength(size);
+    for (int chunk : new int[] {4 << 10, 64 << 10, 16 << 20}) {
+      BlockCodec codec = BlockCodec.builder().chunkSizeBytes(chunk).build();
+      assertThat(codec.maxEncodedLength(size)).as("chunk " + chunk).isLessThanOrEqualTo(bound);
+      assertThat(encode(codec, random(size, 9)).remaining()).isLessThanOrEqualTo((int) bound);
+    }
+    assertThat(BlockCodec.builder().chunkSizeBytes(4 << 10).build().maxEncodedLength(size))
+        .as("the smallest chunks reach the bound").isEqualTo(bound);
+  }
+
+  @Test
   void randomBytesGrowOnlyByTheHeaders() throws IOException {
     BlockCodec codec = codec(Filter.NONE);
     int size = 10 * CHUNK + 123;

@@ -6,6 +6,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockCodec;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpMethod;
@@ -75,11 +76,12 @@ class BlockController {
     BlockKey storageKey = namespaces.storageKey(namespace, key);
     long declared = request.getContentLength();
     boolean encoded = WireCodec.isEncoded(request.getHeaders().get(HttpHeaders.CONTENT_ENCODING));
-    if (declared > (encoded ? WireCodec.maxEncodedLength(maxBlockBytes) : maxBlockBytes)) {
+    if (declared > (encoded ? BlockCodec.maxContainerLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
     return (encoded
             ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking)
+                .doOnNext(stored -> wire.received())
             : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking))
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
@@ -125,10 +127,7 @@ class BlockController {
     }
     String length = Integer.toString(lease.length());
     if (request.getMethod() == HttpMethod.GET && wire.encodesFor(request)) {
-      Mono<ByteBuf> encoded = Mono.fromCallable(() -> wire.encode(lease))
-          .subscribeOn(blocking)
-          .doOnDiscard(ByteBuf.class, ByteBuf::release);
-      return HttpResponse.ok(encoded)
+      return HttpResponse.ok(wire.encode(lease, blocking))
           .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
           .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
           .header(LENGTH_HEADER, length);

@@ -138,7 +138,7 @@ final class BodyWriter {
    */
   static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
       int maxBlockBytes, Scheduler blocking) {
-    long maxEncoded = WireCodec.maxEncodedLength(maxBlockBytes);
+    long maxEncoded = BlockCodec.maxContainerLength(maxBlockBytes);
     return Mono.using(
         () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
         whole -> gather(body, whole, maxEncoded, "the encoded body is larger than the container of"

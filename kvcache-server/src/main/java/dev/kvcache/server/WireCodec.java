@@ -3,13 +3,23 @@ package dev.kvcache.server;
 import dev.kvcache.BlockLease;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
+import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpRequest;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.micronaut.context.annotation.Context;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * Blocks on the wire in the {@link BlockCodec} container, as the content coding {@value #CODING}
@@ -21,12 +31,14 @@ import java.util.Locale;
  * the bytes it saves (docs/benchmarks.md).
  */
 @Context // created at start-up, so that a bad setting stops the server there
-class WireCodec {
+class WireCodec implements MeterBinder {
 
   /** The content coding's name in {@code Content-Encoding} and {@code Accept-Encoding}. */
   static final String CODING = "kvcache-lz4";
 
   private final BlockCodec answers;
+  private final AtomicLong sent = new AtomicLong();
+  private final AtomicLong received = new AtomicLong();
 
   WireCodec(@Value("${kvcache.wire-codec:none}") String codec,
       @Value("${kvcache.wire-codec-filter:none}") String filter) {
@@ -56,14 +68,6 @@ class WireCodec {
     }
     throw new IllegalArgumentException("kvcache.wire-codec-filter must be one of "
         + java.util.Arrays.toString(Filter.values()).toLowerCase(Locale.ROOT) + ", got '" + name + "'");
-  }
-
-  /**
-   * The most bytes a container of a block up to {@code maxBlockBytes} can take, whatever chunk size
-   * its writer chose: the bound on an encoded body.
-   */
-  static long maxEncodedLength(int maxBlockBytes) {
-    return BlockCodec.builder().chunkSizeBytes(4 << 10).build().maxEncodedLength(maxBlockBytes);
   }
 
   /** Whether a body with this {@code Content-Encoding} is a container; null means none. */
@@ -110,18 +114,67 @@ class WireCodec {
     return 1;
   }
 
-  /** The leased block encoded, in a buffer of Netty's; closes the lease. */
-  ByteBuf encode(BlockLease lease) {
-    try (lease) {
-      int length = lease.length();
-      ByteBuf out = ByteBufAllocator.DEFAULT.directBuffer((int) answers.maxEncodedLength(length));
-      try {
-        int n = answers.encode(lease.bytes(), out.nioBuffer(0, out.capacity()));
-        return out.writerIndex(n);
-      } catch (RuntimeException e) {
-        out.release();
-        throw e;
-      }
+  /** Counts a block stored from a container. */
+  void received() {
+    received.incrementAndGet();
+  }
+
+  /** {@code kvcache_wire_containers_total}, by direction: blocks answered and taken encoded. */
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    for (String direction : new String[] {"sent", "received"}) {
+      FunctionCounter.builder("kvcache.wire.containers",
+              direction.equals("sent") ? sent : received, AtomicLong::get)
+          .description("blocks answered (sent) or stored (received) as " + CODING + " containers")
+          .tag("direction", direction)
+          .register(registry);
     }
+  }
+
+  /**
+   * The leased block encoded, chunk by chunk on {@code on}: each chunk goes out as soon as it is
+   * encoded (copied from the codec's chunk buffer into a pooled one), so encoding the next chunk
+   * overlaps sending this one. Closes the lease when done, or at once if the answer is cancelled
+   * before encoding started; stops early if it is cancelled meanwhile.
+   */
+  Flux<ByteBuf> encode(BlockLease lease, Scheduler on) {
+    AtomicBoolean owned = new AtomicBoolean(); // by the encoder, or by a cancel before it started
+    return Flux.<ByteBuf>create(sink -> {
+          if (!owned.compareAndSet(false, true)) {
+            return; // cancelled before it started: the lease is closed already
+          }
+          try (lease) {
+            answers.encode(lease.bytes(), new WritableByteChannel() {
+              @Override
+              public int write(ByteBuffer chunk) throws IOException {
+                if (sink.isCancelled()) {
+                  throw new IOException("the answer was cancelled");
+                }
+                int n = chunk.remaining();
+                sink.next(ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(chunk));
+                return n;
+              }
+
+              @Override
+              public boolean isOpen() {
+                return true;
+              }
+
+              @Override
+              public void close() {}
+            });
+            sent.incrementAndGet();
+            sink.complete();
+          } catch (IOException | RuntimeException e) {
+            sink.error(e);
+          }
+        })
+        .subscribeOn(on)
+        .doOnDiscard(ByteBuf.class, ByteBuf::release)
+        .doFinally(signal -> {
+          if (owned.compareAndSet(false, true)) {
+            lease.close();
+          }
+        });
   }
 }

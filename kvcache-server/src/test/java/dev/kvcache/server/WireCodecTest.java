@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
@@ -51,6 +52,12 @@ class WireCodecTest {
     return dst.array();
   }
 
+  /** Blocks the server answered ({@code sent}) or stored ({@code received}) as containers. */
+  static double containers(TestServer server, String direction) {
+    return server.context.getBean(MeterRegistry.class).get("kvcache.wire.containers")
+        .tag("direction", direction).functionCounter().count();
+  }
+
   static HttpResponse<byte[]> putEncoded(TestServer server, String key, byte[] body, String coding)
       throws Exception {
     return server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default", key)))
@@ -74,6 +81,7 @@ class WireCodecTest {
       assertThat(container.length).as("the test data compresses").isLessThan(block.length * 9 / 10);
 
       assertThat(putEncoded(server, key(1), container, "kvcache-lz4").statusCode()).isEqualTo(201);
+      assertThat(containers(server, "received")).isEqualTo(1);
       HttpResponse<byte[]> plain = server.get("default", key(1));
       assertThat(plain.statusCode()).isEqualTo(200);
       assertThat(plain.body()).isEqualTo(block);
@@ -82,6 +90,7 @@ class WireCodecTest {
       assertThat(asked.headers().firstValue("Content-Encoding"))
           .as("a server with kvcache.wire-codec none answers blocks as they are").isEmpty();
       assertThat(asked.body()).isEqualTo(block);
+      assertThat(containers(server, "sent")).isZero();
       awaitNoLeases(server);
     }
   }
@@ -102,11 +111,21 @@ class WireCodecTest {
           .hasValue(Integer.toString(block.length));
       assertThat(encoded.body().length).isLessThan(block.length * 9 / 10);
       assertThat(decode(encoded.body())).isEqualTo(block);
+      assertThat(containers(server, "sent")).isEqualTo(1);
 
       for (String accept : new String[] {"gzip", "kvcache-lz4;q=0", "identity"}) {
         HttpResponse<byte[]> plain = getAccepting(server, key(2), accept);
         assertThat(plain.headers().firstValue("Content-Encoding")).as(accept).isEmpty();
         assertThat(plain.body()).as(accept).isEqualTo(block);
+      }
+      for (int i = 0; i < 5; i++) { // answers given up after their first bytes hold no lease
+        HttpResponse<java.io.InputStream> cut = server.http.send(HttpRequest.newBuilder(
+                server.uri(TestServer.blockPath("default", key(2))))
+            .header("Accept-Encoding", "kvcache-lz4").GET().build(),
+            HttpResponse.BodyHandlers.ofInputStream());
+        try (java.io.InputStream in = cut.body()) {
+          assertThat(in.readNBytes(10)).hasSize(10);
+        }
       }
       HttpResponse<byte[]> head = server.send(HttpRequest.newBuilder(
               server.uri(TestServer.blockPath("default", key(2))))
@@ -138,6 +157,7 @@ class WireCodecTest {
 
       HttpResponse<byte[]> after = server.get("default", key(3));
       assertThat(after.body()).as("the block stored before").isEqualTo(kept);
+      assertThat(containers(server, "received")).isZero();
       assertError(server.get("default", key(4)), 404, "not-cached");
       awaitNoLeases(server);
       server.awaitRamBytesUsed(used);
