@@ -718,7 +718,9 @@ def wire_tables(results_dir, out, img):
         if name.startswith("wire-") and name.endswith(".json"):
             with open(os.path.join(results_dir, name)) as f:
                 links[name[len("wire-"):-len(".json")]] = {
-                    (method(r), int(r["params"]["blockBytes"])): gbps(r) for r in json.load(f)}
+                    (method(r), int(r["params"]["blockBytes"])): tuple(
+                        r["primaryMetric"][k] * int(r["params"]["blockBytes"]) / 1e9
+                        for k in ["score", "scoreError"]) for r in json.load(f)}
     if not links:
         return
     order = sorted(links, key=lambda link: (link != "loopback", link))

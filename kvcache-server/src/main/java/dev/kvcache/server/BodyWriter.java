@@ -4,12 +4,12 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.CorruptBlockException;
 import io.micronaut.http.HttpStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
-import dev.kvcache.codec.BlockCodec;
-import dev.kvcache.codec.CorruptBlockException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
@@ -133,8 +133,9 @@ final class BodyWriter {
    * Stores a body encoded as a {@link dev.kvcache.codec.BlockCodec} container ({@link
    * WireCodec#CODING}): gathered as it arrives (at most the container of a largest block), then, on
    * {@code blocking}, a writer is opened for the length its header gives and the container is
-   * decoded into it one chunk at a time. A block longer than {@code maxBlockBytes} is 413, a
-   * damaged container 400; either way nothing is stored.
+   * decoded into it one chunk at a time (each chunk through the codec's chunk buffers: a copy of
+   * the encoded chunk and one of the decoded bytes). A block longer than {@code maxBlockBytes} is
+   * 413, a damaged container 400; either way nothing is stored.
    */
   static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
       int maxBlockBytes, Scheduler blocking) {
@@ -176,7 +177,7 @@ final class BodyWriter {
     }
   }
 
-  /** The readable bytes of a buffer as a channel, read with no copy but into the reader's buffer. */
+  /** The readable bytes of a buffer as a channel; each read copies them into the reader's buffer. */
   private static final class ByteBufChannel implements ReadableByteChannel {
     private final ByteBuf buf;
 
