@@ -19,7 +19,6 @@ import java.util.List;
 class AuthFilter {
 
   private static final String PREFIX = "/v1/namespaces/";
-  private static final String BEARER = "Bearer ";
 
   private final Tokens tokens;
 
@@ -33,10 +32,7 @@ class AuthFilter {
     if (!tokens.enabled()) {
       return null;
     }
-    String header = request.getHeaders().get(HttpHeaders.AUTHORIZATION);
-    TokenSettings token = header != null && header.startsWith(BEARER)
-        ? tokens.find(header.substring(BEARER.length()).trim())
-        : null;
+    TokenSettings token = tokens.bearer(request.getHeaders().get(HttpHeaders.AUTHORIZATION));
     if (token == null) {
       return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
           .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
@@ -53,7 +49,8 @@ class AuthFilter {
     return null;
   }
 
-  private static String namespaceOf(String path) {
+  /** The namespace a path under {@code /v1/namespaces/} names, or null. */
+  static String namespaceOf(String path) {
     if (!path.startsWith(PREFIX)) {
       return null;
     }

@@ -12,6 +12,8 @@ class Tokens {
   /** The shortest secret taken: 128 bits written as hex. */
   static final int MIN_SECRET_LENGTH = 32;
 
+  private static final String BEARER = "Bearer ";
+
   private final List<TokenSettings> tokens;
 
   Tokens(List<TokenSettings> tokens) {
@@ -26,6 +28,14 @@ class Tokens {
 
   boolean enabled() {
     return !tokens.isEmpty();
+  }
+
+  /** The token an {@code Authorization} header value presents ({@code Bearer <secret>}), or null. */
+  TokenSettings bearer(CharSequence authorization) {
+    String header = authorization == null ? null : authorization.toString();
+    return header != null && header.startsWith(BEARER)
+        ? find(header.substring(BEARER.length()).trim())
+        : null;
   }
 
   /** The token with this secret, compared in constant time, or null. */

@@ -85,11 +85,16 @@ class WireCodec implements MeterBinder {
 
   /** Whether to answer {@code request} with an encoded block. */
   boolean encodesFor(HttpRequest<?> request) {
+    return answers != null && encodesFor(request.getHeaders().getAll(HttpHeaders.ACCEPT_ENCODING));
+  }
+
+  /** Whether to answer a request with these {@code Accept-Encoding} values with an encoded block. */
+  boolean encodesFor(Iterable<? extends CharSequence> acceptEncoding) {
     if (answers == null) {
       return false;
     }
-    for (String value : request.getHeaders().getAll(HttpHeaders.ACCEPT_ENCODING)) {
-      for (String coding : value.split(",")) {
+    for (CharSequence value : acceptEncoding) {
+      for (String coding : value.toString().split(",")) {
         String[] parts = coding.split(";");
         if (parts[0].trim().equalsIgnoreCase(CODING) && quality(parts) > 0) {
           return true;

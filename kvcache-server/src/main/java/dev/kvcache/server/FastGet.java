@@ -1,0 +1,173 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import io.micronaut.context.annotation.Value;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.Http2ConnectionEncoder;
+import io.netty.handler.codec.http2.Http2ConnectionHandler;
+import io.netty.handler.codec.http2.Http2Exception;
+import io.netty.handler.codec.http2.Http2FrameListener;
+import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
+import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.util.AsciiString;
+import jakarta.inject.Singleton;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Answers the commonest request, an HTTP/2 {@code GET} of one cached block, straight from the
+ * HTTP/2 frames: headers and the block (from its lease, as {@link BlockController#get} sends it),
+ * without Micronaut's routing, filters and response building, which cost as much CPU as writing a
+ * 256 KiB block to the socket (docs/benchmarks.md). Everything else goes to Micronaut unchanged:
+ * other methods and paths, HTTP/1.1, a miss, a malformed key, an unknown namespace, a token that
+ * is missing or may not read the namespace, a request for an encoded block. Those get Micronaut's
+ * answers (404, 400, 401, 403, ...), so the fast path only ever answers 200 with the same headers
+ * and bytes as the controller. Off with {@code kvcache.fast-get: false}. Requests it answers are
+ * counted by the cache's own meters ({@code kvcache_hits_total}), not Micronaut's HTTP timer.
+ */
+@Singleton
+class FastGet {
+
+  private static final String PREFIX = "/v1/namespaces/";
+  private static final String BLOCKS = "/blocks/";
+  private static final AsciiString LENGTH_HEADER = AsciiString.cached("kvcache-block-length");
+  private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
+  private static final AsciiString OK = AsciiString.cached("200");
+
+  private final boolean enabled;
+  private final KvCache cache;
+  private final Namespaces namespaces;
+  private final Tokens tokens;
+  private final WireCodec wire;
+  private final AtomicLong answered = new AtomicLong();
+  private volatile DateCache date = new DateCache(0, "");
+
+  FastGet(@Value("${kvcache.fast-get:true}") boolean enabled, KvCache cache, Namespaces namespaces,
+      Tokens tokens, WireCodec wire) {
+    this.enabled = enabled;
+    this.cache = cache;
+    this.namespaces = namespaces;
+    this.tokens = tokens;
+    this.wire = wire;
+  }
+
+  /** Puts the fast path in front of the connection's frame listener (Micronaut's). */
+  void install(Http2ConnectionHandler handler) {
+    if (enabled) {
+      handler.decoder().frameListener(new Listener(handler.decoder().frameListener(),
+          handler.encoder()));
+    }
+  }
+
+  /** GETs answered here, for tests. */
+  long answered() {
+    return answered.get();
+  }
+
+  /** The block's lease if this request is a GET the fast path answers, else null. */
+  private BlockLease hit(Http2Headers headers) {
+    if (!AsciiString.contentEquals("GET", headers.method())) {
+      return null;
+    }
+    CharSequence p = headers.path();
+    String path = p == null ? null : p.toString();
+    if (path == null || !path.startsWith(PREFIX) || path.indexOf('?') >= 0) {
+      return null;
+    }
+    int blocks = path.indexOf(BLOCKS, PREFIX.length());
+    if (blocks < 0 || path.indexOf('/', blocks + BLOCKS.length()) >= 0) {
+      return null;
+    }
+    String namespace = path.substring(PREFIX.length(), blocks);
+    if (tokens.enabled()) {
+      TokenSettings token = tokens.bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
+      if (token == null || !token.getRead().contains(namespace)) {
+        return null;
+      }
+    }
+    if (wire.encodesFor(headers.getAll(HttpHeaderNames.ACCEPT_ENCODING))) {
+      return null;
+    }
+    BlockKey key;
+    try {
+      key = namespaces.storageKey(namespace, path.substring(blocks + BLOCKS.length()));
+    } catch (ApiException e) {
+      return null; // Micronaut answers with the error
+    }
+    BlockLease lease = cache.get(key);
+    if (lease.status() != GetStatus.HIT) {
+      lease.close();
+      return null;
+    }
+    return lease;
+  }
+
+  /** The {@code date} header's value, formatted once a second. */
+  private String date() {
+    long now = System.currentTimeMillis() / 1000;
+    DateCache d = date;
+    if (d.second != now) {
+      d = new DateCache(now, DateTimeFormatter.RFC_1123_DATE_TIME.format(
+          ZonedDateTime.now(ZoneOffset.UTC)));
+      date = d;
+    }
+    return d.value;
+  }
+
+  private record DateCache(long second, String value) {}
+
+  private final class Listener extends Http2FrameListenerDecorator {
+    private final Http2ConnectionEncoder encoder;
+
+    Listener(Http2FrameListener micronaut, Http2ConnectionEncoder encoder) {
+      super(micronaut);
+      this.encoder = encoder;
+    }
+
+    @Override
+    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
+        int padding, boolean endOfStream) throws Http2Exception {
+      if (!endOfStream || !answer(ctx, streamId, headers)) {
+        super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
+      }
+    }
+
+    @Override
+    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
+        int streamDependency, short weight, boolean exclusive, int padding, boolean endOfStream)
+        throws Http2Exception {
+      if (!endOfStream || !answer(ctx, streamId, headers)) {
+        super.onHeadersRead(ctx, streamId, headers, streamDependency, weight, exclusive, padding,
+            endOfStream);
+      }
+    }
+
+    /** Writes the answer if this is a GET of a cached block; flushed when the read completes. */
+    private boolean answer(ChannelHandlerContext ctx, int streamId, Http2Headers request) {
+      BlockLease lease = hit(request);
+      if (lease == null) {
+        return false;
+      }
+      String length = Integer.toString(lease.length());
+      Http2Headers response = new DefaultHttp2Headers(false, 5)
+          .status(OK)
+          .add(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
+          .add(HttpHeaderNames.CONTENT_LENGTH, length)
+          .add(LENGTH_HEADER, length)
+          .add(HttpHeaderNames.DATE, date());
+      ByteBuf body = new LeaseBody(lease); // the lease closes when Netty releases the body
+      encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());
+      encoder.writeData(ctx, streamId, body, 0, true, ctx.voidPromise());
+      answered.incrementAndGet();
+      return true;
+    }
+  }
+}
