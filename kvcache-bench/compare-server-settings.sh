@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GETs from kvcache-server under different settings of one build, alternating on loopback under
-# h2load (one connection), so that every setting sees the same machine. Needs h2load (Debian:
+# GETs (or PUTs) from kvcache-server under different settings of one build, alternating on loopback
+# under h2load (one connection), so that every setting sees the same machine. Needs h2load (Debian:
 # nghttp2-client).
 #
 #   turns:    Netty's own HTTP/2 write turn (1 KiB) and socket buffer (64 KiB); the server's write
@@ -8,12 +8,14 @@
 #             Writes docs/results/server-write-turns.csv.
 #   fast-get: kvcache.fast-get off and on, on 1 and 4 streams.
 #             Writes docs/results/server-fast-get.csv.
+#   fast-put: PUTs with kvcache.fast-put off and on, on 1 and 4 streams.
+#             Writes docs/results/server-fast-put.csv.
 #
 #   kvcache-bench/compare-server-settings.sh turns
 #   ROUNDS=1 DURATION=3 kvcache-bench/compare-server-settings.sh fast-get
 set -euo pipefail
 cd "$(dirname "$0")/.."
-suite=${1:?usage: $0 turns|fast-get}
+suite=${1:?usage: $0 turns|fast-get|fast-put}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5}
 port=17172
@@ -22,13 +24,15 @@ command -v h2load >/dev/null || apt-get install -y -q nghttp2-client >/dev/null
 case $suite in
   turns) settings=(netty turn both); streams=(4); out=docs/results/server-write-turns.csv ;;
   fast-get) settings=(off on); streams=(1 4); out=docs/results/server-fast-get.csv ;;
-  *) echo "unknown suite '$suite' (turns, fast-get)" >&2; exit 2 ;;
+  fast-put) settings=(off-put on); streams=(1 4); out=docs/results/server-fast-put.csv ;;
+  *) echo "unknown suite '$suite' (turns, fast-get, fast-put)" >&2; exit 2 ;;
 esac
 args_of() { # setting: the server's system properties for it
   case $1 in
     netty) echo "-Dkvcache.http2-write-quantum=1024 -Dkvcache.write-buffer-bytes=65536" ;;
     turn) echo "-Dkvcache.write-buffer-bytes=65536" ;;
     off) echo "-Dkvcache.fast-get=false" ;;
+    off-put) echo "-Dkvcache.fast-put=false" ;;
     both|on) echo "" ;;
   esac
 }
@@ -46,7 +50,7 @@ sizes=(262144 2097152)
 for s in "${sizes[@]}"; do head -c "$s" /dev/urandom > "$work/blk-$s"; done
 url() { printf 'http://127.0.0.1:%d/v1/namespaces/default/blocks/%032x' "$port" "$1"; }
 
-gets() { # settings...: one line per size and stream count, "size,streams,GB/s"
+gets() { # settings...: one line per size and stream count, "size,streams,GB/s"; PUTs for fast-put
   java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
       -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
       -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
@@ -56,7 +60,13 @@ gets() { # settings...: one line per size and stream count, "size,streams,GB/s"
     curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' \
         --data-binary "@$work/blk-$s" "$(url "$s")"
     for m in "${streams[@]}"; do
-      rps=$(h2load -c 1 -m "$m" --warm-up-time=2 -D "$duration" "$(url "$s")" | awk '/^finished/ {print $4}')
+      if [ "$suite" = fast-put ]; then
+        body=(-d "$work/blk-$s" -H ':method: PUT' -H 'content-type: application/octet-stream')
+      else
+        body=()
+      fi
+      rps=$(h2load -c 1 -m "$m" --warm-up-time=2 -D "$duration" "${body[@]}" "$(url "$s")" \
+        | awk '/^finished/ {print $4}')
       awk -v s="$s" -v m="$m" -v r="$rps" 'BEGIN {printf "%d,%d,%.3f\n", s, m, r * s / 1e9}'
     done
   done

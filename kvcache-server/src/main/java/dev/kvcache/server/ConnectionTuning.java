@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  *       KiB slivers; and the socket takes {@code kvcache.write-buffer-bytes} (default 1 MiB) before
  *       the streams wait for it to drain, instead of 64 KiB. Measured in docs/benchmarks.md: 256
  *       KiB GETs on four streams moved about twice the bytes per second.
- *   <li>GETs of cached blocks are answered by {@link FastGet}, ahead of Micronaut.
+ *   <li>GETs of cached blocks are answered by {@link FastGet}, and PUTs RAM can take at once are
+ *       stored by {@link FastPut}, ahead of Micronaut.
  * </ul>
  */
 @Singleton
@@ -55,8 +56,9 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final int writeQuantum;
   private final WriteBufferWaterMark waterMark;
   private final FastGet fastGet;
+  private final FastPut fastPut;
 
-  ConnectionTuning(FastGet fastGet,
+  ConnectionTuning(FastGet fastGet, FastPut fastPut,
       @Value("${kvcache.http2-connection-window:67108864}") int windowBytes,
       @Value("${kvcache.http2-write-quantum:262144}") int writeQuantum,
       @Value("${kvcache.write-buffer-bytes:1048576}") int writeBufferBytes) {
@@ -65,6 +67,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
           + " must be positive, got " + writeQuantum + " and " + writeBufferBytes);
     }
     this.fastGet = fastGet;
+    this.fastPut = fastPut;
     this.windowBytes = windowBytes;
     this.writeQuantum = writeQuantum;
     this.waterMark = new WriteBufferWaterMark(writeBufferBytes / 2, writeBufferBytes);
@@ -131,6 +134,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
           log.debug("HTTP/2 connection {} keeps Netty's write turns", ctx.channel());
         }
         fastGet.install(handler);
+        fastPut.install(handler);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null
           && ctx.pipeline().get(HttpServerCodec.class) != null) {

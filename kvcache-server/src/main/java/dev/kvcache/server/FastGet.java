@@ -20,9 +20,6 @@ import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.util.AsciiString;
 import jakarta.inject.Singleton;
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -52,7 +49,6 @@ class FastGet implements MeterBinder {
   private final Tokens tokens;
   private final WireCodec wire;
   private final AtomicLong answered = new AtomicLong();
-  private volatile DateCache date = new DateCache(0, "");
 
   FastGet(@Value("${kvcache.fast-get:true}") boolean enabled, KvCache cache, Namespaces namespaces,
       Tokens tokens, WireCodec wire) {
@@ -83,12 +79,11 @@ class FastGet implements MeterBinder {
         .register(registry);
   }
 
-  /** The block's lease if this request is a GET the fast path answers, else null. */
-  private BlockLease hit(Http2Headers headers) {
-    if (!AsciiString.contentEquals("GET", headers.method())) {
-      return null;
-    }
-    CharSequence p = headers.path();
+  /**
+   * The namespace and key of a {@code /v1/namespaces/{namespace}/blocks/{key}} path without a
+   * query, as they stand (not yet checked), or null for any other path.
+   */
+  static String[] blockPath(CharSequence p) {
     String path = p == null ? null : p.toString();
     if (path == null || !path.startsWith(PREFIX) || path.indexOf('?') >= 0) {
       return null;
@@ -97,7 +92,19 @@ class FastGet implements MeterBinder {
     if (blocks < 0 || path.indexOf('/', blocks + BLOCKS.length()) >= 0) {
       return null;
     }
-    String namespace = path.substring(PREFIX.length(), blocks);
+    return new String[] {path.substring(PREFIX.length(), blocks), path.substring(blocks + BLOCKS.length())};
+  }
+
+  /** The block's lease if this request is a GET the fast path answers, else null. */
+  private BlockLease hit(Http2Headers headers) {
+    if (!AsciiString.contentEquals("GET", headers.method())) {
+      return null;
+    }
+    String[] target = blockPath(headers.path());
+    if (target == null) {
+      return null;
+    }
+    String namespace = target[0];
     if (tokens.enabled()) {
       TokenSettings token = tokens.bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
       if (token == null || !token.getRead().contains(namespace)) {
@@ -109,7 +116,7 @@ class FastGet implements MeterBinder {
     }
     BlockKey key;
     try {
-      key = namespaces.storageKey(namespace, path.substring(blocks + BLOCKS.length()));
+      key = namespaces.storageKey(namespace, target[1]);
     } catch (ApiException e) {
       return null; // Micronaut answers with the error
     }
@@ -120,20 +127,6 @@ class FastGet implements MeterBinder {
     }
     return lease;
   }
-
-  /** The {@code date} header's value, formatted once a second. */
-  private String date() {
-    long now = System.currentTimeMillis() / 1000;
-    DateCache d = date;
-    if (d.second != now) {
-      d = new DateCache(now, DateTimeFormatter.RFC_1123_DATE_TIME.format(
-          ZonedDateTime.now(ZoneOffset.UTC)));
-      date = d;
-    }
-    return d.value;
-  }
-
-  private record DateCache(long second, String value) {}
 
   private final class Listener extends Http2FrameListenerDecorator {
     private final Http2ConnectionEncoder encoder;
@@ -173,7 +166,7 @@ class FastGet implements MeterBinder {
           .add(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
           .add(HttpHeaderNames.CONTENT_LENGTH, length)
           .add(LENGTH_HEADER, length)
-          .add(HttpHeaderNames.DATE, date());
+          .add(HttpHeaderNames.DATE, HttpDate.now());
       ByteBuf body = new LeaseBody(lease); // the lease closes when Netty releases the body
       encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());
       encoder.writeData(ctx, streamId, body, 0, true, ctx.voidPromise());

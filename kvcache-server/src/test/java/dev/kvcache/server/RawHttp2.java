@@ -1,5 +1,9 @@
 package dev.kvcache.server;
 
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersDecoder;
+import io.netty.handler.codec.http2.Http2Exception;
+import io.netty.handler.codec.http2.Http2Headers;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -41,6 +45,7 @@ final class RawHttp2 implements AutoCloseable {
   private final OutputStream out;
   private final DataInputStream in;
   private final String authority;
+  private final DefaultHttp2HeadersDecoder decoder = new DefaultHttp2HeadersDecoder(false);
 
   RawHttp2(String host, int port) throws IOException {
     socket = new Socket(host, port);
@@ -55,10 +60,40 @@ final class RawHttp2 implements AutoCloseable {
 
   /** Opens stream {@code stream} (odd, increasing) with a request; no body follows if {@code last}. */
   void request(int stream, String method, String path, boolean last) throws IOException {
+    request(stream, method, path, last, new String[0]);
+  }
+
+  /** As {@link #request(int, String, String, boolean)}, with more headers: name, value, ... */
+  void request(int stream, String method, String path, boolean last, String... headers)
+      throws IOException {
     byte[] block = concat(literal(":method", method), literal(":scheme", "http"),
         literal(":path", path), literal(":authority", authority),
         literal("content-type", "application/octet-stream"));
+    for (int i = 0; i < headers.length; i += 2) {
+      block = concat(block, literal(headers[i], headers[i + 1]));
+    }
     frame(HEADERS, END_HEADERS | (last ? END_STREAM : 0), stream, block);
+  }
+
+  /**
+   * The headers of a HEADERS frame from the server. Every HEADERS frame the server sent must go
+   * through here, in order: HPACK's table spans the connection.
+   */
+  Http2Headers headers(Frame f) throws Http2Exception {
+    return decoder.decodeHeaders(f.stream(), Unpooled.wrappedBuffer(f.payload()));
+  }
+
+  /** The next HEADERS frame on {@code stream}, decoded (others are skipped, their headers decoded). */
+  Http2Headers nextHeaders(int stream) throws IOException, Http2Exception {
+    for (Frame f; (f = next()) != null; ) {
+      if (f.type() == HEADERS) {
+        Http2Headers h = headers(f);
+        if (f.stream() == stream) {
+          return h;
+        }
+      }
+    }
+    return null;
   }
 
   void data(int stream, byte[] bytes, boolean last) throws IOException {

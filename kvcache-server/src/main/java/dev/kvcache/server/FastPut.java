@@ -1,0 +1,297 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import dev.kvcache.PutStatus;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micronaut.context.annotation.Value;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.Http2ConnectionAdapter;
+import io.netty.handler.codec.http2.Http2ConnectionEncoder;
+import io.netty.handler.codec.http2.Http2ConnectionHandler;
+import io.netty.handler.codec.http2.Http2Error;
+import io.netty.handler.codec.http2.Http2Exception;
+import io.netty.handler.codec.http2.Http2FrameListener;
+import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
+import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.handler.codec.http2.Http2Stream;
+import io.netty.util.AsciiString;
+import jakarta.inject.Singleton;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Stores an HTTP/2 {@code PUT} of one block straight from the HTTP/2 frames, ahead of Micronaut:
+ * when the request names its length ({@code content-length}) and the cache can open a writer for
+ * it at once ({@link KvCache#tryWriter}: usually, RAM has room), each DATA frame is copied into the
+ * block's place as it is read, and the block is committed when the stream ends; answers and errors
+ * are the controller's ({@link BlockController#put}). A body longer or shorter than its length is
+ * reset by Netty's HTTP/2 decoder, which checks DATA against {@code content-length} (the 400 here
+ * is a second line of defence); one slower than {@code kvcache.body-timeout} is answered 408 and
+ * reset; a reset or closed stream drops what it had written and frees its room. Everything else
+ * goes to Micronaut: no length, another content type or coding, a token that may not write the
+ * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
+ * Off with {@code kvcache.fast-put: false}; counted in {@code kvcache_fast_puts_total}.
+ */
+@Singleton
+class FastPut implements MeterBinder {
+
+  private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
+  private static final AsciiString JSON = AsciiString.cached("application/json");
+  private static final AsciiString PUT_HEADER = AsciiString.cached("kvcache-put");
+
+  private final boolean enabled;
+  private final KvCache cache;
+  private final int maxBlockBytes;
+  private final Namespaces namespaces;
+  private final Tokens tokens;
+  private final long timeoutNanos;
+  private final AtomicLong answered = new AtomicLong();
+
+  FastPut(@Value("${kvcache.fast-put:true}") boolean enabled, KvCache cache, KvCacheConfig config,
+      Namespaces namespaces, Tokens tokens,
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout) {
+    this.enabled = enabled;
+    this.cache = cache;
+    this.maxBlockBytes = config.maxBlockBytes();
+    this.namespaces = namespaces;
+    this.tokens = tokens;
+    this.timeoutNanos = bodyTimeout.toNanos();
+  }
+
+  /** Puts the fast path in front of the connection's frame listener. */
+  void install(Http2ConnectionHandler handler) {
+    if (enabled) {
+      Listener listener = new Listener(handler.decoder().frameListener(), handler);
+      handler.decoder().frameListener(listener);
+      handler.connection().addListener(new Http2ConnectionAdapter() {
+        @Override
+        public void onStreamClosed(Http2Stream stream) {
+          listener.closed(stream.id());
+        }
+      });
+    }
+  }
+
+  /** PUTs answered here. */
+  long answered() {
+    return answered.get();
+  }
+
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    FunctionCounter.builder("kvcache.fast.puts", answered, AtomicLong::get)
+        .description("PUTs of blocks taken ahead of Micronaut's routing")
+        .register(registry);
+  }
+
+  /** A writer for this request if the fast path takes it, else empty. */
+  private Optional<BlockWriter> writerFor(Http2Headers headers) {
+    if (!AsciiString.contentEquals("PUT", headers.method())
+        || !AsciiString.contentEqualsIgnoreCase(OCTET_STREAM, headers.get(HttpHeaderNames.CONTENT_TYPE))
+        || headers.contains(HttpHeaderNames.CONTENT_ENCODING)) {
+      return Optional.empty();
+    }
+    Long length = headers.getLong(HttpHeaderNames.CONTENT_LENGTH);
+    String[] target = FastGet.blockPath(headers.path());
+    if (length == null || length < 1 || length > maxBlockBytes || target == null) {
+      return Optional.empty();
+    }
+    if (tokens.enabled()) {
+      TokenSettings token = tokens.bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
+      if (token == null || !token.getWrite().contains(target[0])) {
+        return Optional.empty();
+      }
+    }
+    BlockKey key;
+    try {
+      key = namespaces.storageKey(target[0], target[1]);
+    } catch (ApiException e) {
+      return Optional.empty(); // Micronaut answers with the error
+    }
+    Optional<BlockWriter> writer = cache.tryWriter(key, length.intValue());
+    if (writer.isPresent() && writer.get().rejection().isPresent()) {
+      writer.get().close();
+      return Optional.empty(); // Micronaut answers why
+    }
+    return writer;
+  }
+
+  /** A body on its way into a writer. */
+  private static final class Upload {
+    final BlockWriter writer;
+    ScheduledFuture<?> timeout;
+
+    Upload(BlockWriter writer) {
+      this.writer = writer;
+    }
+  }
+
+  private final class Listener extends Http2FrameListenerDecorator {
+    private final Http2ConnectionHandler handler;
+    private final Http2ConnectionEncoder encoder;
+    /** The connection's uploads under way, by stream; used on its event loop only. */
+    private final Map<Integer, Upload> uploads = new HashMap<>();
+
+    Listener(Http2FrameListener next, Http2ConnectionHandler handler) {
+      super(next);
+      this.handler = handler;
+      this.encoder = handler.encoder();
+    }
+
+    @Override
+    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
+        int padding, boolean endOfStream) throws Http2Exception {
+      if (!headersRead(ctx, streamId, headers, endOfStream)) {
+        super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
+      }
+    }
+
+    @Override
+    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
+        int streamDependency, short weight, boolean exclusive, int padding, boolean endOfStream)
+        throws Http2Exception {
+      if (!headersRead(ctx, streamId, headers, endOfStream)) {
+        super.onHeadersRead(ctx, streamId, headers, streamDependency, weight, exclusive, padding,
+            endOfStream);
+      }
+    }
+
+    /** Whether the headers (a request's, or an upload's trailers) are taken here. */
+    private boolean headersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
+        boolean endOfStream) {
+      Upload upload = uploads.get(streamId);
+      if (upload != null) { // trailers
+        if (endOfStream) {
+          finish(ctx, streamId, upload);
+        }
+        return true;
+      }
+      if (endOfStream) {
+        return false;
+      }
+      Optional<BlockWriter> writer = writerFor(headers);
+      if (writer.isEmpty()) {
+        return false;
+      }
+      Upload started = new Upload(writer.get());
+      started.timeout = ctx.executor().schedule(() -> fail(ctx, streamId, 408, "body-timeout",
+          "the body did not arrive within " + timeoutNanos / 1_000_000 + " ms"),
+          timeoutNanos, TimeUnit.NANOSECONDS);
+      uploads.put(streamId, started);
+      return true;
+    }
+
+    @Override
+    public int onDataRead(ChannelHandlerContext ctx, int streamId, ByteBuf data, int padding,
+        boolean endOfStream) throws Http2Exception {
+      Upload upload = uploads.get(streamId);
+      if (upload == null) {
+        return super.onDataRead(ctx, streamId, data, padding, endOfStream);
+      }
+      int n = data.readableBytes();
+      if (n > upload.writer.remaining()) {
+        fail(ctx, streamId, 400, "length-mismatch",
+            "the body is longer than its Content-Length, " + upload.writer.length() + " bytes");
+        return n + padding;
+      }
+      // the frame's own NIO views: nioBuffer() of a composite would merge it first
+      for (ByteBuffer part : data.nioBuffers()) {
+        upload.writer.write(part);
+      }
+      if (endOfStream) {
+        finish(ctx, streamId, upload);
+      }
+      return n + padding;
+    }
+
+    private void finish(ChannelHandlerContext ctx, int streamId, Upload upload) {
+      BlockWriter writer = upload.writer;
+      if (writer.remaining() != 0) {
+        fail(ctx, streamId, 400, "length-mismatch", "the body ended after "
+            + (writer.length() - writer.remaining()) + " of its Content-Length's "
+            + writer.length() + " bytes");
+        return;
+      }
+      uploads.remove(streamId);
+      upload.timeout.cancel(false);
+      PutStatus status;
+      try (writer) {
+        status = writer.commit();
+      } catch (RuntimeException e) {
+        respond(ctx, streamId, 500, "internal", "the block could not be stored: " + e);
+        return;
+      }
+      switch (status) {
+        case STORED -> respondStored(ctx, streamId, 201, "stored");
+        case NOT_ADMITTED -> respondStored(ctx, streamId, 202, "not-admitted");
+        case REJECTED_TOO_LARGE -> respond(ctx, streamId, 413, "too-large", "a block of "
+            + writer.length() + " bytes is larger than this server's largest, " + maxBlockBytes);
+        default -> respond(ctx, streamId, 507, "no-space",
+            "no room for the block: the cache's memory is held by open reads; retry later");
+      }
+      answered.incrementAndGet();
+    }
+
+    /** Answers an upload that went wrong, drops its block, and resets the stream. */
+    private void fail(ChannelHandlerContext ctx, int streamId, int status, String code,
+        String message) {
+      Upload upload = uploads.remove(streamId);
+      if (upload == null) {
+        return; // done or closed meanwhile
+      }
+      upload.timeout.cancel(false);
+      upload.writer.close();
+      respond(ctx, streamId, status, code, message);
+      // the client may still be sending: no more of this stream's body is wanted
+      encoder.writeRstStream(ctx, streamId, Http2Error.NO_ERROR.code(), ctx.newPromise());
+      handler.flush(ctx);
+    }
+
+    /** The stream closed (reset, or the connection went): an upload under way is dropped. */
+    void closed(int streamId) {
+      Upload upload = uploads.remove(streamId);
+      if (upload != null) {
+        upload.timeout.cancel(false);
+        upload.writer.close();
+      }
+    }
+
+    private void respondStored(ChannelHandlerContext ctx, int streamId, int status, String put) {
+      Http2Headers headers = new DefaultHttp2Headers(false, 4)
+          .status(AsciiString.of(Integer.toString(status)))
+          .add(PUT_HEADER, put)
+          .add(HttpHeaderNames.CONTENT_LENGTH, "0")
+          .add(HttpHeaderNames.DATE, HttpDate.now());
+      encoder.writeHeaders(ctx, streamId, headers, 0, true, ctx.newPromise());
+    }
+
+    private void respond(ChannelHandlerContext ctx, int streamId, int status, String code,
+        String message) {
+      byte[] body = ("{\"error\":\"" + code + "\",\"message\":\"" + message.replace("\\", "\\\\")
+          .replace("\"", "\\\"") + "\"}").getBytes(StandardCharsets.UTF_8);
+      Http2Headers headers = new DefaultHttp2Headers(false, 4)
+          .status(AsciiString.of(Integer.toString(status)))
+          .add(HttpHeaderNames.CONTENT_TYPE, JSON)
+          .add(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length))
+          .add(HttpHeaderNames.DATE, HttpDate.now());
+      encoder.writeHeaders(ctx, streamId, headers, 0, false, ctx.newPromise());
+      encoder.writeData(ctx, streamId, Unpooled.wrappedBuffer(body), 0, true, ctx.newPromise());
+    }
+  }
+}
