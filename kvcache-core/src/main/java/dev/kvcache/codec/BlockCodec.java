@@ -16,6 +16,7 @@ import java.nio.channels.WritableByteChannel;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.zip.CRC32C;
 import net.jpountz.lz4.LZ4Compressor;
 import net.jpountz.lz4.LZ4Exception;
@@ -543,31 +544,11 @@ public final class BlockCodec {
   public static void decode(ReadableByteChannel in, ByteBuffer dst) throws IOException {
     Objects.requireNonNull(in, "in");
     Objects.requireNonNull(dst, "dst");
-    requireBlocking(in);
-    ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
-    readFully(in, headerBytes, -1, 0);
-    Header header = Header.read(headerBytes.flip(), 0);
-    header.requireRoom(dst);
-    ChunkDecoder decoder = new ChunkDecoder(header);
-    int maxChunk = CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk());
-    ChannelBuffers buffers = channelBuffers(maxChunk);
-    long offset = HEADER_BYTES;
-    int out = dst.position();
-    try {
-      ByteBuffer chunk = buffers.first;
-      for (int i = 0; i < header.chunkCount; i++) {
-        chunk.clear().limit(CHUNK_HEADER_BYTES);
-        readFully(in, chunk, i, offset);
-        int stored = decoder.readChunkHeader(chunk, 0, i, offset);
-        chunk.limit(CHUNK_HEADER_BYTES + stored);
-        readFully(in, chunk, i, offset);
-        out += decoder.decodeChunk(chunk, 0, dst, out, i, offset);
-        offset += CHUNK_HEADER_BYTES + stored;
-      }
-    } finally {
-      buffers.release();
-    }
-    dst.position(out);
+    int[] out = {dst.position()};
+    readChunks(in, header -> header.requireRoom(dst),
+        (decoder, chunk, spare, i, offset) ->
+            out[0] += decoder.decodeChunk(chunk, 0, dst, out[0], i, offset));
+    dst.position(out[0]);
   }
 
   /**
@@ -584,16 +565,41 @@ public final class BlockCodec {
   public static long decode(ReadableByteChannel in, WritableByteChannel out) throws IOException {
     Objects.requireNonNull(in, "in");
     Objects.requireNonNull(out, "out");
-    requireBlocking(in);
     requireBlocking(out);
+    long[] written = {0};
+    readChunks(in, header -> { }, (decoder, chunk, spare, i, offset) -> {
+      int decoded = decoder.decodeChunk(chunk, 0, spare.clear(), 0, i, offset);
+      written[0] += writeFully(out, spare.limit(decoded));
+    });
+    return written[0];
+  }
+
+  /** What is done with each chunk {@link #readChunks} has read and checked the header of. */
+  private interface ChunkSink {
+    /**
+     * @param chunk the chunk, header included, at position 0
+     * @param spare a buffer at least one decoded chunk long, free for the sink's use
+     */
+    void accept(ChunkDecoder decoder, ByteBuffer chunk, ByteBuffer spare, int index, long offset)
+        throws IOException;
+  }
+
+  /**
+   * Reads a container from {@code in} (a blocking channel) one chunk at a time, exactly its bytes,
+   * holding one encoded chunk in memory: hands the header to {@code onHeader}, then each chunk to
+   * {@code sink}.
+   */
+  private static void readChunks(ReadableByteChannel in, Consumer<Header> onHeader,
+      ChunkSink sink) throws IOException {
+    requireBlocking(in);
     ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
     readFully(in, headerBytes, -1, 0);
     Header header = Header.read(headerBytes.flip(), 0);
+    onHeader.accept(header);
     ChunkDecoder decoder = new ChunkDecoder(header);
     ChannelBuffers buffers =
         channelBuffers(CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk()));
     long offset = HEADER_BYTES;
-    long written = 0;
     try {
       ByteBuffer chunk = buffers.first;
       for (int i = 0; i < header.chunkCount; i++) {
@@ -602,14 +608,12 @@ public final class BlockCodec {
         int stored = decoder.readChunkHeader(chunk, 0, i, offset);
         chunk.limit(CHUNK_HEADER_BYTES + stored);
         readFully(in, chunk, i, offset);
-        int decoded = decoder.decodeChunk(chunk, 0, buffers.second.clear(), 0, i, offset);
-        written += writeFully(out, buffers.second.limit(decoded));
+        sink.accept(decoder, chunk, buffers.second, i, offset);
         offset += CHUNK_HEADER_BYTES + stored;
       }
     } finally {
       buffers.release();
     }
-    return written;
   }
 
   /** LZ4's worst-case output for {@code rawLength} input bytes. */
