@@ -9,6 +9,7 @@ import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -221,12 +222,16 @@ public final class RemoteTier implements Tier {
     }
   }
 
-  /** The block as a container of the wire codec, in a buffer of its encoded size. */
+  /** The block as a container of the wire codec, in a pooled buffer (the call releases it). */
   private ByteBuf encode(ByteBuffer src) {
-    ByteBuffer encoded = ByteBuffer.allocateDirect(
-        (int) config.wireCodec.maxEncodedLength(src.remaining()));
-    config.wireCodec.encode(src, encoded);
-    return Unpooled.wrappedBuffer(encoded.flip());
+    int max = (int) config.wireCodec.maxEncodedLength(src.remaining());
+    ByteBuf encoded = ByteBufAllocator.DEFAULT.directBuffer(max);
+    try {
+      return encoded.writerIndex(config.wireCodec.encode(src, encoded.nioBuffer(0, max)));
+    } catch (RuntimeException e) {
+      encoded.release();
+      throw e;
+    }
   }
 
   @Override

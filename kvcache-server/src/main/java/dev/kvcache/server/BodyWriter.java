@@ -13,7 +13,6 @@ import io.netty.buffer.CompositeByteBuf;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
-import java.nio.channels.WritableByteChannel;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -166,7 +165,7 @@ final class BodyWriter {
         if (writer.rejection().isPresent()) {
           return writer.rejection().get();
         }
-        BlockCodec.decode(new ByteBufChannel(container), new WriterChannel(writer));
+        BlockCodec.decode(new ByteBufChannel(container), new ChunkChannel(writer::write));
         return writer.commit();
       }
     } catch (CorruptBlockException e) {
@@ -194,30 +193,6 @@ final class BodyWriter {
       int limit = dst.limit();
       buf.readBytes(dst.limit(dst.position() + n));
       dst.limit(limit);
-      return n;
-    }
-
-    @Override
-    public boolean isOpen() {
-      return true;
-    }
-
-    @Override
-    public void close() {}
-  }
-
-  /** A writer as a channel, for {@link BlockCodec#decode(ReadableByteChannel, WritableByteChannel)}. */
-  private static final class WriterChannel implements WritableByteChannel {
-    private final BlockWriter writer;
-
-    WriterChannel(BlockWriter writer) {
-      this.writer = writer;
-    }
-
-    @Override
-    public int write(ByteBuffer src) {
-      int n = src.remaining();
-      writer.write(src);
       return n;
     }
 

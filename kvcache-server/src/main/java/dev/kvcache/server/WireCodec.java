@@ -13,8 +13,6 @@ import io.micronaut.http.HttpRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.WritableByteChannel;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -149,25 +147,12 @@ class WireCodec implements MeterBinder {
             return; // cancelled before it started: the lease is closed already
           }
           try (lease) {
-            answers.encode(lease.bytes(), new WritableByteChannel() {
-              @Override
-              public int write(ByteBuffer chunk) throws IOException {
-                if (sink.isCancelled()) {
-                  throw new IOException("the answer was cancelled");
-                }
-                int n = chunk.remaining();
-                sink.next(ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(chunk));
-                return n;
+            answers.encode(lease.bytes(), new ChunkChannel(chunk -> {
+              if (sink.isCancelled()) {
+                throw new IOException("the answer was cancelled");
               }
-
-              @Override
-              public boolean isOpen() {
-                return true;
-              }
-
-              @Override
-              public void close() {}
-            });
+              sink.next(ByteBufAllocator.DEFAULT.directBuffer(chunk.remaining()).writeBytes(chunk));
+            }));
             sent.incrementAndGet();
             sink.complete();
           } catch (IOException | RuntimeException e) {
