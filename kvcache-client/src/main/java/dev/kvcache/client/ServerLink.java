@@ -14,6 +14,7 @@ import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http2.DefaultHttp2Connection;
 import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
@@ -82,10 +83,14 @@ final class ServerLink implements AutoCloseable {
         .handler(new ChannelInitializer<SocketChannel>() {
           @Override
           protected void initChannel(SocketChannel ch) {
-            ch.pipeline().addLast(new CodecBuilder()
+            Http2FrameCodec codec = new CodecBuilder()
                 .initialSettings(Http2Settings.defaultSettings()
                     .initialWindowSize(WINDOW_BYTES).maxFrameSize(MAX_FRAME_BYTES))
-                .build());
+                .build();
+            // a DATA frame spanning several socket reads is gathered as a composite of the read
+            // buffers, not copied into one growing buffer: its bytes are copied once, into place
+            codec.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
+            ch.pipeline().addLast(codec);
             ch.pipeline().addLast(new Http2MultiplexHandler(new SimpleChannelInboundHandler<>() {
               @Override
               protected void channelRead0(ChannelHandlerContext ctx, Object msg) {

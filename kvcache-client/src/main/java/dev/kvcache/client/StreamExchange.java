@@ -172,7 +172,9 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
 
   @Override
   public void channelInactive(ChannelHandlerContext ctx) {
-    done.completeExceptionally(new IOException("the stream closed before its answer"));
+    if (!done.isDone()) { // every stream closes; only one closed early is a failure
+      done.completeExceptionally(new IOException("the stream closed before its answer"));
+    }
   }
 
   @Override

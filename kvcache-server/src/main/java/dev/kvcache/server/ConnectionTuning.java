@@ -42,6 +42,8 @@ import org.slf4j.LoggerFactory;
  *       KiB GETs on four streams moved about twice the bytes per second.
  *   <li>GETs of cached blocks are answered by {@link FastGet}, and PUTs RAM can take at once are
  *       stored by {@link FastPut}, ahead of Micronaut.
+ *   <li>A stream answered before its request body was all read is reset with {@code NO_ERROR}
+ *       ({@link UnreadBodyReset}), so that its client stops sending.
  * </ul>
  */
 @Singleton
@@ -135,6 +137,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
         }
         fastGet.install(handler);
         fastPut.install(handler);
+        UnreadBodyReset.install(handler, ctx.pipeline().context(handler));
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null
           && ctx.pipeline().get(HttpServerCodec.class) != null) {

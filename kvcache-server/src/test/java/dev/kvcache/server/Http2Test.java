@@ -10,7 +10,10 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledForJreRange;
+import org.junit.jupiter.api.condition.JRE;
 import org.junit.jupiter.api.io.TempDir;
 
 /** HTTP/2 cleartext on the same port as HTTP/1.1: with prior knowledge and by upgrade. */
@@ -80,6 +83,61 @@ class Http2Test {
           HttpResponse.BodyHandlers.ofByteArray());
       assertThat(get.version()).isEqualTo(HttpClient.Version.HTTP_2);
       assertThat(get.body()).isEqualTo(block);
+    }
+  }
+
+  @Test
+  void aStreamAnsweredBeforeItsBodyIsReadIsResetWithNoErrorAndTheConnectionServesOn()
+      throws Exception {
+    byte[] block = BlockApiTest.random(4096, 5);
+    try (TestServer server = TestServer.start(dir);
+        RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
+      server.put("default", BlockApiTest.key(5), block);
+      h2.request(1, "PUT", TestServer.blockPath("default", BlockApiTest.key(6)), false,
+          "content-length", String.valueOf(TestServer.MAX_BLOCK_BYTES + 1));
+      h2.data(1, new byte[1000], false);
+      h2.flush();
+      assertThat(h2.nextHeaders(1).status().toString()).isEqualTo("413");
+      RawHttp2.Frame reset = null;
+      for (RawHttp2.Frame f; reset == null && (f = h2.next()) != null; ) {
+        if (f.type() == RawHttp2.HEADERS) {
+          h2.headers(f);
+        } else if (f.type() == RawHttp2.RST_STREAM && f.stream() == 1) {
+          reset = f;
+        }
+      }
+      assertThat(reset).as("RST_STREAM on the answered stream").isNotNull();
+      assertThat(reset.errorCode()).as("NO_ERROR").isZero();
+
+      h2.request(3, "GET", TestServer.blockPath("default", BlockApiTest.key(5)), true);
+      h2.flush();
+      assertThat(h2.nextHeaders(3).status().toString()).isEqualTo("200");
+    }
+  }
+
+  /**
+   * The JDK's HttpClient honours the reset from JDK 25 on (the second JDK the build runs on); the
+   * one in JDK 17 ignores a reset after a complete answer and waits for window until it times out.
+   */
+  @Test
+  @EnabledForJreRange(min = JRE.JAVA_25)
+  void anHttp2ClientUploadingAnOversizedBlockGetsItsAnswerInsteadOfWaiting() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      HttpClient h2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
+      HttpResponse<String> health = h2.send(HttpRequest.newBuilder(server.uri("/health")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(health.version()).isEqualTo(HttpClient.Version.HTTP_2);
+      // more than the connection's and the stream's windows: the client must be told to stop
+      byte[] tooLarge = new byte[TestServer.MAX_BLOCK_BYTES + 1];
+      HttpResponse<String> put = h2.send(HttpRequest.newBuilder(
+                  server.uri(TestServer.blockPath("default", BlockApiTest.key(7))))
+              .timeout(Duration.ofSeconds(30))
+              .header("content-type", "application/octet-stream")
+              .PUT(HttpRequest.BodyPublishers.ofByteArray(tooLarge)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(put.version()).isEqualTo(HttpClient.Version.HTTP_2);
+      assertThat(put.statusCode()).isEqualTo(413);
+      assertThat(put.body()).contains("\"error\":\"too-large\"");
     }
   }
 }

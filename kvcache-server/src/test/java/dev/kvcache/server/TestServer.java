@@ -48,6 +48,9 @@ final class TestServer implements AutoCloseable {
     p.put("kvcache.cache.disk-dir", dir.toString());
     p.put("kvcache.cache.disk-capacity", "512MiB");
     p.put("kvcache.namespaces", "default,other");
+    // the stop waits this long for open connections: JDK 25's HttpClient keeps its HTTP/2
+    // connections open, and the default 30 s would be spent on every test that used one
+    p.put("micronaut.lifecycle.graceful-shutdown.grace-period", "3s");
     p.putAll(extra);
     return p;
   }
