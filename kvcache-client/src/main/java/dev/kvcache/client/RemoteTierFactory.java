@@ -44,7 +44,9 @@ public final class RemoteTierFactory implements TierFactory {
     if (settings.has("request-timeout")) {
       b.requestTimeout(settings.duration("request-timeout", null));
     }
-    b.connectionsPerServer(settings.integer("connections-per-server", 2));
+    if (settings.has("connections-per-server")) {
+      b.connectionsPerServer(settings.integer("connections-per-server", 0));
+    }
     Filter filter = settings.choice("wire-codec-filter", Filter.class, Filter.NONE);
     if (settings.choice("wire-codec", WireCodec.class, WireCodec.NONE) == WireCodec.LZ4) {
       b.wireCodec(BlockCodec.builder().filter(filter).build());

@@ -37,8 +37,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One server: a few HTTP/2 connections (cleartext, prior knowledge) opened on first use, requests
- * spread over them, each request its own stream. A server that cannot be reached or does not
+ * One server: a few HTTP/2 connections (cleartext, prior knowledge) opened on first use, each
+ * request its own stream. A calling thread keeps to one connection, so that its requests find the
+ * same IO thread (and the server the same event loop) awake and warm: sent round-robin instead,
+ * one thread's 256 KiB GETs took 1.6 times as long. A server that cannot be reached or does not
  * answer in time is down for a back-off that doubles with each failure; while down, requests to
  * it are not attempted.
  */
@@ -62,7 +64,6 @@ final class ServerLink implements AutoCloseable {
   private final RemoteTierConfig config;
   private final Bootstrap bootstrap;
   private final Channel[] connections;
-  private int next;
   private long downUntilNanos;
   private long backoffNanos;
   private boolean down;
@@ -184,7 +185,7 @@ final class ServerLink implements AutoCloseable {
       if (isDown()) {
         return null;
       }
-      int slot = next++ % connections.length;
+      int slot = (int) (Thread.currentThread().getId() % connections.length);
       Channel ch = connections[slot];
       if (ch != null && ch.isActive()) {
         return ch;
