@@ -37,12 +37,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One server: a few HTTP/2 connections (cleartext, prior knowledge) opened on first use, each
- * request its own stream. A calling thread keeps to one connection, so that its requests find the
- * same IO thread (and the server the same event loop) awake and warm: sent round-robin instead,
- * one thread's 256 KiB GETs took 1.6 times as long. A server that cannot be reached or does not
- * answer in time is down for a back-off that doubles with each failure; while down, requests to
- * it are not attempted.
+ * One server: its HTTP/2 connections (cleartext, prior knowledge; one by default), opened on first
+ * use, each request its own stream. A calling thread keeps to one connection, so that its requests
+ * find the same IO thread (and the server the same event loop) awake and warm: sent round-robin
+ * instead, one thread's 256 KiB GETs took 1.6 times as long. A server that cannot be reached or
+ * does not answer in time is down for a back-off that doubles with each failure; while down,
+ * requests to it are not attempted.
  */
 final class ServerLink implements AutoCloseable {
 
