@@ -11,8 +11,9 @@ import io.netty.handler.codec.http2.Http2Stream;
  * all read: an error answered from the headers alone (413, 401, 403, 404, 400, ...). RFC 9113
  * §8.1 lets a server ask the client this way to stop sending a body nobody will read. Without the
  * reset a client keeps the rest of its body queued behind a flow-control window that is never
- * opened again, and some clients (the JDK's {@code HttpClient}) then wait for it until they time
- * out instead of taking the answer.
+ * opened again, and some clients then wait for it until they time out instead of taking the
+ * answer: the JDK 25 {@code HttpClient} did, and takes the answer with the reset. (The JDK 17
+ * {@code HttpClient} ignores a reset that follows a complete answer and still waits.)
  */
 final class UnreadBodyReset extends Http2ConnectionAdapter {
 
