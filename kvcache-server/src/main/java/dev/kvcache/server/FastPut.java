@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micronaut.context.annotation.Value;
+import io.micronaut.json.JsonMapper;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -17,7 +18,6 @@ import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.Http2ConnectionAdapter;
 import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
-import io.netty.handler.codec.http2.Http2Error;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2FrameListener;
 import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
@@ -25,8 +25,9 @@ import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
 import jakarta.inject.Singleton;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -61,17 +62,19 @@ class FastPut implements MeterBinder {
   private final Namespaces namespaces;
   private final Tokens tokens;
   private final long timeoutNanos;
+  private final JsonMapper json;
   private final AtomicLong answered = new AtomicLong();
 
   FastPut(@Value("${kvcache.fast-put:true}") boolean enabled, KvCache cache, KvCacheConfig config,
       Namespaces namespaces, Tokens tokens,
-      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout) {
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json) {
     this.enabled = enabled;
     this.cache = cache;
     this.maxBlockBytes = config.maxBlockBytes();
     this.namespaces = namespaces;
     this.tokens = tokens;
     this.timeoutNanos = bodyTimeout.toNanos();
+    this.json = json;
   }
 
   /** Puts the fast path in front of the connection's frame listener. */
@@ -248,7 +251,10 @@ class FastPut implements MeterBinder {
       answered.incrementAndGet();
     }
 
-    /** Answers an upload that went wrong, drops its block, and resets the stream. */
+    /**
+     * Answers an upload that went wrong and drops its block; if the client is still sending, {@link
+     * UnreadBodyReset} resets the stream after the answer.
+     */
     private void fail(ChannelHandlerContext ctx, int streamId, int status, String code,
         String message) {
       Upload upload = uploads.remove(streamId);
@@ -258,8 +264,6 @@ class FastPut implements MeterBinder {
       upload.timeout.cancel(false);
       upload.writer.close();
       respond(ctx, streamId, status, code, message);
-      // the client may still be sending: no more of this stream's body is wanted
-      encoder.writeRstStream(ctx, streamId, Http2Error.NO_ERROR.code(), ctx.newPromise());
       handler.flush(ctx);
     }
 
@@ -283,8 +287,12 @@ class FastPut implements MeterBinder {
 
     private void respond(ChannelHandlerContext ctx, int streamId, int status, String code,
         String message) {
-      byte[] body = ("{\"error\":\"" + code + "\",\"message\":\"" + message.replace("\\", "\\\\")
-          .replace("\"", "\\\"") + "\"}").getBytes(StandardCharsets.UTF_8);
+      byte[] body;
+      try {
+        body = json.writeValueAsBytes(new ApiError(code, message));
+      } catch (IOException e) {
+        throw new UncheckedIOException(e); // a record of two strings always serializes
+      }
       Http2Headers headers = new DefaultHttp2Headers(false, 4)
           .status(AsciiString.of(Integer.toString(status)))
           .add(HttpHeaderNames.CONTENT_TYPE, JSON)

@@ -122,6 +122,9 @@ class FastPutTest {
       h2.flush();
       Http2Headers slow = h2.nextHeaders(5);
       assertThat(slow.status().toString()).isEqualTo("408");
+      RawHttp2.Frame reset = h2.nextReset(5);
+      assertThat(reset).as("RST_STREAM after the 408").isNotNull();
+      assertThat(reset.errorCode()).as("NO_ERROR").isZero();
 
       assertError(server.get("default", key(1)), 404, "not-cached");
       assertError(server.get("default", key(2)), 404, "not-cached");

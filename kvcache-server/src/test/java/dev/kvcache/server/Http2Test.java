@@ -98,14 +98,7 @@ class Http2Test {
       h2.data(1, new byte[1000], false);
       h2.flush();
       assertThat(h2.nextHeaders(1).status().toString()).isEqualTo("413");
-      RawHttp2.Frame reset = null;
-      for (RawHttp2.Frame f; reset == null && (f = h2.next()) != null; ) {
-        if (f.type() == RawHttp2.HEADERS) {
-          h2.headers(f);
-        } else if (f.type() == RawHttp2.RST_STREAM && f.stream() == 1) {
-          reset = f;
-        }
-      }
+      RawHttp2.Frame reset = h2.nextReset(1);
       assertThat(reset).as("RST_STREAM on the answered stream").isNotNull();
       assertThat(reset.errorCode()).as("NO_ERROR").isZero();
 

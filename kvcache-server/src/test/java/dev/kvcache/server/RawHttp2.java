@@ -96,6 +96,18 @@ final class RawHttp2 implements AutoCloseable {
     return null;
   }
 
+  /** The next RST_STREAM frame on {@code stream} (others are skipped, their headers decoded). */
+  Frame nextReset(int stream) throws IOException, Http2Exception {
+    for (Frame f; (f = next()) != null; ) {
+      if (f.type() == HEADERS) {
+        headers(f);
+      } else if (f.type() == RST_STREAM && f.stream() == stream) {
+        return f;
+      }
+    }
+    return null;
+  }
+
   void data(int stream, byte[] bytes, boolean last) throws IOException {
     frame(DATA, last ? END_STREAM : 0, stream, bytes);
   }
