@@ -37,7 +37,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One server: its HTTP/2 connections (cleartext, prior knowledge; one by default), opened on first
+ * One server: its HTTP/2 connections (cleartext, prior knowledge; two by default), opened on first
  * use, each request its own stream. A calling thread keeps to one connection, so that its requests
  * find the same IO thread (and the server the same event loop) awake and warm: sent round-robin
  * instead, one thread's 256 KiB GETs took 1.6 times as long. A server that cannot be reached or
