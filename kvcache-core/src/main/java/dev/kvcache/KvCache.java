@@ -144,10 +144,7 @@ public interface KvCache extends AutoCloseable {
    */
   default PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
     Objects.requireNonNull(keys, "keys");
-    Objects.requireNonNull(timeout, "timeout");
-    if (timeout.isNegative() || timeout.isZero()) {
-      throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);
-    }
+    PrefixPin.requirePositive(timeout);
     List<BlockLease> leases = new ArrayList<>();
     try {
       for (BlockKey key : keys) {

@@ -5,6 +5,7 @@ import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import dev.kvcache.spi.PinnedBlocks;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -37,36 +38,58 @@ public final class PrefixPin implements AutoCloseable {
 
   private static final ScheduledExecutorService EXPIRY = expiryThread();
 
-  private final List<BlockLease> leases;
+  private final PinnedBlocks blocks;
   private final ReadWriteLock lock = new ReentrantReadWriteLock();
   private final ScheduledFuture<?> expiry;
   private boolean released; // guarded by lock
 
-  private PrefixPin(List<BlockLease> leases, Duration timeout) {
-    this.leases = List.copyOf(leases);
-    this.expiry = this.leases.isEmpty()
+  private PrefixPin(PinnedBlocks blocks, Duration timeout) {
+    this.blocks = blocks;
+    this.expiry = blocks.blocks() == 0
         ? null
         : EXPIRY.schedule(this::release, timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   /** Pins {@code leases}, all hits, until closed or until {@code timeout} (positive) passes. */
   static PrefixPin of(List<BlockLease> leases, Duration timeout) {
-    return new PrefixPin(leases, timeout);
+    return new PrefixPin(new Leases(leases), timeout);
+  }
+
+  /**
+   * A pin over blocks a tier holds in its own way, until closed or until {@code timeout} passes:
+   * for tier implementations whose {@link KvCache#pinPrefix} does not hold local leases.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  public static PrefixPin over(PinnedBlocks blocks, Duration timeout) {
+    Objects.requireNonNull(blocks, "blocks");
+    return new PrefixPin(blocks, requirePositive(timeout));
+  }
+
+  /** {@code timeout}, if positive. */
+  static Duration requirePositive(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);
+    }
+    return timeout;
   }
 
   /** How many leading blocks were found and pinned. */
   public int blocks() {
-    return leases.size();
+    return blocks.blocks();
   }
 
   /** The key of pinned block {@code index}. */
   public BlockKey key(int index) {
-    return leases.get(index).key();
+    Objects.checkIndex(index, blocks.blocks());
+    return blocks.key(index);
   }
 
   /** The length in bytes of pinned block {@code index}. */
   public int length(int index) {
-    return leases.get(index).length();
+    Objects.checkIndex(index, blocks.blocks());
+    return blocks.length(index);
   }
 
   /**
@@ -79,7 +102,7 @@ public final class PrefixPin implements AutoCloseable {
    * @throws ReadOnlyBufferException if {@code dst} is read-only
    */
   public GetStatus getInto(int index, ByteBuffer dst) {
-    Objects.checkIndex(index, leases.size());
+    Objects.checkIndex(index, blocks.blocks());
     Objects.requireNonNull(dst, "dst");
     if (dst.isReadOnly()) {
       throw new ReadOnlyBufferException();
@@ -89,12 +112,10 @@ public final class PrefixPin implements AutoCloseable {
       if (released) {
         return GetStatus.MISS;
       }
-      BlockLease lease = leases.get(index);
-      if (dst.remaining() < lease.length()) {
+      if (dst.remaining() < blocks.length(index)) {
         return GetStatus.BUFFER_TOO_SMALL;
       }
-      dst.put(lease.bytes());
-      return GetStatus.HIT;
+      return blocks.getInto(index, dst);
     } finally {
       lock.readLock().unlock();
     }
@@ -108,15 +129,14 @@ public final class PrefixPin implements AutoCloseable {
    * @throws IndexOutOfBoundsException if {@code index} is not below {@link #blocks()}
    */
   public boolean read(int index, Consumer<ByteBuffer> reader) {
-    Objects.checkIndex(index, leases.size());
+    Objects.checkIndex(index, blocks.blocks());
     Objects.requireNonNull(reader, "reader");
     lock.readLock().lock();
     try {
       if (released) {
         return false;
       }
-      reader.accept(leases.get(index).bytes());
-      return true;
+      return blocks.read(index, reader);
     } finally {
       lock.readLock().unlock();
     }
@@ -148,11 +168,50 @@ public final class PrefixPin implements AutoCloseable {
         return;
       }
       released = true;
-      for (BlockLease lease : leases) {
-        lease.close();
-      }
+      blocks.release();
     } finally {
       lock.writeLock().unlock();
+    }
+  }
+
+  /** Blocks held by the leases a tier's {@code get} returned. */
+  private static final class Leases implements PinnedBlocks {
+    private final List<BlockLease> leases;
+
+    Leases(List<BlockLease> leases) {
+      this.leases = List.copyOf(leases);
+    }
+
+    @Override
+    public int blocks() {
+      return leases.size();
+    }
+
+    @Override
+    public BlockKey key(int index) {
+      return leases.get(index).key();
+    }
+
+    @Override
+    public int length(int index) {
+      return leases.get(index).length();
+    }
+
+    @Override
+    public GetStatus getInto(int index, ByteBuffer dst) {
+      dst.put(leases.get(index).bytes());
+      return GetStatus.HIT;
+    }
+
+    @Override
+    public boolean read(int index, Consumer<ByteBuffer> reader) {
+      reader.accept(leases.get(index).bytes());
+      return true;
+    }
+
+    @Override
+    public void release() {
+      leases.forEach(BlockLease::close);
     }
   }
 

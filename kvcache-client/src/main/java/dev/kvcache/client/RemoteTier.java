@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.Tier;
@@ -22,7 +23,9 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,6 +61,10 @@ public final class RemoteTier implements Tier {
   private static final Logger log = LoggerFactory.getLogger(RemoteTier.class);
   private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9._-]{1,64}");
   private static final Pattern PRESENT = Pattern.compile("\"present\"\\s*:\\s*(\\d+)");
+  private static final Pattern LEASE = Pattern.compile("\"lease\"\\s*:\\s*\"([0-9A-Fa-f]+)\"");
+  private static final Pattern LENGTHS = Pattern.compile("\"lengths\"\\s*:\\s*\\[([0-9,\\s]*)]");
+  /** The longest pin a server grants. */
+  private static final Duration MAX_PIN = Duration.ofSeconds(60);
   private static final int UNREACHABLE = -1;
   private static final long BODY_PATIENCE_MILLIS = 1000;
   /** The most keys in one batch request (the server's limit). */
@@ -498,6 +505,142 @@ public final class RemoteTier implements Tier {
     return present;
   }
 
+  /**
+   * Looks the keys up as {@link #lookupPrefix} does, each server pinning the blocks it found under
+   * a lease of its own (all servers asked at once); a block's bytes are fetched only when it is
+   * read through the pin. A server holds a pin for at most 60 s: past that, reads of its blocks
+   * are misses even if {@code timeout} is longer. Closing the pin, or its timeout, releases the
+   * servers' leases without waiting for their answers; a lease whose release is lost ends with its
+   * time on the server.
+   */
+  @Override
+  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);
+    }
+    ensureOpen();
+    long pinMillis = timeout.compareTo(MAX_PIN) >= 0
+        ? MAX_PIN.toMillis()
+        : Math.max(1, timeout.plusNanos(999_999).toMillis());
+    List<Integer> all = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      all.add(i);
+    }
+    Map<ServerLink, List<Integer>> byServer = byServer(keys, all);
+    List<Map.Entry<ServerLink, List<Integer>>> asked = new ArrayList<>(byServer.entrySet());
+    List<ResponseSink.Text> answers = new ArrayList<>();
+    List<Call> calls = new ArrayList<>();
+    for (Map.Entry<ServerLink, List<Integer>> e : asked) {
+      ResponseSink.Text answer = new ResponseSink.Text();
+      answers.add(answer);
+      calls.add(new Call(e.getKey(), "POST", prefix + "/lookup",
+          keysJson(keys, e.getValue(), pinMillis), null, () -> answer, true).start());
+    }
+    int present = keys.size();
+    List<RemotePin.Lease> leases = new ArrayList<>();
+    Map<Integer, RemotePin.Block> pinned = new HashMap<>();
+    RemoteTierException refused = null;
+    for (int s = 0; s < asked.size(); s++) {
+      List<Integer> indexes = asked.get(s).getValue();
+      int status = calls.get(s).await();
+      String answer = answers.get(s).toString();
+      int found = 0;
+      if (status == 200) {
+        found = pinned(asked.get(s).getKey(), answer, keys, indexes, leases, pinned);
+      } else if (status == 401 || status == 403 || status == 404) {
+        refused = unexpected("POST lookup", keys.get(indexes.get(0)), status, answer);
+      }
+      if (found < indexes.size()) {
+        present = Math.min(present, indexes.get(found));
+      }
+    }
+    if (refused != null) {
+      leases.forEach(this::releasePinned);
+      throw refused;
+    }
+    List<RemotePin.Block> blocks = new ArrayList<>(present);
+    for (int i = 0; i < present; i++) {
+      blocks.add(pinned.get(i));
+      counters.hit();
+    }
+    if (present < keys.size()) {
+      counters.miss();
+    }
+    return PrefixPin.over(new RemotePin(this, blocks, leases, counters), timeout);
+  }
+
+  /**
+   * Reads one server's answer to a pinned lookup: its lease joins {@code leases}, the blocks it
+   * pinned join {@code pinned} by key index.
+   *
+   * @return how many of the server's keys, from its first, are pinned
+   */
+  private int pinned(ServerLink link, String answer, List<BlockKey> keys, List<Integer> indexes,
+      List<RemotePin.Lease> leases, Map<Integer, RemotePin.Block> pinned) {
+    Matcher present = PRESENT.matcher(answer);
+    int found = present.find() ? Math.min(Integer.parseInt(present.group(1)), indexes.size()) : 0;
+    if (found == 0) {
+      return 0;
+    }
+    Matcher lease = LEASE.matcher(answer);
+    Matcher lengths = LENGTHS.matcher(answer);
+    if (!lease.find() || !lengths.find()) {
+      log.warn("server {} answered a pinned lookup without a lease and the blocks' lengths;"
+          + " its blocks count as misses: {}", link.name, answer);
+      return 0;
+    }
+    RemotePin.Lease held = new RemotePin.Lease(link, lease.group(1));
+    leases.add(held);
+    String[] each = lengths.group(1).split(",");
+    for (int j = 0; j < found; j++) {
+      int length = j < each.length && !each[j].isBlank() ? Integer.parseInt(each[j].strip()) : 0;
+      if (length < 1 || length > config.maxBlockBytes) {
+        return j; // not a block this tier could read
+      }
+      int i = indexes.get(j);
+      pinned.put(i, new RemotePin.Block(keys.get(i), length, held, j));
+    }
+    return found;
+  }
+
+  /**
+   * Fetches a pinned block into {@code dst}, which has room for it.
+   *
+   * @return {@link GetStatus#HIT}, or {@link GetStatus#MISS} with {@code dst} unchanged if the
+   *     server no longer holds it, cannot be reached, or answers another length
+   */
+  GetStatus fetchPinned(RemotePin.Block block, ByteBuffer dst) {
+    if (closed) {
+      return GetStatus.MISS;
+    }
+    int start = dst.position();
+    BlockSink[] sink = new BlockSink[1];
+    int status = call(block.lease().link(), "GET",
+        prefix + "/leases/" + block.lease().id() + "/blocks/" + block.index(), null,
+        () -> sink[0] = new BlockSink(dst, config.maxBlockBytes), true);
+    if (status == 200 && sink[0].complete()) {
+      if (dst.position() - start == block.length()) {
+        return GetStatus.HIT;
+      }
+      log.warn("pinned block {} came back with {} bytes instead of {}, counted as a miss",
+          block.key(), dst.position() - start, block.length());
+      dst.position(start);
+    } else if (status == 401 || status == 403) {
+      throw unexpected("GET pinned", block.key(), status, sink[0].errorText());
+    }
+    return GetStatus.MISS;
+  }
+
+  /** Asks the server to let go of a lease, without waiting for its answer. */
+  void releasePinned(RemotePin.Lease lease) {
+    if (!closed) {
+      lease.link().start("DELETE", prefix + "/leases/" + lease.id(), null, null, null,
+          new ResponseSink.Text());
+    }
+  }
+
   /** The given keys' indexes, grouped by the server each key lives on. */
   private Map<ServerLink, List<Integer>> byServer(List<BlockKey> keys, List<Integer> indexes) {
     Servers s = servers();
@@ -511,11 +654,16 @@ public final class RemoteTier implements Tier {
 
   /** The body {@code {"keys":["<hex>",...]}} of a lookup or batch, for the keys at {@code indexes}. */
   private static ByteBuf keysJson(List<BlockKey> keys, List<Integer> indexes) {
-    StringBuilder json = new StringBuilder(12 + 35 * indexes.size()).append("{\"keys\":[");
+    return keysJson(keys, indexes, 0);
+  }
+
+  /** As {@link #keysJson(List, List)}, with {@code "pin_ms"} if {@code pinMillis} is positive. */
+  private static ByteBuf keysJson(List<BlockKey> keys, List<Integer> indexes, long pinMillis) {
+    StringBuilder json = new StringBuilder(30 + 35 * indexes.size()).append("{\"keys\":[");
     for (int j = 0; j < indexes.size(); j++) {
       json.append(j == 0 ? "\"" : ",\"").append(keys.get(indexes.get(j)).toHex()).append('"');
     }
-    json.append("]}");
+    json.append(pinMillis > 0 ? "],\"pin_ms\":" + pinMillis + "}" : "]}");
     return Unpooled.wrappedBuffer(json.toString().getBytes(StandardCharsets.US_ASCII));
   }
 

@@ -53,6 +53,11 @@ final class LocalServer implements AutoCloseable {
         .tag("direction", direction).functionCounter().count();
   }
 
+  /** Blocks the server's cache holds for readers, pinned lookups' included. */
+  double leasesOpen() {
+    return context.getBean(MeterRegistry.class).get("kvcache.leases.open").gauge().value();
+  }
+
   @Override
   public void close() {
     context.close();

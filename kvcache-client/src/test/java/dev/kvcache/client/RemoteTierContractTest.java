@@ -6,11 +6,13 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.testkit.TierContractTest;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -95,6 +97,11 @@ class RemoteTierContractTest extends TierContractTest {
     @Override
     public int lookupPrefix(List<BlockKey> keys) {
       return remote.lookupPrefix(keys);
+    }
+
+    @Override
+    public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+      return remote.pinPrefix(keys, timeout);
     }
 
     @Override

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
@@ -151,6 +152,62 @@ class ShardingTest {
       for (int i = 0; i < KEYS; i++) {
         assertThat(Payloads.verify(all.get(i), dsts.get(i).flip())).isEqualTo(1);
       }
+    } finally {
+      servers.forEach(LocalServer::close);
+    }
+  }
+
+  @Test
+  void aPinnedLookupHoldsEachBlockOnItsOwnServerUntilClosed() throws Exception {
+    List<LocalServer> servers = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      servers.add(LocalServer.start(dir.resolve("s" + i)));
+    }
+    try (RemoteTier remote = client(servers)) {
+      List<BlockKey> keys = new ArrayList<>();
+      for (int i = 0; i < 30; i++) {
+        BlockKey key = Payloads.key(500 + i);
+        keys.add(key);
+        if (i != 20) {
+          assertThat(remote.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+        }
+      }
+      try (PrefixPin pin = remote.pinPrefix(keys, Duration.ofSeconds(30))) {
+        assertThat(pin.blocks()).isEqualTo(20);
+        assertThat(servers.stream().mapToDouble(LocalServer::leasesOpen).sum())
+            .as("each server pins its own leading blocks").isGreaterThanOrEqualTo(20);
+        for (int i = 0; i < 20; i++) {
+          assertThat(pin.length(i)).isEqualTo(BLOCK);
+          remote.put(keys.get(i), Payloads.of(keys.get(i), 2, BLOCK)); // replaced on the servers
+        }
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        for (int i = 0; i < 20; i++) {
+          assertThat(pin.key(i)).isEqualTo(keys.get(i));
+          assertThat(pin.getInto(i, dst.clear())).isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(keys.get(i), dst.flip())).as("the block pinned").isEqualTo(1);
+        }
+        servers.get(1).close(); // its pinned blocks become misses, the others still read
+        int hits = 0;
+        for (int i = 0; i < 20; i++) {
+          dst.clear();
+          GetStatus status = pin.getInto(i, dst);
+          if (status == GetStatus.HIT) {
+            assertThat(Payloads.verify(keys.get(i), dst.flip())).isEqualTo(1);
+            hits++;
+          } else {
+            assertThat(status).isEqualTo(GetStatus.MISS);
+            assertThat(dst.position()).as("a missed block's buffer is untouched").isZero();
+          }
+        }
+        assertThat(hits).isBetween(1, 19);
+      }
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (servers.get(0).leasesOpen() + servers.get(2).leasesOpen() > 0
+          && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertThat(servers.get(0).leasesOpen() + servers.get(2).leasesOpen())
+          .as("closing the pin released the servers' leases").isZero();
     } finally {
       servers.forEach(LocalServer::close);
     }

@@ -19,6 +19,7 @@ import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -61,11 +62,13 @@ class LookupController {
    * @param lease the id under which the blocks found are pinned, if a pin was asked for and a
    *     block found
    * @param expiresInMillis how long the pin holds
+   * @param lengths the length in bytes of each block pinned, in order
    */
   @Serdeable
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record LookupResponse(int present, @Nullable String lease,
-      @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis) {}
+      @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis,
+      @Nullable List<Integer> lengths) {}
 
   @Post("/lookup")
   LookupResponse lookup(String namespace, @Body LookupRequest request) {
@@ -79,7 +82,7 @@ class LookupController {
     List<BlockKey> keys = namespaces.storageKeys(namespace, request.keys());
     Long pinMillis = request.pinMillis();
     if (pinMillis == null) {
-      return new LookupResponse(cache.lookupPrefix(keys), null, null);
+      return new LookupResponse(cache.lookupPrefix(keys), null, null, null);
     }
     if (pinMillis < 1 || pinMillis > MAX_PIN_MILLIS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
@@ -88,9 +91,13 @@ class LookupController {
     PrefixPin pin = cache.pinPrefix(keys, Duration.ofMillis(pinMillis));
     if (pin.blocks() == 0) {
       pin.close();
-      return new LookupResponse(0, null, null);
+      return new LookupResponse(0, null, null, null);
     }
-    return new LookupResponse(pin.blocks(), pins.register(namespace, pin), pinMillis);
+    List<Integer> lengths = new ArrayList<>(pin.blocks());
+    for (int i = 0; i < pin.blocks(); i++) {
+      lengths.add(pin.length(i));
+    }
+    return new LookupResponse(pin.blocks(), pins.register(namespace, pin), pinMillis, lengths);
   }
 
   /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */

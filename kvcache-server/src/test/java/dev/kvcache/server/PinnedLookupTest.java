@@ -56,7 +56,8 @@ class PinnedLookupTest {
     HttpResponse<byte[]> found = lookup("{\"keys\":[\"" + key(1) + "\",\"" + key(2) + "\",\""
         + key(3) + "\"],\"pin_ms\":10000}");
     assertThat(found.statusCode()).isEqualTo(200);
-    assertThat(body(found)).contains("\"present\":2").contains("\"expires_in_ms\":10000");
+    assertThat(body(found)).contains("\"present\":2").contains("\"expires_in_ms\":10000")
+        .contains("\"lengths\":[3000,5000]");
     String lease = lease(found);
 
     server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default", key(1)))).DELETE());
