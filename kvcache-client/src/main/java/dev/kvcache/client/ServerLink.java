@@ -4,35 +4,20 @@ import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
-import io.netty.handler.codec.ByteToMessageDecoder;
-import io.netty.handler.codec.http2.DefaultHttp2Connection;
-import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
-import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
-import io.netty.handler.codec.http2.DefaultHttp2RemoteFlowController;
 import io.netty.handler.codec.http2.Http2Connection;
 import io.netty.handler.codec.http2.Http2Exception;
-import io.netty.handler.codec.http2.Http2FrameCodec;
-import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
 import io.netty.handler.codec.http2.Http2Headers;
-import io.netty.handler.codec.http2.Http2MultiplexHandler;
-import io.netty.handler.codec.http2.Http2Settings;
-import io.netty.handler.codec.http2.Http2StreamChannel;
-import io.netty.handler.codec.http2.Http2StreamChannelBootstrap;
-import io.netty.handler.codec.http2.WeightedFairQueueByteDistributor;
-import io.netty.util.concurrent.Future;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,11 +35,6 @@ final class ServerLink implements AutoCloseable {
   private static final int WINDOW_BYTES = 4 << 20;
   private static final int CONNECTION_WINDOW_BYTES = 64 << 20;
   private static final int MAX_FRAME_BYTES = 1 << 20;
-  /**
-   * Bytes a stream sends before the next stream's turn, instead of Netty's 1 KiB: concurrent
-   * puts on one connection then go out in large frames, not 1 KiB slivers.
-   */
-  private static final int WRITE_QUANTUM_BYTES = 256 << 10;
   /** Bytes the socket takes before streams wait for it to drain (Netty's default: 64 KiB). */
   private static final WriteBufferWaterMark WRITE_BUFFER = new WriteBufferWaterMark(512 << 10, 1 << 20);
 
@@ -63,7 +43,7 @@ final class ServerLink implements AutoCloseable {
   private final InetSocketAddress address;
   private final RemoteTierConfig config;
   private final Bootstrap bootstrap;
-  private final Channel[] connections;
+  private final ClientConnection[] connections;
   private long downUntilNanos;
   private long backoffNanos;
   private boolean down;
@@ -73,7 +53,7 @@ final class ServerLink implements AutoCloseable {
     this.name = address.getHostString() + ":" + address.getPort();
     this.id = Rendezvous.serverId(name);
     this.config = config;
-    this.connections = new Channel[config.connectionsPerServer];
+    this.connections = new ClientConnection[config.connectionsPerServer];
     this.backoffNanos = config.downBackoff.toNanos();
     this.bootstrap = new Bootstrap()
         .group(group)
@@ -84,33 +64,9 @@ final class ServerLink implements AutoCloseable {
         .handler(new ChannelInitializer<SocketChannel>() {
           @Override
           protected void initChannel(SocketChannel ch) {
-            Http2FrameCodec codec = new CodecBuilder()
-                .initialSettings(Http2Settings.defaultSettings()
-                    .initialWindowSize(WINDOW_BYTES).maxFrameSize(MAX_FRAME_BYTES))
-                .build();
-            // a DATA frame spanning several socket reads is gathered as a composite of the read
-            // buffers, not copied into one growing buffer: its bytes are copied once, into place
-            codec.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
-            ch.pipeline().addLast(codec);
-            ch.pipeline().addLast(new Http2MultiplexHandler(new SimpleChannelInboundHandler<>() {
-              @Override
-              protected void channelRead0(ChannelHandlerContext ctx, Object msg) {
-                // servers do not open streams
-              }
-            }));
+            ch.pipeline().addLast(ClientConnection.create(WINDOW_BYTES, MAX_FRAME_BYTES));
           }
         });
-  }
-
-  /** The client's HTTP/2 codec, on a connection whose streams send in turns of a set size. */
-  private static final class CodecBuilder extends Http2FrameCodecBuilder {
-    CodecBuilder() {
-      DefaultHttp2Connection connection = new DefaultHttp2Connection(false);
-      WeightedFairQueueByteDistributor distributor = new WeightedFairQueueByteDistributor(connection);
-      distributor.allocationQuantum(WRITE_QUANTUM_BYTES);
-      connection.remote().flowController(new DefaultHttp2RemoteFlowController(connection, distributor));
-      connection(connection);
-    }
   }
 
   /** True while the server is in its back-off after a failure. */
@@ -128,8 +84,8 @@ final class ServerLink implements AutoCloseable {
    */
   StreamExchange start(String method, String path, String contentType, String coding,
       ByteBuf body, ResponseSink sink) {
-    Channel parent = connection();
-    if (parent == null) {
+    ClientConnection connection = connection();
+    if (connection == null) {
       if (body != null) {
         body.release();
       }
@@ -153,42 +109,24 @@ final class ServerLink implements AutoCloseable {
     StreamExchange exchange = new StreamExchange(sink, body != null);
     // the stream is opened and written on the event loop, in one go: the caller only waits for
     // the answer
-    new Http2StreamChannelBootstrap(parent).handler(exchange).open()
-        .addListener((Future<Http2StreamChannel> opening) -> {
-          if (!opening.isSuccess()) {
-            if (body != null) {
-              body.release();
-            }
-            // the caller sees the failure, and marks the server down if it persists
-            exchange.failedToStart(new IOException("cannot open a stream", opening.cause()));
-            return;
-          }
-          Http2StreamChannel stream = opening.getNow();
-          if (!exchange.started(stream)) {
-            if (body != null) {
-              body.release(); // abandoned meanwhile
-            }
-            return;
-          }
-          if (body == null) {
-            stream.writeAndFlush(new DefaultHttp2HeadersFrame(headers, true));
-          } else {
-            stream.write(new DefaultHttp2HeadersFrame(headers, false));
-            exchange.bodyWritten(stream.writeAndFlush(new DefaultHttp2DataFrame(body, true)));
-          }
-        });
+    connection.channel().eventLoop().execute(() -> connection.send(exchange, headers, body));
     return exchange;
   }
 
-  private Channel connection() {
+  private ClientConnection connection() {
     synchronized (this) {
       if (isDown()) {
         return null;
       }
       int slot = (int) (Thread.currentThread().getId() % connections.length);
-      Channel ch = connections[slot];
-      if (ch != null && ch.isActive()) {
-        return ch;
+      ClientConnection current = connections[slot];
+      if (current != null && current.takesStreams()) {
+        return current;
+      }
+      if (current != null && current.channel().isActive()) {
+        // retired (told to go away, or out of stream ids): its requests under way may finish
+        current.channel().eventLoop().schedule(() -> current.channel().close(),
+            config.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
       }
       ChannelFuture connecting = bootstrap.connect(address);
       if (!connecting.awaitUninterruptibly(config.connectTimeout.toMillis() + 100)
@@ -197,7 +135,11 @@ final class ServerLink implements AutoCloseable {
         failed(connecting.cause());
         return null;
       }
-      Channel connected = connecting.channel();
+      ClientConnection connected = connecting.channel().pipeline().get(ClientConnection.class);
+      if (connected == null) { // closed as soon as connected
+        failed(new IOException("the connection closed as it opened"));
+        return null;
+      }
       widenConnectionWindow(connected);
       connections[slot] = connected;
       if (down) {
@@ -214,15 +156,14 @@ final class ServerLink implements AutoCloseable {
    * whatever the stream windows are, and a multi-MiB block would otherwise stall on a window update
    * every 32 KiB.
    */
-  private static void widenConnectionWindow(Channel channel) {
-    Http2FrameCodec codec = channel.pipeline().get(Http2FrameCodec.class);
-    channel.eventLoop().execute(() -> {
+  private static void widenConnectionWindow(ClientConnection handler) {
+    handler.channel().eventLoop().execute(() -> {
       try {
-        Http2Connection connection = codec.connection();
+        Http2Connection connection = handler.connection();
         connection.local().flowController().incrementWindowSize(
             connection.connectionStream(), CONNECTION_WINDOW_BYTES - DEFAULT_WINDOW_SIZE);
       } catch (Http2Exception e) {
-        channel.close();
+        handler.channel().close();
       }
     });
   }
@@ -246,7 +187,7 @@ final class ServerLink implements AutoCloseable {
     downUntilNanos = now + backoffNanos;
     for (int i = 0; i < connections.length; i++) {
       if (connections[i] != null) {
-        connections[i].close();
+        connections[i].channel().close();
         connections[i] = null;
       }
     }
@@ -254,9 +195,9 @@ final class ServerLink implements AutoCloseable {
 
   @Override
   public synchronized void close() {
-    for (Channel ch : connections) {
-      if (ch != null) {
-        ch.close().awaitUninterruptibly(1000);
+    for (ClientConnection c : connections) {
+      if (c != null) {
+        c.channel().close().awaitUninterruptibly(1000);
       }
     }
   }

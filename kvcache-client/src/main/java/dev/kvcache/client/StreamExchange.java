@@ -1,13 +1,8 @@
 package dev.kvcache.client;
 
-import io.netty.channel.Channel;
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.handler.codec.http2.Http2DataFrame;
-import io.netty.handler.codec.http2.Http2HeadersFrame;
-import io.netty.handler.codec.http2.Http2ResetFrame;
-import io.netty.util.ReferenceCountUtil;
+import io.netty.handler.codec.http2.Http2Headers;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -15,17 +10,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * One request's HTTP/2 stream: feeds the answer's frames to a {@link ResponseSink} and completes
- * with the status. Once {@link #abandon()} returns (the caller gave up), the sink is never called
- * again, so a late frame cannot write into a buffer the caller has taken back.
+ * One request's HTTP/2 stream: feeds the answer's frames, handed over by its {@link
+ * ClientConnection} on the event loop, to a {@link ResponseSink}, and completes with the status.
+ * Once {@link #abandon()} returns (the caller gave up), the sink is never called again, so a late
+ * frame cannot write into a buffer the caller has taken back.
  */
-final class StreamExchange extends ChannelInboundHandlerAdapter {
+final class StreamExchange {
 
   final CompletableFuture<Integer> done = new CompletableFuture<>();
   /** Completes once the request body (which wraps the caller's buffer) is no longer read. */
   private final CompletableFuture<Void> bodyReleased = new CompletableFuture<>();
   private final ResponseSink sink;
-  private volatile Channel stream;
+  private volatile ClientConnection connection;
+  private int streamId;
   private boolean abandoned;
   private int status;
 
@@ -37,18 +34,18 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
   }
 
   /**
-   * The stream is open; on the event loop, before anything is written to it.
+   * The stream has its id; on the event loop, before anything is written to it.
    *
-   * @return false if the caller gave up meanwhile: the stream is closed, the body not to be sent
+   * @return false if the caller gave up meanwhile: the stream is not to be opened
    */
-  boolean started(Channel stream) {
+  boolean started(ClientConnection connection, int streamId) {
     synchronized (this) {
       if (!abandoned) {
-        this.stream = stream;
+        this.streamId = streamId;
+        this.connection = connection;
         return true;
       }
     }
-    stream.close();
     bodyReleased.complete(null);
     return false;
   }
@@ -83,9 +80,9 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
     } catch (TimeoutException | ExecutionException e) {
       // given up on below
     }
-    Channel s = stream;
-    if (s != null) {
-      s.parent().close();
+    ClientConnection c = connection;
+    if (c != null) {
+      c.channel().close();
     }
     bodyReleased.join(); // the write fails once its connection is closed
   }
@@ -97,88 +94,96 @@ final class StreamExchange extends ChannelInboundHandlerAdapter {
    */
   boolean abandon() {
     boolean completed;
+    int id;
     synchronized (this) {
       abandoned = true;
       completed = done.isDone() && !done.isCompletedExceptionally();
+      id = streamId;
     }
-    Channel s = stream;
-    if (s != null) {
-      s.close();
+    ClientConnection c = connection;
+    if (c != null && !completed) {
+      c.channel().eventLoop().execute(() -> c.cancel(id));
     }
     return completed;
   }
 
-  @Override
-  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+  /**
+   * The answer's headers; on the event loop.
+   *
+   * @return false to reset the stream: the answer is complete without its body
+   */
+  boolean headers(Http2Headers headers, boolean endOfStream) {
     try {
-      if (msg instanceof Http2HeadersFrame) {
-        onHeaders(ctx, (Http2HeadersFrame) msg);
-      } else if (msg instanceof Http2DataFrame) {
-        Http2DataFrame data = (Http2DataFrame) msg;
-        synchronized (this) {
-          if (!abandoned) {
-            sink.accept(data.content());
-          }
-        }
-        if (data.isEndStream()) {
-          finish(ctx);
-        }
-      } else if (msg instanceof Http2ResetFrame) {
-        fail(ctx, new IOException("the server reset the stream: "
-            + ((Http2ResetFrame) msg).errorCode()));
+      int code = Integer.parseInt(headers.status().toString());
+      if (code >= 100 && code < 200) {
+        return true; // informational
       }
+      boolean go;
+      synchronized (this) {
+        if (abandoned) {
+          return false;
+        }
+        status = code;
+        go = sink.begin(code, headers);
+      }
+      if (!go) {
+        done.complete(code);
+        return false;
+      }
+      if (endOfStream) {
+        finish();
+      }
+      return true;
     } catch (RuntimeException e) {
-      fail(ctx, e);
-    } finally {
-      ReferenceCountUtil.release(msg);
+      return fail(e);
     }
   }
 
-  private void onHeaders(ChannelHandlerContext ctx, Http2HeadersFrame frame) {
-    int code = Integer.parseInt(frame.headers().status().toString());
-    if (code >= 100 && code < 200) {
-      return; // informational
-    }
-    boolean go;
-    synchronized (this) {
-      if (abandoned) {
-        return;
+  /**
+   * Part of the answer's body; on the event loop. The connection releases it.
+   *
+   * @return false to reset the stream
+   */
+  boolean data(ByteBuf content, boolean endOfStream) {
+    try {
+      synchronized (this) {
+        if (abandoned) {
+          return false;
+        }
+        sink.accept(content);
       }
-      status = code;
-      go = sink.begin(code, frame.headers());
-    }
-    if (!go) {
-      done.complete(code);
-      ctx.close();
-    } else if (frame.isEndStream()) {
-      finish(ctx);
+      if (endOfStream) {
+        finish();
+      }
+      return true;
+    } catch (RuntimeException e) {
+      return fail(e);
     }
   }
 
-  private void finish(ChannelHandlerContext ctx) {
+  private void finish() {
     synchronized (this) {
       if (!abandoned) {
         sink.end();
       }
     }
     done.complete(status);
-    ctx.close();
   }
 
-  private void fail(ChannelHandlerContext ctx, Throwable cause) {
+  /**
+   * The request failed: the server reset the stream, or its answer could not be taken.
+   *
+   * @return false, so that the stream is reset
+   */
+  boolean fail(Throwable cause) {
     done.completeExceptionally(cause);
-    ctx.close();
+    return false;
   }
 
-  @Override
-  public void channelInactive(ChannelHandlerContext ctx) {
-    if (!done.isDone()) { // every stream closes; only one closed early is a failure
+  /** The stream closed; on the event loop. Every stream closes; only one closed early failed. */
+  void closed() {
+    if (!done.isDone()) {
       done.completeExceptionally(new IOException("the stream closed before its answer"));
     }
-  }
-
-  @Override
-  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-    fail(ctx, cause);
   }
 }

@@ -12,8 +12,14 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
 import dev.kvcache.testkit.Payloads;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -198,6 +204,40 @@ class RemoteTierTest {
       assertThat(remote.put(key, Payloads.of(key, 1, 100))).isEqualTo(PutStatus.NOT_ADMITTED);
       assertThat(remote.contains(key)).isFalse();
       assertThat(remote.lookupPrefix(List.of(key))).isZero();
+    }
+  }
+
+  /** A server that takes connections and bytes but never answers: its requests time out. */
+  @Test
+  void aServerThatNeverAnswersMeansMissesAfterTheRequestTimeout() throws Exception {
+    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      Thread swallower = new Thread(() -> {
+        try (Socket s = silent.accept()) {
+          s.getInputStream().transferTo(OutputStream.nullOutputStream());
+        } catch (IOException e) {
+          // closed by the test
+        }
+      });
+      swallower.setDaemon(true);
+      swallower.start();
+      try (RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
+          .server("127.0.0.1", silent.getLocalPort())
+          .requestTimeout(Duration.ofMillis(300))
+          .downBackoff(Duration.ofSeconds(10), Duration.ofSeconds(10))
+          .build())) {
+        BlockKey key = Payloads.key(1);
+        ByteBuffer dst = ByteBuffer.allocateDirect(100);
+        long start = System.nanoTime();
+        assertThat(remote.getInto(key, dst)).isEqualTo(GetStatus.MISS);
+        assertThat(Duration.ofNanos(System.nanoTime() - start))
+            .isGreaterThanOrEqualTo(Duration.ofMillis(300)).isLessThan(Duration.ofSeconds(5));
+        assertThat(dst.position()).isZero();
+        // the server counts as down now: no further request waits for it
+        start = System.nanoTime();
+        assertThat(remote.put(key, Payloads.of(key, 1, 100))).isEqualTo(PutStatus.NOT_ADMITTED);
+        assertThat(remote.contains(key)).isFalse();
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(300));
+      }
     }
   }
 
