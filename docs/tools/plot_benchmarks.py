@@ -761,6 +761,53 @@ def wire_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def client_tables(results_dir, out, img):
+    """The Java client beside Jedis (RemoteClientBenchmark): remote-t<n>.json, remote-batch-t<n>.json."""
+    runs = {}  # threads -> {(method, size): (ops/s, error)}
+    for name in sorted(os.listdir(results_dir)):
+        for prefix in ["remote-t", "remote-batch-t"]:
+            if name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-5].isdigit():
+                with open(os.path.join(results_dir, name)) as f:
+                    data = runs.setdefault(int(name[len(prefix):-5]), {})
+                    for r in json.load(f):
+                        if r["mode"] == "thrpt":
+                            data[(method(r), int(r["params"]["blockBytes"]))] = (
+                                r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"])
+    if not runs:
+        return
+    pairs = [("GET", "kvcacheGet", "redisGet"), ("PUT", "kvcachePut", "redisSet"),
+             ("batch of 8", "kvcacheGetBatch8", "redisMget8")]
+    sizes = sorted({k[1] for data in runs.values() for k in data})
+    out.append("\n### The Java client beside Jedis (operations/s; ratio = RemoteTier / Jedis)\n")
+    out.append("| threads | block | " + " | ".join(f"{p[0]} kvcache | {p[0]} Jedis | {p[0]} ratio" for p in pairs) + " |")
+    out.append("|---|---|" + "---:|" * (3 * len(pairs)))
+    bars = []
+    for threads in sorted(runs):
+        data = runs[threads]
+        for size in sizes:
+            cells = []
+            for label, ours, theirs in pairs:
+                a, b = data.get((ours, size)), data.get((theirs, size))
+                if a and b:
+                    cells += [f"{a[0]:,.0f} ± {a[1]:,.0f}", f"{b[0]:,.0f} ± {b[1]:,.0f}", f"**{a[0] / b[0]:.2f}**"]
+                    bars.append((threads, label, size, a[0] / b[0]))
+                else:
+                    cells += ["-", "-", "-"]
+            out.append(f"| {threads} | {size_label(size)} | " + " | ".join(cells) + " |")
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    colors = {"GET": "tab:blue", "PUT": "tab:orange", "batch of 8": "tab:green"}
+    ax.bar(range(len(bars)), [v for *_, v in bars], color=[colors[label] for _, label, _, _ in bars])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([f"{t} thr\n{label}\n{size_label(sz)}" for t, label, sz, _ in bars], fontsize=6)
+    ax.set_ylabel("RemoteTier / Jedis")
+    ax.set_title("Java client against Jedis on loopback: above 1 is faster than Redis")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "remote-client.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -776,6 +823,7 @@ def main():
     tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
+    client_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")

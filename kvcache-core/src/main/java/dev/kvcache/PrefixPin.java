@@ -1,11 +1,11 @@
 package dev.kvcache;
 
+import dev.kvcache.spi.PinnedBlocks;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import dev.kvcache.spi.PinnedBlocks;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;

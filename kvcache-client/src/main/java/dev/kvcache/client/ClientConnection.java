@@ -1,5 +1,7 @@
 package dev.kvcache.client;
 
+import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
+
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -42,11 +44,13 @@ final class ClientConnection extends Http2ConnectionHandler {
   private static final int LAST_STREAM_ID_TO_USE = Integer.MAX_VALUE - (1 << 20);
 
   private final IntObjectMap<StreamExchange> exchanges = new IntObjectHashMap<>();
+  private final int connectionWindowBytes;
   private ChannelHandlerContext ctx;
 
   private ClientConnection(Http2ConnectionDecoder decoder, Http2ConnectionEncoder encoder,
-      Http2Settings settings) {
+      Http2Settings settings, int connectionWindowBytes) {
     super(decoder, encoder, settings);
+    this.connectionWindowBytes = connectionWindowBytes;
     // a DATA frame spanning several socket reads is gathered as a composite of the read buffers,
     // not copied into one growing buffer: its bytes are copied once, into place
     setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
@@ -61,9 +65,12 @@ final class ClientConnection extends Http2ConnectionHandler {
     });
   }
 
-  /** A connection whose receive windows are {@code windowBytes} per stream. */
-  static ClientConnection create(int windowBytes, int maxFrameBytes) {
-    return new Builder()
+  /**
+   * A connection that receives {@code windowBytes} per stream, {@code connectionWindowBytes} in
+   * all, in frames of up to {@code maxFrameBytes}.
+   */
+  static ClientConnection create(int windowBytes, int connectionWindowBytes, int maxFrameBytes) {
+    return new Builder(connectionWindowBytes)
         .initialSettings(Http2Settings.defaultSettings()
             .initialWindowSize(windowBytes).maxFrameSize(maxFrameBytes))
         .build();
@@ -73,6 +80,19 @@ final class ClientConnection extends Http2ConnectionHandler {
   public void handlerAdded(ChannelHandlerContext ctx) throws Exception {
     this.ctx = ctx;
     super.handlerAdded(ctx);
+  }
+
+  /**
+   * After the preface, opens the connection's receive window as wide as asked: HTTP/2 starts it at
+   * 64 KiB whatever the stream windows are, and a multi-MiB block would otherwise stall on a
+   * window update every 32 KiB.
+   */
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) throws Exception {
+    super.channelActive(ctx);
+    Http2Connection c = connection();
+    c.local().flowController().incrementWindowSize(c.connectionStream(),
+        connectionWindowBytes - DEFAULT_WINDOW_SIZE);
   }
 
   /** The connection's channel. */
@@ -177,7 +197,10 @@ final class ClientConnection extends Http2ConnectionHandler {
   private static final class Builder
       extends AbstractHttp2ConnectionHandlerBuilder<ClientConnection, Builder> {
 
-    Builder() {
+    private final int connectionWindowBytes;
+
+    Builder(int connectionWindowBytes) {
+      this.connectionWindowBytes = connectionWindowBytes;
       DefaultHttp2Connection connection = new DefaultHttp2Connection(false);
       WeightedFairQueueByteDistributor distributor = new WeightedFairQueueByteDistributor(connection);
       distributor.allocationQuantum(WRITE_QUANTUM_BYTES);
@@ -201,7 +224,8 @@ final class ClientConnection extends Http2ConnectionHandler {
     @Override
     protected ClientConnection build(Http2ConnectionDecoder decoder,
         Http2ConnectionEncoder encoder, Http2Settings initialSettings) {
-      ClientConnection handler = new ClientConnection(decoder, encoder, initialSettings);
+      ClientConnection handler =
+          new ClientConnection(decoder, encoder, initialSettings, connectionWindowBytes);
       frameListener(handler.new Frames());
       return handler;
     }

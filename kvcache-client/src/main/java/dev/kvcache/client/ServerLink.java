@@ -1,7 +1,5 @@
 package dev.kvcache.client;
 
-import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
-
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
@@ -12,8 +10,6 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
-import io.netty.handler.codec.http2.Http2Connection;
-import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -64,7 +60,8 @@ final class ServerLink implements AutoCloseable {
         .handler(new ChannelInitializer<SocketChannel>() {
           @Override
           protected void initChannel(SocketChannel ch) {
-            ch.pipeline().addLast(ClientConnection.create(WINDOW_BYTES, MAX_FRAME_BYTES));
+            ch.pipeline().addLast(
+                ClientConnection.create(WINDOW_BYTES, CONNECTION_WINDOW_BYTES, MAX_FRAME_BYTES));
           }
         });
   }
@@ -140,7 +137,6 @@ final class ServerLink implements AutoCloseable {
         failed(new IOException("the connection closed as it opened"));
         return null;
       }
-      widenConnectionWindow(connected);
       connections[slot] = connected;
       if (down) {
         log.info("server {} is back", name);
@@ -149,23 +145,6 @@ final class ServerLink implements AutoCloseable {
       }
       return connections[slot];
     }
-  }
-
-  /**
-   * Opens the connection's receive window as wide as a stream's: HTTP/2 starts it at 64 KiB
-   * whatever the stream windows are, and a multi-MiB block would otherwise stall on a window update
-   * every 32 KiB.
-   */
-  private static void widenConnectionWindow(ClientConnection handler) {
-    handler.channel().eventLoop().execute(() -> {
-      try {
-        Http2Connection connection = handler.connection();
-        connection.local().flowController().incrementWindowSize(
-            connection.connectionStream(), CONNECTION_WINDOW_BYTES - DEFAULT_WINDOW_SIZE);
-      } catch (Http2Exception e) {
-        handler.channel().close();
-      }
-    });
   }
 
   /** Marks the server down after a failure to connect or to answer in time. */
