@@ -63,6 +63,21 @@ def size_axis(ax, sizes, ylabel):
     ax.set_ylabel(ylabel)
 
 
+def ratio_bars(path, size, values, colors, labels, fontsize, ylabel, title):
+    """One bar per ratio, with the line at 1 that tells better from worse."""
+    fig, ax = plt.subplots(figsize=size)
+    ax.bar(range(len(values)), values, color=colors)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels(labels, fontsize=fontsize)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def ram_tables(rows, out, img):
     data = {}  # (threads, size, method) -> row
     for r in rows:
@@ -745,20 +760,13 @@ def wire_tables(results_dir, out, img):
                 else:
                     cells += ["-", "-", "-"]
             out.append(f"| {link} | {size_label(size)} | " + " | ".join(cells) + " |")
-    fig, ax = plt.subplots(figsize=(7, 3.6))
     bars = [(link, op, size) for link in order for op in ["Get", "Put"] for size in sizes]
     vals = [links[l].get((f"coded{op}", sz), (0, 0))[0] / links[l].get((f"plain{op}", sz), (1, 0))[0]
             for l, op, sz in bars]
-    ax.bar(range(len(bars)), vals, color=["tab:blue" if l == "loopback" else "tab:orange" for l, _, _ in bars])
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([f"{l}\n{op} {size_label(sz)}" for l, op, sz in bars], fontsize=7)
-    ax.set_ylabel("coded / plain (blocks per s)")
-    ax.set_title("Wire codec (LZ4 + byte shuffle, bf16 KV tensors): above 1 it pays")
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(os.path.join(img, "wire-codec.png"), dpi=110)
-    plt.close(fig)
+    ratio_bars(os.path.join(img, "wire-codec.png"), (7, 3.6), vals,
+               ["tab:blue" if l == "loopback" else "tab:orange" for l, _, _ in bars],
+               [f"{l}\n{op} {size_label(sz)}" for l, op, sz in bars], 7, "coded / plain (blocks per s)",
+               "Wire codec (LZ4 + byte shuffle, bf16 KV tensors): above 1 it pays")
 
 
 def client_tables(results_dir, out, img):
@@ -794,18 +802,11 @@ def client_tables(results_dir, out, img):
                 else:
                     cells += ["-", "-", "-"]
             out.append(f"| {threads} | {size_label(size)} | " + " | ".join(cells) + " |")
-    fig, ax = plt.subplots(figsize=(8, 3.6))
     colors = {"GET": "tab:blue", "PUT": "tab:orange", "batch of 8": "tab:green"}
-    ax.bar(range(len(bars)), [v for *_, v in bars], color=[colors[label] for _, label, _, _ in bars])
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([f"{t} thr\n{label}\n{size_label(sz)}" for t, label, sz, _ in bars], fontsize=6)
-    ax.set_ylabel("RemoteTier / Jedis")
-    ax.set_title("Java client against Jedis on loopback: above 1 is faster than Redis")
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(os.path.join(img, "remote-client.png"), dpi=110)
-    plt.close(fig)
+    ratio_bars(os.path.join(img, "remote-client.png"), (8, 3.6), [v for *_, v in bars],
+               [colors[label] for _, label, _, _ in bars],
+               [f"{t} thr\n{label}\n{size_label(sz)}" for t, label, sz, _ in bars], 6, "RemoteTier / Jedis",
+               "Java client against Jedis on loopback: above 1 is faster than Redis")
 
 
 def main():
