@@ -36,6 +36,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -320,10 +321,7 @@ public final class RemoteTier implements Tier {
     }
     ensureOpen();
     GetStatus[] result = new GetStatus[keys.size()];
-    List<Integer> open = new ArrayList<>(keys.size());
-    for (int i = 0; i < keys.size(); i++) {
-      open.add(i);
-    }
+    List<Integer> open = indexes(keys);
     boolean retryLeft = true;
     while (!open.isEmpty()) {
       List<Batch> batches = startBatches(keys, dsts, open);
@@ -478,10 +476,7 @@ public final class RemoteTier implements Tier {
     if (keys.isEmpty()) {
       return 0;
     }
-    List<Integer> all = new ArrayList<>(keys.size());
-    for (int i = 0; i < keys.size(); i++) {
-      all.add(i);
-    }
+    List<Integer> all = indexes(keys);
     int present = keys.size();
     for (Map.Entry<ServerLink, List<Integer>> e : byServer(keys, all).entrySet()) {
       List<Integer> indexes = e.getValue();
@@ -524,10 +519,7 @@ public final class RemoteTier implements Tier {
     long pinMillis = timeout.compareTo(MAX_PIN) >= 0
         ? MAX_PIN.toMillis()
         : Math.max(1, timeout.plusNanos(999_999).toMillis());
-    List<Integer> all = new ArrayList<>(keys.size());
-    for (int i = 0; i < keys.size(); i++) {
-      all.add(i);
-    }
+    List<Integer> all = indexes(keys);
     Map<ServerLink, List<Integer>> byServer = byServer(keys, all);
     List<Map.Entry<ServerLink, List<Integer>>> asked = new ArrayList<>(byServer.entrySet());
     List<ResponseSink.Text> answers = new ArrayList<>();
@@ -639,6 +631,11 @@ public final class RemoteTier implements Tier {
       lease.link().start("DELETE", prefix + "/leases/" + lease.id(), null, null, null,
           new ResponseSink.Text());
     }
+  }
+
+  /** Every index of {@code keys}, in order. */
+  private static List<Integer> indexes(List<BlockKey> keys) {
+    return IntStream.range(0, keys.size()).boxed().toList();
   }
 
   /** The given keys' indexes, grouped by the server each key lives on. */
