@@ -4,6 +4,7 @@
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
 #   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote, wire
+#   kvcache-bench/run-benchmarks.sh remote-lookup   # part of the remote suite: lookups and pins
 #   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
@@ -46,6 +47,15 @@ run() {
   java -jar "$jar" "$@" "${jmh_opts[@]}" -jvmArgs "$jvm_flags" -rf json -rff "$out/$name.json" \
     > "$out/$name.txt"
   grep -E '^(Benchmark|[A-Za-z]+Benchmark\.)' "$out/$name.txt" | grep -v ':gc\.' || true
+}
+
+# lookups and pins of 128 keys, straight to the server and through a tiered cache over it
+remote_lookups() {
+  java -jar "$jar" 'RemoteClientBenchmark\.(kvcacheLookup128|kvcachePin128|tieredLookup128|tieredPin128)$' \
+    -p blockBytes=262144 -t 1 -f 2 -jvmArgs "$jvm_flags" \
+    -rf json -rff "$out/remote-lookup.json" > "$out/remote-lookup.txt"
+  grep -E '^RemoteClientBenchmark\.' "$out/remote-lookup.txt" \
+    | grep -vE ':p0\.(00|90|95|999|9999)|:p1\.00' || true
 }
 
 for suite in "${suites[@]}"; do
@@ -105,7 +115,9 @@ for suite in "${suites[@]}"; do
         cat "$out/remote-t$threads.txt" "$out/remote-batch-t$threads.txt" \
           | grep -E '^RemoteClientBenchmark\.' | grep -v ':p0\.9[0-9]9\|:p1\.00' || true
       done
+      remote_lookups
       ;;
+    remote-lookup) remote_lookups ;;
     wire)
       # the wire codec against plain blocks, on loopback as it is and shaped to a slower link
       # (tc's token bucket on lo: needs root; removed again on exit)
@@ -125,7 +137,7 @@ for suite in "${suites[@]}"; do
         run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
       done
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, wire, or disk-reopen, disk-io)" >&2; exit 2 ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, wire, or disk-reopen, disk-io, remote-lookup)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

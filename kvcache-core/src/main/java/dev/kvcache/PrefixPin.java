@@ -66,8 +66,14 @@ public final class PrefixPin implements AutoCloseable {
     return new PrefixPin(blocks, requirePositive(timeout));
   }
 
-  /** {@code timeout}, if positive. */
-  static Duration requirePositive(Duration timeout) {
+  /**
+   * Checks a pin's timeout, for implementations of {@link KvCache#pinPrefix} that must refuse a
+   * bad one before they pin anything.
+   *
+   * @return {@code timeout}
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  public static Duration requirePositive(Duration timeout) {
     Objects.requireNonNull(timeout, "timeout");
     if (timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);

@@ -511,10 +511,7 @@ public final class RemoteTier implements Tier {
   @Override
   public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
     Objects.requireNonNull(keys, "keys");
-    Objects.requireNonNull(timeout, "timeout");
-    if (timeout.isNegative() || timeout.isZero()) {
-      throw new IllegalArgumentException("the pin timeout must be positive, got " + timeout);
-    }
+    PrefixPin.requirePositive(timeout);
     ensureOpen();
     long pinMillis = timeout.compareTo(MAX_PIN) >= 0
         ? MAX_PIN.toMillis()

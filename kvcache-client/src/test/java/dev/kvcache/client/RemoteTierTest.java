@@ -8,6 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
@@ -264,6 +265,42 @@ class RemoteTierTest {
           assertThat(Payloads.verify(Payloads.key(i), dst.flip())).isEqualTo(1);
         }
       }
+    }
+  }
+
+  @Test
+  void ramOverARemoteServerPinsTheServersBlocksUnderItsLease() throws Exception {
+    try (LocalServer server = LocalServer.start(dir);
+        RemoteTier direct = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).build());
+        KvCache cache = KvCacheConfig.of(Map.of(
+            "ram.bytes", "4MiB",
+            "lower", "remote",
+            "remote.servers", "127.0.0.1:" + server.port)).open()) {
+      List<BlockKey> keys = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        BlockKey key = Payloads.key(900 + i);
+        keys.add(key);
+        if (i < 6) { // on the server only: the cache's RAM lacks them
+          assertThat(direct.put(key, Payloads.of(key, 4, 256 * 1024))).isEqualTo(PutStatus.STORED);
+        }
+      }
+      assertThat(cache.lookupPrefix(keys)).isEqualTo(6);
+      try (PrefixPin pin = cache.pinPrefix(keys, Duration.ofSeconds(30))) {
+        assertThat(pin.blocks()).isEqualTo(6);
+        assertThat(server.leasesOpen()).as("the server holds the six blocks for the pin")
+            .isEqualTo(6);
+        ByteBuffer dst = ByteBuffer.allocateDirect(256 * 1024);
+        for (int i = 0; i < 6; i++) {
+          assertThat(pin.getInto(i, dst.clear())).isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(keys.get(i), dst.flip())).isEqualTo(4);
+        }
+      }
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (server.leasesOpen() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertThat(server.leasesOpen()).as("closing the pin released the lease").isZero();
     }
   }
 

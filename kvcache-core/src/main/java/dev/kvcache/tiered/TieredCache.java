@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
@@ -419,15 +420,9 @@ public final class TieredCache implements Tier {
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    BlockLease fromRam = ram.get(key);
-    if (fromRam.status() == GetStatus.HIT) {
-      ramHits.increment();
-      return opened(TieredLease.over(fromRam, counters::leaseClosed));
-    }
-    SpillEntry queued = spilling.get(key);
-    if (queued != null && queued.tryRetain()) {
-      spillHits.increment();
-      return opened(new TieredLease(key, queued.bytes(), queued::release));
+    BlockLease above = leaseAbove(key);
+    if (above != null) {
+      return above;
     }
     int stripe = stripe(key);
     long generation = generations.get(stripe);
@@ -439,6 +434,21 @@ public final class TieredCache implements Tier {
     lowerHits.increment();
     promote(key, fromLower.bytes(), stripe, generation);
     return opened(TieredLease.over(fromLower, counters::leaseClosed));
+  }
+
+  /** A lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
+  private BlockLease leaseAbove(BlockKey key) {
+    BlockLease fromRam = ram.get(key);
+    if (fromRam.status() == GetStatus.HIT) {
+      ramHits.increment();
+      return opened(TieredLease.over(fromRam, counters::leaseClosed));
+    }
+    SpillEntry queued = spilling.get(key);
+    if (queued != null && queued.tryRetain()) {
+      spillHits.increment();
+      return opened(new TieredLease(key, queued.bytes(), queued::release));
+    }
+    return null;
   }
 
   private BlockLease opened(BlockLease lease) {
@@ -605,6 +615,97 @@ public final class TieredCache implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     return ram.contains(key) || spilling.containsKey(key) || lower.contains(key);
+  }
+
+  /**
+   * How many leading keys some tier holds. Each run of keys that neither RAM nor the spill queue
+   * holds is looked up in the lower tier with one {@link Tier#lookupPrefix} call, which a remote
+   * tier answers with one request per server instead of one per key. The key that ends the lower
+   * tier's prefix is looked for in RAM and the queue only.
+   */
+  @Override
+  public int lookupPrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    int n = 0;
+    int lowerLacks = -1; // the key the lower tier's last answer stopped at
+    while (n < keys.size()) {
+      BlockKey key = keys.get(n);
+      if (ram.contains(key) || spilling.containsKey(key)) {
+        n++;
+        continue;
+      }
+      if (n == lowerLacks) {
+        break;
+      }
+      int below = lower.lookupPrefix(keys.subList(n, keys.size()));
+      if (below == 0) {
+        break;
+      }
+      n += below;
+      lowerLacks = n;
+    }
+    return n;
+  }
+
+  /**
+   * Pins the leading keys some tier holds, as {@link #lookupPrefix} finds them: copies in RAM or in
+   * the spill queue under leases, and each run of keys these lack with one {@link
+   * Tier#pinPrefix} call to the lower tier, which keeps those blocks in its own way (a remote tier
+   * under its servers' leases, fetching a block only when it is read). A block read through the
+   * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put or
+   * delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
+   * first key not found as a miss.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  @Override
+  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    PrefixPin.requirePositive(timeout);
+    ensureOpen();
+    long[] before = new long[STRIPES]; // a put or delete after this makes a pinned copy stale
+    for (int i = 0; i < STRIPES; i++) {
+      before[i] = generations.get(i);
+    }
+    TieredPin pinned = new TieredPin((key, bytes) -> {
+      int stripe = stripe(key);
+      promote(key, bytes, stripe, before[stripe]);
+    });
+    try {
+      int n = 0;
+      int lowerLacks = -1; // the key the lower tier's last pin stopped at
+      while (n < keys.size()) {
+        BlockLease above = leaseAbove(keys.get(n));
+        if (above != null) {
+          pinned.add(above);
+          n++;
+          continue;
+        }
+        if (n == lowerLacks) {
+          break;
+        }
+        PrefixPin below = lower.pinPrefix(keys.subList(n, keys.size()), timeout);
+        if (below.blocks() == 0) {
+          below.close();
+          break;
+        }
+        pinned.add(below);
+        lowerHits.add(below.blocks());
+        for (int i = 0; i < below.blocks(); i++) {
+          counters.hit();
+        }
+        n += below.blocks();
+        lowerLacks = n;
+      }
+      if (n < keys.size()) {
+        counters.miss();
+      }
+      return PrefixPin.over(pinned, timeout);
+    } catch (RuntimeException | Error e) {
+      pinned.release();
+      throw e;
+    }
   }
 
   // ---------------------------------------------------------------- spilling

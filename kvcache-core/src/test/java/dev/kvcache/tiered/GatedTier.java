@@ -4,15 +4,17 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A tier whose puts can be held back, to keep spills waiting; counts the puts and the batch reads
- * it receives.
+ * A tier whose puts can be held back, to keep spills waiting; counts the puts, batch reads,
+ * lookups, pins and single-key probes it receives.
  */
 final class GatedTier implements Tier {
 
@@ -20,6 +22,9 @@ final class GatedTier implements Tier {
   private boolean held;
   final AtomicInteger putsStarted = new AtomicInteger();
   final AtomicInteger batchReads = new AtomicInteger();
+  final AtomicInteger lookups = new AtomicInteger();
+  final AtomicInteger pins = new AtomicInteger();
+  final AtomicInteger probes = new AtomicInteger();
 
   GatedTier(Tier inner) {
     this.inner = inner;
@@ -76,7 +81,20 @@ final class GatedTier implements Tier {
 
   @Override
   public BlockLease get(BlockKey key) {
+    probes.incrementAndGet();
     return inner.get(key);
+  }
+
+  @Override
+  public int lookupPrefix(List<BlockKey> keys) {
+    lookups.incrementAndGet();
+    return inner.lookupPrefix(keys);
+  }
+
+  @Override
+  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    pins.incrementAndGet();
+    return inner.pinPrefix(keys, timeout);
   }
 
   @Override
@@ -86,6 +104,7 @@ final class GatedTier implements Tier {
 
   @Override
   public boolean contains(BlockKey key) {
+    probes.incrementAndGet();
     return inner.contains(key);
   }
 

@@ -1,12 +1,14 @@
 package dev.kvcache.tiered;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
@@ -155,6 +157,99 @@ class TieredCacheTest {
     }
     assertThat(cache.stats().leasesOpen()).isZero();
     assertThat(cache.tieredStats().lowerHits()).isEqualTo(1);
+  }
+
+  /**
+   * Ten keys: 0, 1 and 5 put through the cache (in RAM), 2, 3, 4, 6, 7 and 9 only in the lower
+   * tier, 8 nowhere.
+   */
+  private List<BlockKey> keysInRamAndBelow(long version) {
+    List<BlockKey> keys = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      BlockKey key = Payloads.key(i);
+      keys.add(key);
+      if (i == 0 || i == 1 || i == 5) {
+        assertThat(cache.put(key, Payloads.of(key, version, BLOCK))).isEqualTo(PutStatus.STORED);
+      } else if (i != 8) {
+        assertThat(lower.put(key, Payloads.of(key, version, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+    }
+    return keys;
+  }
+
+  @Test
+  void aLookupAsksTheLowerTierOnceForEachRunOfKeysRamLacks() {
+    open(256, 32L << 20);
+    List<BlockKey> keys = keysInRamAndBelow(1);
+    assertThat(cache.lookupPrefix(keys)).isEqualTo(8);
+    // runs 2-4 and 6-9, whose answers say 5 and 8 are not below; no probe of single keys
+    assertThat(lower.lookups).hasValue(2);
+    assertThat(lower.probes).hasValue(0);
+    assertThat(cache.lookupPrefix(keys.subList(0, 2))).as("all in RAM").isEqualTo(2);
+    assertThat(lower.lookups).hasValue(2);
+  }
+
+  @Test
+  void aPinHoldsBlocksOfEveryTierAndAsksTheLowerTierOncePerRun() {
+    open(256, 32L << 20, Duration.ofSeconds(30), false);
+    List<BlockKey> keys = keysInRamAndBelow(6);
+    try (PrefixPin pin = cache.pinPrefix(keys, Duration.ofSeconds(30))) {
+      assertThat(pin.blocks()).isEqualTo(8);
+      assertThat(lower.pins).hasValue(2);
+      assertThat(lower.probes).hasValue(0);
+      assertThat(lower.stats().leasesOpen()).as("the lower tier's pin").isEqualTo(5);
+      for (int i = 0; i < 8; i++) {
+        BlockKey key = keys.get(i);
+        assertThat(pin.key(i)).isEqualTo(key);
+        assertThat(pin.length(i)).isEqualTo(BLOCK);
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        assertThat(pin.getInto(i, dst)).as("block %d", i).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(key, dst.flip())).isEqualTo(6);
+        long[] version = new long[1];
+        assertThat(pin.read(i, view -> version[0] = Payloads.verify(key, view))).isTrue();
+        assertThat(version[0]).isEqualTo(6);
+      }
+    }
+    assertThat(lower.stats().leasesOpen()).as("released with the pin").isZero();
+    assertThat(cache.ramStats().leasesOpen()).isZero();
+    TieredStats t = cache.tieredStats();
+    assertThat(t.ramHits()).isEqualTo(3);
+    assertThat(t.lowerHits()).isEqualTo(5);
+    assertThat(t.promotions()).as("promotion is off").isZero();
+    assertThat(cache.stats().misses()).as("key 8").isEqualTo(1);
+  }
+
+  @Test
+  void aBlockReadThroughAPinIsPromotedUnlessChangedSinceThePin() {
+    open(256, 32L << 20); // promotes lower-tier hits
+    BlockKey kept = Payloads.key(0);
+    BlockKey deleted = Payloads.key(1);
+    assertThat(lower.put(kept, Payloads.of(kept, 2, BLOCK))).isEqualTo(PutStatus.STORED);
+    assertThat(lower.put(deleted, Payloads.of(deleted, 2, BLOCK))).isEqualTo(PutStatus.STORED);
+    try (PrefixPin pin = cache.pinPrefix(List.of(kept, deleted), Duration.ofSeconds(30))) {
+      assertThat(pin.blocks()).isEqualTo(2);
+      assertThat(cache.delete(deleted)).isTrue();
+      for (int i = 0; i < 2; i++) {
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        assertThat(pin.getInto(i, dst)).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(pin.key(i), dst.flip())).as("as pinned").isEqualTo(2);
+      }
+    }
+    assertThat(cache.tieredStats().promotions()).isEqualTo(1);
+    assertThat(cache.readAllInto(List.of(kept), List.of(ByteBuffer.allocateDirect(BLOCK)))[0])
+        .isEqualTo(new TieredRead(GetStatus.HIT, TieredRead.Source.RAM));
+    assertThat(read(cache, 1)).as("deleted after the pin, not brought back by reading it")
+        .isEqualTo(-1);
+  }
+
+  @Test
+  void aPinWithABadTimeoutHoldsNothing() {
+    open(256, 32L << 20);
+    List<BlockKey> keys = keysInRamAndBelow(1);
+    assertThatThrownBy(() -> cache.pinPrefix(keys, Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("timeout");
+    assertThat(lower.pins).hasValue(0);
+    assertThat(cache.stats().leasesOpen()).isZero();
   }
 
   @Test

@@ -2,11 +2,16 @@ package dev.kvcache.bench.remote;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.client.RemoteTier;
 import dev.kvcache.client.RemoteTierConfig;
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.tiered.TieredCache;
+import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
@@ -30,7 +35,8 @@ import redis.clients.jedis.Jedis;
  * The Java client ({@link RemoteTier}) against a kvcache-server child process, beside Jedis
  * against a redis-server child process, in the same run: GET and PUT (SET) of one block size,
  * from as many threads as JMH runs ({@code -t}); eight blocks in one call (batch GET beside
- * MGET; run for the smaller sizes only); and a lookup of 128 keys. Needs the server jar
+ * MGET; run for the smaller sizes only); and a lookup of 128 keys, also pinned, and both through a
+ * tiered cache whose RAM tier lacks the keys (the server being its lower tier). Needs the server jar
  * ({@code -Dkvcache.server.jar}, default {@code kvcache-server/target/kvcache-server.jar}) and
  * {@code redis-server} on the PATH. Each trial starts a fresh server, whose JIT needs the long
  * warm-up: with 4 s of it, GET ran at half its warmed-up speed.
@@ -52,6 +58,8 @@ public class RemoteClientBenchmark {
     ChildProcess kvcache;
     ChildProcess redis;
     RemoteTier remote;
+    /** An empty RAM tier over the same server, not promoting: every lookup goes to the server. */
+    TieredCache tiered;
     final List<BlockKey> keys = new ArrayList<>();
     final List<BlockKey> lookupKeys = new ArrayList<>();
     byte[] value;
@@ -67,6 +75,10 @@ public class RemoteClientBenchmark {
           "--proto-max-bulk-len", "64mb"));
       remote = new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", kvcache.port)
           .maxBlockBytes(blockBytes).build());
+      tiered = new TieredCache(RamTierConfig.ofCapacity(64 << 20),
+          new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", kvcache.port).build()),
+          new TieredCacheConfig(TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS,
+              TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT, false, false));
       value = new byte[blockBytes];
       ThreadLocalRandom.current().nextBytes(value);
       ByteBuffer src = ByteBuffer.allocateDirect(blockBytes).put(value).flip();
@@ -94,6 +106,7 @@ public class RemoteClientBenchmark {
     @TearDown(Level.Trial)
     public void stop() throws InterruptedException {
       remote.close();
+      tiered.close();
       kvcache.close();
       redis.close();
     }
@@ -201,7 +214,38 @@ public class RemoteClientBenchmark {
   @BenchmarkMode(Mode.SampleTime)
   @OutputTimeUnit(TimeUnit.MICROSECONDS)
   public int kvcacheLookup128(Servers servers) {
-    int present = servers.remote.lookupPrefix(servers.lookupKeys);
+    return found(servers.remote.lookupPrefix(servers.lookupKeys));
+  }
+
+  /** The same lookup, pinning the 64 blocks found (then let go without reading them). */
+  @Benchmark
+  @BenchmarkMode(Mode.SampleTime)
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  public int kvcachePin128(Servers servers) {
+    try (PrefixPin pin = servers.remote.pinPrefix(servers.lookupKeys, Duration.ofSeconds(5))) {
+      return found(pin.blocks());
+    }
+  }
+
+  /** The lookup through a tiered cache whose RAM tier lacks the keys. */
+  @Benchmark
+  @BenchmarkMode(Mode.SampleTime)
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  public int tieredLookup128(Servers servers) {
+    return found(servers.tiered.lookupPrefix(servers.lookupKeys));
+  }
+
+  /** The pinned lookup through a tiered cache whose RAM tier lacks the keys. */
+  @Benchmark
+  @BenchmarkMode(Mode.SampleTime)
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  public int tieredPin128(Servers servers) {
+    try (PrefixPin pin = servers.tiered.pinPrefix(servers.lookupKeys, Duration.ofSeconds(5))) {
+      return found(pin.blocks());
+    }
+  }
+
+  private static int found(int present) {
     if (present != 64) {
       throw new IllegalStateException("lookup found " + present);
     }
