@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
 
+import dev.kvcache.KvCacheConfig;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.context.event.BeanCreatedEvent;
 import io.micronaut.context.event.BeanCreatedEventListener;
@@ -42,8 +43,10 @@ import org.slf4j.LoggerFactory;
  *       KiB GETs on four streams moved about twice the bytes per second.
  *   <li>GETs of cached blocks are answered by {@link FastGet}, and PUTs RAM can take at once are
  *       stored by {@link FastPut}, ahead of Micronaut.
- *   <li>A stream answered before its request body was all read is reset with {@code NO_ERROR}
- *       ({@link UnreadBodyReset}), so that its client stops sending.
+ *   <li>A request body still arriving after its answer went out is read and dropped if at most
+ *       twice the largest block is still to come, so that its client can finish sending and take
+ *       the answer; otherwise its stream is reset with {@code NO_ERROR}, so that its client stops
+ *       sending ({@link UnreadBody}).
  * </ul>
  */
 @Singleton
@@ -59,8 +62,9 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final WriteBufferWaterMark waterMark;
   private final FastGet fastGet;
   private final FastPut fastPut;
+  private final long drainLimit;
 
-  ConnectionTuning(FastGet fastGet, FastPut fastPut,
+  ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
       @Value("${kvcache.http2-connection-window:67108864}") int windowBytes,
       @Value("${kvcache.http2-write-quantum:262144}") int writeQuantum,
       @Value("${kvcache.write-buffer-bytes:1048576}") int writeBufferBytes) {
@@ -70,6 +74,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     }
     this.fastGet = fastGet;
     this.fastPut = fastPut;
+    this.drainLimit = 2L * cacheConfig.maxBlockBytes();
     this.windowBytes = windowBytes;
     this.writeQuantum = writeQuantum;
     this.waterMark = new WriteBufferWaterMark(writeBufferBytes / 2, writeBufferBytes);
@@ -137,7 +142,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
         }
         fastGet.install(handler);
         fastPut.install(handler);
-        UnreadBodyReset.install(handler, ctx.pipeline().context(handler));
+        UnreadBody.install(handler, ctx.pipeline().context(handler), drainLimit);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null
           && ctx.pipeline().get(HttpServerCodec.class) != null) {

@@ -253,7 +253,7 @@ class FastPut implements MeterBinder {
 
     /**
      * Answers an upload that went wrong and drops its block; if the client is still sending, {@link
-     * UnreadBodyReset} resets the stream after the answer.
+     * UnreadBody} drains or resets the stream after the answer.
      */
     private void fail(ChannelHandlerContext ctx, int streamId, int status, String code,
         String message) {

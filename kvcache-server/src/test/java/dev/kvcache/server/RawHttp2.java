@@ -39,6 +39,11 @@ final class RawHttp2 implements AutoCloseable {
       return ((payload[at] & 0xff) << 24) | ((payload[at + 1] & 0xff) << 16)
           | ((payload[at + 2] & 0xff) << 8) | (payload[at + 3] & 0xff);
     }
+
+    /** The increment of a WINDOW_UPDATE frame. */
+    int windowIncrement() {
+      return errorCode() & 0x7fffffff;
+    }
   }
 
   private final Socket socket;
