@@ -92,21 +92,11 @@ final class TieredPin implements PinnedBlocks {
 
   @Override
   public void release() {
-    RuntimeException failure = null;
     for (Held h : held) {
       if (h.lease != null) {
         h.lease.close();
       }
     }
-    for (PrefixPin below : belowPins) {
-      try {
-        below.close();
-      } catch (RuntimeException e) {
-        failure = e;
-      }
-    }
-    if (failure != null) {
-      throw failure;
-    }
+    belowPins.forEach(PrefixPin::close);
   }
 }
