@@ -58,8 +58,6 @@ public class RemoteClientBenchmark {
     ChildProcess kvcache;
     ChildProcess redis;
     RemoteTier remote;
-    /** An empty RAM tier over the same server, not promoting: every lookup goes to the server. */
-    TieredCache tiered;
     final List<BlockKey> keys = new ArrayList<>();
     final List<BlockKey> lookupKeys = new ArrayList<>();
     byte[] value;
@@ -75,10 +73,6 @@ public class RemoteClientBenchmark {
           "--proto-max-bulk-len", "64mb"));
       remote = new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", kvcache.port)
           .maxBlockBytes(blockBytes).build());
-      tiered = new TieredCache(RamTierConfig.ofCapacity(64 << 20),
-          new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", kvcache.port).build()),
-          new TieredCacheConfig(TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS,
-              TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT, false, false));
       value = new byte[blockBytes];
       ThreadLocalRandom.current().nextBytes(value);
       ByteBuffer src = ByteBuffer.allocateDirect(blockBytes).put(value).flip();
@@ -106,9 +100,27 @@ public class RemoteClientBenchmark {
     @TearDown(Level.Trial)
     public void stop() throws InterruptedException {
       remote.close();
-      tiered.close();
       kvcache.close();
       redis.close();
+    }
+  }
+
+  /** An empty RAM tier over the same server, not promoting: every lookup goes to the server. */
+  @State(Scope.Benchmark)
+  public static class Tiered {
+    TieredCache cache;
+
+    @Setup(Level.Trial)
+    public void open(Servers servers) {
+      cache = new TieredCache(RamTierConfig.ofCapacity(64 << 20),
+          new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", servers.kvcache.port).build()),
+          new TieredCacheConfig(TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS,
+              TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT, false, false));
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+      cache.close();
     }
   }
 
@@ -231,16 +243,16 @@ public class RemoteClientBenchmark {
   @Benchmark
   @BenchmarkMode(Mode.SampleTime)
   @OutputTimeUnit(TimeUnit.MICROSECONDS)
-  public int tieredLookup128(Servers servers) {
-    return found(servers.tiered.lookupPrefix(servers.lookupKeys));
+  public int tieredLookup128(Servers servers, Tiered tiered) {
+    return found(tiered.cache.lookupPrefix(servers.lookupKeys));
   }
 
   /** The pinned lookup through a tiered cache whose RAM tier lacks the keys. */
   @Benchmark
   @BenchmarkMode(Mode.SampleTime)
   @OutputTimeUnit(TimeUnit.MICROSECONDS)
-  public int tieredPin128(Servers servers) {
-    try (PrefixPin pin = servers.tiered.pinPrefix(servers.lookupKeys, Duration.ofSeconds(5))) {
+  public int tieredPin128(Servers servers, Tiered tiered) {
+    try (PrefixPin pin = tiered.cache.pinPrefix(servers.lookupKeys, Duration.ofSeconds(5))) {
       return found(pin.blocks());
     }
   }
