@@ -3,7 +3,9 @@ package dev.kvcache.server;
 import dev.kvcache.KvCacheConfig;
 import io.micronaut.context.annotation.ConfigurationProperties;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The cache behind the server, from {@code kvcache.cache.*} (or {@code KVCACHE_CACHE_*} in the
@@ -21,15 +23,21 @@ class CacheSettings {
   private String diskCodec = "none";
   private String diskCodecFilter = "none";
 
-  /** Each setting's name here and in {@link KvCacheConfig}. */
-  private static final Map<String, String> NAMES = Map.of(
-      "kvcache.cache.ram-bytes", "ram.bytes",
-      "kvcache.cache.max-block-bytes", "ram.max-block-bytes",
-      "kvcache.cache.disk-dir", "disk.dir",
-      "kvcache.cache.disk-capacity", "disk.capacity",
-      "kvcache.cache.disk-sync-policy", "disk.sync-policy",
-      "kvcache.cache.disk-codec", "disk.codec",
-      "kvcache.cache.disk-codec-filter", "disk.codec-filter");
+  /**
+   * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
+   * belongs to the disk tier (left out when there is none).
+   */
+  private record Setting(String name, String configName, Function<CacheSettings, String> value,
+      boolean disk) {}
+
+  private static final List<Setting> SETTINGS = List.of(
+      new Setting("kvcache.cache.ram-bytes", "ram.bytes", s -> s.ramBytes, false),
+      new Setting("kvcache.cache.max-block-bytes", "ram.max-block-bytes", s -> s.maxBlockBytes, false),
+      new Setting("kvcache.cache.disk-dir", "disk.dir", s -> s.diskDir, true),
+      new Setting("kvcache.cache.disk-capacity", "disk.capacity", s -> s.diskCapacity, true),
+      new Setting("kvcache.cache.disk-sync-policy", "disk.sync-policy", s -> s.diskSyncPolicy, true),
+      new Setting("kvcache.cache.disk-codec", "disk.codec", s -> s.diskCodec, true),
+      new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true));
 
   /**
    * The settings in the form {@link KvCacheConfig} reads.
@@ -37,23 +45,22 @@ class CacheSettings {
    * @throws IllegalArgumentException naming the server's setting that is malformed
    */
   KvCacheConfig toConfig() {
+    boolean disk = diskDir != null && !diskDir.isBlank();
     Map<String, String> settings = new LinkedHashMap<>();
-    settings.put("ram.bytes", ramBytes);
-    settings.put("ram.max-block-bytes", maxBlockBytes);
-    if (diskDir != null && !diskDir.isBlank()) {
+    if (disk) {
       settings.put("lower", "disk");
-      settings.put("disk.dir", diskDir);
-      settings.put("disk.capacity", diskCapacity);
-      settings.put("disk.sync-policy", diskSyncPolicy);
-      settings.put("disk.codec", diskCodec);
-      settings.put("disk.codec-filter", diskCodecFilter);
+    }
+    for (Setting setting : SETTINGS) {
+      if (disk || !setting.disk()) {
+        settings.put(setting.configName(), setting.value().apply(this));
+      }
     }
     try {
       return KvCacheConfig.of(settings);
     } catch (IllegalArgumentException e) {
       String message = e.getMessage();
-      for (Map.Entry<String, String> name : NAMES.entrySet()) {
-        message = message.replace("'" + name.getValue() + "'", "'" + name.getKey() + "'");
+      for (Setting setting : SETTINGS) {
+        message = message.replace("'" + setting.configName() + "'", "'" + setting.name() + "'");
       }
       throw new IllegalArgumentException(message, e);
     }
