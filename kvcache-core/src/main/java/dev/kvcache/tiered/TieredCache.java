@@ -649,12 +649,12 @@ public final class TieredCache implements Tier {
   }
 
   /**
-   * Pins the leading keys some tier holds, as {@link #lookupPrefix} finds them: copies in RAM or in
-   * the spill queue under leases, and each run of keys these lack with one {@link
+   * Pins the leading keys some tier holds, as {@link #lookupPrefix} finds them: copies in RAM or
+   * in the spill queue under leases, and each run of keys these lack with one {@link
    * Tier#pinPrefix} call to the lower tier, which keeps those blocks in its own way (a remote tier
    * under its servers' leases, fetching a block only when it is read). A block read through the
-   * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put or
-   * delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
+   * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put
+   * or delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
    * first key not found as a miss.
    *
    * @throws IllegalArgumentException if {@code timeout} is not positive

@@ -18,15 +18,16 @@ import java.util.concurrent.TimeUnit;
  * What becomes of a request body still arriving after its answer went out: an error answered from
  * the headers alone (413, 401, 403, 404, 400, ...), or an upload that failed on the way.
  *
- * <p>A body whose {@code Content-Length} says at most {@code drainLimit} bytes are still to come is
- * read and dropped, its flow-control window given back, so that the client can finish sending and
- * take the answer. A draining stream is reset once nothing arrived on it for {@value
+ * <p>A body whose {@code Content-Length} says at most {@code drainLimit} bytes are still to come
+ * is read and dropped, its flow-control window given back, so that the client can finish sending
+ * and take the answer. A draining stream is reset once nothing arrived on it for {@value
  * #IDLE_MILLIS} ms (a slow sender, answered 408, is one), or {@value #DRAIN_PATIENCE_MILLIS} ms
- * after its answer. Any other stream is reset with {@code NO_ERROR} at once, which RFC 9113 §8.1 provides for asking a
- * client to stop sending a body nobody will read. Without either, a client keeps the rest of its
- * body queued behind a window that never opens again. Some clients then wait until they time out,
- * or for ever: the JDK 17 {@code HttpClient} ignores a reset that follows a complete answer (the
- * JDK 25 one takes the answer with the reset), and draining gets it its answer.
+ * after its answer. Any other stream is reset with {@code NO_ERROR} at once, which RFC 9113 §8.1
+ * provides for asking a client to stop sending a body nobody will read. Without either, a client
+ * keeps the rest of its body queued behind a window that never opens again. Some clients then wait
+ * until they time out, or for ever: the JDK 17 {@code HttpClient} ignores a reset that follows a
+ * complete answer (the JDK 25 one takes the answer with the reset), and draining gets it its
+ * answer.
  */
 final class UnreadBody extends Http2FrameListenerDecorator {
 
