@@ -14,7 +14,10 @@ import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.WritableByteChannel;
 import java.util.Objects;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
@@ -81,6 +84,8 @@ public final class BlockCodec {
   /** Chunks this large are probed with samples before compressing. */
   private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
   private static final int MIN_PROBE_BYTES = 8 << 10;
+  /** Chunk buffer pairs a codec keeps for its {@link BlockEncoder}s. */
+  private static final int POOLED_CHUNK_BUFFERS = 4;
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -88,6 +93,8 @@ public final class BlockCodec {
   private final LZ4Compressor compressor = LZ4.fastCompressor();
   private final Executor executor;
   private final int threads;
+  private final Queue<ChunkBuffers> chunkBuffers = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger pooledChunkBuffers = new AtomicInteger();
 
   private BlockCodec(Builder builder) {
     this.chunkSizeBytes = builder.chunkSizeBytes;
@@ -304,6 +311,21 @@ public final class BlockCodec {
     return out - start;
   }
 
+  /**
+   * Opens an encoder for a block of exactly {@code rawLength} bytes that arrive in parts, writing
+   * the container to {@code out} (a blocking channel) chunk by chunk; see {@link BlockEncoder}.
+   * The container's header is written now. The length must be known up front, since the header
+   * records it.
+   *
+   * @throws IOException if writing the header fails
+   */
+  public BlockEncoder encoder(long rawLength, WritableByteChannel out) throws IOException {
+    Objects.requireNonNull(out, "out");
+    requireBlocking(out);
+    requireBlockLength(rawLength);
+    return new BlockEncoder(this, rawLength, out);
+  }
+
   /** Reads the next chunk (after {@code done} of {@code rawLength} bytes) into {@code chunk}. */
   private int readChunk(ReadableByteChannel in, ByteBuffer chunk, long done, long rawLength)
       throws IOException {
@@ -337,7 +359,7 @@ public final class BlockCodec {
     }
   }
 
-  private void writeHeader(ByteBuffer dst, int at, long rawLength) {
+  void writeHeader(ByteBuffer dst, int at, long rawLength) {
     ByteBuffer h = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
     h.putInt(at + MAGIC_OFFSET, MAGIC);
     h.put(at + VERSION_OFFSET, (byte) VERSION);
@@ -351,6 +373,15 @@ public final class BlockCodec {
     CRC32C crc = new CRC32C();
     crc.update(dst.slice(at, HEADER_CRC_OFFSET));
     h.putInt(at + HEADER_CRC_OFFSET, (int) crc.getValue());
+  }
+
+  /**
+   * Writes one chunk (header and payload) at {@code out} in {@code dst}, through this thread's
+   * filter buffers; returns its size.
+   */
+  int encodeChunk(ByteBuffer src, int in, int len, ByteBuffer dst, int out, CRC32C crc) {
+    FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
+    return encodeChunk(src, in, len, dst, out, scratch, crc);
   }
 
   /** Writes one chunk (header and payload) at {@code out} in {@code dst}; returns its size. */
@@ -425,7 +456,7 @@ public final class BlockCodec {
     }
   }
 
-  private static long writeFully(WritableByteChannel out, ByteBuffer b) throws IOException {
+  static long writeFully(WritableByteChannel out, ByteBuffer b) throws IOException {
     long n = 0;
     while (b.hasRemaining()) {
       n += out.write(b);
@@ -666,6 +697,40 @@ public final class BlockCodec {
     }
     fresh.take();
     return fresh;
+  }
+
+  /**
+   * A raw and an encoded chunk buffer for a {@link BlockEncoder}, from this codec's pool (an
+   * encoder may be fed and closed on different threads, so not per thread). The pool keeps at
+   * most {@link #POOLED_CHUNK_BUFFERS} pairs; more encoders open at once allocate their own.
+   */
+  ChunkBuffers takeChunkBuffers() {
+    ChunkBuffers pooled = chunkBuffers.poll();
+    if (pooled != null) {
+      pooledChunkBuffers.decrementAndGet();
+      pooled.raw.clear();
+      return pooled;
+    }
+    return new ChunkBuffers(chunkSizeBytes);
+  }
+
+  void giveBack(ChunkBuffers buffers) {
+    if (pooledChunkBuffers.incrementAndGet() <= POOLED_CHUNK_BUFFERS) {
+      chunkBuffers.offer(buffers);
+    } else {
+      pooledChunkBuffers.decrementAndGet();
+    }
+  }
+
+  /** The buffers of one {@link BlockEncoder}: a chunk being gathered, and its encoded form. */
+  static final class ChunkBuffers {
+    final ByteBuffer raw;
+    final ByteBuffer encoded;
+
+    ChunkBuffers(int chunkSizeBytes) {
+      raw = ByteBuffer.allocateDirect(chunkSizeBytes);
+      encoded = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + chunkSizeBytes);
+    }
   }
 
   /** A pair of direct chunk buffers, used by one codec call at a time. */
