@@ -4,10 +4,12 @@ import static dev.kvcache.disk.internal.RecordLayout.*;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
@@ -21,6 +23,7 @@ import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -75,6 +78,8 @@ public final class DiskTier implements Tier {
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
   /** Bytes a read checks and then copies at a time: small enough to stay in the core's cache. */
   private static final int VERIFY_CHUNK_BYTES = 64 << 10;
+  /** Written over the parts of a record whose writer was closed without a commit. */
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(64 << 10).asReadOnlyBuffer();
 
   private final DiskTierConfig config;
   private final Path dir;
@@ -251,20 +256,12 @@ public final class DiskTier implements Tier {
           encoding = ENCODING_CONTAINER;
           giveBack(r, stored);
         }
-        r.sb.write(Records.header(KIND_BLOCK, encoding, r.sequence, key, length, stored, payloadCrc),
-            r.payload - HEADER_BYTES);
       } catch (IOException e) {
         abandon(r);
-        throw e;
-      } finally {
         r.sb.unpin();
+        throw e;
       }
-      Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
-          r.sequence, 0);
-      commit(JournalEntry.put(key, loc, 0), r.sb, () -> install(key, loc));
-      bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
-      counters.put();
-      return PutStatus.STORED;
+      return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
     } catch (IOException e) {
       log.warn("put of {} failed: {}", key, e.toString());
       counters.rejection();
@@ -272,7 +269,182 @@ public final class DiskTier implements Tier {
     }
   }
 
-  /** Whether the block stored under {@code key} already holds exactly these bytes. */
+  /**
+   * Completes a record whose payload is written into {@code r}: writes its header, unpins the
+   * super-block, journals the record and indexes it.
+   *
+   * @return {@link PutStatus#STORED}, or {@link PutStatus#NOT_ADMITTED} if the super-block was
+   *     dropped to make room while the payload was being written
+   * @throws IOException if the header or the journal entry cannot be written; the reservation is
+   *     then given back
+   */
+  private PutStatus completeRecord(Reservation r, long seq, BlockKey key, int length, int stored,
+      int payloadCrc, int encoding) throws IOException {
+    try {
+      r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc),
+          r.payload - HEADER_BYTES);
+    } catch (IOException e) {
+      abandon(r);
+      throw e;
+    } finally {
+      r.sb.unpin();
+    }
+    if (superBlocks.containsKey(r.sb.id())) {
+      dirty.add(r.sb); // now that its bytes are written: the next sync forces them
+    }
+    Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
+        seq, 0);
+    boolean[] installed = {false};
+    commit(JournalEntry.put(key, loc, 0), r.sb, () -> installed[0] = install(key, loc));
+    bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
+    counters.put();
+    return installed[0] ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
+  }
+
+  /**
+   * A writer straight into the block's record: room is reserved in the active super-block when it
+   * opens, each part is written to its place there (encoded chunk by chunk when the tier stores
+   * blocks encoded), and the commit writes the record's header and journals it. No buffer of the
+   * whole block lies in between. Parts are positional writes, like {@link #put}'s.
+   *
+   * <p>The block's sequence is taken at the commit, so a put of the same key that completes while
+   * the writer is open is replaced by the commit, as it would be by a later put. A writer that is
+   * closed without a commit zeroes what it wrote before giving its room back, so that a scan of
+   * the records never mistakes its bytes for a record.
+   */
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    requireOpen();
+    if (length <= 0) {
+      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
+    }
+    if (length > config.maxBlockBytes()) {
+      counters.rejection();
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
+      return new UnadmittedWriter(key, length);
+    }
+    try {
+      Reservation r = reserve(codec == null ? length : codec.maxEncodedLength(length));
+      if (r != null) {
+        return new RecordWriter(key, length, r);
+      }
+    } catch (IOException e) {
+      log.warn("reserving room for {} failed: {}", key, e.toString());
+    }
+    counters.rejection();
+    return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
+  }
+
+  /** The writer of a block's record in a reservation; see {@link #writer}. */
+  private final class RecordWriter extends AbstractBlockWriter {
+    private final Reservation r;
+    private final PositionedChannel out;
+    private final BlockEncoder encoder;
+    private IOException failure;
+
+    RecordWriter(BlockKey key, int length, Reservation r) throws IOException {
+      super(key, length);
+      this.r = r;
+      this.out = new PositionedChannel(r.sb, r.payload);
+      try {
+        this.encoder = codec == null ? null : codec.encoder(length, out);
+      } catch (IOException e) {
+        abandon(r);
+        r.sb.unpin();
+        throw e;
+      }
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {
+      if (failure != null) {
+        return; // the commit reports it
+      }
+      try {
+        if (encoder == null) {
+          out.write(src.duplicate());
+        } else {
+          encoder.write(src.duplicate());
+        }
+      } catch (IOException e) {
+        failure = e;
+      }
+    }
+
+    @Override
+    protected PutStatus publish() {
+      int stored;
+      try {
+        if (failure != null) {
+          throw failure;
+        }
+        requireOpen();
+        stored = (int) (encoder == null ? out.written() : encoder.finish());
+      } catch (IOException | RuntimeException e) {
+        discard();
+        if (e instanceof RuntimeException) {
+          throw (RuntimeException) e;
+        }
+        log.warn("put of {} failed: {}", key(), e.toString());
+        counters.rejection();
+        return PutStatus.REJECTED_NO_SPACE;
+      }
+      if (encoder != null) {
+        giveBack(r, stored);
+      }
+      try {
+        return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored, out.crc(),
+            encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
+      } catch (IOException e) {
+        log.warn("put of {} failed: {}", key(), e.toString());
+        counters.rejection();
+        return PutStatus.REJECTED_NO_SPACE;
+      }
+    }
+
+    @Override
+    protected void discard() {
+      if (encoder != null) {
+        encoder.close();
+      }
+      try {
+        for (long at = r.payload, end = r.payload + out.written(); at < end; ) {
+          ByteBuffer zeros = ZEROS.duplicate();
+          zeros.limit((int) Math.min(zeros.capacity(), end - at));
+          at += zeros.remaining();
+          r.sb.write(zeros, at - zeros.remaining());
+        }
+      } catch (IOException e) {
+        log.debug("zeroing the abandoned record of {}: {}", key(), e.toString());
+      }
+      abandon(r);
+      r.sb.unpin();
+    }
+  }
+
+  /** A writer whose block the doorkeeper turned away: it takes the bytes and keeps none. */
+  private final class UnadmittedWriter extends AbstractBlockWriter {
+    UnadmittedWriter(BlockKey key, int length) {
+      super(key, length);
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {}
+
+    @Override
+    protected PutStatus publish() {
+      counters.put();
+      return PutStatus.NOT_ADMITTED;
+    }
+
+    @Override
+    protected void discard() {}
+  }
+
+  /** Whether the block stored under {@code key} already holds exactly these bytes. */  /** Whether the block stored under {@code key} already holds exactly these bytes. */
   private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
     Location cur = index.get(key);
     if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
@@ -326,9 +498,8 @@ public final class DiskTier implements Tier {
       if (!sb.pin()) {
         throw new IllegalStateException("the active super-block is unmapped");
       }
-      dirty.add(sb);
       long seq = sequence.incrementAndGet();
-      sb.recordSequence(seq);
+      sb.recordSequence(seq); // a writer's later sequence keeps this a lower bound
       return new Reservation(sb, start, payload, payload + stored, seq);
     }
   }
@@ -609,11 +780,13 @@ public final class DiskTier implements Tier {
   /**
    * Indexes {@code loc} under {@code key} unless a newer record is there already, or its
    * super-block was dropped while the record was being written (then it counts as evicted).
+   *
+   * @return false if the super-block was dropped
    */
-  private void install(BlockKey key, Location loc) {
+  private boolean install(BlockKey key, Location loc) {
     if (!superBlocks.containsKey(loc.superBlockId)) {
       counters.eviction();
-      return;
+      return false;
     }
     Location[] replaced = {null};
     Location now = index.merge(key, loc, (cur, nu) -> {
@@ -629,6 +802,7 @@ public final class DiskTier implements Tier {
     if (replaced[0] != null) {
       live(replaced[0], -1);
     }
+    return true;
   }
 
   private void live(Location loc, int sign) {
