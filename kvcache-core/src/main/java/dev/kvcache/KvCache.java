@@ -56,8 +56,8 @@ public interface KvCache extends AutoCloseable {
    * be had, the writer's {@link BlockWriter#rejection()} says why.
    *
    * <p>The default implementation gathers the parts in a heap buffer of the whole block and
-   * {@link #put}s it on commit. Caches that can write in place override it: the RAM tier and the
-   * tiered cache.
+   * {@link #put}s it on commit. Caches that can write in place override it: the RAM tier, the disk
+   * tier and the tiered cache.
    *
    * @throws IllegalArgumentException if {@code length} is not positive
    * @throws IllegalStateException if the cache is closed (with the default implementation, from

@@ -10,6 +10,7 @@ import io.micronaut.http.HttpStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.util.ReferenceCountUtil;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
@@ -31,11 +32,15 @@ import reactor.core.scheduler.Schedulers;
  */
 final class BodyWriter {
 
+  /** Chunks of a body queued for a writer on another thread (HTTP/2 DATA frames: 16 KiB each). */
+  private static final int CHUNKS_IN_FLIGHT = 32;
+
   private BodyWriter() {}
 
   /**
-   * The outcome of storing the body under {@code key}. Chunks are copied where they arrive; opening
-   * the writer and committing run on {@code blocking} when they may wait for the spill queue.
+   * The outcome of storing the body under {@code key}. Chunks are copied where they arrive when
+   * the cache opens the writer without waiting; otherwise opening it, writing the chunks and
+   * committing run on {@code blocking}.
    *
    * @param declared the request's {@code Content-Length}, or -1 for a chunked body
    * @param maxBytes the largest body taken
@@ -67,12 +72,22 @@ final class BodyWriter {
                 .flatMap(writer -> write(writer, body, blocking)));
   }
 
-  private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler commitOn) {
-    return writer.rejection().isPresent()
-        ? Mono.just(writer.rejection().get())
-        : body.doOnNext(chunk -> append(writer, chunk))
-            .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(commitOn))
-            .doFinally(signal -> writer.close());
+  /**
+   * Writes the body's chunks and commits, on {@code on}: where the body arrives for a writer
+   * opened there, else on the thread that opened it, since such a writer may write to disk (a
+   * block RAM cannot take goes to the disk tier's writer, which writes each part to its file).
+   */
+  private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on) {
+    if (writer.rejection().isPresent()) {
+      return Mono.just(writer.rejection().get());
+    }
+    Flux<ByteBuf> chunks = on == Schedulers.immediate()
+        ? body
+        : body.publishOn(on, CHUNKS_IN_FLIGHT)
+            .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
+    return chunks.doOnNext(chunk -> append(writer, chunk))
+        .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(on))
+        .doFinally(signal -> writer.close());
   }
 
   private static void append(BlockWriter writer, ByteBuf chunk) {

@@ -6,6 +6,8 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.server.BlockApiTest.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.KvCache;
+import dev.kvcache.tiered.TieredCache;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -70,6 +72,34 @@ class PinnedLookupTest {
         server.uri("/v1/namespaces/default/leases/" + lease)).DELETE());
     assertThat(release.statusCode()).isEqualTo(204);
     assertError(fetch(lease, 1), 404, "no-lease");
+  }
+
+  @Test
+  void aPutWhileRamIsPinnedFullIsStoredOnDisk(@TempDir Path own) throws Exception {
+    int block = 1 << 20;
+    try (TestServer small = TestServer.start(own, java.util.Map.of(
+        "kvcache.cache.ram-bytes", "8MiB", "kvcache.cache.max-block-bytes", block + "B"))) {
+      TieredCache cache = (TieredCache) small.context.getBean(KvCache.class);
+      for (int i = 0; i < 10; i++) { // more than RAM holds, each pinned as soon as it is stored
+        HttpResponse<byte[]> put = small.put("default", key(100 + i), random(block, i));
+        assertThat(put.statusCode()).as(i + ": " + body(put)).isEqualTo(201);
+        HttpResponse<byte[]> pinned = small.send(HttpRequest.newBuilder(
+                small.uri("/v1/namespaces/default/lookup"))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(
+                "{\"keys\":[\"" + key(100 + i) + "\"],\"pin_ms\":30000}")));
+        assertThat(body(pinned)).contains("\"present\":1");
+      }
+      long ramBlocks = cache.ramStats().blocks();
+      long lowerPuts = cache.lowerStats().puts();
+
+      byte[] onDisk = random(block, 99);
+      HttpResponse<byte[]> last = small.put("default", key(200), onDisk);
+      assertThat(last.statusCode()).as(body(last)).isEqualTo(201);
+      assertThat(cache.ramStats().blocks()).as("RAM is pinned full").isEqualTo(ramBlocks);
+      assertThat(cache.lowerStats().puts()).isEqualTo(lowerPuts + 1);
+      assertThat(small.get("default", key(200)).body()).isEqualTo(onDisk);
+    }
   }
 
   @Test
