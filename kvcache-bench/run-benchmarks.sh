@@ -5,7 +5,7 @@
 #   kvcache-bench/run-benchmarks.sh                 # every suite
 #   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote, wire
 #   kvcache-bench/run-benchmarks.sh remote-lookup   # part of the remote suite: lookups and pins
-#   kvcache-bench/run-benchmarks.sh disk-io disk-reopen   # parts of the disk suite
+#   kvcache-bench/run-benchmarks.sh disk-io disk-writer   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
 #   JMH_OPTS="-f 1 -wi 2 -w 1s -i 4 -r 1s" kvcache-bench/run-benchmarks.sh codec    # other JMH options
@@ -91,8 +91,10 @@ for suite in "${suites[@]}"; do
     disk)
       run disk-reopen DiskReopenBenchmark -t 1
       for size in 262144 2097152 33554432; do
-        run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
+        run "disk-io-$size" 'DiskThroughputBenchmark\.(put|baselinePut|getInto|leaseGet|baselineGet)$' \
+          -t 1 -p blockSizeBytes="$size"
       done
+      run disk-writer 'DiskThroughputBenchmark\.(put|writerPut|gatheredPut|baselinePut)$' -t 1 -prof gc
       run disk-cold DiskColdReadBenchmark -t 1   # drops the page cache: needs root
       run disk-peers DiskPeerBenchmark -t 1
       run disk-latency-t1 DiskPutLatencyBenchmark -t 1
@@ -132,12 +134,16 @@ for suite in "${suites[@]}"; do
       grep -hE '^(WireCodecBenchmark\.|wire:)' "$out/wire-loopback.txt" "$out/wire-$rate.txt" || true
       ;;
     disk-reopen) run disk-reopen DiskReopenBenchmark -t 1 ;;
+    disk-writer)   # a block put whole, in 16 KiB parts through the tier's writer, or gathered first
+      run disk-writer 'DiskThroughputBenchmark\.(put|writerPut|gatheredPut|baselinePut)$' -t 1 -prof gc
+      ;;
     disk-io)
       for size in 262144 2097152 33554432; do
-        run "disk-io-$size" DiskThroughputBenchmark -t 1 -p blockSizeBytes="$size"
+        run "disk-io-$size" 'DiskThroughputBenchmark\.(put|baselinePut|getInto|leaseGet|baselineGet)$' \
+          -t 1 -p blockSizeBytes="$size"
       done
       ;;
-    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, wire, or disk-reopen, disk-io, remote-lookup)" >&2; exit 2 ;;
+    *) echo "unknown suite '$suite' (ram, churn, peers, memory, codec, disk, tiered, remote, wire, or disk-reopen, disk-io, disk-writer, remote-lookup)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"

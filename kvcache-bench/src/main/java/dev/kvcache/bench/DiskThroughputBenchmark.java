@@ -2,6 +2,7 @@ package dev.kvcache.bench;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
@@ -38,6 +39,10 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       tier drops its oldest super-block for every new one. {@code baselinePut} writes the same
  *       bytes with {@code FileChannel.write} into a series of new files of the tier's super-block
  *       size, deleting the oldest beyond the same capacity ({@link RotatingFiles}).
+ *   <li>{@code writerPut} stores the same blocks in parts of 16 KiB (an HTTP/2 DATA frame) through
+ *       the tier's {@link BlockWriter}, which writes each part to its place in the record;
+ *       {@code gatheredPut} does what a writer that cannot write in place does (the {@code KvCache}
+ *       default): gathers the parts in a heap buffer of the whole block, then puts it.
  *   <li>{@code getInto} copies a stored block into a direct buffer after checking its checksum;
  *       {@code leaseGet} checks the checksum and reads one word through the zero-copy view;
  *       {@code baselineGet} copies the same bytes out of a mapped plain file.
@@ -57,6 +62,9 @@ public class DiskThroughputBenchmark {
 
   @Param({"1073741824"})
   public long workingSetBytes;
+
+  /** Parts a block arrives in for {@code writerPut} and {@code gatheredPut}: one HTTP/2 DATA frame. */
+  private static final int PART_BYTES = 16 << 10;
 
   private Path base;
   private long superBlockBytes;
@@ -84,7 +92,7 @@ public class DiskThroughputBenchmark {
     tier = DiskTier.open(DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
         .superBlockBytes(superBlockBytes).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
         .syncPolicy(SyncPolicy.NONE).build());
-    if (params.getBenchmark().endsWith("Put")) {
+    if (params.getBenchmark().endsWith("baselinePut")) {
       baselineFiles = new RotatingFiles(base.resolve("baseline"), superBlockBytes, 2 * workingSetBytes);
     }
     if (params.getBenchmark().endsWith("Get") || params.getBenchmark().endsWith("getInto")
@@ -114,6 +122,29 @@ public class DiskThroughputBenchmark {
     long n = counter++;
     src.putLong(0, n);
     return tier.put(BlockKey.of(3, n), src);
+  }
+
+  @Benchmark
+  public PutStatus writerPut() {
+    long n = counter++;
+    src.putLong(0, n);
+    try (BlockWriter writer = tier.writer(BlockKey.of(3, n), blockSizeBytes)) {
+      for (int at = 0; at < blockSizeBytes; at += PART_BYTES) {
+        writer.write(src.duplicate().position(at).limit(Math.min(blockSizeBytes, at + PART_BYTES)));
+      }
+      return writer.commit();
+    }
+  }
+
+  @Benchmark
+  public PutStatus gatheredPut() {
+    long n = counter++;
+    src.putLong(0, n);
+    ByteBuffer whole = ByteBuffer.allocate(blockSizeBytes);
+    for (int at = 0; at < blockSizeBytes; at += PART_BYTES) {
+      whole.put(at, src, at, Math.min(PART_BYTES, blockSizeBytes - at));
+    }
+    return tier.put(BlockKey.of(3, n), whole);
   }
 
   @Benchmark
