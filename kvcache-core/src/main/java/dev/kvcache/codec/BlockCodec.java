@@ -17,7 +17,6 @@ import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
@@ -84,8 +83,9 @@ public final class BlockCodec {
   /** Chunks this large are probed with samples before compressing. */
   private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
   private static final int MIN_PROBE_BYTES = 8 << 10;
-  /** Chunk buffer pairs a codec keeps for its {@link BlockEncoder}s. */
-  private static final int POOLED_CHUNK_BUFFERS = 4;
+  /** Chunk buffer pairs kept for {@link BlockEncoder}s and {@link BlockDecoder}s. */
+  private static final int POOLED_CHUNK_BUFFERS = 8;
+  private static final Queue<ChunkBuffers> CHUNK_BUFFERS = new ConcurrentLinkedQueue<>();
 
   private final int chunkSizeBytes;
   private final Filter filter;
@@ -93,8 +93,6 @@ public final class BlockCodec {
   private final LZ4Compressor compressor = LZ4.fastCompressor();
   private final Executor executor;
   private final int threads;
-  private final Queue<ChunkBuffers> chunkBuffers = new ConcurrentLinkedQueue<>();
-  private final AtomicInteger pooledChunkBuffers = new AtomicInteger();
 
   private BlockCodec(Builder builder) {
     this.chunkSizeBytes = builder.chunkSizeBytes;
@@ -605,6 +603,14 @@ public final class BlockCodec {
     return written[0];
   }
 
+  /**
+   * Opens a decoder for a container whose bytes arrive in parts, handing each decoded chunk to
+   * {@code sink} as soon as it is complete and checked; see {@link BlockDecoder}.
+   */
+  public static BlockDecoder decoder(BlockDecoder.Sink sink) {
+    return new BlockDecoder(sink);
+  }
+
   /** What is done with each chunk {@link #readChunks} has read and checked the header of. */
   private interface ChunkSink {
     /**
@@ -648,7 +654,7 @@ public final class BlockCodec {
   }
 
   /** LZ4's worst-case output for {@code rawLength} input bytes. */
-  private static int maxLz4Length(int rawLength) {
+  static int maxLz4Length(int rawLength) {
     return LZ4_BOUND.maxCompressedLength(rawLength);
   }
 
@@ -700,36 +706,43 @@ public final class BlockCodec {
   }
 
   /**
-   * A raw and an encoded chunk buffer for a {@link BlockEncoder}, from this codec's pool (an
-   * encoder may be fed and closed on different threads, so not per thread). The pool keeps at
-   * most {@link #POOLED_CHUNK_BUFFERS} pairs; more encoders open at once allocate their own.
+   * A raw and an encoded chunk buffer for a {@link BlockEncoder} or a {@link BlockDecoder}, for
+   * chunks of up to {@code rawBytes}: from a pool shared by all codecs (an encoder or decoder may
+   * be fed and closed on different threads, so not per thread), or new if none there fits. The
+   * pool keeps at most {@link #POOLED_CHUNK_BUFFERS} pairs, none for chunks over 4 MiB.
    */
-  ChunkBuffers takeChunkBuffers() {
-    ChunkBuffers pooled = chunkBuffers.poll();
+  static ChunkBuffers takeChunkBuffers(int rawBytes) {
+    ChunkBuffers pooled = CHUNK_BUFFERS.poll();
     if (pooled != null) {
-      pooledChunkBuffers.decrementAndGet();
-      pooled.raw.clear();
-      return pooled;
+      if (pooled.fits(rawBytes)) {
+        pooled.raw.clear();
+        pooled.encoded.clear();
+        return pooled;
+      }
+      CHUNK_BUFFERS.offer(pooled);
     }
-    return new ChunkBuffers(chunkSizeBytes);
+    return new ChunkBuffers(Math.max(rawBytes, DEFAULT_CHUNK_BYTES));
   }
 
-  void giveBack(ChunkBuffers buffers) {
-    if (pooledChunkBuffers.incrementAndGet() <= POOLED_CHUNK_BUFFERS) {
-      chunkBuffers.offer(buffers);
-    } else {
-      pooledChunkBuffers.decrementAndGet();
+  static void giveBack(ChunkBuffers buffers) {
+    if (buffers.raw.capacity() <= MAX_CACHED_CHANNEL_BYTES
+        && CHUNK_BUFFERS.size() < POOLED_CHUNK_BUFFERS) {
+      CHUNK_BUFFERS.offer(buffers);
     }
   }
 
-  /** The buffers of one {@link BlockEncoder}: a chunk being gathered, and its encoded form. */
+  /** Direct buffers for one chunk at a time: its raw bytes, and its encoded form with its header. */
   static final class ChunkBuffers {
     final ByteBuffer raw;
     final ByteBuffer encoded;
 
-    ChunkBuffers(int chunkSizeBytes) {
-      raw = ByteBuffer.allocateDirect(chunkSizeBytes);
-      encoded = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + chunkSizeBytes);
+    ChunkBuffers(int rawBytes) {
+      raw = ByteBuffer.allocateDirect(rawBytes);
+      encoded = ByteBuffer.allocateDirect(CHUNK_HEADER_BYTES + maxLz4Length(rawBytes));
+    }
+
+    boolean fits(int rawBytes) {
+      return raw.capacity() >= rawBytes;
     }
   }
 
@@ -791,7 +804,7 @@ public final class BlockCodec {
   }
 
   /** The validated container header. */
-  private static final class Header {
+  static final class Header {
     final Filter filter;
     final int chunkSize;
     final int chunkCount;
@@ -873,7 +886,7 @@ public final class BlockCodec {
   }
 
   /** Validates and decodes chunks of one container. */
-  private static final class ChunkDecoder {
+  static final class ChunkDecoder {
     private final Header header;
     private final FilterBuffers scratch;
     private final CRC32C crc = new CRC32C();

@@ -44,7 +44,7 @@ public final class BlockEncoder implements AutoCloseable {
     ByteBuffer header = ByteBuffer.allocate(BlockCodec.CONTAINER_HEADER_BYTES);
     codec.writeHeader(header, 0, rawLength);
     written = BlockCodec.writeFully(out, header);
-    buffers = codec.takeChunkBuffers();
+    buffers = BlockCodec.takeChunkBuffers(codec.chunkSizeBytes());
   }
 
   /** Raw bytes still to come before {@link #finish()}. */
@@ -121,7 +121,7 @@ public final class BlockEncoder implements AutoCloseable {
   @Override
   public void close() {
     if (buffers != null) {
-      codec.giveBack(buffers);
+      BlockCodec.giveBack(buffers);
       buffers = null;
     }
   }

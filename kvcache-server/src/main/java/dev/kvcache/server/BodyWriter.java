@@ -5,6 +5,7 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.BlockDecoder;
 import dev.kvcache.codec.CorruptBlockException;
 import io.micronaut.http.HttpStatus;
 import io.netty.buffer.ByteBuf;
@@ -12,8 +13,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.util.ReferenceCountUtil;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.ReadableByteChannel;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -119,8 +120,7 @@ final class BodyWriter {
       int maxBytes, Scheduler blocking) {
     return Mono.using(
         () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
-        whole -> gather(body, whole, maxBytes, "the body is larger than this server's largest block, "
-                + maxBytes + " bytes")
+        whole -> gather(body, whole, maxBytes)
             .then(Mono.defer(() -> whole.readableBytes() == 0
                 ? Mono.error(emptyBlock())
                 // the writer releases what it is given; Mono.using releases the rest
@@ -130,13 +130,13 @@ final class BodyWriter {
   }
 
   /** Adds the body's buffers to {@code whole} as they arrive (no copy), up to {@code maxBytes}. */
-  private static Mono<Void> gather(Publisher<ByteBuf> body, CompositeByteBuf whole, long maxBytes,
-      String tooLarge) {
+  private static Mono<Void> gather(Publisher<ByteBuf> body, CompositeByteBuf whole, int maxBytes) {
     return Flux.from(body)
         .doOnNext(chunk -> {
           if ((long) whole.readableBytes() + chunk.readableBytes() > maxBytes) {
             chunk.release();
-            throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", tooLarge);
+            throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large",
+                "the body is larger than this server's largest block, " + maxBytes + " bytes");
           }
           whole.addComponent(true, chunk);
         })
@@ -144,31 +144,40 @@ final class BodyWriter {
   }
 
   /**
-   * Stores a body encoded as a {@link dev.kvcache.codec.BlockCodec} container ({@link
-   * WireCodec#CODING}): gathered as it arrives (at most the container of a largest block), then, on
-   * {@code blocking}, a writer is opened for the length its header gives and the container is
-   * decoded into it one chunk at a time (each chunk through the codec's chunk buffers: a copy of
-   * the encoded chunk and one of the decoded bytes). A block longer than {@code maxBlockBytes} is
-   * 413, a damaged container 400; either way nothing is stored.
+   * Stores a body encoded as a {@link BlockCodec} container ({@link WireCodec#CODING}), decoded as
+   * it arrives, on {@code blocking}: once the container's header is in, a writer is opened for the
+   * length it gives, and each chunk is decoded into it as soon as the chunk is whole and checked
+   * (memory: one encoded and one decoded chunk). A block longer than {@code maxBlockBytes} is 413,
+   * a damaged container 400; either way nothing is stored.
    */
   static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
       int maxBlockBytes, Scheduler blocking) {
-    long maxEncoded = BlockCodec.maxContainerLength(maxBlockBytes);
     return Mono.using(
-        () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
-        whole -> gather(body, whole, maxEncoded, "the encoded body is larger than the container of"
-                + " this server's largest block, " + maxBlockBytes + " bytes")
-            .then(Mono.fromCallable(() -> decode(cache, key, whole, maxBlockBytes))
-                .subscribeOn(blocking)),
-        CompositeByteBuf::release);
+        () -> new EncodedBlock(cache, key, maxBlockBytes),
+        block -> Flux.from(body)
+            .publishOn(blocking, CHUNKS_IN_FLIGHT)
+            .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease)
+            .doOnNext(block::write)
+            .then(Mono.fromCallable(block::commit)),
+        EncodedBlock::close);
   }
 
-  private static PutStatus decode(KvCache cache, BlockKey key, CompositeByteBuf whole,
-      int maxBlockBytes) throws IOException {
-    ByteBuf container = whole.retain(); // released by Mono.using too, perhaps while this runs
-    try {
-      long length = BlockCodec.decodedLength(
-          container.nioBuffer(0, Math.min(container.readableBytes(), BlockCodec.CONTAINER_HEADER_BYTES)));
+  /** A block decoded from its container into a writer as the container's bytes arrive. */
+  private static final class EncodedBlock implements BlockDecoder.Sink {
+    private final KvCache cache;
+    private final BlockKey key;
+    private final int maxBlockBytes;
+    private final BlockDecoder decoder = BlockCodec.decoder(this);
+    private BlockWriter writer;
+
+    EncodedBlock(KvCache cache, BlockKey key, int maxBlockBytes) {
+      this.cache = cache;
+      this.key = key;
+      this.maxBlockBytes = maxBlockBytes;
+    }
+
+    @Override
+    public void start(long length) {
       if (length == 0) {
         throw emptyBlock();
       }
@@ -176,48 +185,52 @@ final class BodyWriter {
         throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", "a block of "
             + length + " bytes is larger than this server's largest, " + maxBlockBytes);
       }
-      try (BlockWriter writer = cache.writer(key, (int) length)) {
-        if (writer.rejection().isPresent()) {
-          return writer.rejection().get();
+      writer = cache.writer(key, (int) length);
+    }
+
+    @Override
+    public void accept(ByteBuffer chunk) {
+      if (writer.rejection().isEmpty()) {
+        writer.write(chunk);
+      }
+    }
+
+    /** Decodes what {@code chunk} completes; a writer that was rejected takes nothing. */
+    void write(ByteBuf chunk) {
+      try {
+        // the chunk's own NIO views: ByteBuf.nioBuffer() of a composite would merge it first
+        for (ByteBuffer part : chunk.nioBuffers()) {
+          decoder.write(part);
         }
-        BlockCodec.decode(new ByteBufChannel(container), new ChunkChannel(writer::write));
-        return writer.commit();
+      } catch (CorruptBlockException e) {
+        throw corrupt(e);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      } finally {
+        chunk.release();
       }
-    } catch (CorruptBlockException e) {
-      throw new ApiException(HttpStatus.BAD_REQUEST, "corrupt-body",
+    }
+
+    PutStatus commit() {
+      try {
+        decoder.finish();
+      } catch (CorruptBlockException e) {
+        throw corrupt(e);
+      }
+      return writer.rejection().isPresent() ? writer.rejection().get() : writer.commit();
+    }
+
+    void close() {
+      decoder.close();
+      if (writer != null) {
+        writer.close();
+      }
+    }
+
+    private static ApiException corrupt(CorruptBlockException e) {
+      return new ApiException(HttpStatus.BAD_REQUEST, "corrupt-body",
           "the body is not a whole " + WireCodec.CODING + " container: " + e.getMessage());
-    } finally {
-      container.release();
     }
-  }
-
-  /** The readable bytes of a buffer as a channel; each read copies them into the reader's buffer. */
-  private static final class ByteBufChannel implements ReadableByteChannel {
-    private final ByteBuf buf;
-
-    ByteBufChannel(ByteBuf buf) {
-      this.buf = buf;
-    }
-
-    @Override
-    public int read(ByteBuffer dst) {
-      int n = Math.min(dst.remaining(), buf.readableBytes());
-      if (n == 0) {
-        return dst.hasRemaining() ? -1 : 0;
-      }
-      int limit = dst.limit();
-      buf.readBytes(dst.limit(dst.position() + n));
-      dst.limit(limit);
-      return n;
-    }
-
-    @Override
-    public boolean isOpen() {
-      return true;
-    }
-
-    @Override
-    public void close() {}
   }
 
   private static ApiException emptyBlock() {

@@ -151,6 +151,9 @@ class WireCodecTest {
       byte[] cut = Arrays.copyOf(encode(halfFloats(1 << 20, 4)), 1000);
       assertError(putEncoded(server, key(4), cut, "kvcache-lz4"), 400, "corrupt-body");
       assertError(putEncoded(server, key(4), new byte[10], "kvcache-lz4"), 400, "corrupt-body");
+      byte[] whole = encode(halfFloats(1 << 20, 4));
+      byte[] trailing = Arrays.copyOf(whole, whole.length + 1);
+      assertError(putEncoded(server, key(4), trailing, "kvcache-lz4"), 400, "corrupt-body");
       byte[] tooLarge = encode(new byte[TestServer.MAX_BLOCK_BYTES + 1]);
       assertError(putEncoded(server, key(4), tooLarge, "kvcache-lz4"), 413, "too-large");
       assertError(putEncoded(server, key(4), kept, "compress"), 415, "unsupported-encoding");
