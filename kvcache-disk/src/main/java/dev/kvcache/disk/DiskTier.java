@@ -19,6 +19,7 @@ import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
+import dev.kvcache.disk.internal.PartWriter;
 import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
@@ -304,9 +305,10 @@ public final class DiskTier implements Tier {
 
   /**
    * A writer straight into the block's record: room is reserved in the active super-block when it
-   * opens, each part is written to its place there (encoded chunk by chunk when the tier stores
-   * blocks encoded), and the commit writes the record's header and journals it. No buffer of the
-   * whole block lies in between. Parts are positional writes, like {@link #put}'s.
+   * opens, the parts are written to their place there as they come, and the commit writes the
+   * record's header and journals it. No buffer of the whole block lies in between: small parts
+   * are gathered into positional writes of 256 KiB ({@link PartWriter}), or encoded chunk by chunk
+   * when the tier stores blocks encoded.
    *
    * <p>The block's sequence is taken at the commit, so a put of the same key that completes while
    * the writer is open is replaced by the commit, as it would be by a later put. A writer that is
@@ -343,6 +345,7 @@ public final class DiskTier implements Tier {
   private final class RecordWriter extends AbstractBlockWriter {
     private final Reservation r;
     private final PositionedChannel out;
+    private final PartWriter parts;
     private final BlockEncoder encoder;
     private IOException failure;
 
@@ -350,6 +353,7 @@ public final class DiskTier implements Tier {
       super(key, length);
       this.r = r;
       this.out = new PositionedChannel(r.sb, r.payload);
+      this.parts = codec == null ? new PartWriter(out) : null;
       try {
         this.encoder = codec == null ? null : codec.encoder(length, out);
       } catch (IOException e) {
@@ -366,7 +370,7 @@ public final class DiskTier implements Tier {
       }
       try {
         if (encoder == null) {
-          out.write(src.duplicate());
+          parts.write(src);
         } else {
           encoder.write(src.duplicate());
         }
@@ -383,6 +387,10 @@ public final class DiskTier implements Tier {
           throw failure;
         }
         requireOpen();
+        if (encoder == null) {
+          parts.flush();
+          parts.close();
+        }
         stored = (int) (encoder == null ? out.written() : encoder.finish());
       } catch (IOException | RuntimeException e) {
         discard();
@@ -410,6 +418,8 @@ public final class DiskTier implements Tier {
     protected void discard() {
       if (encoder != null) {
         encoder.close();
+      } else {
+        parts.close();
       }
       try {
         for (long at = r.payload, end = r.payload + out.written(); at < end; ) {

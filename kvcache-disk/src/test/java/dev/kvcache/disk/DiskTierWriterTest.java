@@ -26,7 +26,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** The disk tier's own writer: a block streamed in parts straight into its record. */
 class DiskTierWriterTest {
 
-  private static final int BLOCK = 200 << 10;
+  private static final int BLOCK = 600 << 10;
   private static final int PART = 16 << 10;
 
   @TempDir Path temp;

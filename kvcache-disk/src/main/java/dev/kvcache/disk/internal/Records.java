@@ -59,24 +59,26 @@ public final class Records {
     limit = Math.min(limit, sb.sizeBytes());
     long pos = FIRST_RECORD_OFFSET;
     long end = FIRST_RECORD_OFFSET;
+    ByteBuffer h = sb.view(); // absolute reads: nothing is allocated per 64 bytes skipped
     while (pos + HEADER_BYTES <= limit) {
-      ByteBuffer h = sb.slice(pos, HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      if (h.getInt(MAGIC_OFFSET) != RECORD_MAGIC
-          || h.getInt(HEADER_CRC_OFFSET) != SuperBlock.crc(h, 0, HEADER_CRC_OFFSET)
-          || (h.get(VERSION_OFFSET) & 0xff) != VERSION) {
+      int at = (int) pos;
+      if (h.getInt(at + MAGIC_OFFSET) != RECORD_MAGIC
+          || (h.get(at + VERSION_OFFSET) & 0xff) != VERSION
+          || h.getInt(at + HEADER_CRC_OFFSET) != SuperBlock.crc(h, at, HEADER_CRC_OFFSET)) {
         pos += HEADER_BYTES;
         continue;
       }
-      int kind = h.get(KIND_OFFSET);
-      int stored = h.getInt(STORED_LENGTH_OFFSET);
+      int kind = h.get(at + KIND_OFFSET);
+      int stored = h.getInt(at + STORED_LENGTH_OFFSET);
       long payload = pos + HEADER_BYTES;
       if (stored < 0 || payload + stored > limit || (kind != KIND_BLOCK && kind != KIND_TOMBSTONE)) {
         pos += HEADER_BYTES;
         continue;
       }
-      BlockKey key = BlockKey.of(h.getLong(KEY_HI_OFFSET), h.getLong(KEY_LO_OFFSET));
-      Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(RAW_LENGTH_OFFSET),
-          h.getInt(PAYLOAD_CRC_OFFSET), h.get(ENCODING_OFFSET), h.getLong(SEQUENCE_OFFSET), 0);
+      BlockKey key = BlockKey.of(h.getLong(at + KEY_HI_OFFSET), h.getLong(at + KEY_LO_OFFSET));
+      Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(at + RAW_LENGTH_OFFSET),
+          h.getInt(at + PAYLOAD_CRC_OFFSET), h.get(at + ENCODING_OFFSET),
+          h.getLong(at + SEQUENCE_OFFSET), 0);
       visitor.record(kind, key, loc);
       end = payload + stored;
       pos = alignUp(end, HEADER_BYTES);

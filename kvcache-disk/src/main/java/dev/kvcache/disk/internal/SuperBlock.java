@@ -186,6 +186,11 @@ public final class SuperBlock {
     return map.slice((int) offset, length).asReadOnlyBuffer();
   }
 
+  /** A read-only, little-endian view of the whole mapping, for absolute reads; pin first. */
+  public ByteBuffer view() {
+    return map.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+  }
+
   /** Pins the mapping; false if the super-block is already unmapped. */
   public boolean pin() {
     for (int p = pins.get(); p >= 0; p = pins.get()) {
