@@ -117,8 +117,10 @@ final class ClientConnection extends Http2ConnectionHandler {
    * the exchange.
    *
    * @param body the request body, released once sent or given up; or null
+   * @param bodyFollows whether, without {@code body}, the body is sent in parts afterwards ({@link
+   *     #sendData})
    */
-  void send(StreamExchange exchange, Http2Headers headers, ByteBuf body) {
+  void send(StreamExchange exchange, Http2Headers headers, ByteBuf body, boolean bodyFollows) {
     int id = connection().local().incrementAndGetNextStreamId();
     if (id < 0 || !exchange.started(this, id)) {
       if (body != null) {
@@ -137,7 +139,7 @@ final class ClientConnection extends Http2ConnectionHandler {
         exchange.failedToStart(new IOException("cannot open a stream", f.cause()));
       }
     });
-    encoder().writeHeaders(ctx, id, headers, 0, body == null, headersSent);
+    encoder().writeHeaders(ctx, id, headers, 0, body == null && !bodyFollows, headersSent);
     if (body != null) {
       ChannelPromise bodySent = ctx.newPromise();
       exchange.bodyWritten(bodySent);
@@ -146,9 +148,29 @@ final class ClientConnection extends Http2ConnectionHandler {
     flush(ctx); // this handler's flush: it writes what the flow controller holds, then the socket
   }
 
+  /**
+   * Sends the next part of a request body that follows its headers ({@link BodyStream}); on the
+   * event loop. A part for a stream that is gone (never opened, reset, or closed) is dropped.
+   *
+   * @param written run once the part is written to the socket or dropped
+   */
+  void sendData(StreamExchange exchange, ByteBuf part, boolean last, Runnable written) {
+    int id = exchange.streamId();
+    Http2Stream stream = id > 0 ? connection().stream(id) : null;
+    if (stream == null || !stream.state().localSideOpen()) {
+      part.release();
+      written.run();
+      return;
+    }
+    ChannelPromise sent = ctx.newPromise();
+    sent.addListener(f -> written.run());
+    encoder().writeData(ctx, id, part, 0, last, sent);
+    flush(ctx);
+  }
+
   /** Resets stream {@code id} if it is still open (the caller gave up on it); on the event loop. */
   void cancel(int id) {
-    Http2Stream stream = connection().stream(id);
+    Http2Stream stream = id > 0 ? connection().stream(id) : null;
     if (stream != null) {
       resetStream(ctx, id, Http2Error.CANCEL.code(), ctx.newPromise());
       flush(ctx);

@@ -2,15 +2,17 @@ package dev.kvcache.client;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -210,7 +212,31 @@ public final class RemoteTier implements Tier {
     int status = config.wireCodec == null
         ? call(linkFor(key), "PUT", blockPath(key), Unpooled.wrappedBuffer(src.duplicate()),
             () -> answer, false)
-        : call(linkFor(key), "PUT", blockPath(key), encode(src), BlockSink.CODING, () -> answer, false);
+        : putEncoded(key, src, answer);
+    return putStatus("PUT", key, status, answer);
+  }
+
+  /**
+   * Encodes the block chunk by chunk into the request body as it is sent ({@link BodyStream}), so
+   * that the container is never held whole and the server decodes while the rest is encoded.
+   */
+  private int putEncoded(BlockKey key, ByteBuffer src, ResponseSink.Text answer) {
+    ServerLink link = linkFor(key);
+    BodyStream body = link.startPut(blockPath(key), -1, BlockSink.CODING, answer);
+    if (body == null) {
+      return UNREACHABLE;
+    }
+    try (BlockEncoder encoder = config.wireCodec.encoder(src.remaining(), body)) {
+      encoder.write(src.duplicate());
+      encoder.finish();
+      body.end();
+    } catch (IOException e) {
+      body.cancel(); // the server answered early, or took nothing for the timeout: see its answer
+    }
+    return new Call(link, "PUT", blockPath(key), body.exchange).await();
+  }
+
+  private PutStatus putStatus(String method, BlockKey key, int status, ResponseSink.Text answer) {
     switch (status) {
       case 201:
         counters.put();
@@ -226,19 +252,105 @@ public final class RemoteTier implements Tier {
         counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
       default:
-        throw unexpected("PUT", key, status, answer.toString());
+        throw unexpected(method, key, status, answer.toString());
     }
   }
 
-  /** The block as a container of the wire codec, in a pooled buffer (the call releases it). */
-  private ByteBuf encode(ByteBuffer src) {
-    int max = (int) config.wireCodec.maxEncodedLength(src.remaining());
-    ByteBuf encoded = ByteBufAllocator.DEFAULT.directBuffer(max);
-    try {
-      return encoded.writerIndex(config.wireCodec.encode(src, encoded.nioBuffer(0, max)));
-    } catch (RuntimeException e) {
-      encoded.release();
-      throw e;
+  /**
+   * A writer that streams the block to its server while its parts are written: the PUT opens with
+   * the writer (with the block's length as its {@code content-length}, or encoded chunk by chunk
+   * with the wire codec), each part is sent as it comes, copied once into the request's buffers,
+   * and the commit ends the body and waits for the answer. A writer closed without a commit
+   * resets its request, so the server stores nothing. A server that is down makes the commit
+   * {@link PutStatus#NOT_ADMITTED}, as a put to it is.
+   */
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    if (length <= 0) {
+      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
+    }
+    if (length > config.maxBlockBytes) {
+      counters.rejection();
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    return new RemoteWriter(key, length);
+  }
+
+  /** The writer of {@link #writer}. */
+  private final class RemoteWriter extends AbstractBlockWriter {
+    private final ServerLink link;
+    private final ResponseSink.Text answer = new ResponseSink.Text();
+    private final BodyStream body;
+    private BlockEncoder encoder;
+    /** The server answered before the body was all sent, or stopped taking it. */
+    private boolean stopped;
+
+    RemoteWriter(BlockKey key, int length) {
+      super(key, length);
+      link = linkFor(key);
+      body = config.wireCodec == null
+          ? link.startPut(blockPath(key), length, null, answer)
+          : link.startPut(blockPath(key), -1, BlockSink.CODING, answer);
+      if (body != null && config.wireCodec != null) {
+        try {
+          encoder = config.wireCodec.encoder(length, body);
+        } catch (IOException e) {
+          stop();
+        }
+      }
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {
+      if (body == null || stopped) {
+        return;
+      }
+      try {
+        if (encoder != null) {
+          encoder.write(src.duplicate());
+        } else {
+          body.write(src.duplicate());
+        }
+      } catch (IOException e) {
+        stop();
+      }
+    }
+
+    @Override
+    protected PutStatus publish() {
+      if (body == null) {
+        return putStatus("PUT", key(), UNREACHABLE, answer);
+      }
+      if (!stopped) {
+        try {
+          if (encoder != null) {
+            encoder.finish();
+          }
+          body.end();
+        } catch (IOException e) {
+          stop();
+        }
+      }
+      return putStatus("PUT", key(), new Call(link, "PUT", blockPath(key()), body.exchange).await(),
+          answer);
+    }
+
+    @Override
+    protected void discard() {
+      if (body != null) {
+        stop();
+        body.exchange.abandon();
+      }
+    }
+
+    private void stop() {
+      stopped = true;
+      if (encoder != null) {
+        encoder.close();
+      }
+      body.cancel();
     }
   }
 
@@ -700,6 +812,12 @@ public final class RemoteTier implements Tier {
       this.coding = coding;
       this.sinks = sinks;
       this.retryLeft = retryOnce;
+    }
+
+    /** A call whose stream was started by a {@link BodyStream}'s sender: never retried. */
+    Call(ServerLink link, String method, String path, StreamExchange started) {
+      this(link, method, path, null, null, null, false);
+      this.exchange = started;
     }
 
     Call start() {

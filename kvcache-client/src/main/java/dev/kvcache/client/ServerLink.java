@@ -88,14 +88,7 @@ final class ServerLink implements AutoCloseable {
       }
       return null;
     }
-    Http2Headers headers = new DefaultHttp2Headers()
-        .method(method)
-        .path(path)
-        .scheme("http")
-        .authority(name);
-    if (config.token != null) {
-      headers.set("authorization", "Bearer " + config.token);
-    }
+    Http2Headers headers = headers(method, path);
     if (body != null) {
       headers.set("content-type", contentType);
       headers.setLong("content-length", body.readableBytes());
@@ -106,8 +99,45 @@ final class ServerLink implements AutoCloseable {
     StreamExchange exchange = new StreamExchange(sink, body != null);
     // the stream is opened and written on the event loop, in one go: the caller only waits for
     // the answer
-    connection.channel().eventLoop().execute(() -> connection.send(exchange, headers, body));
+    connection.channel().eventLoop().execute(() -> connection.send(exchange, headers, body, false));
     return exchange;
+  }
+
+  /**
+   * Starts a PUT whose body the caller then sends in parts through the returned stream, ending it
+   * with {@link BodyStream#end()}.
+   *
+   * @param length the body's length, for its {@code content-length}; -1 if not known up front
+   * @param coding the body's content coding, or null
+   * @return the body's stream, or null if the server is down or cannot be reached
+   */
+  BodyStream startPut(String path, long length, String coding, ResponseSink sink) {
+    ClientConnection connection = connection();
+    if (connection == null) {
+      return null;
+    }
+    Http2Headers headers = headers("PUT", path).set("content-type", "application/octet-stream");
+    if (length >= 0) {
+      headers.setLong("content-length", length);
+    }
+    if (coding != null) {
+      headers.set("content-encoding", coding);
+    }
+    StreamExchange exchange = new StreamExchange(sink, false); // the parts are the stream's copies
+    connection.channel().eventLoop().execute(() -> connection.send(exchange, headers, null, true));
+    return new BodyStream(exchange, connection, config.requestTimeout.toMillis());
+  }
+
+  private Http2Headers headers(String method, String path) {
+    Http2Headers headers = new DefaultHttp2Headers()
+        .method(method)
+        .path(path)
+        .scheme("http")
+        .authority(name);
+    if (config.token != null) {
+      headers.set("authorization", "Bearer " + config.token);
+    }
+    return headers;
   }
 
   private ClientConnection connection() {

@@ -50,6 +50,11 @@ final class StreamExchange {
     return false;
   }
 
+  /** The stream's id; 0 until it is opened (on the event loop). */
+  synchronized int streamId() {
+    return streamId;
+  }
+
   /** The stream could not be opened; the body was released. */
   void failedToStart(Throwable cause) {
     bodyReleased.complete(null);

@@ -53,6 +53,11 @@ final class LocalServer implements AutoCloseable {
         .tag("direction", direction).functionCounter().count();
   }
 
+  /** Bytes the server's cache holds, blocks under way included. */
+  long bytesUsed() {
+    return context.getBean(dev.kvcache.KvCache.class).stats().bytesUsed();
+  }
+
   /** Blocks the server's cache holds for readers, pinned lookups' included. */
   double leasesOpen() {
     return context.getBean(MeterRegistry.class).get("kvcache.leases.open").gauge().value();

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
@@ -90,7 +91,18 @@ class RemoteTierTest {
         assertThat(plain.getInto(key, asStored)).isEqualTo(GetStatus.HIT);
         assertThat(asStored.flip()).as("stored decoded, read as it is").isEqualTo(block);
       }
-      assertThat(server.wireContainers("received")).as("puts sent encoded").isEqualTo(3);
+      BlockKey written = Payloads.key(99);
+      ByteBuffer parts = halfFloats(1 << 20, 99);
+      try (BlockWriter writer = coded.writer(written, 1 << 20)) {
+        for (int at = 0; at < 1 << 20; at += 16 << 10) {
+          writer.write(parts.duplicate().position(at).limit(at + (16 << 10)));
+        }
+        assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+      }
+      ByteBuffer writtenBack = ByteBuffer.allocateDirect(1 << 20);
+      assertThat(plain.getInto(written, writtenBack)).isEqualTo(GetStatus.HIT);
+      assertThat(writtenBack.flip()).as("written in parts, sent encoded").isEqualTo(parts);
+      assertThat(server.wireContainers("received")).as("puts sent encoded").isEqualTo(4);
       assertThat(server.wireContainers("sent")).as("gets answered encoded").isEqualTo(6);
       ByteBuffer small = ByteBuffer.allocateDirect(256 << 10).position(3);
       assertThat(coded.getInto(Payloads.key(256 << 10), small))
@@ -98,6 +110,51 @@ class RemoteTierTest {
       assertThat(small.position()).isEqualTo(3);
       assertThat(coded.getInto(Payloads.key(77), ByteBuffer.allocateDirect(10)))
           .isEqualTo(GetStatus.MISS);
+    }
+  }
+
+  @Test
+  void aWriterStreamsItsPartsAndStoresNothingUnlessCommitted() throws Exception {
+    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20, Map.of());
+        RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+      BlockKey key = Payloads.key(1);
+      ByteBuffer block = Payloads.of(key, 5, 1 << 20);
+      BlockWriter abandoned = remote.writer(key, 1 << 20);
+      abandoned.write(block.duplicate().limit(1 << 19));
+      abandoned.close();
+      assertThat(remote.contains(key)).as("a writer closed without its commit").isFalse();
+
+      long before = server.bytesUsed();
+      try (BlockWriter writer = remote.writer(key, 1 << 20)) {
+        for (int at = 0; at < 1 << 20; at += 100_000) {
+          writer.write(block.duplicate().position(at).limit(Math.min(1 << 20, at + 100_000)));
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (server.bytesUsed() < before + (1 << 20) && System.nanoTime() < deadline) {
+          Thread.sleep(10);
+        }
+        assertThat(server.bytesUsed()).as("the request is under way: the server holds its room")
+            .isGreaterThanOrEqualTo(before + (1 << 20));
+        assertThat(remote.contains(key)).as("not before its commit").isFalse();
+        assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+      }
+      ByteBuffer dst = ByteBuffer.allocateDirect(1 << 20);
+      assertThat(remote.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(key, dst.flip())).isEqualTo(5);
+
+      // larger than the server's largest block: it answers 413 while the parts are still coming
+      BlockKey large = Payloads.key(2);
+      try (BlockWriter writer = remote.writer(large, 4 << 20)) {
+        ByteBuffer part = ByteBuffer.allocateDirect(64 << 10);
+        while (writer.remaining() > 0) {
+          writer.write(part.clear().limit(Math.min(part.capacity(), writer.remaining())));
+        }
+        assertThat(writer.commit()).isEqualTo(PutStatus.REJECTED_TOO_LARGE);
+      }
+      assertThat(remote.contains(large)).isFalse();
+      assertThat(remote.put(Payloads.key(3), Payloads.of(Payloads.key(3), 1, 1000)))
+          .as("the connection serves on").isEqualTo(PutStatus.STORED);
     }
   }
 
