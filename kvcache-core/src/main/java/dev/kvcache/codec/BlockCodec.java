@@ -45,6 +45,8 @@ import org.slf4j.LoggerFactory;
  * encoded several chunks at a time, and {@link #decode(ByteBuffer, ByteBuffer, Executor, int)}
  * decodes several chunks at a time straight into their places; either way extra memory is bounded
  * by one chunk per thread, never by the payload. Channel encoding and decoding are sequential.
+ * For bytes that arrive in parts, such as a network body, {@link #encoder} and {@link #decoder}
+ * encode or decode each chunk as soon as its bytes are in.
  *
  * <p>Encoding needs the codec's settings; decoding does not, since the container records them.
  * Instances are immutable and thread-safe. The fastest LZ4 implementation available is used (the

@@ -61,8 +61,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A put writes the caller's bytes straight to their place in the current super-block with a
  * positional write (no staging copy for direct buffers; the JDK copies heap buffers once), then
- * records the block in the journal. A {@link #writer} writes a block that arrives in parts the same
- * way, each part to its place as it comes. A lease is a read-only view of the mapped record; a read
+ * records the block in the journal. A {@link #writer} writes a block that arrives in parts to its
+ * place the same way, as the parts come. A lease is a read-only view of the mapped record; a read
  * checks the record's checksum before serving it, and a block whose checksum fails is dropped and
  * reported as a miss. When the files would exceed the capacity, the oldest super-block is dropped.
  *
