@@ -25,6 +25,7 @@ def load(results_dir):
         if name.endswith(".json"):
             with open(os.path.join(results_dir, name)) as f:
                 for r in json.load(f):
+                    r["file"] = name
                     rows.append(r)
     return rows
 
@@ -416,7 +417,7 @@ def disk_tables(rows, out, img):
     """The disk tier beside raw file IO (warm and cold), beside the disk peers, and reopen times."""
     io = {}  # (medium, size, method) -> (GB/s, error)
     for r in rows:
-        if klass(r) == "DiskThroughputBenchmark":
+        if klass(r) == "DiskThroughputBenchmark" and r["file"].startswith("disk-io"):
             medium = "tmpfs" if r["params"]["baseDir"].startswith("/dev/shm") else "disk"
             io[(medium, int(r["params"]["blockSizeBytes"]), method(r))] = gbps(r)
         elif klass(r) == "DiskColdReadBenchmark":
@@ -528,6 +529,54 @@ def disk_tables(rows, out, img):
         fig.tight_layout()
         fig.savefig(os.path.join(img, "disk-reopen.png"), dpi=110)
         plt.close(fig)
+
+
+def disk_writer_table(rows, out, img):
+    """A block put whole, through the disk tier's writer in 16 KiB parts, or gathered on the heap."""
+    w = {}  # (medium, size, method) -> (GB/s, error, bytes allocated per put)
+    for r in rows:
+        if r["file"] == "disk-writer.json":
+            medium = "tmpfs" if r["params"]["baseDir"].startswith("/dev/shm") else "disk"
+            w[(medium, int(r["params"]["blockSizeBytes"]), method(r))] = gbps(r) + (alloc_norm(r),)
+    if not w:
+        return
+    out.append("### A block in parts: the disk tier's writer (GB/s; heap bytes allocated per put)\n")
+    out.append("| medium | block | put, whole | writer, 16 KiB parts | gathered on the heap, then put "
+               "| FileChannel write | writer / put | gathered / put |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    media = [m for m in ["disk", "tmpfs"] if any(k[0] == m for k in w)]
+    sizes = sorted({k[1] for k in w})
+
+    def cell(k):
+        if k not in w:
+            return "-"
+        return f"{w[k][0]:.2f} ± {w[k][1]:.2f} ({w[k][2]:,.0f} B)" if w[k][2] is not None else f"{w[k][0]:.2f} ± {w[k][1]:.2f}"
+
+    def ratio(a, b):
+        return f"**{w[a][0] / w[b][0]:.2f}**" if a in w and b in w and w[b][0] else "-"
+
+    for m in media:
+        for s in sizes:
+            out.append(f"| {m} | {size_label(s)} | {cell((m, s, 'put'))} | {cell((m, s, 'writerPut'))} | "
+                       f"{cell((m, s, 'gatheredPut'))} | {cell((m, s, 'baselinePut'))} | "
+                       f"{ratio((m, s, 'writerPut'), (m, s, 'put'))} | {ratio((m, s, 'gatheredPut'), (m, s, 'put'))} |")
+    out.append("")
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for m, color in zip(media, ["tab:blue", "tab:orange"]):
+        for op, style in (("writerPut", "o-"), ("gatheredPut", "s--")):
+            pts = [(s, w[(m, s, op)][0] / w[(m, s, "put")][0]) for s in sizes
+                   if (m, s, op) in w and (m, s, "put") in w and w[(m, s, "put")][0]]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
+                        label={"writerPut": "writer, 16 KiB parts", "gatheredPut": "gathered on the heap"}[op] + f", {m}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    size_axis(ax, sizes, "throughput / put of the whole block")
+    ax.set_title("A block arriving in parts, into the disk tier")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "disk-writer.png"), dpi=110)
+    plt.close(fig)
 
 
 def tiered_tables(rows, out, img):
@@ -821,6 +870,7 @@ def main():
     codec_tables(rows, results_dir, out, img)
     small_tables(rows, out)
     disk_tables(rows, out, img)
+    disk_writer_table(rows, out, img)
     tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
