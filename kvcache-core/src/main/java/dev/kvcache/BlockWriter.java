@@ -5,9 +5,9 @@ import java.util.Optional;
 
 /**
  * A block stored piece by piece, for bytes that arrive in parts such as a network body. Each part
- * is copied once, into the block's place in the cache where the tier writes in place (the RAM tier,
- * the disk tier, and the tiered cache over them); no buffer of the whole block lies between the
- * parts and that place.
+ * is copied once, into the block's place in the cache (the RAM tier, the disk tier, and the tiered
+ * cache over them), or into the request that carries it to a remote tier's server; no buffer of
+ * the whole block lies between the parts and that place.
  *
  * <p>Opened by {@link KvCache#writer} with the block's length, which is reserved at once. The block
  * becomes findable only when {@link #commit()} stores it; until then a reader of the key sees the

@@ -57,7 +57,7 @@ public interface KvCache extends AutoCloseable {
    *
    * <p>The default implementation gathers the parts in a heap buffer of the whole block and
    * {@link #put}s it on commit. Caches that can write in place override it: the RAM tier, the disk
-   * tier and the tiered cache.
+   * tier, the tiered cache, and the remote tier (which streams the parts to its server).
    *
    * @throws IllegalArgumentException if {@code length} is not positive
    * @throws IllegalStateException if the cache is closed (with the default implementation, from
