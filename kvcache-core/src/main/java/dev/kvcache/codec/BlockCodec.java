@@ -79,13 +79,13 @@ public final class BlockCodec {
   private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4.safeDecompressor();
   private static final LZ4Compressor LZ4_BOUND = LZ4.fastCompressor();
   private static final ThreadLocal<FilterBuffers> SCRATCH = new ThreadLocal<>();
-  private static final ThreadLocal<ChannelBuffers> CHANNEL_BUFFERS = new ThreadLocal<>();
-  private static final int MAX_CACHED_CHANNEL_BYTES = (4 << 20) + (64 << 10);
+  /** Chunks up to this size keep their buffers in the pool. */
+  private static final int MAX_POOLED_CHUNK_BYTES = 4 << 20;
   private static final int MAX_CACHED_SCRATCH_BYTES = 4 << 20;
   /** Chunks this large are probed with samples before compressing. */
   private static final int MIN_PROBED_CHUNK_BYTES = 64 << 10;
   private static final int MIN_PROBE_BYTES = 8 << 10;
-  /** Chunk buffer pairs kept for {@link BlockEncoder}s and {@link BlockDecoder}s. */
+  /** Chunk buffer pairs kept for channel encoding and decoding, encoders and decoders. */
   private static final int POOLED_CHUNK_BUFFERS = 8;
   private static final Queue<ChunkBuffers> CHUNK_BUFFERS = new ConcurrentLinkedQueue<>();
 
@@ -222,9 +222,9 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    ChannelBuffers buffers = channelBuffers(CHUNK_HEADER_BYTES + largestChunk(rawLength));
+    ChunkBuffers buffers = takeChunkBuffers(largestChunk(rawLength));
     try {
-      ByteBuffer chunk = buffers.first;
+      ByteBuffer chunk = buffers.encoded;
       FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
       CRC32C crc = new CRC32C();
       for (int in = src.position(), end = src.limit(); in < end; ) {
@@ -235,7 +235,7 @@ public final class BlockCodec {
       }
       return written;
     } finally {
-      buffers.release();
+      giveBack(buffers);
     }
   }
 
@@ -259,19 +259,19 @@ public final class BlockCodec {
     ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     writeHeader(header, 0, rawLength);
     long written = writeFully(out, header);
-    ChannelBuffers buffers = channelBuffers(CHUNK_HEADER_BYTES + largestChunk(rawLength));
+    ChunkBuffers buffers = takeChunkBuffers(largestChunk(rawLength));
     try {
       FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
       CRC32C crc = new CRC32C();
       for (long done = 0; done < rawLength; ) {
-        int len = readChunk(in, buffers.first, done, rawLength);
-        int size = encodeChunk(buffers.first, 0, len, buffers.second, 0, scratch, crc);
-        written += writeFully(out, buffers.second.clear().limit(size));
+        int len = readChunk(in, buffers.raw, done, rawLength);
+        int size = encodeChunk(buffers.raw, 0, len, buffers.encoded, 0, scratch, crc);
+        written += writeFully(out, buffers.encoded.clear().limit(size));
         done += len;
       }
       return written;
     } finally {
-      buffers.release();
+      giveBack(buffers);
     }
   }
 
@@ -295,17 +295,17 @@ public final class BlockCodec {
     int start = dst.position();
     writeHeader(dst, start, rawLength);
     int out = start + HEADER_BYTES;
-    ChannelBuffers buffers = channelBuffers(largestChunk(rawLength));
+    ChunkBuffers buffers = takeChunkBuffers(largestChunk(rawLength));
     try {
       FilterBuffers scratch = filter == Filter.NONE ? null : filterBuffers(chunkSizeBytes);
       CRC32C crc = new CRC32C();
       for (long done = 0; done < rawLength; ) {
-        int len = readChunk(in, buffers.first, done, rawLength);
-        out += encodeChunk(buffers.first, 0, len, dst, out, scratch, crc);
+        int len = readChunk(in, buffers.raw, done, rawLength);
+        out += encodeChunk(buffers.raw, 0, len, dst, out, scratch, crc);
         done += len;
       }
     } finally {
-      buffers.release();
+      giveBack(buffers);
     }
     dst.position(out);
     return out - start;
@@ -636,22 +636,21 @@ public final class BlockCodec {
     Header header = Header.read(headerBytes.flip(), 0);
     onHeader.accept(header);
     ChunkDecoder decoder = new ChunkDecoder(header);
-    ChannelBuffers buffers =
-        channelBuffers(CHUNK_HEADER_BYTES + maxLz4Length(header.largestChunk()));
+    ChunkBuffers buffers = takeChunkBuffers(header.largestChunk());
     long offset = HEADER_BYTES;
     try {
-      ByteBuffer chunk = buffers.first;
+      ByteBuffer chunk = buffers.encoded;
       for (int i = 0; i < header.chunkCount; i++) {
         chunk.clear().limit(CHUNK_HEADER_BYTES);
         readFully(in, chunk, i, offset);
         int stored = decoder.readChunkHeader(chunk, 0, i, offset);
         chunk.limit(CHUNK_HEADER_BYTES + stored);
         readFully(in, chunk, i, offset);
-        sink.accept(decoder, chunk, buffers.second, i, offset);
+        sink.accept(decoder, chunk, buffers.raw, i, offset);
         offset += CHUNK_HEADER_BYTES + stored;
       }
     } finally {
-      buffers.release();
+      giveBack(buffers);
     }
   }
 
@@ -688,30 +687,12 @@ public final class BlockCodec {
   }
 
   /**
-   * Two direct buffers for streaming chunks through a channel, each at least {@code bytes} long and
-   * cleared: this thread's cached pair when it is free and large enough (kept for chunks up to 4
-   * MiB, so that a put through a channel allocates no direct memory), else a new pair. Give them
-   * back with {@link ChannelBuffers#release()}.
-   */
-  private static ChannelBuffers channelBuffers(int bytes) {
-    ChannelBuffers cached = CHANNEL_BUFFERS.get();
-    if (cached != null && !cached.inUse && cached.first.capacity() >= bytes) {
-      cached.take();
-      return cached;
-    }
-    ChannelBuffers fresh = new ChannelBuffers(bytes);
-    if ((cached == null || !cached.inUse) && bytes <= MAX_CACHED_CHANNEL_BYTES) {
-      CHANNEL_BUFFERS.set(fresh);
-    }
-    fresh.take();
-    return fresh;
-  }
-
-  /**
-   * A raw and an encoded chunk buffer for a {@link BlockEncoder} or a {@link BlockDecoder}, for
-   * chunks of up to {@code rawBytes}: from a pool shared by all codecs (an encoder or decoder may
-   * be fed and closed on different threads, so not per thread), or new if none there fits. The
-   * pool keeps at most {@link #POOLED_CHUNK_BUFFERS} pairs, none for chunks over 4 MiB.
+   * A raw and an encoded chunk buffer for chunks of up to {@code rawBytes}, for channel encoding
+   * and decoding, a {@link BlockEncoder} or a {@link BlockDecoder}: from a pool shared by all
+   * codecs (an encoder or decoder may be fed and closed on different threads, so not per thread),
+   * or new if none there fits, so that a put through a channel usually allocates no direct memory.
+   * The pool keeps at most {@link #POOLED_CHUNK_BUFFERS} pairs, none for chunks over 4 MiB. Give
+   * them back with {@link #giveBack}.
    */
   static ChunkBuffers takeChunkBuffers(int rawBytes) {
     ChunkBuffers pooled = CHUNK_BUFFERS.poll();
@@ -727,7 +708,7 @@ public final class BlockCodec {
   }
 
   static void giveBack(ChunkBuffers buffers) {
-    if (buffers.raw.capacity() <= MAX_CACHED_CHANNEL_BYTES
+    if (buffers.raw.capacity() <= MAX_POOLED_CHUNK_BYTES
         && CHUNK_BUFFERS.size() < POOLED_CHUNK_BUFFERS) {
       CHUNK_BUFFERS.offer(buffers);
     }
@@ -745,28 +726,6 @@ public final class BlockCodec {
 
     boolean fits(int rawBytes) {
       return raw.capacity() >= rawBytes;
-    }
-  }
-
-  /** A pair of direct chunk buffers, used by one codec call at a time. */
-  private static final class ChannelBuffers {
-    final ByteBuffer first;
-    final ByteBuffer second;
-    boolean inUse;
-
-    ChannelBuffers(int bytes) {
-      first = ByteBuffer.allocateDirect(bytes);
-      second = ByteBuffer.allocateDirect(bytes);
-    }
-
-    void take() {
-      inUse = true;
-      first.clear();
-      second.clear();
-    }
-
-    void release() {
-      inUse = false;
     }
   }
 
