@@ -76,7 +76,7 @@ final class BodyWriter {
   /**
    * Writes the body's chunks and commits, on {@code on}: where the body arrives for a writer
    * opened there, else on the thread that opened it, since such a writer may write to disk (a
-   * block RAM cannot take goes to the disk tier's writer, which writes each part to its file).
+   * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file).
    */
   private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on) {
     if (writer.rejection().isPresent()) {
