@@ -423,10 +423,9 @@ public final class DiskTier implements Tier {
       }
       try {
         for (long at = r.payload, end = r.payload + out.written(); at < end; ) {
-          ByteBuffer zeros = ZEROS.duplicate();
-          zeros.limit((int) Math.min(zeros.capacity(), end - at));
-          at += zeros.remaining();
-          r.sb.write(zeros, at - zeros.remaining());
+          int n = (int) Math.min(ZEROS.capacity(), end - at);
+          r.sb.write(ZEROS.duplicate().limit(n), at);
+          at += n;
         }
       } catch (IOException e) {
         log.debug("zeroing the abandoned record of {}: {}", key(), e.toString());
