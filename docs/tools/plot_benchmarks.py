@@ -64,6 +64,11 @@ def size_axis(ax, sizes, ylabel):
     ax.set_ylabel(ylabel)
 
 
+def ratio_cell(values, a, b):
+    """A bold ratio of the first figures (the scores) of two entries, or "-" if either is missing."""
+    return f"**{values[a][0] / values[b][0]:.2f}**" if a in values and b in values and values[b][0] else "-"
+
+
 def ratio_bars(path, size, values, colors, labels, fontsize, ylabel, title):
     """One bar per ratio, with the line at 1 that tells better from worse."""
     fig, ax = plt.subplots(figsize=size)
@@ -438,7 +443,7 @@ def disk_tables(rows, out, img):
             return f"{io[k][0]:.2f} ± {io[k][1]:.2f}" if k in io else "-"
 
         def ratio(a, b):
-            return f"**{io[a][0] / io[b][0]:.2f}**" if a in io and b in io and io[b][0] else "-"
+            return ratio_cell(io, a, b)
 
         for m in media:
             for s in sizes:
@@ -553,7 +558,7 @@ def disk_writer_table(rows, out, img):
         return f"{w[k][0]:.2f} ± {w[k][1]:.2f} ({w[k][2]:,.0f} B)" if w[k][2] is not None else f"{w[k][0]:.2f} ± {w[k][1]:.2f}"
 
     def ratio(a, b):
-        return f"**{w[a][0] / w[b][0]:.2f}**" if a in w and b in w and w[b][0] else "-"
+        return ratio_cell(w, a, b)
 
     for m in media:
         for s in sizes:
