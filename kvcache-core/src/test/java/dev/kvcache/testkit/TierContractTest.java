@@ -305,12 +305,15 @@ public abstract class TierContractTest {
   void aReadUnderWayWhenAPinExpiresFinishesOnTheBytesPinned() throws InterruptedException {
     BlockKey key = Payloads.key(81);
     tier.put(key, Payloads.of(key, 6, BLOCK));
-    PrefixPin pin = tier.pinPrefix(List.of(key), Duration.ofMillis(20));
+    // Long enough for the read to start before the expiry on a loaded machine (a remote pin's
+    // read must reach the server first); the read then outlasts the expiry.
+    Duration timeout = Duration.ofMillis(500);
+    PrefixPin pin = tier.pinPrefix(List.of(key), timeout);
     long[] seen = {0, 0};
     boolean read = pin.read(0, bytes -> {
       seen[0] = Payloads.verify(key, bytes.duplicate());
       tier.delete(key); // the block leaves the index; only the pin keeps its bytes
-      sleepPast(Duration.ofMillis(100)); // the expiry is due meanwhile and must wait for this read
+      sleepPast(timeout.plusMillis(100)); // the expiry is due meanwhile and must wait for this read
       for (int i = 0; i < 3 * CAPACITY_BYTES / BLOCK; i++) { // would reuse memory let go of
         BlockKey other = Payloads.key(1000 + i);
         tier.put(other, Payloads.of(other, 1, BLOCK));
