@@ -41,6 +41,11 @@ final class UnreadBody extends Http2FrameListenerDecorator {
   private final Http2Connection.PropertyKey toCome;
   /** A {@link Drain}, on a stream whose answer went out while its body was still arriving. */
   private final Http2Connection.PropertyKey draining;
+  /**
+   * The stream whose last frame (the one ending it) is being handed on, or 0: an answer written
+   * meanwhile leaves nothing to drain or reset.
+   */
+  private int ending;
 
   private UnreadBody(Http2ConnectionHandler handler, ChannelHandlerContext ctx, long drainLimit) {
     super(handler.decoder().frameListener());
@@ -68,7 +73,12 @@ final class UnreadBody extends Http2FrameListenerDecorator {
   public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
       int padding, boolean endOfStream) throws Http2Exception {
     headersRead(streamId, headers, endOfStream);
-    super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
+    ending = endOfStream ? streamId : 0;
+    try {
+      super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
+    } finally {
+      ending = 0;
+    }
   }
 
   @Override
@@ -76,8 +86,13 @@ final class UnreadBody extends Http2FrameListenerDecorator {
       int streamDependency, short weight, boolean exclusive, int padding, boolean endOfStream)
       throws Http2Exception {
     headersRead(streamId, headers, endOfStream);
-    super.onHeadersRead(ctx, streamId, headers, streamDependency, weight, exclusive, padding,
-        endOfStream);
+    ending = endOfStream ? streamId : 0;
+    try {
+      super.onHeadersRead(ctx, streamId, headers, streamDependency, weight, exclusive, padding,
+          endOfStream);
+    } finally {
+      ending = 0;
+    }
   }
 
   private void headersRead(int streamId, Http2Headers headers, boolean endOfStream) {
@@ -101,7 +116,12 @@ final class UnreadBody extends Http2FrameListenerDecorator {
         return data.readableBytes() + padding; // dropped, and its window given back
       }
     }
-    return super.onDataRead(ctx, streamId, data, padding, endOfStream);
+    ending = endOfStream ? streamId : 0;
+    try {
+      return super.onDataRead(ctx, streamId, data, padding, endOfStream);
+    } finally {
+      ending = 0;
+    }
   }
 
   /** A body being read and dropped: when its answer went out, and when its last bytes came. */
@@ -155,8 +175,10 @@ final class UnreadBody extends Http2FrameListenerDecorator {
   private final class Answered extends Http2ConnectionAdapter {
     @Override
     public void onStreamHalfClosed(Http2Stream stream) {
-      if (stream.state() != Http2Stream.State.HALF_CLOSED_LOCAL) {
-        return; // the request is complete; the answer is still being written
+      if (stream.state() != Http2Stream.State.HALF_CLOSED_LOCAL || stream.id() == ending) {
+        // the request is complete, or is completed by the frame being read (an answer written
+        // from its last frame, as most are): nothing is left to come
+        return;
       }
       Long left = stream.getProperty(toCome);
       if (left != null && left >= 0 && left <= drainLimit) {
