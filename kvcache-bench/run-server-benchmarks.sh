@@ -3,8 +3,14 @@
 # bytes on loopback, measured with h2load and redis-benchmark (single blocks, and batches of 8:
 # kvcache's batch-get beside Redis MGET); writes docs/results/server.csv,
 # docs/results/server-alloc.csv and docs/results/server-lookup.csv. Installs nginx,
-# nghttp2-client (h2load) and redis-server with apt-get if they are missing (needs root). Takes
-# about 30 minutes; run on an otherwise idle machine.
+# nghttp2-client (h2load), redis-server and time with apt-get if they are missing (needs root).
+# Takes about 35 minutes; run on an otherwise idle machine.
+#
+# Each count of requests in flight is measured two ways, the same for every system: as that many
+# connections with one request each (Redis without pipelining), and as fewer connections carrying
+# several requests each (HTTP/2 streams on one connection, 4 connections of 4 for 16; Redis
+# pipelining as many commands per connection). Beside the throughput, each row gives the CPU time
+# the server and the load generator spent per request (from /proc and /usr/bin/time).
 #
 #   kvcache-bench/run-server-benchmarks.sh
 #   DURATION=3 ROUNDS=1 kvcache-bench/run-server-benchmarks.sh      # a quick look
@@ -22,6 +28,7 @@ need=()
 command -v nginx >/dev/null || need+=(nginx)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v redis-server >/dev/null || need+=(redis-server)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   apt-get install -y -q "${need[@]}" >/dev/null
@@ -67,8 +74,10 @@ http {
 }
 CONF
 nginx -c "$work/nginx/nginx.conf" & pids+=($!)
+nginx_pid=$!
 redis-server --port $redis_port --bind 127.0.0.1 --save '' --appendonly no \
     --proto-max-bulk-len 64mb > "$work/redis.log" 2>&1 & pids+=($!)
+redis_pid=$!
 (cd "$work" && exec java -XX:MaxDirectMemorySize=6g -Xmx1g \
     -Dmicronaut.server.port=$kv_port -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= \
     -jar "$root/kvcache-server/target/kvcache-server.jar" > "$work/kvcache.log" 2>&1) & pids+=($!)
@@ -101,53 +110,71 @@ for s in "${batch_sizes[@]}"; do
   echo "{\"keys\":[$keys]}" > "$work/batch-$s.json"
 done
 
-# h2load: requests per second, counting only 2xx answers (anything else fails the run)
+source kvcache-bench/cpu-time.sh
+# h2load against server pids: requests per second counting only 2xx answers (anything else
+# fails the run), then the server's and h2load's CPU microseconds per request
 h2() {
-  local conns=$1 m=$2
-  shift 2
-  h2load -c "$conns" -m "$m" --warm-up-time=2 -D "$duration" "$@" > "$work/h2load.out" 2>&1
-  if ! grep -q 'status codes: [0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx' "$work/h2load.out" \
-      || ! grep -q ' 0 failed, 0 errored' "$work/h2load.out"; then
+  local srv=$1 conns=$2 m=$3
+  shift 3
+  timed "$work/gen.out" 2 $srv -- h2load -c "$conns" -m "$m" --warm-up-time=2 -D "$duration" "$@"
+  if ! grep -q 'status codes: [0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx' "$work/gen.out" \
+      || ! grep -q ' 0 failed, 0 errored' "$work/gen.out"; then
     echo "h2load $*: requests failed" >&2
-    cat "$work/h2load.out" >&2
+    cat "$work/gen.out" >&2
     exit 1
   fi
-  awk '/^finished in/ {gsub(/,/, ""); print $4}' "$work/h2load.out"
+  local rps
+  rps=$(awk '/^finished in/ {gsub(/,/, ""); print $4}' "$work/gen.out")
+  echo "$rps $(cpu_per_request "$rps")"
+}
+# redis-benchmark: requests per second, server and generator CPU microseconds per request, for the
+# one command it was given (-t set, -t get or a command line)
+rb() {
+  timed "$work/gen.out" 0 $redis_pid -- redis-benchmark -p $redis_port -q --csv "$@"
+  local rps
+  rps=$(tr -d '"' < "$work/gen.out" | awk -F, 'NR > 1 && $2 ~ /^[0-9.]+$/ {print $2; exit}')
+  [ -n "$rps" ] || { echo "redis-benchmark $*: no result" >&2; cat "$work/gen.out" >&2; exit 1; }
+  echo "$rps $(cpu_per_request "$rps")"
 }
 gbps() { awk -v r="$1" -v s="$2" 'BEGIN {printf "%.6f", r * s / 1e9}'; }
+# row round size streams connections system op "rps server_us client_us" bytes_per_request
+row() {
+  read -r rps srv_us gen_us <<< "$7"
+  echo "$1,$2,$3,$4,$5,$6,$rps,$(gbps "$rps" "$8"),$srv_us,$gen_us" >> "$out"
+}
 conns_for() { if [ "$1" -ge 16 ]; then echo 4; else echo 1; fi; }
-per_conn() { if [ "$1" -ge 16 ]; then echo $(($1 / 4)); else echo "$1"; fi; }
 
 out=docs/results/server.csv
-echo "round,size,streams,system,op,requests_per_s,gb_per_s" > "$out"
+echo "round,size,streams,connections,system,op,requests_per_s,gb_per_s,server_cpu_us,client_cpu_us" > "$out"
 for round in $(seq 1 "$rounds"); do
   for s in "${sizes[@]}"; do
+    count=$(( (duration * 4000000000) / s + 20 ))
     for n in "${streams[@]}"; do
-      c=$(conns_for "$n"); m=$(per_conn "$n")
-      rps=$(h2 "$c" "$m" "$(block_url "$s")")
-      echo "$round,$s,$n,kvcache,get,$rps,$(gbps "$rps" "$s")" >> "$out"
-      rps=$(h2 "$c" "$m" "http://127.0.0.1:$nginx_port/blk-$s")
-      echo "$round,$s,$n,nginx,get,$rps,$(gbps "$rps" "$s")" >> "$out"
-      rps=$(h2 "$c" "$m" -d "$work/www/blk-$s" -H ':method: PUT' \
-          -H 'content-type: application/octet-stream' "$(block_url $((s + 1)))")
-      echo "$round,$s,$n,kvcache,put,$rps,$(gbps "$rps" "$s")" >> "$out"
-      # Redis: one connection per stream (no pipelining), SET then GET of one key of s bytes
-      count=$(( (duration * 4000000000) / s + 20 ))
-      redis-benchmark -p $redis_port -q --csv -t set,get -d "$s" -c "$n" -n "$count" 2>/dev/null \
-        | tr -d '"' | awk -F, -v r="$round" -v s="$s" -v n="$n" \
-            '$1 == "SET" || $1 == "GET" {printf "%s,%s,%s,redis,%s,%s,%.6f\n", r, s, n, tolower($1), $2, $2 * s / 1e9}' \
-        >> "$out"
-      if [[ " ${batch_sizes[*]} " == *" $s "* ]]; then
-        rps=$(h2 "$c" "$m" -d "$work/batch-$s.json" -H 'content-type: application/json' \
-            "http://127.0.0.1:$kv_port/v1/namespaces/default/batch-get")
-        echo "$round,$s,$n,kvcache,batch-get,$rps,$(gbps "$rps" $((s * batch)))" >> "$out"
-        redis-benchmark -p $redis_port -q --csv -c "$n" -n $((count / batch + 20)) \
-            MGET $(for i in $(seq 1 $batch); do echo -n "b$s-$i "; done) 2>/dev/null \
-          | tr -d '"' | awk -F, -v r="$round" -v s="$s" -v n="$n" -v b="$batch" \
-              '$1 ~ /^MGET/ {printf "%s,%s,%s,redis,mget,%s,%.6f\n", r, s, n, $2, $2 * s * b / 1e9}' \
-          >> "$out"
-      fi
-      tail -n 6 "$out"
+      # n connections of one request each; then (for n > 1) c connections of n / c requests each
+      modes=("$n")
+      [ "$n" -eq 1 ] || modes+=("$(conns_for "$n")")
+      for c in "${modes[@]}"; do
+        m=$((n / c))
+        row "$round" "$s" "$n" "$c" kvcache get "$(h2 "$kv_pid" "$c" "$m" "$(block_url "$s")")" "$s"
+        row "$round" "$s" "$n" "$c" kvcache put "$(h2 "$kv_pid" "$c" "$m" -d "$work/www/blk-$s" \
+            -H ':method: PUT' -H 'content-type: application/octet-stream' "$(block_url $((s + 1)))")" "$s"
+        pipeline=()
+        [ "$m" -eq 1 ] || pipeline=(-P "$m")
+        row "$round" "$s" "$n" "$c" redis set "$(rb -t set -d "$s" -c "$c" "${pipeline[@]}" -n "$count")" "$s"
+        row "$round" "$s" "$n" "$c" redis get "$(rb -t get -d "$s" -c "$c" "${pipeline[@]}" -n "$count")" "$s"
+        if [ "$c" -ne "$n" ] || [ "$n" -eq 1 ]; then # HTTP/2 streams: nginx beside kvcache
+          row "$round" "$s" "$n" "$c" nginx get \
+              "$(h2 "$nginx_pid" "$c" "$m" "http://127.0.0.1:$nginx_port/blk-$s")" "$s"
+        fi
+        if [ "$c" -eq "$n" ] && [[ " ${batch_sizes[*]} " == *" $s "* ]]; then
+          row "$round" "$s" "$n" "$c" kvcache batch-get "$(h2 "$kv_pid" "$c" 1 -d "$work/batch-$s.json" \
+              -H 'content-type: application/json' \
+              "http://127.0.0.1:$kv_port/v1/namespaces/default/batch-get")" $((s * batch))
+          row "$round" "$s" "$n" "$c" redis mget "$(rb -c "$c" -n $((count / batch + 20)) \
+              MGET $(for i in $(seq 1 $batch); do echo -n "b$s-$i "; done))" $((s * batch))
+        fi
+      done
+      tail -n 12 "$out" | grep "^$round,$s,$n,"
     done
   done
 done
@@ -166,12 +193,12 @@ for s in "${sizes[@]}"; do
   for op in get put; do
     before=$(allocated)
     if [ "$op" = get ]; then
-      h2load -c 1 -m 4 -n "$n" "$(block_url "$s")" > "$work/h2load.out" 2>&1
+      h2load -c 1 -m 4 -n "$n" "$(block_url "$s")" > "$work/gen.out" 2>&1
     else
       h2load -c 1 -m 4 -n "$n" -d "$work/www/blk-$s" -H ':method: PUT' \
-          -H 'content-type: application/octet-stream' "$(block_url $((s + 1)))" > "$work/h2load.out" 2>&1
+          -H 'content-type: application/octet-stream' "$(block_url $((s + 1)))" > "$work/gen.out" 2>&1
     fi
-    grep -q "status codes: $n 2xx" "$work/h2load.out" || { cat "$work/h2load.out" >&2; exit 1; }
+    grep -q "status codes: $n 2xx" "$work/gen.out" || { cat "$work/gen.out" >&2; exit 1; }
     after=$(allocated)
     echo "$s,$op,$n,$(( (after - before) / n ))" >> docs/results/server-alloc.csv
   done

@@ -688,20 +688,30 @@ def trace_tables(results_dir, out, img):
 
 
 def server_tables(results_dir, out, img):
-    """kvcache-server beside nginx and Redis (run-server-benchmarks.sh): medians over the rounds."""
+    """kvcache-server beside nginx and Redis (run-server-benchmarks.sh): medians over the rounds.
+
+    Each count of requests in flight ("streams") comes as many connections of one request each,
+    and (above one) as fewer connections of several: HTTP/2 streams, Redis pipelining.
+    """
     path = os.path.join(results_dir, "server.csv")
     if not os.path.exists(path):
         return
     import csv
-    runs = {}  # (size, streams, system, op) -> [GB/s per round]
+    runs = defaultdict(list)  # (size, streams, connections, system, op) -> [row per round]
     with open(path) as f:
         for r in csv.DictReader(f):
-            runs.setdefault((int(r["size"]), int(r["streams"]), r["system"], r["op"]), []).append(
-                float(r["gb_per_s"]))
-    med = {k: statistics.median(v) for k, v in runs.items()}
-    spread = {k: (min(v), max(v)) for k, v in runs.items()}
+            runs[(int(r["size"]), int(r["streams"]), int(r["connections"]), r["system"], r["op"])].append(r)
+    med = {k: statistics.median(float(r["gb_per_s"]) for r in v) for k, v in runs.items()}
+    spread = {k: (min(float(r["gb_per_s"]) for r in v), max(float(r["gb_per_s"]) for r in v))
+              for k, v in runs.items()}
+    # CPU microseconds per MiB moved, of the server and of the load generator
+    cpu = {k: tuple(statistics.median(float(r[col]) * 1048576 / (float(r["gb_per_s"]) * 1e9
+                                                                   / float(r["requests_per_s"]))
+                                      for r in v)
+                    for col in ("server_cpu_us", "client_cpu_us"))
+           for k, v in runs.items()}
     sizes = sorted({k[0] for k in med})
-    streams = sorted({k[1] for k in med})
+    modes = sorted({k[1:3] for k in med}, key=lambda m: (m[0], -m[1]))  # (streams, connections)
 
     def cell(k):
         if k not in med:
@@ -712,33 +722,58 @@ def server_tables(results_dir, out, img):
     def ratio(a, b):
         return f"**{med[a] / med[b]:.2f}**" if a in med and b in med and med[b] > 0 else "-"
 
+    def per_request(n, c):
+        return "1" if n == c else f"{n // c}"
+
     out.append("\n### kvcache-server beside nginx and Redis (GB/s, median of rounds (min-max))\n")
-    out.append("| block | streams | kvcache GET | nginx GET | Redis GET | kvcache PUT | Redis SET "
-               "| GET / nginx | GET / Redis | PUT / Redis SET |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("| block | in flight | connections × per connection | kvcache GET | nginx GET | Redis GET "
+               "| kvcache PUT | Redis SET | GET / nginx | GET / Redis | PUT / Redis SET |")
+    out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in sizes:
-        for n in streams:
-            k = lambda sys_, op: (s, n, sys_, op)
-            out.append(f"| {size_label(s)} | {n} | {cell(k('kvcache', 'get'))} | {cell(k('nginx', 'get'))} "
-                       f"| {cell(k('redis', 'get'))} | {cell(k('kvcache', 'put'))} | {cell(k('redis', 'set'))} "
-                       f"| {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
+        for n, c in modes:
+            k = lambda sys_, op: (s, n, c, sys_, op)
+            out.append(f"| {size_label(s)} | {n} | {c} × {per_request(n, c)} | {cell(k('kvcache', 'get'))} "
+                       f"| {cell(k('nginx', 'get'))} | {cell(k('redis', 'get'))} | {cell(k('kvcache', 'put'))} "
+                       f"| {cell(k('redis', 'set'))} | {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
                        f"| {ratio(k('kvcache', 'get'), k('redis', 'get'))} "
                        f"| {ratio(k('kvcache', 'put'), k('redis', 'set'))} |")
-    batch_sizes = [s for s in sizes if any((s, n, "kvcache", "batch-get") in med for n in streams)]
-    if batch_sizes:
-        out.append("\n### Batches of 8 blocks: kvcache batch-get beside Redis MGET of 8 keys "
-                   "(GB/s, median of rounds (min-max))\n")
-        out.append("| block | streams | kvcache batch-get | Redis MGET | batch / MGET "
+
+    def us(k, i):
+        return f"{cpu[k][i]:,.0f}" if k in cpu else "-"
+
+    def cpu_ratio(a, b, i):
+        return f"**{cpu[a][i] / cpu[b][i]:.2f}**" if a in cpu and b in cpu and cpu[b][i] > 0 else "-"
+
+    out.append("\n### CPU time per MiB moved (µs; the server's process, and the load generator's)\n")
+    out.append("| block | in flight | connections × per connection | server: kvcache GET | Redis GET "
+               "| kvcache / Redis | kvcache PUT | Redis SET | kvcache / Redis | generator: h2load GET "
+               "| redis-benchmark GET | h2load PUT | redis-benchmark SET |")
+    out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        for n, c in modes:
+            k = lambda sys_, op: (s, n, c, sys_, op)
+            out.append(f"| {size_label(s)} | {n} | {c} × {per_request(n, c)} "
+                       f"| {us(k('kvcache', 'get'), 0)} | {us(k('redis', 'get'), 0)} "
+                       f"| {cpu_ratio(k('kvcache', 'get'), k('redis', 'get'), 0)} "
+                       f"| {us(k('kvcache', 'put'), 0)} | {us(k('redis', 'set'), 0)} "
+                       f"| {cpu_ratio(k('kvcache', 'put'), k('redis', 'set'), 0)} "
+                       f"| {us(k('kvcache', 'get'), 1)} | {us(k('redis', 'get'), 1)} "
+                       f"| {us(k('kvcache', 'put'), 1)} | {us(k('redis', 'set'), 1)} |")
+
+    batch = sorted(k[:3] for k in med if k[3:] == ("kvcache", "batch-get"))
+    if batch:
+        out.append("\n### Batches of 8 blocks: kvcache batch-get beside Redis MGET of 8 keys, "
+                   "one request per connection (GB/s, median of rounds (min-max))\n")
+        out.append("| block | connections | kvcache batch-get | Redis MGET | batch / MGET "
                    "| batch / Redis GET | batch / kvcache GET |")
         out.append("|---|---:|---:|---:|---:|---:|---:|")
-        for s in batch_sizes:
-            for n in streams:
-                k = lambda sys_, op: (s, n, sys_, op)
-                out.append(f"| {size_label(s)} | {n} | {cell(k('kvcache', 'batch-get'))} "
-                           f"| {cell(k('redis', 'mget'))} "
-                           f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'mget'))} "
-                           f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'get'))} "
-                           f"| {ratio(k('kvcache', 'batch-get'), k('kvcache', 'get'))} |")
+        for s, n, c in batch:
+            k = lambda sys_, op: (s, n, c, sys_, op)
+            out.append(f"| {size_label(s)} | {c} | {cell(k('kvcache', 'batch-get'))} "
+                       f"| {cell(k('redis', 'mget'))} "
+                       f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'mget'))} "
+                       f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'get'))} "
+                       f"| {ratio(k('kvcache', 'batch-get'), k('kvcache', 'get'))} |")
     lookup = os.path.join(results_dir, "server-lookup.csv")
     if os.path.exists(lookup):
         with open(lookup) as f:
@@ -759,7 +794,7 @@ def server_tables(results_dir, out, img):
             p_ = per.get((s, "put"), (0, 0))[0]
             out.append(f"| {size_label(s)} | {g:,} | {g * 1024 / s:.0f} | {p_:,} | {p_ * 1024 / s:.0f} |")
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     series = [("kvcache", "get", "kvcache GET", dict(color="C0", marker="o", linewidth=2.5)),
               ("nginx", "get", "nginx GET (static file)", dict(color="C2", marker="s")),
               ("redis", "get", "Redis GET", dict(color="C3", marker="^")),
@@ -767,14 +802,17 @@ def server_tables(results_dir, out, img):
               ("redis", "set", "Redis SET", dict(color="C3", marker="^", linestyle="--")),
               ("kvcache", "batch-get", "kvcache batch-get of 8", dict(color="C1", marker="D", linewidth=2.5)),
               ("redis", "mget", "Redis MGET of 8", dict(color="C4", marker="v"))]
-    for ax, n in zip(axes, [1, 16]):
+    panels = [((1, 1), "one connection, one request"),
+              ((16, 16), "16 connections, one request each"),
+              ((16, 4), "4 connections of 4 requests\n(HTTP/2 streams; Redis pipelining)")]
+    for ax, ((n, c), title) in zip(axes, panels):
         for sys_, op, label, style in series:
-            pts = [(s, med[(s, n, sys_, op)]) for s in sizes if (s, n, sys_, op) in med]
+            pts = [(s, med[(s, n, c, sys_, op)]) for s in sizes if (s, n, c, sys_, op) in med]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **style)
         size_axis(ax, sizes, "GB/s on loopback")
-        ax.set_title(f"{n} concurrent stream{'s' if n > 1 else ''}")
-        ax.legend(fontsize=8)
+        ax.set_title(title)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(img, "server.png"), dpi=110)
     plt.close(fig)
