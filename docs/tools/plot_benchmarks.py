@@ -722,21 +722,24 @@ def server_tables(results_dir, out, img):
     def ratio(a, b):
         return f"**{med[a] / med[b]:.2f}**" if a in med and b in med and med[b] > 0 else "-"
 
-    def per_request(n, c):
-        return "1" if n == c else f"{n // c}"
+    def rows():
+        """Each row's first cells (block, requests in flight, connections × requests on each), and
+        the key of a system's operation in that row."""
+        for s in sizes:
+            for n, c in modes:
+                yield (f"| {size_label(s)} | {n} | {c} × {n // c} ",
+                       lambda sys_, op, s=s, n=n, c=c: (s, n, c, sys_, op))
 
     out.append("\n### kvcache-server beside nginx and Redis (GB/s, median of rounds (min-max))\n")
     out.append("| block | in flight | connections × per connection | kvcache GET | nginx GET | Redis GET "
                "| kvcache PUT | Redis SET | GET / nginx | GET / Redis | PUT / Redis SET |")
     out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for s in sizes:
-        for n, c in modes:
-            k = lambda sys_, op: (s, n, c, sys_, op)
-            out.append(f"| {size_label(s)} | {n} | {c} × {per_request(n, c)} | {cell(k('kvcache', 'get'))} "
-                       f"| {cell(k('nginx', 'get'))} | {cell(k('redis', 'get'))} | {cell(k('kvcache', 'put'))} "
-                       f"| {cell(k('redis', 'set'))} | {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
-                       f"| {ratio(k('kvcache', 'get'), k('redis', 'get'))} "
-                       f"| {ratio(k('kvcache', 'put'), k('redis', 'set'))} |")
+    for head, k in rows():
+        out.append(head + f"| {cell(k('kvcache', 'get'))} "
+                   f"| {cell(k('nginx', 'get'))} | {cell(k('redis', 'get'))} | {cell(k('kvcache', 'put'))} "
+                   f"| {cell(k('redis', 'set'))} | {ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
+                   f"| {ratio(k('kvcache', 'get'), k('redis', 'get'))} "
+                   f"| {ratio(k('kvcache', 'put'), k('redis', 'set'))} |")
 
     def us(k, i):
         return f"{cpu[k][i]:,.0f}" if k in cpu else "-"
@@ -749,16 +752,13 @@ def server_tables(results_dir, out, img):
                "| kvcache / Redis | kvcache PUT | Redis SET | kvcache / Redis | generator: h2load GET "
                "| redis-benchmark GET | h2load PUT | redis-benchmark SET |")
     out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for s in sizes:
-        for n, c in modes:
-            k = lambda sys_, op: (s, n, c, sys_, op)
-            out.append(f"| {size_label(s)} | {n} | {c} × {per_request(n, c)} "
-                       f"| {us(k('kvcache', 'get'), 0)} | {us(k('redis', 'get'), 0)} "
-                       f"| {cpu_ratio(k('kvcache', 'get'), k('redis', 'get'), 0)} "
-                       f"| {us(k('kvcache', 'put'), 0)} | {us(k('redis', 'set'), 0)} "
-                       f"| {cpu_ratio(k('kvcache', 'put'), k('redis', 'set'), 0)} "
-                       f"| {us(k('kvcache', 'get'), 1)} | {us(k('redis', 'get'), 1)} "
-                       f"| {us(k('kvcache', 'put'), 1)} | {us(k('redis', 'set'), 1)} |")
+    for head, k in rows():
+        out.append(head + f"| {us(k('kvcache', 'get'), 0)} | {us(k('redis', 'get'), 0)} "
+                   f"| {cpu_ratio(k('kvcache', 'get'), k('redis', 'get'), 0)} "
+                   f"| {us(k('kvcache', 'put'), 0)} | {us(k('redis', 'set'), 0)} "
+                   f"| {cpu_ratio(k('kvcache', 'put'), k('redis', 'set'), 0)} "
+                   f"| {us(k('kvcache', 'get'), 1)} | {us(k('redis', 'get'), 1)} "
+                   f"| {us(k('kvcache', 'put'), 1)} | {us(k('redis', 'set'), 1)} |")
 
     batch = sorted(k[:3] for k in med if k[3:] == ("kvcache", "batch-get"))
     if batch:
