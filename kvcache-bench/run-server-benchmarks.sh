@@ -4,7 +4,7 @@
 # kvcache's batch-get beside Redis MGET); writes docs/results/server.csv,
 # docs/results/server-alloc.csv and docs/results/server-lookup.csv. Installs nginx,
 # nghttp2-client (h2load), redis-server and time with apt-get if they are missing (needs root).
-# Takes about 35 minutes; run on an otherwise idle machine.
+# Takes about 40 minutes; run on an otherwise idle machine.
 #
 # Each count of requests in flight is measured two ways, the same for every system: as that many
 # connections with one request each (Redis without pipelining), and as fewer connections carrying
