@@ -105,9 +105,10 @@ class PinnedLookupTest {
   @Test
   void aPinLetsGoWhenItsTimeIsUp() throws Exception {
     server.put("default", key(11), random(100, 1));
-    String lease = lease(lookup("{\"keys\":[\"" + key(11) + "\"],\"pin_ms\":200}"));
+    // long enough for the first fetch to come before the expiry on a loaded machine
+    String lease = lease(lookup("{\"keys\":[\"" + key(11) + "\"],\"pin_ms\":1000}"));
     assertThat(fetch(lease, 0).statusCode()).isEqualTo(200);
-    Thread.sleep(400);
+    Thread.sleep(1300);
     assertError(fetch(lease, 0), 404, "no-lease");
   }
 
