@@ -16,7 +16,6 @@ import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2FrameListener;
-import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.util.AsciiString;
 import jakarta.inject.Singleton;
@@ -128,20 +127,12 @@ class FastGet implements MeterBinder {
     return lease;
   }
 
-  private final class Listener extends Http2FrameListenerDecorator {
+  private final class Listener extends RequestFrameStage {
     private final Http2ConnectionEncoder encoder;
 
     Listener(Http2FrameListener micronaut, Http2ConnectionEncoder encoder) {
       super(micronaut);
       this.encoder = encoder;
-    }
-
-    @Override
-    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
-        int padding, boolean endOfStream) throws Http2Exception {
-      if (!endOfStream || !answer(ctx, streamId, headers)) {
-        super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
-      }
     }
 
     @Override

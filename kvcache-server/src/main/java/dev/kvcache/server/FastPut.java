@@ -20,7 +20,6 @@ import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2FrameListener;
-import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
@@ -145,7 +144,7 @@ class FastPut implements MeterBinder {
     }
   }
 
-  private final class Listener extends Http2FrameListenerDecorator {
+  private final class Listener extends RequestFrameStage {
     private final Http2ConnectionHandler handler;
     private final Http2ConnectionEncoder encoder;
     /** The connection's uploads under way, by stream; used on its event loop only. */
@@ -155,14 +154,6 @@ class FastPut implements MeterBinder {
       super(next);
       this.handler = handler;
       this.encoder = handler.encoder();
-    }
-
-    @Override
-    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
-        int padding, boolean endOfStream) throws Http2Exception {
-      if (!headersRead(ctx, streamId, headers, endOfStream)) {
-        super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
-      }
     }
 
     @Override

@@ -8,7 +8,6 @@ import io.netty.handler.codec.http2.Http2ConnectionAdapter;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.netty.handler.codec.http2.Http2Error;
 import io.netty.handler.codec.http2.Http2Exception;
-import io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2LocalFlowController;
 import io.netty.handler.codec.http2.Http2Stream;
@@ -29,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  * complete answer (the JDK 25 one takes the answer with the reset), and draining gets it its
  * answer.
  */
-final class UnreadBody extends Http2FrameListenerDecorator {
+final class UnreadBody extends RequestFrameStage {
 
   static final long IDLE_MILLIS = 1000;
   static final long DRAIN_PATIENCE_MILLIS = 10_000;
@@ -67,18 +66,6 @@ final class UnreadBody extends Http2FrameListenerDecorator {
     UnreadBody unread = new UnreadBody(handler, handlerContext, drainLimit);
     handler.decoder().frameListener(unread);
     handler.connection().addListener(unread.new Answered());
-  }
-
-  @Override
-  public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
-      int padding, boolean endOfStream) throws Http2Exception {
-    headersRead(streamId, headers, endOfStream);
-    ending = endOfStream ? streamId : 0;
-    try {
-      super.onHeadersRead(ctx, streamId, headers, padding, endOfStream);
-    } finally {
-      ending = 0;
-    }
   }
 
   @Override
