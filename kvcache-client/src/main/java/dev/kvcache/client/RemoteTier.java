@@ -10,6 +10,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import io.netty.buffer.ByteBuf;
@@ -198,14 +199,9 @@ public final class RemoteTier implements Tier {
 
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
     Objects.requireNonNull(src, "src");
     ensureOpen();
-    if (!src.hasRemaining()) {
-      throw new IllegalArgumentException("cannot store an empty block under key " + key);
-    }
-    if (src.remaining() > config.maxBlockBytes) {
-      counters.rejection();
+    if (!PutChecks.fits(key, src.remaining(), config.maxBlockBytes, counters)) {
       return PutStatus.REJECTED_TOO_LARGE;
     }
     ResponseSink.Text answer = new ResponseSink.Text();
@@ -266,13 +262,8 @@ public final class RemoteTier implements Tier {
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
     ensureOpen();
-    if (length <= 0) {
-      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
-    }
-    if (length > config.maxBlockBytes) {
-      counters.rejection();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes, counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
     return new RemoteWriter(key, length);

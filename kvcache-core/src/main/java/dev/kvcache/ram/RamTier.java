@@ -14,6 +14,7 @@ import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.BlockEvictionListener;
+import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import java.nio.ByteBuffer;
@@ -21,8 +22,8 @@ import java.nio.ReadOnlyBufferException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.function.BiConsumer;
 import java.util.concurrent.ConcurrentMap;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -153,13 +154,8 @@ public final class RamTier implements Tier {
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
     ensureOpen();
-    if (length <= 0) {
-      throw new IllegalArgumentException("cannot store an empty block under key " + key);
-    }
-    if (length > config.maxBlockBytes()) {
-      counters.rejection();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
     OffHeapBlock block = allocate(length);

@@ -10,6 +10,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -204,16 +205,8 @@ public final class TieredCache implements Tier {
    * @throws IllegalArgumentException if {@code length} is not positive
    */
   private boolean takes(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
     ensureOpen();
-    if (length <= 0) {
-      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
-    }
-    if (length > maxBlockBytes()) {
-      counters.rejection();
-      return false;
-    }
-    return true;
+    return PutChecks.fits(key, length, maxBlockBytes(), counters);
   }
 
   /**

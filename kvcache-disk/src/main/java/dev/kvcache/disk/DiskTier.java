@@ -26,6 +26,7 @@ import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.PinnedLease;
+import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
@@ -212,15 +213,10 @@ public final class DiskTier implements Tier {
 
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
     Objects.requireNonNull(src, "src");
     requireOpen();
     int length = src.remaining();
-    if (length == 0) {
-      throw new IllegalArgumentException("cannot store an empty block");
-    }
-    if (length > config.maxBlockBytes()) {
-      counters.rejection();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return PutStatus.REJECTED_TOO_LARGE;
     }
     if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
@@ -317,13 +313,8 @@ public final class DiskTier implements Tier {
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
     requireOpen();
-    if (length <= 0) {
-      throw new IllegalArgumentException("cannot store an empty block, got a length of " + length);
-    }
-    if (length > config.maxBlockBytes()) {
-      counters.rejection();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
     if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
