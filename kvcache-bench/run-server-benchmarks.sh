@@ -14,6 +14,11 @@
 #
 #   kvcache-bench/run-server-benchmarks.sh
 #   DURATION=3 ROUNDS=1 kvcache-bench/run-server-benchmarks.sh      # a quick look
+#   PIN=1 ROUNDS=2 kvcache-bench/run-server-benchmarks.sh           # one core each (below)
+#
+# With PIN=1 the servers run on CPU 0 and the load generators on CPU 1 (taskset), so that a
+# generator that needs more CPU per byte than another cannot take it from the server it drives;
+# single blocks only, into docs/results/server-pinned.csv (no batches, allocation or lookup).
 #
 # Then: python3 docs/tools/plot_benchmarks.py docs/results docs/img
 set -euo pipefail
@@ -21,6 +26,15 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 duration=${DURATION:-5}
 rounds=${ROUNDS:-3}
+pin=${PIN:-0}
+on_server=()
+on_generator=()
+out=docs/results/server.csv
+if [ "$pin" = 1 ]; then
+  on_server=(taskset -c 0)
+  on_generator=(taskset -c 1)
+  out=docs/results/server-pinned.csv
+fi
 sizes=(262144 2097152 33554432)
 streams=(1 4 16)
 
@@ -73,12 +87,12 @@ http {
   }
 }
 CONF
-nginx -c "$work/nginx/nginx.conf" & pids+=($!)
+"${on_server[@]}" nginx -c "$work/nginx/nginx.conf" & pids+=($!)
 nginx_pid=$!
-redis-server --port $redis_port --bind 127.0.0.1 --save '' --appendonly no \
+"${on_server[@]}" redis-server --port $redis_port --bind 127.0.0.1 --save '' --appendonly no \
     --proto-max-bulk-len 64mb > "$work/redis.log" 2>&1 & pids+=($!)
 redis_pid=$!
-(cd "$work" && exec java -XX:MaxDirectMemorySize=6g -Xmx1g \
+(cd "$work" && exec "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g \
     -Dmicronaut.server.port=$kv_port -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= \
     -jar "$root/kvcache-server/target/kvcache-server.jar" > "$work/kvcache.log" 2>&1) & pids+=($!)
 kv_pid=$!
@@ -116,7 +130,8 @@ source kvcache-bench/cpu-time.sh
 h2() {
   local srv=$1 conns=$2 m=$3
   shift 3
-  timed "$work/gen.out" 2 $srv -- h2load -c "$conns" -m "$m" --warm-up-time=2 -D "$duration" "$@"
+  timed "$work/gen.out" 2 $srv -- "${on_generator[@]}" \
+      h2load -c "$conns" -m "$m" --warm-up-time=2 -D "$duration" "$@"
   if ! grep -q 'status codes: [0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx' "$work/gen.out" \
       || ! grep -q ' 0 failed, 0 errored' "$work/gen.out"; then
     echo "h2load $*: requests failed" >&2
@@ -130,7 +145,8 @@ h2() {
 # redis-benchmark: requests per second, server and generator CPU microseconds per request, for the
 # one command it was given (-t set, -t get or a command line)
 rb() {
-  timed "$work/gen.out" 0 $redis_pid -- redis-benchmark -p $redis_port -q --csv "$@"
+  timed "$work/gen.out" 0 $redis_pid -- "${on_generator[@]}" \
+      redis-benchmark -p $redis_port -q --csv "$@"
   local rps
   rps=$(tr -d '"' < "$work/gen.out" | awk -F, 'NR > 1 && $2 ~ /^[0-9.]+$/ {print $2; exit}')
   [ -n "$rps" ] || { echo "redis-benchmark $*: no result" >&2; cat "$work/gen.out" >&2; exit 1; }
@@ -144,7 +160,6 @@ row() {
 }
 conns_for() { if [ "$1" -ge 16 ]; then echo 4; else echo 1; fi; }
 
-out=docs/results/server.csv
 echo "round,size,streams,connections,system,op,requests_per_s,gb_per_s,server_cpu_us,client_cpu_us" > "$out"
 for round in $(seq 1 "$rounds"); do
   for s in "${sizes[@]}"; do
@@ -166,7 +181,7 @@ for round in $(seq 1 "$rounds"); do
           row "$round" "$s" "$n" "$c" nginx get \
               "$(h2 "$nginx_pid" "$c" "$m" "http://127.0.0.1:$nginx_port/blk-$s")" "$s"
         fi
-        if [ "$c" -eq "$n" ] && [[ " ${batch_sizes[*]} " == *" $s "* ]]; then
+        if [ "$pin" != 1 ] && [ "$c" -eq "$n" ] && [[ " ${batch_sizes[*]} " == *" $s "* ]]; then
           row "$round" "$s" "$n" "$c" kvcache batch-get "$(h2 "$kv_pid" "$c" 1 -d "$work/batch-$s.json" \
               -H 'content-type: application/json' \
               "http://127.0.0.1:$kv_port/v1/namespaces/default/batch-get")" $((s * batch))
@@ -178,6 +193,8 @@ for round in $(seq 1 "$rounds"); do
     done
   done
 done
+
+[ "$pin" != 1 ] || exit 0
 
 # heap allocated per request by the server: the JVM's allocation counter (Micrometer's
 # jvm_gc_memory_allocated_bytes_total, advanced at each GC) read after a forced GC, before and after
