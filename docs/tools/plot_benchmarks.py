@@ -687,6 +687,58 @@ def trace_tables(results_dir, out, img):
     plt.close(fig)
 
 
+class ServerRuns:
+    """The rows of a run-server-benchmarks.sh CSV, by (size, streams, connections, system, op):
+    medians over the rounds of GB/s, of CPU µs per MiB moved and of cores kept busy, each for the
+    server's process and for the load generator."""
+
+    def __init__(self, path):
+        import csv
+        runs = defaultdict(list)
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                runs[(int(r["size"]), int(r["streams"]), int(r["connections"]), r["system"],
+                      r["op"])].append(r)
+
+        def median(v, f):
+            return statistics.median(f(r) for r in v)
+
+        def per_mib(col):
+            return lambda r: (float(r[col]) * 1048576
+                              / (float(r["gb_per_s"]) * 1e9 / float(r["requests_per_s"])))
+
+        def busy(col):
+            return lambda r: float(r[col]) * float(r["requests_per_s"]) / 1e6
+
+        cols = ("server_cpu_us", "client_cpu_us")
+        self.med = {k: median(v, lambda r: float(r["gb_per_s"])) for k, v in runs.items()}
+        self.spread = {k: (min(float(r["gb_per_s"]) for r in v), max(float(r["gb_per_s"]) for r in v))
+                       for k, v in runs.items()}
+        self.cpu = {k: tuple(median(v, per_mib(c)) for c in cols) for k, v in runs.items()}
+        self.busy = {k: tuple(median(v, busy(c)) for c in cols) for k, v in runs.items()}
+        self.sizes = sorted({k[0] for k in self.med})
+        # (streams, connections): one connection per request first
+        self.modes = sorted({k[1:3] for k in self.med}, key=lambda m: (m[0], -m[1]))
+
+    def cell(self, k):
+        if k not in self.med:
+            return "-"
+        lo, hi = self.spread[k]
+        return f"{self.med[k]:.2f} ({lo:.2f}-{hi:.2f})"
+
+    def ratio(self, a, b):
+        med = self.med
+        return f"**{med[a] / med[b]:.2f}**" if a in med and b in med and med[b] > 0 else "-"
+
+    def rows(self):
+        """Each row's first cells (block, requests in flight, connections × requests on each), and
+        the key of a system's operation in that row."""
+        for s in self.sizes:
+            for n, c in self.modes:
+                yield (f"| {size_label(s)} | {n} | {c} × {n // c} ",
+                       lambda sys_, op, s=s, n=n, c=c: (s, n, c, sys_, op))
+
+
 def server_tables(results_dir, out, img):
     """kvcache-server beside nginx and Redis (run-server-benchmarks.sh): medians over the rounds.
 
@@ -697,38 +749,9 @@ def server_tables(results_dir, out, img):
     if not os.path.exists(path):
         return
     import csv
-    runs = defaultdict(list)  # (size, streams, connections, system, op) -> [row per round]
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            runs[(int(r["size"]), int(r["streams"]), int(r["connections"]), r["system"], r["op"])].append(r)
-    med = {k: statistics.median(float(r["gb_per_s"]) for r in v) for k, v in runs.items()}
-    spread = {k: (min(float(r["gb_per_s"]) for r in v), max(float(r["gb_per_s"]) for r in v))
-              for k, v in runs.items()}
-    # CPU microseconds per MiB moved, of the server and of the load generator
-    cpu = {k: tuple(statistics.median(float(r[col]) * 1048576 / (float(r["gb_per_s"]) * 1e9
-                                                                   / float(r["requests_per_s"]))
-                                      for r in v)
-                    for col in ("server_cpu_us", "client_cpu_us"))
-           for k, v in runs.items()}
-    sizes = sorted({k[0] for k in med})
-    modes = sorted({k[1:3] for k in med}, key=lambda m: (m[0], -m[1]))  # (streams, connections)
-
-    def cell(k):
-        if k not in med:
-            return "-"
-        lo, hi = spread[k]
-        return f"{med[k]:.2f} ({lo:.2f}-{hi:.2f})"
-
-    def ratio(a, b):
-        return f"**{med[a] / med[b]:.2f}**" if a in med and b in med and med[b] > 0 else "-"
-
-    def rows():
-        """Each row's first cells (block, requests in flight, connections × requests on each), and
-        the key of a system's operation in that row."""
-        for s in sizes:
-            for n, c in modes:
-                yield (f"| {size_label(s)} | {n} | {c} × {n // c} ",
-                       lambda sys_, op, s=s, n=n, c=c: (s, n, c, sys_, op))
+    runs = ServerRuns(path)
+    med, cpu, sizes = runs.med, runs.cpu, runs.sizes
+    cell, ratio, rows = runs.cell, runs.ratio, runs.rows
 
     out.append("\n### kvcache-server beside nginx and Redis (GB/s, median of rounds (min-max))\n")
     out.append("| block | in flight | connections × per connection | kvcache GET | nginx GET | Redis GET "
@@ -816,6 +839,38 @@ def server_tables(results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "server.png"), dpi=110)
     plt.close(fig)
+    pinned_server_table(results_dir, out)
+
+
+def pinned_server_table(results_dir, out):
+    """run-server-benchmarks.sh with PIN=1: the servers on one core, the load generators on the
+    other; beside each throughput, how much of its core each process kept busy."""
+    path = os.path.join(results_dir, "server-pinned.csv")
+    if not os.path.exists(path):
+        return
+    runs = ServerRuns(path)
+
+    def busy(a, b):
+        if a not in runs.busy or b not in runs.busy:
+            return "-"
+        return f"{runs.busy[a][0]:.2f} / {runs.busy[a][1]:.2f} · {runs.busy[b][0]:.2f} / {runs.busy[b][1]:.2f}"
+
+    out.append("\n### One core each: servers on CPU 0, load generators on CPU 1 "
+               "(GB/s, median of rounds (min-max))\n")
+    out.append("Cores busy: the server's / its generator's, kvcache and h2load · Redis and "
+               "redis-benchmark.\n")
+    out.append("| block | in flight | connections × per connection | kvcache GET | nginx GET | Redis GET "
+               "| GET / nginx | GET / Redis | cores busy, GET | kvcache PUT | Redis SET "
+               "| PUT / Redis SET | cores busy, PUT |")
+    out.append("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|")
+    for head, k in runs.rows():
+        out.append(head + f"| {runs.cell(k('kvcache', 'get'))} | {runs.cell(k('nginx', 'get'))} "
+                   f"| {runs.cell(k('redis', 'get'))} | {runs.ratio(k('kvcache', 'get'), k('nginx', 'get'))} "
+                   f"| {runs.ratio(k('kvcache', 'get'), k('redis', 'get'))} "
+                   f"| {busy(k('kvcache', 'get'), k('redis', 'get'))} "
+                   f"| {runs.cell(k('kvcache', 'put'))} | {runs.cell(k('redis', 'set'))} "
+                   f"| {runs.ratio(k('kvcache', 'put'), k('redis', 'set'))} "
+                   f"| {busy(k('kvcache', 'put'), k('redis', 'set'))} |")
 
 
 def wire_tables(results_dir, out, img):
