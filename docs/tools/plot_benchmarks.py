@@ -839,16 +839,17 @@ def server_tables(results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "server.png"), dpi=110)
     plt.close(fig)
-    pinned_server_table(results_dir, out)
+    pinned_server_table(results_dir, out, img)
 
 
-def pinned_server_table(results_dir, out):
+def pinned_server_table(results_dir, out, img):
     """run-server-benchmarks.sh with PIN=1: the servers on one core, the load generators on the
     other; beside each throughput, how much of its core each process kept busy."""
     path = os.path.join(results_dir, "server-pinned.csv")
     if not os.path.exists(path):
         return
     runs = ServerRuns(path)
+    pinned_server_plot(runs, img)
 
     def busy(a, b):
         if a not in runs.busy or b not in runs.busy:
@@ -871,6 +872,42 @@ def pinned_server_table(results_dir, out):
                    f"| {runs.cell(k('kvcache', 'put'))} | {runs.cell(k('redis', 'set'))} "
                    f"| {runs.ratio(k('kvcache', 'put'), k('redis', 'set'))} "
                    f"| {busy(k('kvcache', 'put'), k('redis', 'set'))} |")
+
+
+def pinned_server_plot(runs, img):
+    """Two panels for 4 connections of one request each: GB/s of each system by block size, and how
+    much of its core each server and each load generator kept busy for the PUTs."""
+    n, c = 4, 4
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    series = [("kvcache", "get", "kvcache GET", dict(color="C0", marker="o", linewidth=2.5)),
+              ("redis", "get", "Redis GET", dict(color="C3", marker="^")),
+              ("kvcache", "put", "kvcache PUT", dict(color="C0", marker="o", linestyle="--", linewidth=2.5)),
+              ("redis", "set", "Redis SET", dict(color="C3", marker="^", linestyle="--"))]
+    for sys_, op, label, style in series:
+        pts = [(s, runs.med[(s, n, c, sys_, op)]) for s in runs.sizes if (s, n, c, sys_, op) in runs.med]
+        if pts:
+            left.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **style)
+    size_axis(left, runs.sizes, "GB/s on loopback")
+    left.set_title("4 connections, one request each;\nservers on CPU 0, load generators on CPU 1")
+    left.legend(fontsize=7)
+    bars = [(s, sys_, op) for s in runs.sizes for sys_, op in (("kvcache", "put"), ("redis", "set"))
+            if (s, n, c, sys_, op) in runs.busy]
+    x = range(len(bars))
+    server = [runs.busy[(s, n, c, sys_, op)][0] for s, sys_, op in bars]
+    generator = [runs.busy[(s, n, c, sys_, op)][1] for s, sys_, op in bars]
+    right.bar([i - 0.2 for i in x], server, 0.4, label="server's core", color="C0")
+    right.bar([i + 0.2 for i in x], generator, 0.4, label="load generator's core", color="C7")
+    right.set_xticks(list(x))
+    right.set_xticklabels([f"{'kvcache PUT' if sys_ == 'kvcache' else 'Redis SET'}\n{size_label(s)}"
+                           for s, sys_, op in bars], fontsize=7)
+    right.set_ylim(0, 1.05)
+    right.axhline(1.0, color="black", linewidth=0.8)
+    right.set_ylabel("share of its core kept busy")
+    right.set_title("PUTs: the load generator's core is full,\nthe server's is not")
+    right.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "server-pinned.png"), dpi=110)
+    plt.close(fig)
 
 
 def wire_tables(results_dir, out, img):
