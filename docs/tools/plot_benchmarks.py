@@ -839,7 +839,6 @@ def server_tables(results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "server.png"), dpi=110)
     plt.close(fig)
-    pinned_server_table(results_dir, out, img)
 
 
 def pinned_server_table(results_dir, out, img):
@@ -1009,6 +1008,7 @@ def main():
     tiered_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
+    pinned_server_table(results_dir, out, img)
     client_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
