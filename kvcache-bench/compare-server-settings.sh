@@ -1,38 +1,59 @@
 #!/usr/bin/env bash
 # GETs (or PUTs) from kvcache-server under different settings of one build, alternating on loopback
-# under h2load (one connection), so that every setting sees the same machine. Needs h2load (Debian:
-# nghttp2-client).
+# under h2load, so that every setting sees the same machine. Needs h2load (Debian: nghttp2-client).
+# Loads are written connections x streams per connection.
 #
-#   turns:    Netty's own HTTP/2 write turn (1 KiB) and socket buffer (64 KiB); the server's write
-#             turn (256 KiB) alone; both of the server's settings (the defaults). 4 streams.
-#             Writes docs/results/server-write-turns.csv.
-#   fast-get: kvcache.fast-get off and on, on 1 and 4 streams.
-#             Writes docs/results/server-fast-get.csv.
-#   fast-put: PUTs with kvcache.fast-put off and on, on 1 and 4 streams.
-#             Writes docs/results/server-fast-put.csv.
+#   turns:        Netty's own HTTP/2 write turn (1 KiB) and socket buffer (64 KiB); the server's
+#                 write turn (256 KiB) alone; both of the server's settings (the defaults). 1 x 4.
+#                 Writes docs/results/server-write-turns.csv.
+#   fast-get:     kvcache.fast-get off and on, 1 x 1 and 1 x 4.
+#                 Writes docs/results/server-fast-get.csv.
+#   fast-put:     PUTs with kvcache.fast-put off and on, 1 x 1 and 1 x 4.
+#                 Writes docs/results/server-fast-put.csv.
+#   write-buffer: kvcache.write-buffer-bytes at each size in WRITE_BUFFERS (bytes; default 1 MiB and
+#                 320 KiB), 1 x 1, 1 x 4, 4 x 1 and 4 x 4.
+#                 Writes docs/results/server-write-buffer[-pinned].csv.
+#
+# Every round runs the settings in turn, reversing their order every other round, so that neither
+# always goes first. With PIN=1 the server runs on CPU 0 and h2load on CPU 1 (taskset).
 #
 #   kvcache-bench/compare-server-settings.sh turns
 #   ROUNDS=1 DURATION=3 kvcache-bench/compare-server-settings.sh fast-get
+#   PIN=1 ROUNDS=4 kvcache-bench/compare-server-settings.sh write-buffer
 set -euo pipefail
 cd "$(dirname "$0")/.."
-suite=${1:?usage: $0 turns|fast-get|fast-put}
+suite=${1:?usage: $0 turns|fast-get|fast-put|write-buffer}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5}
+pin=${PIN:-0}
 port=17172
 command -v h2load >/dev/null || apt-get install -y -q nghttp2-client >/dev/null
 
 case $suite in
-  turns) settings=(netty turn both); streams=(4); out=docs/results/server-write-turns.csv ;;
-  fast-get) settings=(off on); streams=(1 4); out=docs/results/server-fast-get.csv ;;
-  fast-put) settings=(off-put on); streams=(1 4); out=docs/results/server-fast-put.csv ;;
-  *) echo "unknown suite '$suite' (turns, fast-get, fast-put)" >&2; exit 2 ;;
+  turns) settings=(netty turn both); loads=(1x4); out=server-write-turns ;;
+  fast-get) settings=(off on); loads=(1x1 1x4); out=server-fast-get ;;
+  fast-put) settings=(off-put on); loads=(1x1 1x4); out=server-fast-put ;;
+  write-buffer)
+    read -r -a buffers <<< "${WRITE_BUFFERS:-1048576 327680}"
+    settings=("${buffers[@]/#/buffer-}"); loads=(1x1 1x4 4x1 4x4); out=server-write-buffer ;;
+  *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer)" >&2; exit 2 ;;
 esac
+if [ "$pin" = 1 ]; then
+  on_server=(taskset -c 0)
+  on_generator=(taskset -c 1)
+  out=docs/results/$out-pinned.csv
+else
+  on_server=()
+  on_generator=()
+  out=docs/results/$out.csv
+fi
 args_of() { # setting: the server's system properties for it
   case $1 in
     netty) echo "-Dkvcache.http2-write-quantum=1024 -Dkvcache.write-buffer-bytes=65536" ;;
     turn) echo "-Dkvcache.write-buffer-bytes=65536" ;;
     off) echo "-Dkvcache.fast-get=false" ;;
     off-put) echo "-Dkvcache.fast-put=false" ;;
+    buffer-*) echo "-Dkvcache.write-buffer-bytes=${1#buffer-}" ;;
     both|on) echo "" ;;
   esac
 }
@@ -50,8 +71,8 @@ sizes=(262144 2097152)
 for s in "${sizes[@]}"; do head -c "$s" /dev/urandom > "$work/blk-$s"; done
 url() { printf 'http://127.0.0.1:%d/v1/namespaces/default/blocks/%032x' "$port" "$1"; }
 
-gets() { # settings...: one line per size and stream count, "size,streams,GB/s"; PUTs for fast-put
-  java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
+gets() { # settings...: one line per size and load, "size,connections,streams,GB/s"; PUTs for fast-put
+  "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
       -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
       -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
   server=$!
@@ -59,24 +80,31 @@ gets() { # settings...: one line per size and stream count, "size,streams,GB/s";
   for s in "${sizes[@]}"; do
     curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' \
         --data-binary "@$work/blk-$s" "$(url "$s")"
-    for m in "${streams[@]}"; do
+    for load in "${loads[@]}"; do
+      c=${load%x*} m=${load#*x}
       if [ "$suite" = fast-put ]; then
         body=(-d "$work/blk-$s" -H ':method: PUT' -H 'content-type: application/octet-stream')
       else
         body=()
       fi
-      rps=$(h2load -c 1 -m "$m" --warm-up-time=2 -D "$duration" "${body[@]}" "$(url "$s")" \
-        | awk '/^finished/ {print $4}')
-      awk -v s="$s" -v m="$m" -v r="$rps" 'BEGIN {printf "%d,%d,%.3f\n", s, m, r * s / 1e9}'
+      rps=$("${on_generator[@]}" h2load -c "$c" -m "$m" --warm-up-time=2 -D "$duration" \
+          "${body[@]}" "$(url "$s")" | awk '/^finished/ {print $4}')
+      awk -v s="$s" -v c="$c" -v m="$m" -v r="$rps" \
+        'BEGIN {printf "%d,%d,%d,%.3f\n", s, c, m, r * s / 1e9}'
     done
   done
   kill "$server"; wait "$server" 2>/dev/null || true
   server=
 }
 
-echo "round,setting,size,streams,gb_per_s" > "$out"
+echo "round,setting,size,connections,streams,gb_per_s" > "$out"
 for round in $(seq 1 "$rounds"); do
-  for setting in "${settings[@]}"; do
+  order=("${settings[@]}")
+  if [ $((round % 2)) = 0 ]; then
+    order=()
+    for ((i = ${#settings[@]} - 1; i >= 0; i--)); do order+=("${settings[i]}"); done
+  fi
+  for setting in "${order[@]}"; do
     read -r -a args <<< "$(args_of "$setting")"
     gets "${args[@]}" | sed "s/^/$round,$setting,/" | tee -a "$out"
   done

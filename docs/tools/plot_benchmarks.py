@@ -7,6 +7,7 @@ Writes docs/results/summary.md (the tables quoted in docs/benchmarks.md) and PNG
 image directory. Throughput is converted from operations/s to GB/s (10^9 bytes) with the block
 size; errors are JMH's 99.9% confidence half-widths.
 """
+import csv
 import json
 import os
 import statistics
@@ -633,7 +634,6 @@ def trace_tables(results_dir, out, img):
     path = os.path.join(results_dir, "trace-hit-ratio.csv")
     if not os.path.exists(path):
         return
-    import csv
     ratio = {}  # (trace, capacity, model) -> hit ratio
     with open(path) as f:
         for r in csv.DictReader(f):
@@ -693,7 +693,6 @@ class ServerRuns:
     server's process and for the load generator."""
 
     def __init__(self, path):
-        import csv
         runs = defaultdict(list)
         with open(path) as f:
             for r in csv.DictReader(f):
@@ -748,7 +747,6 @@ def server_tables(results_dir, out, img):
     path = os.path.join(results_dir, "server.csv")
     if not os.path.exists(path):
         return
-    import csv
     runs = ServerRuns(path)
     med, cpu, sizes = runs.med, runs.cpu, runs.sizes
     cell, ratio, rows = runs.cell, runs.ratio, runs.rows
@@ -909,6 +907,82 @@ def pinned_server_plot(runs, img):
     plt.close(fig)
 
 
+def write_buffer_table(results_dir, out, img):
+    """compare-server-settings.sh write-buffer: h2load GETs with socket write buffers of several
+    sizes (settings buffer-<bytes>), in alternating rounds, on shared cores and with one core each;
+    each size against 1 MiB in the same round."""
+    base = "buffer-1048576"
+    placements = {}  # placement -> {(size, connections, streams): {setting: {round: GB/s}}}
+    for placement, name in [("shared cores", "server-write-buffer.csv"),
+                            ("one core each", "server-write-buffer-pinned.csv")]:
+        path = os.path.join(results_dir, name)
+        if os.path.exists(path):
+            with open(path) as f:
+                data = placements.setdefault(placement, {})
+                for r in csv.DictReader(f):
+                    load = (int(r["size"]), int(r["connections"]), int(r["streams"]))
+                    data.setdefault(load, {}).setdefault(r["setting"], {})[int(r["round"])] = float(r["gb_per_s"])
+    others = sorted({st for data in placements.values() for by in data.values() for st in by if st != base},
+                    key=lambda st: int(st.split("-")[1]))
+    if not others:
+        return
+
+    def label(setting):
+        return size_label(int(setting.split("-")[1]))
+
+    def spread(v):
+        return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+
+    out.append("\n### Socket write buffer against 1 MiB (h2load GETs; GB/s and ratios in the same round, "
+               "median of rounds (min-max))\n")
+    out.append("| placement | block | connections × streams | 1 MiB | "
+               + " | ".join(f"{label(st)} | {label(st)} / 1 MiB" for st in others) + " |")
+    out.append("|---|---|---|---:|" + "---:|---:|" * len(others))
+    points = []  # (load label, placement, setting, ratios)
+    for placement, data in placements.items():
+        for (size, c, m), by_setting in sorted(data.items()):
+            old = by_setting.get(base, {})
+            if not old:
+                continue
+            cells = []
+            for st in others:
+                new = by_setting.get(st, {})
+                rounds = sorted(set(old) & set(new))
+                if not rounds:
+                    cells += ["-", "-"]
+                    continue
+                ratios = [new[i] / old[i] for i in rounds]
+                cells += [spread(list(new.values())), f"**{spread(ratios)}**"]
+                points.append((f"{size_label(size)}\n{c} × {m}", placement, st, ratios))
+            out.append(f"| {placement} | {size_label(size)} | {c} × {m} | {spread(list(old.values()))} | "
+                       + " | ".join(cells) + " |")
+    loads = list(dict.fromkeys(p[0] for p in points))
+    series = [(pl, st) for pl in placements for st in others]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(series)
+    for i, (placement, setting) in enumerate(series):
+        color, first = f"C{i}", True
+        for load, where, st, ratios in points:
+            if (where, st) != (placement, setting):
+                continue
+            x = loads.index(load) + (i - (len(series) - 1) / 2) * width
+            ax.scatter([x] * len(ratios), ratios, color=color, alpha=0.45, s=12,
+                       label=f"{label(setting)}, {placement}" if first else None)
+            ax.plot([x - width / 2.5, x + width / 2.5], [statistics.median(ratios)] * 2, color=color, linewidth=2.5)
+            first = False
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(loads)))
+    ax.set_xticklabels(loads, fontsize=7)
+    ax.set_ylabel("GB/s against 1 MiB, same round")
+    ax.set_title("Socket write buffer (h2load GETs): a dot per round, a bar per median;\n"
+                 "above 1 the buffer beats 1 MiB", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "server-write-buffer.png"), dpi=110)
+    plt.close(fig)
+
+
 def wire_tables(results_dir, out, img):
     """The wire codec against plain blocks (WireCodecBenchmark), per link: wire-<link>.json."""
     links = {}  # link -> {(method, size): (GB/s, error)}
@@ -1009,6 +1083,7 @@ def main():
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
+    write_buffer_table(results_dir, out, img)
     client_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
