@@ -38,9 +38,11 @@ import org.slf4j.LoggerFactory;
  *       cost as much CPU as the copy into the cache).
  *   <li>Streams answering at once take turns of {@code kvcache.http2-write-quantum} bytes (default
  *       256 KiB) instead of Netty's 1 KiB, so their frames are as large as the client allows, not 1
- *       KiB slivers; and the socket takes {@code kvcache.write-buffer-bytes} (default 1 MiB) before
- *       the streams wait for it to drain, instead of 64 KiB. Measured in docs/benchmarks.md: 256
- *       KiB GETs on four streams moved about twice the bytes per second.
+ *       KiB slivers; and the socket takes {@code kvcache.write-buffer-bytes} (default 640 KiB, two
+ *       turns and room to spare) before the streams wait for it to drain, instead of 64 KiB.
+ *       Measured in docs/benchmarks.md: 256 KiB GETs on four streams moved about twice the bytes
+ *       per second with a 256 KiB turn and a 1 MiB buffer, and a 640 KiB buffer moved 0.96–1.86×
+ *       the bytes of a 1 MiB one.
  *   <li>GETs of cached blocks are answered by {@link FastGet}, and PUTs RAM can take at once are
  *       stored by {@link FastPut}, ahead of Micronaut.
  *   <li>A request body still arriving after its answer went out is read and dropped if at most
@@ -67,7 +69,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
       @Value("${kvcache.http2-connection-window:67108864}") int windowBytes,
       @Value("${kvcache.http2-write-quantum:262144}") int writeQuantum,
-      @Value("${kvcache.write-buffer-bytes:1048576}") int writeBufferBytes) {
+      @Value("${kvcache.write-buffer-bytes:655360}") int writeBufferBytes) {
     if (writeQuantum < 1 || writeBufferBytes < 2) {
       throw new IllegalArgumentException("kvcache.http2-write-quantum and kvcache.write-buffer-bytes"
           + " must be positive, got " + writeQuantum + " and " + writeBufferBytes);
