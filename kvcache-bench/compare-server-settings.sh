@@ -4,14 +4,15 @@
 # Loads are written connections x streams per connection.
 #
 #   turns:        Netty's own HTTP/2 write turn (1 KiB) and socket buffer (64 KiB); the server's
-#                 write turn (256 KiB) alone; both of the server's settings (the defaults). 1 x 4.
+#                 write turn (256 KiB) alone; both of the server's settings (the defaults: a 256 KiB
+#                 turn and a 640 KiB buffer). 1 x 4.
 #                 Writes docs/results/server-write-turns.csv.
 #   fast-get:     kvcache.fast-get off and on, 1 x 1 and 1 x 4.
 #                 Writes docs/results/server-fast-get.csv.
 #   fast-put:     PUTs with kvcache.fast-put off and on, 1 x 1 and 1 x 4.
 #                 Writes docs/results/server-fast-put.csv.
-#   write-buffer: kvcache.write-buffer-bytes at each size in WRITE_BUFFERS (bytes; default 1 MiB and
-#                 320 KiB), 1 x 1, 1 x 4, 4 x 1 and 4 x 4.
+#   write-buffer: kvcache.write-buffer-bytes at each size in WRITE_BUFFERS (bytes; default 1 MiB,
+#                 640 KiB and 320 KiB), 1 x 1, 1 x 4, 4 x 1 and 4 x 4.
 #                 Writes docs/results/server-write-buffer[-pinned].csv.
 #
 # Every round runs the settings in turn, reversing their order every other round, so that neither
@@ -34,7 +35,7 @@ case $suite in
   fast-get) settings=(off on); loads=(1x1 1x4); out=server-fast-get ;;
   fast-put) settings=(off-put on); loads=(1x1 1x4); out=server-fast-put ;;
   write-buffer)
-    read -r -a buffers <<< "${WRITE_BUFFERS:-1048576 327680}"
+    read -r -a buffers <<< "${WRITE_BUFFERS:-1048576 655360 327680}"
     settings=("${buffers[@]/#/buffer-}"); loads=(1x1 1x4 4x1 4x4); out=server-write-buffer ;;
   *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer)" >&2; exit 2 ;;
 esac
