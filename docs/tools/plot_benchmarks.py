@@ -65,6 +65,11 @@ def size_axis(ax, sizes, ylabel):
     ax.set_ylabel(ylabel)
 
 
+def median_range(values):
+    """The median of some figures, and their least and greatest: "1.23 (1.10-1.40)"."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
 def ratio_cell(values, a, b):
     """A bold ratio of the first figures (the scores) of two entries, or "-" if either is missing."""
     return f"**{values[a][0] / values[b][0]:.2f}**" if a in values and b in values and values[b][0] else "-"
@@ -710,9 +715,8 @@ class ServerRuns:
             return lambda r: float(r[col]) * float(r["requests_per_s"]) / 1e6
 
         cols = ("server_cpu_us", "client_cpu_us")
-        self.med = {k: median(v, lambda r: float(r["gb_per_s"])) for k, v in runs.items()}
-        self.spread = {k: (min(float(r["gb_per_s"]) for r in v), max(float(r["gb_per_s"]) for r in v))
-                       for k, v in runs.items()}
+        self.gbps = {k: [float(r["gb_per_s"]) for r in v] for k, v in runs.items()}
+        self.med = {k: statistics.median(v) for k, v in self.gbps.items()}
         self.cpu = {k: tuple(median(v, per_mib(c)) for c in cols) for k, v in runs.items()}
         self.busy = {k: tuple(median(v, busy(c)) for c in cols) for k, v in runs.items()}
         self.sizes = sorted({k[0] for k in self.med})
@@ -720,10 +724,7 @@ class ServerRuns:
         self.modes = sorted({k[1:3] for k in self.med}, key=lambda m: (m[0], -m[1]))
 
     def cell(self, k):
-        if k not in self.med:
-            return "-"
-        lo, hi = self.spread[k]
-        return f"{self.med[k]:.2f} ({lo:.2f}-{hi:.2f})"
+        return median_range(self.gbps[k]) if k in self.gbps else "-"
 
     def ratio(self, a, b):
         med = self.med
@@ -930,9 +931,6 @@ def write_buffer_table(results_dir, out, img):
     def label(setting):
         return size_label(int(setting.split("-")[1]))
 
-    def spread(v):
-        return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
-
     out.append("\n### Socket write buffer against 1 MiB (h2load GETs; GB/s and ratios in the same round, "
                "median of rounds (min-max))\n")
     out.append("| placement | block | connections × streams | 1 MiB | "
@@ -952,9 +950,9 @@ def write_buffer_table(results_dir, out, img):
                     cells += ["-", "-"]
                     continue
                 ratios = [new[i] / old[i] for i in rounds]
-                cells += [spread(list(new.values())), f"**{spread(ratios)}**"]
+                cells += [median_range(list(new.values())), f"**{median_range(ratios)}**"]
                 points.append((f"{size_label(size)}\n{c} × {m}", placement, st, ratios))
-            out.append(f"| {placement} | {size_label(size)} | {c} × {m} | {spread(list(old.values()))} | "
+            out.append(f"| {placement} | {size_label(size)} | {c} × {m} | {median_range(list(old.values()))} | "
                        + " | ".join(cells) + " |")
     loads = list(dict.fromkeys(p[0] for p in points))
     series = [(pl, st) for pl in placements for st in others]
