@@ -14,6 +14,10 @@
 #   write-buffer: kvcache.write-buffer-bytes at each size in WRITE_BUFFERS (bytes; default 1 MiB,
 #                 640 KiB and 320 KiB), 1 x 1, 1 x 4, 4 x 1 and 4 x 4.
 #                 Writes docs/results/server-write-buffer[-pinned].csv.
+#   event-loops:  the server's event-loop threads (micronaut.netty.event-loops.default.num-threads)
+#                 at each count in EVENT_LOOPS (default 2, the count the server takes on a two-core
+#                 machine, then 1 and 4), 1 x 1, 1 x 4, 4 x 1, 16 x 1 and 4 x 4.
+#                 Writes docs/results/server-event-loops[-pinned].csv.
 #
 # Every round runs the settings in turn, reversing their order every other round, so that neither
 # always goes first. With PIN=1 the server runs on CPU 0 and h2load on CPU 1 (taskset).
@@ -23,7 +27,7 @@
 #   PIN=1 ROUNDS=4 kvcache-bench/compare-server-settings.sh write-buffer
 set -euo pipefail
 cd "$(dirname "$0")/.."
-suite=${1:?usage: $0 turns|fast-get|fast-put|write-buffer}
+suite=${1:?usage: $0 turns|fast-get|fast-put|write-buffer|event-loops}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5}
 pin=${PIN:-0}
@@ -37,7 +41,10 @@ case $suite in
   write-buffer)
     read -r -a buffers <<< "${WRITE_BUFFERS:-1048576 655360 327680}"
     settings=("${buffers[@]/#/buffer-}"); loads=(1x1 1x4 4x1 4x4); out=server-write-buffer ;;
-  *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer)" >&2; exit 2 ;;
+  event-loops)
+    read -r -a counts <<< "${EVENT_LOOPS:-2 1 4}"
+    settings=("${counts[@]/#/loops-}"); loads=(1x1 1x4 4x1 16x1 4x4); out=server-event-loops ;;
+  *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer, event-loops)" >&2; exit 2 ;;
 esac
 if [ "$pin" = 1 ]; then
   on_server=(taskset -c 0)
@@ -55,6 +62,7 @@ args_of() { # setting: the server's system properties for it
     off) echo "-Dkvcache.fast-get=false" ;;
     off-put) echo "-Dkvcache.fast-put=false" ;;
     buffer-*) echo "-Dkvcache.write-buffer-bytes=${1#buffer-}" ;;
+    loops-*) echo "-Dmicronaut.netty.event-loops.default.num-threads=${1#loops-}" ;;
     both|on) echo "" ;;
   esac
 }

@@ -908,14 +908,12 @@ def pinned_server_plot(runs, img):
     plt.close(fig)
 
 
-def write_buffer_table(results_dir, out, img):
-    """compare-server-settings.sh write-buffer: h2load GETs with socket write buffers of several
-    sizes (settings buffer-<bytes>), in alternating rounds, on shared cores and with one core each;
-    each size against 1 MiB in the same round."""
-    base = "buffer-1048576"
+def setting_table(results_dir, out, img, stem, base, label, what):
+    """compare-server-settings.sh: h2load GETs under several settings of one server build (the
+    settings are "<name>-<number>"), in alternating rounds, on shared cores (<stem>.csv) and with one
+    core each (<stem>-pinned.csv); each setting against base in the same round."""
     placements = {}  # placement -> {(size, connections, streams): {setting: {round: GB/s}}}
-    for placement, name in [("shared cores", "server-write-buffer.csv"),
-                            ("one core each", "server-write-buffer-pinned.csv")]:
+    for placement, name in [("shared cores", f"{stem}.csv"), ("one core each", f"{stem}-pinned.csv")]:
         path = os.path.join(results_dir, name)
         if os.path.exists(path):
             with open(path) as f:
@@ -927,14 +925,12 @@ def write_buffer_table(results_dir, out, img):
                     key=lambda st: int(st.split("-")[1]))
     if not others:
         return
+    name = {st: label(int(st.split("-")[1])) for st in others + [base]}
 
-    def label(setting):
-        return size_label(int(setting.split("-")[1]))
-
-    out.append("\n### Socket write buffer against 1 MiB (h2load GETs; GB/s and ratios in the same round, "
+    out.append(f"\n### {what} against {name[base]} (h2load GETs; GB/s and ratios in the same round, "
                "median of rounds (min-max))\n")
-    out.append("| placement | block | connections × streams | 1 MiB | "
-               + " | ".join(f"{label(st)} | {label(st)} / 1 MiB" for st in others) + " |")
+    out.append(f"| placement | block | connections × streams | {name[base]} | "
+               + " | ".join(f"{name[st]} | {name[st]} / {name[base]}" for st in others) + " |")
     out.append("|---|---|---|---:|" + "---:|---:|" * len(others))
     points = []  # (load label, placement, setting, ratios)
     for placement, data in placements.items():
@@ -965,19 +961,19 @@ def write_buffer_table(results_dir, out, img):
                 continue
             x = loads.index(load) + (i - (len(series) - 1) / 2) * width
             ax.scatter([x] * len(ratios), ratios, color=color, alpha=0.45, s=12,
-                       label=f"{label(setting)}, {placement}" if first else None)
+                       label=f"{name[setting]}, {placement}" if first else None)
             ax.plot([x - width / 2.5, x + width / 2.5], [statistics.median(ratios)] * 2, color=color, linewidth=2.5)
             first = False
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(loads)))
     ax.set_xticklabels(loads, fontsize=7)
-    ax.set_ylabel("GB/s against 1 MiB, same round")
-    ax.set_title("Socket write buffer (h2load GETs): a dot per round, a bar per median;\n"
-                 "above 1 the buffer beats 1 MiB", fontsize=10)
+    ax.set_ylabel(f"GB/s against {name[base]}, same round")
+    ax.set_title(f"{what} (h2load GETs): a dot per round, a bar per median;\n"
+                 f"above 1 the setting beats {name[base]}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(img, "server-write-buffer.png"), dpi=110)
+    fig.savefig(os.path.join(img, f"{stem}.png"), dpi=110)
     plt.close(fig)
 
 
@@ -1081,7 +1077,9 @@ def main():
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
-    write_buffer_table(results_dir, out, img)
+    setting_table(results_dir, out, img, "server-write-buffer", "buffer-1048576", size_label, "Socket write buffer")
+    setting_table(results_dir, out, img, "server-event-loops", "loops-2",
+                  lambda n: f"{n} event loop{'s' if n > 1 else ''}", "Event-loop threads")
     client_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
