@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micronaut.http.netty.channel.EventLoopGroupRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -45,6 +46,15 @@ class StartupTest {
   void aMalformedCacheSettingIsNamed() {
     assertThatThrownBy(() -> TestServer.start(dir, Map.of("kvcache.cache.ram-bytes", "lots")))
         .hasStackTraceContaining("setting 'kvcache.cache.ram-bytes' is 'lots'");
+  }
+
+  @Test
+  void theEventLoopThreadsCanBeSet() {
+    try (TestServer server = TestServer.start(dir,
+        Map.of("micronaut.netty.event-loops.default.num-threads", 3))) {
+      assertThat(server.context.getBean(EventLoopGroupRegistry.class).getDefaultEventLoopGroup())
+          .hasSize(3);
+    }
   }
 
   @Test
