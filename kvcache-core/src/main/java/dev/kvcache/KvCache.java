@@ -205,6 +205,15 @@ public interface KvCache extends AutoCloseable {
   CacheStats stats();
 
   /**
+   * Whether the cache works as configured, or which of its promises are on hold and why (a disk
+   * tier without room, writes failing). The default is always healthy: a RAM tier has nothing
+   * that can fail this way.
+   */
+  default CacheHealth health() {
+    return CacheHealth.OK;
+  }
+
+  /**
    * Drops every block and stops accepting calls. Memory pinned by open leases is released when
    * they close. Closing twice does nothing.
    */

@@ -8,7 +8,9 @@ package dev.kvcache.disk;
  * @param bytesWritten bytes the tier wrote: records (headers and payloads) and journal entries
  * @param superBlocks super-block files in use
  * @param superBlocksDropped super-block files dropped to make room
+ * @param writeFailures puts whose bytes or journal entry could not be written (the file system
+ *     full, an I/O error); each answered {@link dev.kvcache.PutStatus#REJECTED_NO_SPACE}
  */
 public record DiskStats(
     long corruptBlocks, long unchangedPuts, long bytesWritten, long superBlocks,
-    long superBlocksDropped) {}
+    long superBlocksDropped, long writeFailures) {}

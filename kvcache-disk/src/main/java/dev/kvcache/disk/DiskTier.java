@@ -5,6 +5,7 @@ import static dev.kvcache.disk.internal.RecordLayout.*;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
+import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
@@ -15,6 +16,7 @@ import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
 import dev.kvcache.disk.internal.Doorkeeper;
+import dev.kvcache.disk.internal.FileSpace;
 import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
@@ -75,6 +77,16 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One tier per directory: a second opener, in this process or another, gets a {@link
  * DirectoryLockedException}.
+ *
+ * <p><b>Room.</b> The tier's files stay within its capacity and leave {@link
+ * DiskTierConfig#minFreeBytes()} free on the file system. A running tier makes room for a new
+ * super-block by dropping its oldest ones, but only when that is enough: when space is short
+ * because something else filled the file system, it keeps its blocks and refuses puts instead.
+ * Opening never drops, truncates or rewrites a super-block for lack of room: a tier that finds
+ * none opens degraded ({@link #health()}), serves what it holds, answers puts {@link
+ * PutStatus#REJECTED_NO_SPACE}, and takes puts again once space returns. A write that fails (the
+ * file system full, an I/O error) loses only the block being written, and is counted ({@link
+ * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
  */
 public final class DiskTier implements Tier {
 
@@ -106,8 +118,18 @@ public final class DiskTier implements Tier {
   private final Reclaimer reclaimer;
   /** Keys put once, for {@link Admission#SEEN_BEFORE}; null otherwise. */
   private final Doorkeeper doorkeeper;
+  private final FileSpace space;
+  /** {@link DiskTierConfig#minFreeBytes()}, or its default for this file system. */
+  private final long minFreeBytes;
   private volatile SuperBlock active;
+  /** Why there is no active super-block (no room for one); null while there is one. */
+  private volatile String noRoom;
+  /** The last write's failure, until a write succeeds; null when the last write succeeded. */
+  private volatile String writeFailure;
+  /** The journal; null while it cannot be created (a full file system), and then no puts. */
   private volatile Journal journal;
+  /** The generation of the journal to create when there is none. */
+  private long nextJournalGeneration;
   private volatile long checkpointBytes;
   private volatile boolean closed;
 
@@ -118,11 +140,17 @@ public final class DiskTier implements Tier {
   private final LongAdder superBlocksDropped = new LongAdder();
   private final LongAdder blocksRewritten = new LongAdder();
   private final LongAdder bytesRewritten = new LongAdder();
+  private final LongAdder writeFailures = new LongAdder();
 
-  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock) {
+  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace space)
+      throws IOException {
     this.config = config;
     this.dir = config.directory();
     this.directoryLock = directoryLock;
+    this.space = space;
+    this.minFreeBytes = config.minFreeBytes() >= 0
+        ? config.minFreeBytes()
+        : DiskTierConfig.defaultMinFreeBytes(space.totalBytes());
     this.codec = config.codec();
     this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
         ? Executors.newSingleThreadScheduledExecutor(r -> {
@@ -142,15 +170,29 @@ public final class DiskTier implements Tier {
    * left: the last checkpoint plus the journal after it, or, if they are missing or damaged, a
    * scan of every super-block.
    *
+   * <p>A tier that finds no room for a new super-block (the file system is fuller than the
+   * free-space floor allows) opens anyway, degraded: see the class description.
+   *
    * @throws DirectoryLockedException if the directory is already open
    * @throws IOException if the directory cannot be created or read, or holds files of an unknown
    *     format version
    */
   public static DiskTier open(DiskTierConfig config) throws IOException {
+    return open(config, null);
+  }
+
+  /** As {@link #open(DiskTierConfig)}, with the file system's space told by {@code space}. */
+  static DiskTier open(DiskTierConfig config, FileSpace space) throws IOException {
     Objects.requireNonNull(config, "config");
     Files.createDirectories(config.directory());
     DirectoryLock lock = DirectoryLock.acquire(config.directory());
-    DiskTier tier = new DiskTier(config, lock);
+    DiskTier tier;
+    try {
+      tier = new DiskTier(config, lock, space != null ? space : FileSpace.of(config.directory()));
+    } catch (IOException | RuntimeException e) {
+      lock.close();
+      throw e;
+    }
     try {
       tier.recover();
       tier.reclaimer.start();
@@ -184,7 +226,7 @@ public final class DiskTier implements Tier {
     for (Location loc : index.values()) {
       superBlocks.get(loc.superBlockId).liveBytes().addAndGet(loc.recordBytes());
     }
-    journal = Journal.create(dir, state.nextGeneration);
+    nextJournalGeneration = state.nextGeneration;
     // after a clean close the checkpoint is all there is, and it stays valid as it is
     boolean checkpointCurrent = state.checkpointLoaded && state.journals.isEmpty()
         && state.rolledForward == 0 && state.droppedSuperBlocks.isEmpty()
@@ -192,21 +234,29 @@ public final class DiskTier implements Tier {
     if (checkpointCurrent) {
       checkpointBytes = Files.size(dir.resolve(Checkpoint.FILE_NAME)); // a clean shutdown's
     } else {
-      checkpointBytes = Checkpoint.write(dir, state.nextGeneration, sequence.get(), index.entrySet(), index.size());
-    }
-    for (Path replayed : state.journals.values()) {
-      Files.deleteIfExists(replayed); // the checkpoint covers them now
+      try {
+        checkpointBytes = Checkpoint.write(dir, state.nextGeneration, sequence.get(),
+            index.entrySet(), index.size());
+        for (Path replayed : state.journals.values()) {
+          Files.deleteIfExists(replayed); // the checkpoint covers them now
+        }
+      } catch (IOException e) { // a full file system: the journals stay, for the next open
+        log.warn("{}: cannot write a checkpoint ({}); the next open replays the journals again",
+            dir, e.toString());
+      }
     }
     synchronized (writeLock) {
-      if (!rollOver()) {
-        throw new IOException("no room for a new super-block in " + dir + ": "
-            + usedBytes() + " of " + config.capacityBytes() + " bytes used, "
-            + usableSpace() + " bytes free on the file system (floor " + config.minFreeBytes() + ")");
+      // nothing stored is dropped to make room while opening
+      if (startJournal()) {
+        rollOver(false);
       }
     }
     log.info("opened disk tier {}: {} blocks in {} super-blocks{}, {} ms", dir, index.size(),
         superBlocks.size(), state.rebuilt ? " (index rebuilt from the records)" : "",
         (System.nanoTime() - started) / 1_000_000);
+    if (noRoom != null) {
+      log.warn("disk tier {} opened degraded, refusing puts until there is room: {}", dir, noRoom);
+    }
   }
 
   // ---------------------------------------------------------------- writes
@@ -261,9 +311,7 @@ public final class DiskTier implements Tier {
       }
       return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
     } catch (IOException e) {
-      log.warn("put of {} failed: {}", key, e.toString());
-      counters.rejection();
-      return PutStatus.REJECTED_NO_SPACE;
+      return writeFailed(key, e);
     }
   }
 
@@ -296,6 +344,10 @@ public final class DiskTier implements Tier {
     commit(JournalEntry.put(key, loc, 0), r.sb, () -> installed[0] = install(key, loc));
     bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
     counters.put();
+    if (writeFailure != null) {
+      writeFailure = null;
+      log.info("writes to the disk tier in {} succeed again", dir);
+    }
     return installed[0] ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
   }
 
@@ -325,10 +377,10 @@ public final class DiskTier implements Tier {
       if (r != null) {
         return new RecordWriter(key, length, r);
       }
+      counters.rejection();
     } catch (IOException e) {
-      log.warn("reserving room for {} failed: {}", key, e.toString());
+      writeFailed(key, e);
     }
-    counters.rejection();
     return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
   }
 
@@ -383,14 +435,12 @@ public final class DiskTier implements Tier {
           parts.close();
         }
         stored = (int) (encoder == null ? out.written() : encoder.finish());
-      } catch (IOException | RuntimeException e) {
+      } catch (IOException e) {
         discard();
-        if (e instanceof RuntimeException) {
-          throw (RuntimeException) e;
-        }
-        log.warn("put of {} failed: {}", key(), e.toString());
-        counters.rejection();
-        return PutStatus.REJECTED_NO_SPACE;
+        return writeFailed(key(), e);
+      } catch (RuntimeException e) {
+        discard();
+        throw e;
       }
       if (encoder != null) {
         giveBack(r, stored);
@@ -399,9 +449,7 @@ public final class DiskTier implements Tier {
         return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored, out.crc(),
             encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
       } catch (IOException e) {
-        log.warn("put of {} failed: {}", key(), e.toString());
-        counters.rejection();
-        return PutStatus.REJECTED_NO_SPACE;
+        return writeFailed(key(), e);
       }
     }
 
@@ -445,7 +493,24 @@ public final class DiskTier implements Tier {
     protected void discard() {}
   }
 
-  /** Whether the block stored under {@code key} already holds exactly these bytes. */  /** Whether the block stored under {@code key} already holds exactly these bytes. */
+  /**
+   * A put that failed to write: counted, and the tier reports itself degraded until a write
+   * succeeds. Logged as a warning when writes start failing, then only at debug level.
+   */
+  private PutStatus writeFailed(BlockKey key, IOException e) {
+    writeFailures.increment();
+    counters.rejection();
+    if (writeFailure == null) {
+      log.warn("put of {} failed, and puts fail until a write to {} succeeds: {}", key, dir,
+          e.toString());
+    } else {
+      log.debug("put of {} failed: {}", key, e.toString());
+    }
+    writeFailure = "writes to " + dir + " fail: " + e.getMessage();
+    return PutStatus.REJECTED_NO_SPACE;
+  }
+
+  /** Whether the block stored under {@code key} already holds exactly these bytes. */
   private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
     Location cur = index.get(key);
     if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
@@ -483,12 +548,40 @@ public final class DiskTier implements Tier {
     }
   }
 
+  /**
+   * Creates the journal if there is none yet (it could not be created when the tier opened). Holds
+   * {@link #writeLock}.
+   *
+   * @return false, with {@link #noRoom} saying why, if it still cannot be created
+   */
+  private boolean startJournal() {
+    if (journal != null) {
+      return true;
+    }
+    try {
+      synchronized (commitLock) {
+        journal = Journal.create(dir, nextJournalGeneration);
+      }
+      return true;
+    } catch (IOException e) {
+      if (noRoom == null) {
+        log.warn("disk tier {} refuses puts and deletes until its journal can be created: {}", dir,
+            e.toString());
+      }
+      noRoom = "cannot create the journal in " + dir + ": " + e.getMessage();
+      return false;
+    }
+  }
+
   /** Reserves room for a record of {@code stored} payload bytes; null if there is no room. */
   private Reservation reserve(long stored) throws IOException {
     synchronized (writeLock) {
       requireOpen();
+      if (!startJournal()) {
+        return null;
+      }
       if (active == null || payloadOffset(active.end(), stored) + stored > active.sizeBytes()) {
-        if (!rollOver()) {
+        if (!rollOver(true)) {
           return null; // no active super-block until a later put finds room
         }
       }
@@ -528,12 +621,15 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Seals the active super-block and starts a new one, dropping the oldest ones while the files
-   * would exceed the capacity or the file system's free-space floor. Holds {@link #writeLock}.
+   * Seals the active super-block and starts a new one. With {@code mayDrop}, the oldest
+   * super-blocks are dropped while the files would exceed the capacity, and, if that is enough to
+   * get there, while the file system would have less than the free-space floor left; a shortage
+   * that dropping every super-block could not end (something else filled the file system) drops
+   * nothing. Without {@code mayDrop} (while opening) nothing is dropped. Holds {@link #writeLock}.
    *
-   * @return false if no room can be made
+   * @return false if no room can be made; {@link #noRoom} then says why
    */
-  private boolean rollOver() throws IOException {
+  private boolean rollOver(boolean mayDrop) throws IOException {
     long size = config.superBlockBytes();
     SuperBlock sealed = active;
     if (sealed != null) {
@@ -543,16 +639,21 @@ public final class DiskTier implements Tier {
       sealed.seal();
       active = null;
     }
-    while (usedBytes() + size > config.capacityBytes() || usableSpace() - size < config.minFreeBytes()) {
+    if (!mayDrop || shortOfSpace(size) > droppableBytes()) {
+      if (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
+        return noRoom(size);
+      }
+    }
+    while (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
       Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
       if (oldest == null) {
-        return false;
+        return noRoom(size);
       }
       dropSuperBlock(oldest.getValue());
       reapRetired();
       if (usedBytes() + size <= config.capacityBytes() && !retiring.isEmpty()
-          && usableSpace() - size < config.minFreeBytes()) {
-        return false; // the space is pinned by leases
+          && shortOfSpace(size) > 0) {
+        return noRoom(size); // the space is pinned by leases
       }
     }
     SuperBlock sb = SuperBlock.create(dir, nextSuperBlockId.getAndIncrement(), size);
@@ -561,8 +662,39 @@ public final class DiskTier implements Tier {
     }
     superBlocks.put(sb.id(), sb);
     active = sb;
+    if (noRoom != null) {
+      noRoom = null;
+      log.info("disk tier {} has room again and takes puts", dir);
+    }
     reclaimer.wake();
     return true;
+  }
+
+  /** Bytes the file system lacks for a new super-block of {@code size} above the floor. */
+  private long shortOfSpace(long size) throws IOException {
+    return size + minFreeBytes - space.usableBytes();
+  }
+
+  /** Bytes of file system space that dropping every sealed super-block would give back. */
+  private long droppableBytes() {
+    long bytes = 0;
+    for (SuperBlock sb : superBlocks.values()) {
+      bytes += alignUp(sb.end(), PAGE);
+    }
+    return bytes;
+  }
+
+  /** Notes that no super-block of {@code size} can be started, and why; false. */
+  private boolean noRoom(long size) throws IOException {
+    String why = "no room for a new super-block of " + size + " bytes: the files take "
+        + usedBytes() + " of the " + config.capacityBytes() + " bytes of capacity, and the file"
+        + " system has " + space.usableBytes() + " bytes free, " + minFreeBytes + " of which are"
+        + " kept free (minFreeBytes)";
+    if (noRoom == null && !closed) {
+      log.warn("disk tier {} refuses puts until there is room: {}", dir, why);
+    }
+    noRoom = why;
+    return false;
   }
 
   /**
@@ -620,7 +752,7 @@ public final class DiskTier implements Tier {
    * @return whether there was anything to do
    */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
-    if (closed) {
+    if (closed || journal == null) {
       return false;
     }
     SuperBlock sparsest = null;
@@ -774,7 +906,11 @@ public final class DiskTier implements Tier {
       journal.awaitDurable(ticket);
     }
     if (journal.sizeBytes() > config.checkpointJournalBytes()) {
-      checkpoint();
+      try {
+        checkpoint();
+      } catch (IOException e) { // the change is journalled: the journal just grows on
+        log.warn("{}: cannot write a checkpoint: {}", dir, e.toString());
+      }
     }
   }
 
@@ -821,6 +957,12 @@ public final class DiskTier implements Tier {
     if (cur == null) {
       return false;
     }
+    synchronized (writeLock) {
+      if (!startJournal()) {
+        throw new UncheckedIOException("could not journal the delete of " + key + ": " + noRoom,
+            new IOException(noRoom));
+      }
+    }
     try {
       Reservation r = reserve(0);
       if (r != null) {
@@ -863,7 +1005,10 @@ public final class DiskTier implements Tier {
         sb.force();
       }
     }
-    journal.force();
+    Journal j = journal;
+    if (j != null) {
+      j.force();
+    }
   }
 
   private void periodicSync() {
@@ -1091,10 +1236,6 @@ public final class DiskTier implements Tier {
     return used;
   }
 
-  private long usableSpace() throws IOException {
-    return Files.getFileStore(dir).getUsableSpace();
-  }
-
   @Override
   public CacheStats stats() {
     reapRetired();
@@ -1105,7 +1246,33 @@ public final class DiskTier implements Tier {
   /** The disk tier's own counters. */
   public DiskStats diskStats() {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
-        superBlocks.size(), superBlocksDropped.sum());
+        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum());
+  }
+
+  /**
+   * Degraded while there is no room for a new super-block (checked again now, so a probe sees
+   * space that came back before the next put does) or while writes fail.
+   */
+  @Override
+  public CacheHealth health() {
+    if (noRoom != null && !closed) {
+      synchronized (writeLock) {
+        try {
+          if (active == null && !closed) {
+            rollOver(false);
+          }
+        } catch (IOException e) {
+          log.debug("checking for room in {}: {}", dir, e.toString());
+        }
+      }
+    }
+    List<String> problems = new ArrayList<>(2);
+    for (String problem : new String[] {noRoom, writeFailure}) {
+      if (problem != null) {
+        problems.add(problem);
+      }
+    }
+    return new CacheHealth(problems);
   }
 
   private void requireOpen() {
@@ -1139,10 +1306,12 @@ public final class DiskTier implements Tier {
         a.end(used);
       }
       Journal old = journal;
-      long next = old.generation() + 1;
-      Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
-      old.close();
-      Files.deleteIfExists(old.path());
+      if (old != null) { // else nothing changed since the open, whose metadata stays as it was
+        long next = old.generation() + 1;
+        Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
+        old.close();
+        Files.deleteIfExists(old.path());
+      }
     } catch (IOException e) {
       log.warn("closing the disk tier in {}: {} (the next open replays the journal)", dir, e.toString());
     } finally {

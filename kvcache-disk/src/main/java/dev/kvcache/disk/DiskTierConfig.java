@@ -24,8 +24,10 @@ public final class DiskTierConfig {
   public static final long MIN_SUPER_BLOCK_BYTES = 64L << 10;
   /** Default block limit: 64 MiB, or what fits in a super-block if less. */
   public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
-  /** Default free-space floor on the file system: 1 GiB. */
+  /** The most free space the default floor leaves on the file system: 1 GiB. */
   public static final long DEFAULT_MIN_FREE_BYTES = 1L << 30;
+  /** The default floor as a share of the file system's size, when that is smaller: 5%. */
+  public static final int DEFAULT_MIN_FREE_PERCENT = 5;
   /** Default interval of {@link SyncPolicy#PERIODIC}: one second. */
   public static final long DEFAULT_SYNC_INTERVAL_MILLIS = 1000;
   /** Default pace of background rewrites: 256 MiB/s. */
@@ -93,9 +95,21 @@ public final class DiskTierConfig {
     return syncIntervalMillis;
   }
 
-  /** Free space the tier leaves on the file system, whatever its capacity. */
+  /**
+   * Free space the tier leaves on the file system, whatever its capacity; -1 for the default,
+   * {@link #defaultMinFreeBytes} of the file system the directory is on.
+   */
   public long minFreeBytes() {
     return minFreeBytes;
+  }
+
+  /**
+   * The default free-space floor on a file system of {@code fileSystemBytes}: the smaller of
+   * {@value #DEFAULT_MIN_FREE_BYTES} bytes (1 GiB) and {@value #DEFAULT_MIN_FREE_PERCENT}% of it,
+   * so that a small file system (a 256 MiB tmpfs) keeps most of its room for the tier.
+   */
+  public static long defaultMinFreeBytes(long fileSystemBytes) {
+    return Math.min(DEFAULT_MIN_FREE_BYTES, fileSystemBytes / 100 * DEFAULT_MIN_FREE_PERCENT);
   }
 
   /** Journal size past which the index is checkpointed and a new journal started. */
@@ -126,7 +140,7 @@ public final class DiskTierConfig {
     private int maxBlockBytes = -1;
     private SyncPolicy syncPolicy = SyncPolicy.PERIODIC;
     private long syncIntervalMillis = DEFAULT_SYNC_INTERVAL_MILLIS;
-    private long minFreeBytes = DEFAULT_MIN_FREE_BYTES;
+    private long minFreeBytes = -1;
     private long checkpointJournalBytes = DEFAULT_CHECKPOINT_JOURNAL_BYTES;
     private BlockCodec codec;
     private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
@@ -160,7 +174,10 @@ public final class DiskTierConfig {
       return this;
     }
 
-    /** Free space to leave on the file system; 0 to fill it up to the capacity. */
+    /**
+     * Free space to leave on the file system; 0 to fill it up to the capacity; -1, the default,
+     * for {@link DiskTierConfig#defaultMinFreeBytes} of the file system.
+     */
     public Builder minFreeBytes(long minFreeBytes) {
       this.minFreeBytes = minFreeBytes;
       return this;
@@ -222,8 +239,9 @@ public final class DiskTierConfig {
         throw new IllegalArgumentException("syncIntervalMillis must be at least 1, got "
             + syncIntervalMillis);
       }
-      if (minFreeBytes < 0) {
-        throw new IllegalArgumentException("minFreeBytes must not be negative, got " + minFreeBytes);
+      if (minFreeBytes < -1) {
+        throw new IllegalArgumentException("minFreeBytes must be -1 (the default) or more, got "
+            + minFreeBytes);
       }
       if (reclaimBytesPerSecond < 1) {
         throw new IllegalArgumentException("reclaimBytesPerSecond must be positive, got "

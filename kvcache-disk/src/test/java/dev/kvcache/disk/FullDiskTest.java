@@ -92,6 +92,30 @@ class FullDiskTest {
     }
   }
 
+  @Test
+  void aStartOnAFullDiskDeletesNothingAndTakesPutsOnceSpaceIsBack() throws IOException {
+    Path filler = mount.resolve("filler");
+    try (DiskTier tier = DiskTier.open(config())) {
+      for (int i = 0; i < 20; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+    }
+    fill(filler);
+    try (DiskTier tier = DiskTier.open(config())) {
+      assertHolds(tier, 0, 20);
+      assertThat(tier.health().degraded()).as("a tier opened on a full disk").isTrue();
+      BlockKey key = Payloads.key(20);
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.REJECTED_NO_SPACE);
+      Files.delete(filler);
+      assertThat(tier.health().degraded()).as("once space is back").isFalse();
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+    try (DiskTier tier = DiskTier.open(config())) {
+      assertHolds(tier, 0, 21);
+    }
+  }
+
   /** Writes {@code file} until the file system is full. */
   private static void fill(Path file) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {

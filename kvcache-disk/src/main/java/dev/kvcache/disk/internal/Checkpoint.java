@@ -45,6 +45,22 @@ public final class Checkpoint {
   public static long write(Path dir, long nextGeneration, long maxSequence,
       Iterable<Map.Entry<BlockKey, Location>> index, long entryCount) throws IOException {
     Path temp = dir.resolve(TEMP_NAME);
+    long count;
+    try {
+      count = writeTemp(temp, nextGeneration, maxSequence, index);
+    } catch (IOException | RuntimeException e) {
+      Files.deleteIfExists(temp); // a full file system: give back what was written
+      throw e;
+    }
+    Path target = dir.resolve(FILE_NAME);
+    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    forceDirectory(dir);
+    return FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES;
+  }
+
+  /** Writes the checkpoint to {@code temp}, forced to the device; returns its entry count. */
+  private static long writeTemp(Path temp, long nextGeneration, long maxSequence,
+      Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
     long count = 0;
     CRC32C entriesCrc = new CRC32C();
     try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE,
@@ -74,10 +90,7 @@ public final class Checkpoint {
       SuperBlock.writeFully(ch, h, 0);
       ch.force(true);
     }
-    Path target = dir.resolve(FILE_NAME);
-    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    forceDirectory(dir);
-    return FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES;
+    return count;
   }
 
   private static long flush(FileChannel ch, ByteBuffer buf, long pos, CRC32C crc)

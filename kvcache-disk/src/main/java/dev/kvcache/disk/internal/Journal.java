@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.locks.Condition;
@@ -41,7 +42,10 @@ public final class Journal implements AutoCloseable {
     return String.format("journal-%016x.kvj", generation);
   }
 
-  /** Creates journal {@code generation} in {@code dir}, with its header forced to the device. */
+  /**
+   * Creates journal {@code generation} in {@code dir}, with its header forced to the device. A
+   * file it could not write whole (a full file system) is deleted again.
+   */
   public static Journal create(Path dir, long generation) throws IOException {
     Path path = dir.resolve(fileName(generation));
     FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
@@ -58,6 +62,7 @@ public final class Journal implements AutoCloseable {
       return new Journal(generation, path, ch, FILE_HEADER_BYTES);
     } catch (IOException | RuntimeException e) {
       ch.close();
+      Files.deleteIfExists(path);
       throw e;
     }
   }
