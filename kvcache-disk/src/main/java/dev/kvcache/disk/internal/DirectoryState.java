@@ -49,6 +49,21 @@ public final class DirectoryState {
   public boolean checkpointLoaded;
   /** Changes found in records newer than the metadata (see {@link #rollForward}). */
   public long rolledForward;
+  /** Index entries left out because their super-block file is missing, damaged or cut short. */
+  public final List<LostBlock> lostBlocks = new ArrayList<>();
+
+  /** Why an indexed block's record cannot be read at all. */
+  public enum Loss {
+    /** Its super-block file is gone. */
+    MISSING,
+    /** Its super-block file ends before the record does. */
+    TRUNCATED,
+    /** Its super-block file's header is damaged. */
+    DAMAGED
+  }
+
+  /** An index entry whose record cannot be read, and why. */
+  public record LostBlock(BlockKey key, Location location, Loss loss) {}
 
   private final Path dir;
   private final boolean repair;
@@ -92,10 +107,12 @@ public final class DirectoryState {
         }
       }
     }
+    Set<Integer> damagedIds = new HashSet<>();
     for (Map.Entry<Integer, Path> f : sbFiles.entrySet()) {
       SuperBlock sb = SuperBlock.open(f.getValue(), f.getKey());
       if (sb == null) {
         damagedSuperBlocks.add(f.getValue());
+        damagedIds.add(f.getKey());
         continue;
       }
       superBlocks.put(sb.id(), sb);
@@ -107,15 +124,21 @@ public final class DirectoryState {
     } else {
       rollForward();
     }
-    // entries whose super-block is gone, or whose file was cut short, are not blocks any more
-    long before = index.size();
-    index.values().removeIf(loc -> {
+    // entries whose super-block is gone, damaged or cut short are not blocks any more
+    index.entrySet().removeIf(e -> {
+      Location loc = e.getValue();
       SuperBlock sb = superBlocks.get(loc.superBlockId);
-      return sb == null || (long) loc.payloadOffset + loc.storedLength > sb.sizeBytes();
+      Loss loss = sb != null
+          ? ((long) loc.payloadOffset + loc.storedLength > sb.sizeBytes() ? Loss.TRUNCATED : null)
+          : damagedIds.contains(loc.superBlockId) ? Loss.DAMAGED : Loss.MISSING;
+      if (loss != null) {
+        lostBlocks.add(new LostBlock(e.getKey(), loc, loss));
+      }
+      return loss != null;
     });
-    if (index.size() < before) {
-      log.warn("{}: {} indexed blocks are in super-block files that are missing or cut short",
-          dir, before - index.size());
+    if (!lostBlocks.isEmpty()) {
+      log.warn("{}: {} indexed blocks are in super-block files that are missing, damaged or cut"
+          + " short", dir, lostBlocks.size());
     }
   }
 

@@ -7,6 +7,8 @@ import dev.kvcache.disk.DirectoryLockedException;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
+import dev.kvcache.disk.internal.DirectoryState.LostBlock;
+import dev.kvcache.disk.internal.DirectoryState.Loss;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
@@ -14,6 +16,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -33,8 +36,8 @@ import picocli.CommandLine.Spec;
  * java -jar kvcache-disk/target/kvcache-disk-tool.jar rebuild /var/cache/kvcache
  * </pre>
  *
- * Exit codes: 0 clean, 1 damaged blocks found ({@code verify}), 2 bad usage or the directory
- * cannot be read or is in use.
+ * Exit codes: 0 clean, 1 an indexed block damaged, truncated or missing ({@code verify}), 2 bad
+ * usage or the directory cannot be read or is in use.
  */
 @Command(name = "kvcache-disk", mixinStandardHelpOptions = true,
     description = "Checks, describes and repairs a kvcache disk tier directory.",
@@ -90,7 +93,7 @@ public final class DiskTool {
   }
 
   @Command(name = "verify", description = "Reads every record, checks every checksum and every"
-      + " index entry; exits 1 if a block the index refers to is damaged or missing.")
+      + " index entry; exits 1 if a block the index refers to is damaged, truncated or missing.")
   static final class Verify extends DirectoryCommand {
     @Override
     int run() throws IOException {
@@ -116,34 +119,59 @@ public final class DiskTool {
             }
           });
         }
-        long damagedLive = 0;
-        long missing = 0;
+        Map<Loss, Long> lost = new EnumMap<>(Loss.class);
+        for (Loss loss : Loss.values()) {
+          lost.put(loss, 0L);
+        }
+        for (LostBlock b : state.lostBlocks) {
+          lost.merge(b.loss(), 1L, Long::sum);
+          out().println(lostLine(b));
+        }
+        long intactIndexed = 0;
         for (Map.Entry<BlockKey, Location> e : state.index.entrySet()) {
-          long at = ((long) e.getValue().superBlockId << 32) | e.getValue().payloadOffset;
+          Location loc = e.getValue();
+          long at = ((long) loc.superBlockId << 32) | loc.payloadOffset;
           if (!e.getKey().equals(recordAt.get(at))) {
-            missing++;
+            lost.merge(Loss.MISSING, 1L, Long::sum);
             out().println("missing: block " + e.getKey() + " should be at offset "
-                + e.getValue().payloadOffset + " of super-block " + e.getValue().superBlockId);
+                + loc.payloadOffset + " of super-block " + loc.superBlockId
+                + ", which holds no record of it there");
           } else if (!intactAt.get(at)) {
-            damagedLive++;
-            out().println("damaged: block " + e.getKey() + " at offset " + e.getValue().payloadOffset
-                + " of super-block " + e.getValue().superBlockId + " fails its checksum");
+            lost.merge(Loss.DAMAGED, 1L, Long::sum);
+            out().println("damaged: block " + e.getKey() + " at offset " + loc.payloadOffset
+                + " of super-block " + loc.superBlockId + " fails its checksum");
+          } else {
+            intactIndexed++;
           }
         }
         out().printf("%d super-blocks, %d records: %d intact blocks, %d damaged, %d tombstones%n",
             state.superBlocks.size(), counts[0], counts[1], counts[2], counts[3]);
-        out().printf("index%s: %d blocks, %d damaged, %d missing%n",
+        long indexed = state.index.size() + state.lostBlocks.size();
+        out().printf("index%s: %d blocks, %d intact, %d damaged, %d truncated, %d missing%n",
             state.rebuilt ? " (rebuilt from the records: no usable checkpoint or journal)" : "",
-            state.index.size(), damagedLive, missing);
+            indexed, intactIndexed, lost.get(Loss.DAMAGED), lost.get(Loss.TRUNCATED),
+            lost.get(Loss.MISSING));
         if (!state.damagedSuperBlocks.isEmpty()) {
           out().println("super-blocks with a damaged header: " + state.damagedSuperBlocks);
         }
-        boolean clean = damagedLive == 0 && missing == 0 && state.damagedSuperBlocks.isEmpty();
+        boolean clean = intactIndexed == indexed && state.damagedSuperBlocks.isEmpty();
         out().println(clean ? "clean" : "DAMAGED");
         return clean ? 0 : 1;
       } finally {
         state.close();
       }
+    }
+
+    private static String lostLine(LostBlock b) {
+      Location loc = b.location();
+      String where = "at offset " + loc.payloadOffset + " of super-block " + loc.superBlockId;
+      return switch (b.loss()) {
+        case MISSING -> "missing: block " + b.key() + " " + where + ", whose file is gone";
+        case TRUNCATED -> "truncated: block " + b.key() + " " + where
+            + ", whose file ends before the record does";
+        case DAMAGED -> "damaged: block " + b.key() + " " + where
+            + ", whose file's header is damaged";
+      };
     }
   }
 

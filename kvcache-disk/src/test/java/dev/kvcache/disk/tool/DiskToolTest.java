@@ -54,8 +54,8 @@ public class DiskToolTest {
     Path dir = directoryWithBlocks(100);
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isZero();
-    assertThat(run.out()).contains("100 intact blocks, 0 damaged").contains("index: 100 blocks, 0 damaged, 0 missing")
-        .contains("clean");
+    assertThat(run.out()).contains("100 intact blocks, 0 damaged")
+        .contains("index: 100 blocks, 100 intact, 0 damaged, 0 truncated, 0 missing").contains("clean");
     assertThat(run.err()).contains("verifying sb-");
   }
 
@@ -71,7 +71,59 @@ public class DiskToolTest {
     }
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isEqualTo(1);
-    assertThat(run.out()).contains("damaged: block").contains("DAMAGED");
+    assertThat(run.out()).contains("damaged: block").contains("1 damaged, 0 truncated, 0 missing")
+        .contains("DAMAGED");
+  }
+
+  private static java.util.List<Path> superBlockFiles(Path dir) throws IOException {
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.filter(f -> f.toString().endsWith(".kvsb")).sorted().toList();
+    }
+  }
+
+  private static long lines(String out, String start) {
+    return out.lines().filter(l -> l.startsWith(start)).count();
+  }
+
+  @Test
+  void aTruncatedSuperBlockFailsVerificationNamingEachBlockCutOff() throws IOException {
+    Path dir = directoryWithBlocks(100); // three super-blocks
+    Path last = superBlockFiles(dir).get(superBlockFiles(dir).size() - 1);
+    try (FileChannel ch = FileChannel.open(last, StandardOpenOption.WRITE)) {
+      ch.truncate(ch.size() / 2);
+    }
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    long truncated = lines(run.out(), "truncated: block");
+    assertThat(truncated).isPositive();
+    assertThat(run.out()).contains("0 damaged, " + truncated + " truncated, 0 missing")
+        .contains("index: 100 blocks, " + (100 - truncated) + " intact").contains("DAMAGED");
+  }
+
+  @Test
+  void aDeletedSuperBlockFailsVerificationNamingEachBlockInIt() throws IOException {
+    Path dir = directoryWithBlocks(100);
+    Files.delete(superBlockFiles(dir).get(0));
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    long missing = lines(run.out(), "missing: block");
+    assertThat(missing).isBetween(30L, 50L); // the 4 MiB super-block held about 40 blocks
+    assertThat(run.out()).contains("0 damaged, 0 truncated, " + missing + " missing")
+        .contains("DAMAGED");
+  }
+
+  @Test
+  void aSuperBlockWithADamagedHeaderFailsVerification() throws IOException {
+    Path dir = directoryWithBlocks(100);
+    try (FileChannel ch = FileChannel.open(superBlockFiles(dir).get(1), StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(new byte[] {(byte) 0xff}), 0);
+    }
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    long damaged = lines(run.out(), "damaged: block");
+    assertThat(damaged).isBetween(30L, 50L);
+    assertThat(run.out()).contains(damaged + " damaged, 0 truncated, 0 missing")
+        .contains("super-blocks with a damaged header");
   }
 
   @Test
