@@ -3,6 +3,7 @@ package dev.kvcache;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
 import java.time.Duration;
@@ -35,6 +36,7 @@ public final class KvCacheBuilder {
   private Duration spillQueueWait = TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT;
   private boolean promoteOnLowerHit = true;
   private boolean spillOnClose = true;
+  private Durability durability = Durability.RAM_FIRST;
 
   KvCacheBuilder() {}
 
@@ -100,6 +102,15 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * What a put's answer promises about the lower tier, and so what a crash can lose; default
+   * {@link Durability#RAM_FIRST} (see {@link Durability}).
+   */
+  public KvCacheBuilder durability(Durability durability) {
+    this.durability = Objects.requireNonNull(durability, "durability");
+    return this;
+  }
+
+  /**
    * Reserves the memory and returns the cache.
    *
    * @throws IllegalArgumentException if a setting is out of range
@@ -113,6 +124,7 @@ public final class KvCacheBuilder {
     if (lowerTier == null) {
       return new RamTier(config);
     }
-    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose));
+    return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks,
+        spillQueueWait, promoteOnLowerHit, spillOnClose, durability));
   }
 }

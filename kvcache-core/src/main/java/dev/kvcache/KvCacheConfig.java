@@ -4,6 +4,7 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.io.Reader;
@@ -40,6 +41,8 @@ import java.util.TreeMap;
  *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
  *   <tr><td>{@code tiered.promote-on-lower-hit}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
  *   <tr><td>{@code tiered.spill-on-close}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
+ *   <tr><td>{@code tiered.durability}</td><td>{@code ram_first}, {@code write_behind} or
+ *       {@code write_through}: see {@link Durability}</td><td>ram_first</td></tr>
  *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
  * </table>
  *
@@ -65,7 +68,8 @@ public final class KvCacheConfig {
         settings.integer("tiered.spill-queue-blocks", defaults.spillQueueBlocks()),
         settings.duration("tiered.spill-queue-wait", defaults.spillQueueWait()),
         settings.bool("tiered.promote-on-lower-hit", defaults.promoteOnLowerHit()),
-        settings.bool("tiered.spill-on-close", defaults.spillOnClose()));
+        settings.bool("tiered.spill-on-close", defaults.spillOnClose()),
+        settings.choice("tiered.durability", Durability.class, defaults.durability()));
     this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
     settings.requireAllRead();
   }
@@ -132,7 +136,8 @@ public final class KvCacheConfig {
         .spillQueueBlocks(tiered.spillQueueBlocks())
         .spillQueueWait(tiered.spillQueueWait())
         .promoteOnLowerHit(tiered.promoteOnLowerHit())
-        .spillOnClose(tiered.spillOnClose());
+        .spillOnClose(tiered.spillOnClose())
+        .durability(tiered.durability());
     if (lowerSettings != null) {
       Tier tier = factory(lower).open(lowerSettings, maxBlock);
       try {

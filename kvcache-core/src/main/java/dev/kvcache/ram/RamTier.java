@@ -320,6 +320,22 @@ public final class RamTier implements Tier {
     return new RamLease(this, key, block);
   }
 
+  /**
+   * A lease on the block stored under {@code key} that counts no read and leaves the eviction
+   * policy's ranking as it was: for copying a block RAM keeps to another tier. A miss lease if
+   * there is none.
+   */
+  public BlockLease peek(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    OffHeapBlock block = policy.policy().getIfPresentQuietly(key);
+    if (block == null || !block.tryRetain()) {
+      return BlockLease.miss(key);
+    }
+    counters.leaseOpened();
+    return new RamLease(this, key, block);
+  }
+
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {
     Objects.requireNonNull(key, "key");

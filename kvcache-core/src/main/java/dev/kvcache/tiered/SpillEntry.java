@@ -1,18 +1,20 @@
 package dev.kvcache.tiered;
 
 import dev.kvcache.BlockLease;
+import dev.kvcache.PutStatus;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A block evicted from RAM on its way to the lower tier: the RAM tier's lease on its bytes, shared
- * by the spill thread and any reader that finds it meanwhile. The lease is closed when the last of
- * them lets go.
+ * A block on its way to the lower tier: evicted from RAM, or a copy of a block RAM still holds,
+ * written behind or through the put that stored it ({@link Durability}). It holds the RAM tier's
+ * lease on its bytes, shared by the writer (the spill thread, or a write-through put's own thread)
+ * and any reader that finds it meanwhile. The lease is closed when the last of them lets go.
  *
- * <p>A put or delete of the key cancels it. Cancelling a block the spill thread has not started
- * means it is never written; cancelling one being written waits until the write is over, so that
- * the canceller's own write or delete in the lower tier lands after it.
+ * <p>A put or delete of the key cancels it. Cancelling a block no writer has claimed means it is
+ * never written; cancelling one being written waits until the write is over, so that the
+ * canceller's own write or delete in the lower tier lands after it.
  */
 final class SpillEntry {
 
@@ -22,14 +24,33 @@ final class SpillEntry {
 
   private final BlockLease lease;
   private final int size;
-  /** Holders: the spill queue's one, plus readers; 0 once the lease is closed. */
+  /** Whether RAM still holds the block (a copy written behind or through), not evicted it. */
+  private final boolean copy;
+  /** What the lower tier answered; null until written, and if the write threw. */
+  private volatile PutStatus outcome;
+  /** Holders: the writer's one, plus readers; 0 once the lease is closed. */
   private final AtomicInteger holders = new AtomicInteger(1);
   private final AtomicInteger state = new AtomicInteger(QUEUED);
   private final CountDownLatch written = new CountDownLatch(1);
 
-  SpillEntry(BlockLease lease) {
+  private SpillEntry(BlockLease lease, boolean copy) {
     this.lease = lease;
     this.size = lease.bytes().remaining();
+    this.copy = copy;
+  }
+
+  /** A block RAM evicted, under the lease the eviction handed over. */
+  static SpillEntry evicted(BlockLease lease) {
+    return new SpillEntry(lease, false);
+  }
+
+  /** A copy of a block RAM holds, under a lease of its own on RAM's bytes. */
+  static SpillEntry copyOf(BlockLease lease) {
+    return new SpillEntry(lease, true);
+  }
+
+  boolean isCopy() {
+    return copy;
   }
 
   BlockLease lease() {
@@ -40,19 +61,33 @@ final class SpillEntry {
     return lease.bytes();
   }
 
-  /** Bytes of RAM the block keeps pinned while it waits. */
   int size() {
     return size;
   }
 
-  /** The spill thread claims the block for writing; false if it was cancelled first. */
+  /** Claims the block for writing; false if a put or delete cancelled it first. */
   boolean startWriting() {
     return state.compareAndSet(QUEUED, WRITING);
   }
 
-  /** The spill thread is done with the block (written, refused or failed). */
-  void finishWriting() {
+  /** The writer is done with the block: the lower tier answered {@code outcome}, or null if it threw. */
+  void finishWriting(PutStatus outcome) {
+    this.outcome = outcome;
     written.countDown();
+  }
+
+  /**
+   * Waits until the block is written, if a writer claimed it.
+   *
+   * @return what the lower tier answered; null if the write threw, or if the block was cancelled
+   *     before a writer claimed it
+   */
+  PutStatus awaitOutcome() {
+    if (state.get() == CANCELLED) {
+      return null;
+    }
+    awaitWritten();
+    return outcome;
   }
 
   /**
@@ -63,6 +98,15 @@ final class SpillEntry {
     if (state.compareAndSet(QUEUED, CANCELLED) || state.get() == CANCELLED) {
       return;
     }
+    awaitWritten();
+  }
+
+  /** Whether a put or delete of the key cancelled the block before a writer claimed it. */
+  boolean cancelled() {
+    return state.get() == CANCELLED;
+  }
+
+  private void awaitWritten() {
     boolean interrupted = false;
     while (true) {
       try {

@@ -3,6 +3,7 @@ package dev.kvcache.tiered;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
+import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
@@ -22,10 +23,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
@@ -46,6 +44,14 @@ import org.slf4j.LoggerFactory;
  * the lower tier; a lower-tier hit is copied into RAM (promotion) when {@link
  * TieredCacheConfig#promoteOnLowerHit()} is set and the queue has room. A promoted block that is
  * not put again is not written again when RAM evicts it: the lower tier still has it.
+ *
+ * <p><b>Durability.</b> What a put's answer promises about the lower tier is the configured {@link
+ * Durability}'s: nothing ({@link Durability#RAM_FIRST}: blocks go down when RAM evicts them); that
+ * the block is queued behind the put and at most {@link TieredCacheConfig#spillQueueBlocks()}
+ * acknowledged blocks wait ({@link Durability#WRITE_BEHIND}); or that the lower tier has stored it
+ * ({@link Durability#WRITE_THROUGH}). A copy written behind or through marks its key clean, so
+ * that RAM's eviction does not write it again. The spill queue and its thread are a {@link
+ * SpillQueue}.
  *
  * <p><b>Never stale bytes.</b> A put or delete of a key first removes the key's older copies
  * everywhere: it deletes the old copy from RAM (a delete, not an eviction, so it is not spilled),
@@ -70,39 +76,32 @@ public final class TieredCache implements Tier {
   /** The spill queue pins at most this fraction (1/n) of RAM. */
   private static final int SPILL_QUEUE_RAM_SHARE = 4;
   private static final int MAX_RAM_PUT_RETRIES = 8;
-  /** Longest single wait for spill progress: a notification missed costs no more than this. */
-  private static final long SPILL_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
   private final RamTier ram;
   private final Tier lower;
   private final TieredCacheConfig config;
-  private final ArrayBlockingQueue<SpillEntry> queue;
-  /** Blocks waiting in the queue (or being written), by key. */
-  private final ConcurrentHashMap<BlockKey, SpillEntry> spilling = new ConcurrentHashMap<>();
-  /** Keys promoted from the lower tier and not put or deleted since: the lower copy is current. */
+  private final SpillQueue spills;
+  /**
+   * Keys whose copy in RAM the lower tier also holds (promoted from it, or written behind or
+   * through), not put or deleted since: RAM's eviction need not write them.
+   */
   private final Set<BlockKey> clean = ConcurrentHashMap.newKeySet();
-  /** RAM bytes the blocks in {@link #spilling} keep pinned, and the most they may. */
-  private final AtomicLong queuedBytes = new AtomicLong();
+  /** The most RAM bytes the spill queue may keep pinned. */
   private final long maxQueuedBytes;
   /**
    * Set on a put's thread once it has waited for the spill thread as long as it may: from then on
    * the blocks it evicts past the queue's byte bound are dropped.
    */
   private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
-  /** Notified each time a spill ends, for puts waiting for room in the queue. */
-  private final Object spillProgress = new Object();
   private final Object[] stripes = new Object[STRIPES];
   private final AtomicLongArray generations = new AtomicLongArray(STRIPES);
-  private final Thread spiller;
   private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
   private final LongAdder ramHits = new LongAdder();
   private final LongAdder spillHits = new LongAdder();
   private final LongAdder lowerHits = new LongAdder();
-  private final LongAdder spills = new LongAdder();
   private final LongAdder spillsSkipped = new LongAdder();
-  private final LongAdder spillDrops = new LongAdder();
   private final LongAdder promotions = new LongAdder();
 
   /**
@@ -117,12 +116,14 @@ public final class TieredCache implements Tier {
     for (int i = 0; i < STRIPES; i++) {
       stripes[i] = new Object();
     }
-    this.queue = new ArrayBlockingQueue<>(config.spillQueueBlocks());
-    this.ram = new RamTier(ramConfig, this::onRamEviction);
-    this.maxQueuedBytes = ram.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
-    this.spiller = new Thread(this::spillLoop, "kvcache-spill-" + lower.name());
-    spiller.setDaemon(true);
-    spiller.start();
+    this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
+    this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes, clean::add);
+    try {
+      this.ram = new RamTier(ramConfig, this::onRamEviction);
+    } catch (RuntimeException | Error e) {
+      spills.close();
+      throw e;
+    }
   }
 
   @Override
@@ -144,6 +145,10 @@ public final class TieredCache implements Tier {
 
   // ---------------------------------------------------------------- writes
 
+  /**
+   * Stores a block in RAM, or in the lower tier when RAM cannot take it; what the answer promises
+   * about the lower tier is the configured {@link Durability}'s.
+   */
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
     Objects.requireNonNull(src, "src");
@@ -181,14 +186,16 @@ public final class TieredCache implements Tier {
 
   /**
    * A writer into RAM, if the block goes there and RAM has room now without waiting for the spill
-   * thread; empty otherwise. Opening it removes the key's copy from RAM, as {@link #writer} does.
+   * thread, and its commit need not wait for the lower tier; empty otherwise (always under {@link
+   * Durability#WRITE_THROUGH}). Opening it removes the key's copy from RAM, as {@link #writer} does.
    */
   @Override
   public Optional<BlockWriter> tryWriter(BlockKey key, int length) {
     if (!takes(key, length)) {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
-    if (length > ram.maxBlockBytes() || !spillRoom(length)) {
+    if (length > ram.maxBlockBytes() || !spills.hasRoom(length)
+        || config.durability() == Durability.WRITE_THROUGH) {
       return Optional.empty();
     }
     dropOldCopy(key);
@@ -232,37 +239,65 @@ public final class TieredCache implements Tier {
     int stripe = stripe(key);
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
-      clean.remove(key);
-      ram.delete(key);
-      cancelSpill(key);
+      removeAbove(key);
       generations.incrementAndGet(stripe);
     }
   }
 
   /**
+   * Removes the key's copy from RAM (a delete, not an eviction: it is not spilled) and from the
+   * spill queue, waiting out a write of it under way; then forgets that the lower tier held it,
+   * which such a write may have just recorded. Under the key's stripe lock.
+   */
+  private boolean removeAbove(BlockKey key) {
+    boolean removed = ram.delete(key);
+    removed |= spills.cancel(key);
+    clean.remove(key);
+    return removed;
+  }
+
+  /**
    * Publishes a written block: the key's other copies leave every tier (the old copy leaves RAM
    * without an eviction, so every spill of this key from now on carries the new bytes; a spill of
-   * the old one is cancelled or waited out), then the tier written to stores the new one.
+   * the old one is cancelled or waited out), then the tier written to stores the new one. A block
+   * stored in RAM is then copied down as the {@link Durability} says.
    */
   private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store) {
     int stripe = stripe(key);
+    Durability durability = config.durability();
     PutStatus status;
+    SpillEntry copy = null;
+    SpillEntry evicted = null;
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
-      clean.remove(key);
-      ram.delete(key);
-      cancelSpill(key);
+      removeAbove(key);
       if (inRam) {
         lower.delete(key);
         status = store.get();
-        if (status == PutStatus.NOT_ADMITTED
-            && (spilling.containsKey(key) || lower.contains(key))) {
-          status = PutStatus.STORED; // RAM's policy passed it straight on to the lower tier
+        if (status == PutStatus.STORED && durability != Durability.RAM_FIRST) {
+          copy = copyInRam(key);
+        }
+        if (copy == null && (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED)) {
+          // RAM's policy passed it straight on to the lower tier (or dropped it)
+          evicted = spills.find(key);
+          if (status == PutStatus.NOT_ADMITTED && (evicted != null || lower.contains(key))) {
+            status = PutStatus.STORED;
+          }
+        }
+        if (copy != null && durability == Durability.WRITE_BEHIND) {
+          spills.queueCopy(copy);
+        } else if (copy != null) {
+          spills.list(copy);
         }
       } else {
         status = store.get();
       }
       generations.incrementAndGet(stripe); // see promote(): also after the tiers changed
+    }
+    if (inRam && durability == Durability.WRITE_BEHIND) {
+      spills.awaitBacklog(config.spillQueueBlocks());
+    } else if (inRam && durability == Durability.WRITE_THROUGH) {
+      status = writeThrough(key, status, copy, evicted);
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
       counters.put();
@@ -270,6 +305,48 @@ public final class TieredCache implements Tier {
       counters.rejection();
     }
     return status;
+  }
+
+  /** A lease on the key's block in RAM, for a copy to the lower tier; null if RAM has none. */
+  private SpillEntry copyInRam(BlockKey key) {
+    BlockLease lease = ram.peek(key);
+    if (lease.status() != GetStatus.HIT) {
+      lease.close();
+      return null;
+    }
+    return SpillEntry.copyOf(lease);
+  }
+
+  /**
+   * Writes a block just stored in RAM to the lower tier on this thread, or waits for the spill of
+   * it if RAM evicted it at once. A block the lower tier does not store leaves RAM again, unless a
+   * later put or delete of its key already replaced it, and the put answers the lower tier's
+   * status.
+   */
+  private PutStatus writeThrough(BlockKey key, PutStatus inRam, SpillEntry copy,
+      SpillEntry evicted) {
+    if (copy == null) {
+      if (evicted != null) {
+        PutStatus written = spills.writeNow(evicted, false);
+        return written == null && evicted.cancelled() ? PutStatus.STORED : orNoSpace(written);
+      }
+      return inRam == PutStatus.STORED && !lower.contains(key) ? PutStatus.NOT_ADMITTED : inRam;
+    }
+    PutStatus written = spills.writeNow(copy, true);
+    int stripe = stripe(key);
+    synchronized (stripes[stripe]) {
+      if (spills.unlist(copy) && written != PutStatus.STORED) {
+        generations.incrementAndGet(stripe);
+        ram.delete(key);
+        generations.incrementAndGet(stripe);
+      }
+    }
+    return written == null && copy.cancelled() ? PutStatus.STORED : orNoSpace(written);
+  }
+
+  /** The lower tier's answer to a write, a write that threw counting as no room. */
+  private static PutStatus orNoSpace(PutStatus written) {
+    return written == null ? PutStatus.REJECTED_NO_SPACE : written;
   }
 
   /** A block being written into the tier that will hold it. */
@@ -309,19 +386,13 @@ public final class TieredCache implements Tier {
    * its own size; more when RAM's free memory is fragmented) without dropping it.
    */
   private void awaitSpillRoom(int bytes) {
-    if (spillRoom(bytes) || config.spillQueueWait().isZero()) {
+    if (spills.hasRoom(bytes) || config.spillQueueWait().isZero()) {
       return;
     }
     long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
-    while (!spillRoom(bytes) && awaitSpillProgress(deadline)) {
+    while (!spills.hasRoom(bytes) && spills.awaitProgress(deadline)) {
       // each spill that ends may have made room
     }
-  }
-
-  private boolean spillRoom(int bytes) {
-    long queued = queuedBytes.get();
-    return queue.size() * 2 < config.spillQueueBlocks()
-        && (queued == 0 || (queued + bytes) * 2 <= maxQueuedBytes);
   }
 
   /**
@@ -335,8 +406,8 @@ public final class TieredCache implements Tier {
   private BlockWriter openInRam(BlockKey key, int length) {
     long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
     BlockWriter writer = ram.writer(key, length);
-    while (writer.rejection().isPresent() && queuedBytes.get() > 0
-        && awaitSpillProgress(deadline)) {
+    while (writer.rejection().isPresent() && spills.bytes() > 0
+        && spills.awaitProgress(deadline)) {
       writer = ram.writer(key, length);
     }
     if (writer.rejection().isEmpty()) {
@@ -347,34 +418,13 @@ public final class TieredCache implements Tier {
       long queuedBefore = 0;
       for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && writer.rejection().isPresent()
           && queuedBefore < maxQueuedBytes; retry++) {
-        queuedBefore = queuedBytes.get();
+        queuedBefore = spills.bytes();
         writer = ram.writer(key, length);
       }
     } finally {
       pastSpillWait.set(false);
     }
     return writer;
-  }
-
-  /**
-   * Waits until a spill ends or a few milliseconds pass, unless {@code deadline} has passed.
-   *
-   * @return false once the deadline has passed (or the thread is interrupted)
-   */
-  private boolean awaitSpillProgress(long deadline) {
-    long left = deadline - System.nanoTime();
-    if (left <= 0 || closed) {
-      return false;
-    }
-    synchronized (spillProgress) {
-      try {
-        TimeUnit.NANOSECONDS.timedWait(spillProgress, Math.min(left, SPILL_POLL_NANOS));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-    }
-    return true;
   }
 
   @Override
@@ -385,9 +435,7 @@ public final class TieredCache implements Tier {
     boolean removed;
     synchronized (stripes[stripe]) {
       generations.incrementAndGet(stripe);
-      clean.remove(key);
-      removed = ram.delete(key);
-      removed |= cancelSpill(key);
+      removed = removeAbove(key);
       removed |= lower.delete(key);
       generations.incrementAndGet(stripe);
     }
@@ -395,16 +443,6 @@ public final class TieredCache implements Tier {
       counters.delete();
     }
     return removed;
-  }
-
-  /** Cancels a queued spill of the key, or waits for one being written to end. */
-  private boolean cancelSpill(BlockKey key) {
-    SpillEntry queued = spilling.remove(key);
-    if (queued != null) {
-      queued.cancel();
-      return true;
-    }
-    return false;
   }
 
   // ---------------------------------------------------------------- reads
@@ -436,7 +474,7 @@ public final class TieredCache implements Tier {
       ramHits.increment();
       return opened(TieredLease.over(fromRam, counters::leaseClosed));
     }
-    SpillEntry queued = spilling.get(key);
+    SpillEntry queued = spills.find(key);
     if (queued != null && queued.tryRetain()) {
       spillHits.increment();
       return opened(new TieredLease(key, queued.bytes(), queued::release));
@@ -538,7 +576,7 @@ public final class TieredCache implements Tier {
     if (status != GetStatus.MISS) {
       return counted(status, Source.RAM, ramHits);
     }
-    SpillEntry queued = spilling.get(key);
+    SpillEntry queued = spills.find(key);
     if (queued != null && queued.tryRetain()) {
       try {
         ByteBuffer bytes = queued.bytes();
@@ -587,7 +625,7 @@ public final class TieredCache implements Tier {
    */
   private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
     if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
-        || !spillRoom(bytes.remaining())) {
+        || !spills.hasRoom(bytes.remaining())) {
       return; // a promotion evicts: it must not push blocks out of a full spill queue
     }
     synchronized (stripes[stripe]) {
@@ -607,7 +645,7 @@ public final class TieredCache implements Tier {
   public boolean contains(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    return ram.contains(key) || spilling.containsKey(key) || lower.contains(key);
+    return ram.contains(key) || spills.holds(key) || lower.contains(key);
   }
 
   /**
@@ -624,7 +662,7 @@ public final class TieredCache implements Tier {
     int lowerLacks = -1; // the key the lower tier's last answer stopped at
     while (n < keys.size()) {
       BlockKey key = keys.get(n);
-      if (ram.contains(key) || spilling.containsKey(key)) {
+      if (ram.contains(key) || spills.holds(key)) {
         n++;
         continue;
       }
@@ -703,113 +741,33 @@ public final class TieredCache implements Tier {
 
   // ---------------------------------------------------------------- spilling
 
-  /** RAM's eviction listener: on the evicting thread, must not wait. */
+  /**
+   * RAM's eviction listener: on the evicting thread, must not wait. A block the lower tier holds
+   * already (clean), or whose copy is on its way there, is not written again.
+   */
   private void onRamEviction(BlockLease lease) {
     BlockKey key = lease.key();
-    if (clean.remove(key) && !closed && lower.contains(key)) {
+    if ((clean.remove(key) && !closed && lower.contains(key)) || spills.holds(key)) {
       spillsSkipped.increment();
       lease.close();
-      return;
-    }
-    SpillEntry entry = new SpillEntry(lease);
-    long queuedBefore = queuedBytes.getAndAdd(entry.size());
-    if (closed && config.spillOnClose()) {
+    } else if (closed && config.spillOnClose()) {
       // the spill thread is stopping; close() writes what RAM holds, and a block the policy evicts
       // meanwhile (Caffeine may finish pending maintenance inside the snapshot close iterates)
       // is written here, on the thread that evicted it
-      spill(entry);
-      return;
-    }
-    if (closed) {
-      dropped(entry, "the cache is closing");
-      return;
-    }
-    if (queuedBefore > 0 && queuedBefore + entry.size() > maxQueuedBytes
-        && (pastSpillWait.get() || config.spillQueueWait().isZero())) {
-      dropped(entry, "the spill queue holds " + queuedBefore + " of its " + maxQueuedBytes + " bytes");
-      return;
-    }
-    SpillEntry older = spilling.put(key, entry);
-    if (older != null) {
-      older.cancel(); // cannot happen while puts cancel spills; kept for safety
-    }
-    if (!queue.offer(entry)) {
-      spilling.remove(key, entry);
-      dropped(entry, "the spill queue holds its " + config.spillQueueBlocks() + " blocks");
-    }
-  }
-
-  private void dropped(SpillEntry entry, String why) {
-    spillDrops.increment();
-    queuedBytes.addAndGet(-entry.size());
-    log.debug("dropped {} on its way to the {} tier: {}", entry.lease().key(), lower.name(), why);
-    entry.release();
-  }
-
-  private void spillLoop() {
-    while (true) {
-      SpillEntry entry;
-      try {
-        entry = queue.poll(100, TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        return;
-      }
-      if (entry == null) {
-        if (closed) {
-          return;
-        }
-        continue;
-      }
-      spill(entry);
+      spills.writeEvicted(lease);
+    } else {
+      spills.evicted(lease, pastSpillWait.get() || config.spillQueueWait().isZero());
     }
   }
 
   /**
-   * Writes a block to the lower tier, unless a put or delete of its key cancelled it first; one
-   * that comes while the write is under way waits for it, then deletes or overwrites what it wrote.
-   */
-  private void spill(SpillEntry entry) {
-    BlockKey key = entry.lease().key();
-    try {
-      if (!entry.startWriting()) {
-        return;
-      }
-      PutStatus status = lower.put(key, entry.bytes());
-      if (status == PutStatus.STORED) {
-        spills.increment();
-      } else {
-        spillDrops.increment();
-        log.debug("dropped {}: the {} tier answered {}", key, lower.name(), status);
-      }
-    } catch (RuntimeException e) {
-      spillDrops.increment();
-      log.warn("spill of {} to the {} tier failed: {}", key, lower.name(), e.toString());
-    } finally {
-      spilling.remove(key, entry);
-      queuedBytes.addAndGet(-entry.size());
-      entry.finishWriting();
-      entry.release();
-      synchronized (spillProgress) {
-        spillProgress.notifyAll();
-      }
-    }
-  }
-
-  /**
-   * Waits until every block RAM has evicted so far is written to the lower tier or dropped (for a
-   * planned hand-over, or tests).
+   * Waits until every block RAM has evicted so far, and every copy queued behind a put, is written
+   * to the lower tier or dropped (for a planned hand-over, or tests).
    *
    * @return false if blocks were still waiting after {@code timeout}
    */
   public boolean awaitSpills(Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!spilling.isEmpty()) {
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      Thread.sleep(1);
-    }
-    return true;
+    return spills.awaitEmpty(timeout);
   }
 
   // ---------------------------------------------------------------- stats and close
@@ -817,8 +775,8 @@ public final class TieredCache implements Tier {
   /** How blocks moved between the tiers. */
   public TieredStats tieredStats() {
     return new TieredStats(ramHits.sum(), spillHits.sum(), lowerHits.sum(),
-        stats().misses(), spills.sum(), spillsSkipped.sum(),
-        spillDrops.sum(), promotions.sum());
+        stats().misses(), spills.spills(), spillsSkipped.sum(), spills.drops(), promotions.sum(),
+        spills.copies(), spills.failures());
   }
 
   /** The RAM tier's own counters. */
@@ -840,12 +798,26 @@ public final class TieredCache implements Tier {
   public CacheStats stats() {
     CacheStats r = ram.stats();
     CacheStats l = lower.stats();
-    CacheStats own = counters.snapshot(r.blocks() + spilling.size() + l.blocks(),
+    CacheStats own = counters.snapshot(r.blocks() + spills.size() + l.blocks(),
         r.bytesUsed() + l.bytesUsed(), r.capacityBytes() + l.capacityBytes(),
         r.compactions() + l.compactions(), r.bytesCompacted() + l.bytesCompacted());
-    return new CacheStats(own.hits(), own.misses(), own.puts(), l.evictions() + spillDrops.sum(),
+    return new CacheStats(own.hits(), own.misses(), own.puts(), l.evictions() + spills.drops(),
         own.rejections(), own.deletes(), own.blocks(), own.bytesUsed(), own.capacityBytes(),
         own.leasesOpen(), own.compactions(), own.bytesCompacted());
+  }
+
+  /**
+   * Healthy unless the lower tier is degraded, or writes to it fail (the last spill or copy was
+   * refused for lack of room, or threw).
+   */
+  @Override
+  public CacheHealth health() {
+    CacheHealth health = ram.health().and(lower.name(), lower.health());
+    String failure = spills.lastFailure();
+    if (failure == null || health.degraded()) {
+      return health;
+    }
+    return CacheHealth.degraded("writes to the " + lower.name() + " tier fail: " + failure);
   }
 
   /**
@@ -862,14 +834,7 @@ public final class TieredCache implements Tier {
       }
       closed = true;
     }
-    try {
-      spiller.join();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    for (SpillEntry left; (left = queue.poll()) != null; ) {
-      spill(left); // offered after the spill thread stopped
-    }
+    spills.close();
     if (config.spillOnClose()) {
       spillRam();
     }

@@ -21,16 +21,26 @@ import java.util.Objects;
  *     lower tier, hottest first, so that a lower tier that persists (the disk tier) serves them
  *     after a restart (default true). Closing then takes as long as writing RAM's contents; blocks
  *     the lower tier already holds unchanged are not written again.
+ * @param durability what a put's answer promises about the lower tier (default {@link
+ *     Durability#RAM_FIRST})
  */
 public record TieredCacheConfig(
-    int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit, boolean spillOnClose) {
+    int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit, boolean spillOnClose,
+    Durability durability) {
 
   public static final int DEFAULT_SPILL_QUEUE_BLOCKS = 64;
   public static final Duration DEFAULT_SPILL_QUEUE_WAIT = Duration.ofMillis(200);
 
   /** The defaults. */
   public static TieredCacheConfig defaults() {
-    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true, true);
+    return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true, true,
+        Durability.RAM_FIRST);
+  }
+
+  /** These settings with {@code durability}. */
+  public TieredCacheConfig withDurability(Durability durability) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability);
   }
 
   /**
@@ -45,5 +55,6 @@ public record TieredCacheConfig(
     if (spillQueueWait.isNegative()) {
       throw new IllegalArgumentException("spillQueueWait must not be negative, got " + spillQueueWait);
     }
+    Objects.requireNonNull(durability, "durability");
   }
 }

@@ -7,12 +7,16 @@ package dev.kvcache.tiered;
  * @param spillHits reads served by a block on its way from RAM to the lower tier
  * @param lowerHits reads served by the lower tier
  * @param misses reads that found the block in no tier
- * @param spills blocks evicted from RAM and written to the lower tier
+ * @param spills blocks evicted from RAM and then written to the lower tier
  * @param spillsSkipped blocks evicted from RAM that the lower tier already held unchanged (promoted
  *     and not put since), so nothing was written
  * @param spillDrops blocks evicted from RAM that reached no tier: the spill queue was full, or the
  *     lower tier refused them
  * @param promotions blocks copied from the lower tier into RAM on a read
+ * @param copies blocks written to the lower tier as they were put, behind or through the put
+ *     ({@link Durability})
+ * @param writeFailures writes to the lower tier (spills and copies) that it refused for lack of room
+ *     (a full disk, a device whose writes fail) or that threw
  */
 public record TieredStats(
     long ramHits,
@@ -22,4 +26,6 @@ public record TieredStats(
     long spills,
     long spillsSkipped,
     long spillDrops,
-    long promotions) {}
+    long promotions,
+    long copies,
+    long writeFailures) {}

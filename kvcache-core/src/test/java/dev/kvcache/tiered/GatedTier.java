@@ -10,17 +10,25 @@ import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A tier whose puts can be held back, to keep spills waiting; counts the puts, batch reads,
- * lookups, pins and single-key probes it receives.
+ * A tier whose puts can be held back, to keep spills waiting, or refused as a full disk refuses
+ * them; counts the puts (in all and per key), batch reads, lookups, pins and single-key probes it
+ * receives.
  */
 final class GatedTier implements Tier {
 
   private final Tier inner;
   private boolean held;
+  /** Whether puts are answered {@link PutStatus#REJECTED_NO_SPACE}, as by a full disk. */
+  volatile boolean full;
+  /** Whether closing leaves the inner tier open, for a test to read what it holds afterwards. */
+  volatile boolean keepInnerOpen;
   final AtomicInteger putsStarted = new AtomicInteger();
+  final Map<BlockKey, AtomicInteger> putsByKey = new ConcurrentHashMap<>();
   final AtomicInteger batchReads = new AtomicInteger();
   final AtomicInteger lookups = new AtomicInteger();
   final AtomicInteger pins = new AtomicInteger();
@@ -54,8 +62,9 @@ final class GatedTier implements Tier {
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
     putsStarted.incrementAndGet();
+    putsByKey.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
     awaitRelease();
-    return inner.put(key, src);
+    return full ? PutStatus.REJECTED_NO_SPACE : inner.put(key, src);
   }
 
   @Override
@@ -121,6 +130,8 @@ final class GatedTier implements Tier {
   @Override
   public void close() {
     release();
-    inner.close();
+    if (!keepInnerOpen) {
+      inner.close();
+    }
   }
 }

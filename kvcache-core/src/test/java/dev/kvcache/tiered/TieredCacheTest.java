@@ -44,7 +44,8 @@ class TieredCacheTest {
 
   private TieredCache open(int spillQueueBlocks, long lowerBytes, Duration spillQueueWait, boolean promote) {
     lower = new GatedTier(new RamTier(RamTierConfig.ofCapacity(lowerBytes).withMaxBlockBytes(1 << 20)));
-    cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promote, true));
+    cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, spillQueueWait,
+        promote, true, Durability.RAM_FIRST));
     return cache;
   }
 

@@ -7,6 +7,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.client.RemoteTier;
 import dev.kvcache.client.RemoteTierConfig;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
@@ -115,7 +116,7 @@ public class RemoteClientBenchmark {
       cache = new TieredCache(RamTierConfig.ofCapacity(64 << 20),
           new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", servers.kvcache.port).build()),
           new TieredCacheConfig(TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS,
-              TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT, false, false));
+              TieredCacheConfig.DEFAULT_SPILL_QUEUE_WAIT, false, false, Durability.RAM_FIRST));
     }
 
     @TearDown(Level.Trial)

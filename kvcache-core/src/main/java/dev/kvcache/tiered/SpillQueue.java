@@ -1,0 +1,385 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Tier;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The blocks on their way from RAM to the lower tier, and the spill thread that writes them in the
+ * order they came: blocks RAM evicted, and copies of blocks RAM still holds that a {@link
+ * Durability#WRITE_BEHIND} put queued. A {@link Durability#WRITE_THROUGH} put lists its copy here
+ * too, so that readers and later puts of the key find it, but writes it on its own thread.
+ *
+ * <p><b>Bounds.</b> Evicted blocks wait only while fewer than {@code maxEvictedBlocks} do, and
+ * while all waiting blocks keep at most {@code maxBytes} of RAM pinned (unless the evicting put
+ * has already waited as long as it may for room, when evicting frees nothing until they are
+ * written); past that an evicted block is dropped ({@link #drops()}). Copies are never dropped:
+ * their puts wait instead ({@link #awaitBacklog}).
+ *
+ * <p><b>Failures.</b> A write the lower tier refuses for lack of room ({@link
+ * PutStatus#REJECTED_NO_SPACE}: a full disk, or a device whose writes fail) or that throws is
+ * counted ({@link #failures()}) and kept as {@link #lastFailure()} until a write succeeds. An
+ * evicted block that fails is lost; a copy that fails stays in RAM, not clean, so that its
+ * eviction tries again.
+ */
+final class SpillQueue {
+
+  private static final Logger log = LoggerFactory.getLogger(SpillQueue.class);
+  /** Longest single wait for progress: a notification missed costs no more than this. */
+  private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+  private final Tier lower;
+  private final int maxEvictedBlocks;
+  private final long maxBytes;
+  /** Called on the writer's thread once a copy is stored below, before cancellers may go on. */
+  private final Consumer<BlockKey> copyStored;
+  private final LinkedBlockingQueue<SpillEntry> queue = new LinkedBlockingQueue<>();
+  /** Blocks queued, being written, or listed by a write-through put, by key. */
+  private final ConcurrentHashMap<BlockKey, SpillEntry> byKey = new ConcurrentHashMap<>();
+  /** Entries registered and not yet written (queued or being written), in blocks and bytes. */
+  private final AtomicInteger waiting = new AtomicInteger();
+  private final AtomicInteger evictedWaiting = new AtomicInteger();
+  private final AtomicLong bytes = new AtomicLong();
+  /** Notified each time a write ends. */
+  private final Object progress = new Object();
+  private final Thread thread;
+  private volatile boolean stopping;
+  /** The last write's failure, until a write succeeds. */
+  private volatile String lastFailure;
+
+  private final LongAdder spills = new LongAdder();
+  private final LongAdder copies = new LongAdder();
+  private final LongAdder drops = new LongAdder();
+  private final LongAdder failures = new LongAdder();
+
+  SpillQueue(Tier lower, int maxEvictedBlocks, long maxBytes, Consumer<BlockKey> copyStored) {
+    this.lower = lower;
+    this.maxEvictedBlocks = maxEvictedBlocks;
+    this.maxBytes = maxBytes;
+    this.copyStored = copyStored;
+    this.thread = new Thread(this::run, "kvcache-spill-" + lower.name());
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** The key's entry, or null. */
+  SpillEntry find(BlockKey key) {
+    return byKey.get(key);
+  }
+
+  boolean holds(BlockKey key) {
+    return byKey.containsKey(key);
+  }
+
+  /** Blocks listed. */
+  int size() {
+    return byKey.size();
+  }
+
+  /** RAM bytes the waiting blocks keep pinned (or may: a copy pins memory once RAM evicts it). */
+  long bytes() {
+    return bytes.get();
+  }
+
+  /**
+   * Whether the queue is at most half full, in evicted blocks and in bytes counting {@code more}:
+   * the other half takes what a put evicts without dropping it.
+   */
+  boolean hasRoom(int more) {
+    long queued = bytes.get();
+    return evictedWaiting.get() * 2 < maxEvictedBlocks
+        && (queued == 0 || (queued + more) * 2 <= maxBytes);
+  }
+
+  /**
+   * Cancels the key's entry, or waits for a write of it under way to end.
+   *
+   * @return whether there was one
+   */
+  boolean cancel(BlockKey key) {
+    SpillEntry entry = byKey.remove(key);
+    if (entry == null) {
+      return false;
+    }
+    entry.cancel();
+    return true;
+  }
+
+  /**
+   * Takes a block RAM evicted, on the evicting thread, without waiting: queues it, or drops it if
+   * the queue is full ({@code pastWait}: the evicting put has waited as long as it may, so the byte
+   * bound holds too).
+   */
+  void evicted(BlockLease lease, boolean pastWait) {
+    SpillEntry entry = SpillEntry.evicted(lease);
+    long queued = bytes.get();
+    if (stopping) {
+      drop(entry, "the cache is closing");
+    } else if (pastWait && queued > 0 && queued + entry.size() > maxBytes) {
+      drop(entry, "the spill queue holds " + queued + " of its " + maxBytes + " bytes");
+    } else if (!tryIncrementBelow(evictedWaiting, maxEvictedBlocks)) {
+      drop(entry, "the spill queue holds its " + maxEvictedBlocks + " evicted blocks");
+    } else {
+      enqueue(entry);
+    }
+  }
+
+  /** Writes a block RAM evicted at once, on this thread (while the cache closes). */
+  void writeEvicted(BlockLease lease) {
+    SpillEntry entry = SpillEntry.evicted(lease);
+    evictedWaiting.incrementAndGet();
+    register(entry);
+    write(entry, false);
+  }
+
+  /** Queues a copy of a block RAM holds for the spill thread ({@link Durability#WRITE_BEHIND}). */
+  void queueCopy(SpillEntry copy) {
+    enqueue(copy);
+  }
+
+  /**
+   * Lists a copy of a block RAM holds that the caller writes with {@link #writeNow} ({@link
+   * Durability#WRITE_THROUGH}); it stays listed until {@link #unlist}, or until a put or delete of
+   * the key cancels it.
+   */
+  void list(SpillEntry copy) {
+    register(copy);
+    SpillEntry older = byKey.put(copy.lease().key(), copy);
+    if (older != null) {
+      older.cancel();
+    }
+  }
+
+  /**
+   * Writes a block on this thread, unless another writer claimed it first (then waits for that
+   * one) or a put or delete of the key cancelled it ({@link SpillEntry#cancelled()}).
+   *
+   * @param keepListed whether the block was {@link #list listed} and stays so until {@link
+   *     #unlist}; false for a queued block, which leaves the list once written
+   * @return what the lower tier answered; null if the write threw or the block was cancelled
+   */
+  PutStatus writeNow(SpillEntry entry, boolean keepListed) {
+    if (entry.startWriting()) {
+      write(entry, keepListed);
+    } else if (keepListed && entry.cancelled()) {
+      finish(entry, true); // a listed block has no other writer to let go of it
+    }
+    return entry.awaitOutcome();
+  }
+
+  /** Takes a listed block off the list; false if a put or delete of its key took it off first. */
+  boolean unlist(SpillEntry entry) {
+    return byKey.remove(entry.lease().key(), entry);
+  }
+
+  /**
+   * Waits until at most {@code maxBlocks} blocks wait to be written, holding at most the queue's
+   * bytes (or only one block does, whatever its size): the bound on what {@link
+   * Durability#WRITE_BEHIND} puts leave unwritten.
+   */
+  void awaitBacklog(int maxBlocks) {
+    while (!stopping && (waiting.get() > maxBlocks
+        || (bytes.get() > maxBytes && waiting.get() > 1))) {
+      if (!awaitProgress(System.nanoTime() + POLL_NANOS)) {
+        return;
+      }
+    }
+  }
+
+  /**
+   * Waits until a write ends or a few milliseconds pass, unless {@code deadline} has passed.
+   *
+   * @return false once the deadline has passed (or the thread is interrupted, or the queue stops)
+   */
+  boolean awaitProgress(long deadline) {
+    long left = deadline - System.nanoTime();
+    if (left <= 0 || stopping) {
+      return false;
+    }
+    synchronized (progress) {
+      try {
+        TimeUnit.NANOSECONDS.timedWait(progress, Math.min(left, POLL_NANOS));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Waits until every block listed so far is written or dropped.
+   *
+   * @return false if blocks were still listed after {@code timeout}
+   */
+  boolean awaitEmpty(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!byKey.isEmpty()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(1);
+    }
+    return true;
+  }
+
+  /** Evicted blocks written. */
+  long spills() {
+    return spills.sum();
+  }
+
+  /** Copies written. */
+  long copies() {
+    return copies.sum();
+  }
+
+  /** Evicted blocks that reached no tier: the queue was full, or the lower tier refused them. */
+  long drops() {
+    return drops.sum();
+  }
+
+  /** Writes the lower tier refused for lack of room, or that threw. */
+  long failures() {
+    return failures.sum();
+  }
+
+  /** Why the last write failed, while no write has succeeded since; null otherwise. */
+  String lastFailure() {
+    return lastFailure;
+  }
+
+  /** Stops the spill thread, then writes what is still queued on this thread. */
+  void close() {
+    stopping = true;
+    try {
+      thread.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (SpillEntry left; (left = queue.poll()) != null; ) {
+      writeQueued(left);
+    }
+  }
+
+  private void enqueue(SpillEntry entry) {
+    register(entry);
+    SpillEntry older = byKey.put(entry.lease().key(), entry);
+    if (older != null) {
+      older.cancel(); // cannot happen while puts cancel spills first; kept for safety
+    }
+    queue.add(entry);
+  }
+
+  private void register(SpillEntry entry) {
+    waiting.incrementAndGet();
+    bytes.addAndGet(entry.size());
+  }
+
+  private void drop(SpillEntry entry, String why) {
+    drops.increment();
+    log.debug("dropped {} on its way to the {} tier: {}", entry.lease().key(), lower.name(), why);
+    entry.release();
+  }
+
+  private void run() {
+    while (true) {
+      SpillEntry entry;
+      try {
+        entry = queue.poll(100, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (entry != null) {
+        writeQueued(entry);
+      } else if (stopping) {
+        return;
+      }
+    }
+  }
+
+  private void writeQueued(SpillEntry entry) {
+    if (entry.startWriting()) {
+      write(entry, false);
+    } else if (entry.cancelled()) {
+      finish(entry, false);
+    } // else a put's own thread claimed it (writeNow) and lets go of it
+  }
+
+  /** Writes a claimed entry and lets go of it; {@code keepListed} leaves it for {@link #unlist}. */
+  private void write(SpillEntry entry, boolean keepListed) {
+    BlockKey key = entry.lease().key();
+    PutStatus status = null;
+    try {
+      status = lower.put(key, entry.bytes());
+      if (status == PutStatus.STORED) {
+        lastFailure = null;
+        if (entry.isCopy()) {
+          copies.increment();
+          copyStored.accept(key);
+        } else {
+          spills.increment();
+        }
+      } else {
+        if (status == PutStatus.REJECTED_NO_SPACE) {
+          failed(key, "the " + lower.name() + " tier has no room (" + lower.health().problems() + ")");
+        }
+        if (!entry.isCopy()) {
+          drops.increment();
+        }
+        log.debug("{} not written: the {} tier answered {}", key, lower.name(), status);
+      }
+    } catch (RuntimeException e) {
+      failed(key, e.toString());
+      if (!entry.isCopy()) {
+        drops.increment();
+      }
+      log.warn("writing {} to the {} tier failed: {}", key, lower.name(), e.toString());
+    } finally {
+      entry.finishWriting(status);
+      finish(entry, keepListed);
+    }
+  }
+
+  private void failed(BlockKey key, String why) {
+    failures.increment();
+    if (lastFailure == null) {
+      log.warn("writing {} to the {} tier failed: {}", key, lower.name(), why);
+    }
+    lastFailure = why;
+  }
+
+  private void finish(SpillEntry entry, boolean keepListed) {
+    if (!keepListed) {
+      byKey.remove(entry.lease().key(), entry);
+    }
+    if (!entry.isCopy()) {
+      evictedWaiting.decrementAndGet();
+    }
+    waiting.decrementAndGet();
+    bytes.addAndGet(-entry.size());
+    entry.release();
+    synchronized (progress) {
+      progress.notifyAll();
+    }
+  }
+
+  private static boolean tryIncrementBelow(AtomicInteger counter, int limit) {
+    for (int n = counter.get(); n < limit; n = counter.get()) {
+      if (counter.compareAndSet(n, n + 1)) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,169 @@
+package dev.kvcache.tiered;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.testkit.Payloads;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** What each {@link Durability} promises about the lower tier when a put answers. */
+class DurabilityTest {
+
+  private static final int BLOCK = 64 << 10;
+  private static final RamTierConfig RAM = RamTierConfig.ofCapacity(4L << 20).withMaxBlockBytes(1 << 20);
+  private static final int QUEUE_BLOCKS = 4;
+
+  private RamTier below;
+  private GatedTier lower;
+  private TieredCache cache;
+
+  private TieredCache open(Durability durability) {
+    below = new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(1 << 20));
+    lower = new GatedTier(below);
+    lower.keepInnerOpen = true;
+    cache = new TieredCache(RAM, lower, new TieredCacheConfig(QUEUE_BLOCKS, Duration.ofSeconds(30),
+        true, true, durability));
+    return cache;
+  }
+
+  @AfterEach
+  void closeCache() {
+    if (cache != null) {
+      lower.release();
+      cache.close();
+      assertThat(cache.ramStats().leasesOpen()).as("RAM leases left open").isZero();
+      below.close();
+    }
+  }
+
+  private static ByteBuffer block(int i, long version) {
+    return Payloads.of(Payloads.key(i), version, BLOCK);
+  }
+
+  /** The version the lower tier holds for block i, or -1. */
+  private long inLower(int i) {
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    if (lower.getInto(Payloads.key(i), dst) != GetStatus.HIT) {
+      return -1;
+    }
+    return Payloads.verify(Payloads.key(i), dst.flip());
+  }
+
+  private long read(int i) {
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    if (cache.getInto(Payloads.key(i), dst) != GetStatus.HIT) {
+      return -1;
+    }
+    return Payloads.verify(Payloads.key(i), dst.flip());
+  }
+
+  @Test
+  void writeThroughAnswersOnceTheLowerTierHasTheBlock() {
+    open(Durability.WRITE_THROUGH);
+    for (int i = 0; i < 20; i++) {
+      assertThat(cache.put(Payloads.key(i), block(i, 1))).isEqualTo(PutStatus.STORED);
+      assertThat(inLower(i)).as("block %d in the lower tier when its put answers", i).isEqualTo(1);
+    }
+    BlockWriter writer = cache.writer(Payloads.key(0), BLOCK);
+    writer.write(block(0, 2));
+    assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+    assertThat(inLower(0)).as("a block put in parts").isEqualTo(2);
+    assertThat(cache.tryWriter(Payloads.key(1), BLOCK))
+        .as("no writer whose commit would not wait for the lower tier").isEmpty();
+    assertThat(cache.tieredStats().copies()).isEqualTo(21);
+  }
+
+  @Test
+  void writeThroughRefusedBelowLeavesNothingAndSaysWhy() {
+    open(Durability.WRITE_THROUGH);
+    assertThat(cache.put(Payloads.key(0), block(0, 1))).isEqualTo(PutStatus.STORED);
+    lower.full = true;
+    assertThat(cache.put(Payloads.key(1), block(1, 1))).isEqualTo(PutStatus.REJECTED_NO_SPACE);
+    assertThat(read(1)).as("a block the lower tier refused is not served from RAM").isEqualTo(-1);
+    assertThat(cache.put(Payloads.key(0), block(0, 2))).isEqualTo(PutStatus.REJECTED_NO_SPACE);
+    assertThat(read(0)).as("a refused overwrite leaves no stale copy either").isEqualTo(-1);
+    assertThat(cache.tieredStats().writeFailures()).isEqualTo(2);
+    assertThat(cache.health().degraded()).isTrue();
+    assertThat(cache.health().problems()).singleElement().asString()
+        .contains("writes to the gated tier fail");
+
+    lower.full = false;
+    assertThat(cache.put(Payloads.key(1), block(1, 2))).isEqualTo(PutStatus.STORED);
+    assertThat(read(1)).isEqualTo(2);
+    assertThat(cache.health().degraded()).as("healthy once a write succeeds").isFalse();
+  }
+
+  @Test
+  void writeBehindLeavesAtMostTheQueueUnwritten() throws Exception {
+    open(Durability.WRITE_BEHIND);
+    lower.hold();
+    AtomicInteger acknowledged = new AtomicInteger();
+    CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+      for (int i = 0; i < 3 * QUEUE_BLOCKS; i++) {
+        assertThat(cache.put(Payloads.key(i), block(i, 1))).isEqualTo(PutStatus.STORED);
+        acknowledged.incrementAndGet();
+      }
+    });
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (acknowledged.get() < QUEUE_BLOCKS && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+    Thread.sleep(200); // time for puts past the bound to be wrongly acknowledged
+    assertThat(acknowledged.get()).as("puts answered while the lower tier takes nothing")
+        .isEqualTo(QUEUE_BLOCKS);
+    assertThat(writer).isNotDone();
+    for (int i = 0; i < QUEUE_BLOCKS; i++) {
+      assertThat(read(i)).as("block %d readable while it waits", i).isEqualTo(1);
+    }
+    lower.release();
+    writer.get(10, TimeUnit.SECONDS);
+    assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+    for (int i = 0; i < 3 * QUEUE_BLOCKS; i++) {
+      assertThat(inLower(i)).as("block %d written behind", i).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void writeBehindFailureIsCountedAndTheBlockStaysInRam() throws Exception {
+    open(Durability.WRITE_BEHIND);
+    lower.full = true;
+    assertThat(cache.put(Payloads.key(0), block(0, 1))).isEqualTo(PutStatus.STORED);
+    assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+    assertThat(cache.tieredStats().writeFailures()).isEqualTo(1);
+    assertThat(cache.health().degraded()).isTrue();
+    assertThat(read(0)).isEqualTo(1);
+    lower.full = false;
+    cache.close(); // RAM's blocks go down on close: the one that failed is not clean
+    assertThat(inLower(0)).isEqualTo(1);
+  }
+
+  @ParameterizedTest
+  @EnumSource(Durability.class)
+  void eachBlockIsWrittenBelowOnce(Durability durability) throws Exception {
+    open(durability);
+    int blocks = 3 * (int) (RAM.capacityBytes() / BLOCK); // RAM evicts most of them
+    for (int i = 0; i < blocks; i++) {
+      assertThat(cache.put(Payloads.key(i), block(i, 1))).isEqualTo(PutStatus.STORED);
+    }
+    assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+    cache.close();
+    for (int i = 0; i < blocks; i++) {
+      BlockKey key = Payloads.key(i);
+      assertThat(inLower(i)).as("block %d below after close", i).isEqualTo(1);
+      assertThat(lower.putsByKey.get(key)).as("writes of block %d", i).hasValue(1);
+    }
+  }
+}
