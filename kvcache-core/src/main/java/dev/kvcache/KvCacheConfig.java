@@ -72,6 +72,26 @@ public final class KvCacheConfig {
         settings.choice("tiered.durability", Durability.class, defaults.durability()));
     this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
     settings.requireAllRead();
+    checkRam();
+  }
+
+  /** Fails at once, naming the settings, if RAM's budget and largest block do not fit together. */
+  private void checkRam() {
+    RamTierConfig ram;
+    try {
+      ram = RamTierConfig.ofCapacity(ramBytes);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("setting 'ram.bytes': " + e.getMessage(), e);
+    }
+    if (maxBlockBytes != null) {
+      try {
+        ram.withMaxBlockBytes(maxBlockBytes);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("setting 'ram.max-block-bytes' (" + maxBlockBytes
+            + " bytes) does not fit a RAM tier of 'ram.bytes' (" + ramBytes + " bytes): "
+            + e.getMessage() + "; lower 'ram.max-block-bytes' or raise 'ram.bytes'", e);
+      }
+    }
   }
 
   /**

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.Durability;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +54,26 @@ class KvCacheConfigTest {
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("disk.dir", "/tmp/x")))
         .as("a lower tier's settings without lower = disk")
         .hasMessage("unknown setting disk.dir");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.durability", "sometimes")))
+        .hasMessageContaining("tiered.durability").hasMessageContaining("write_through");
+  }
+
+  @Test
+  void aLargestBlockRamCannotHoldNamesBothSettings() {
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.bytes", "32MiB", "ram.max-block-bytes", "64MiB")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("setting 'ram.max-block-bytes' (67108864 bytes) does not fit a RAM"
+            + " tier of 'ram.bytes' (33554432 bytes)")
+        .hasMessageEndingWith("lower 'ram.max-block-bytes' or raise 'ram.bytes'");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.bytes", "1KiB")))
+        .hasMessageStartingWith("setting 'ram.bytes': RAM tier capacity must be at least");
+  }
+
+  @Test
+  void durabilityIsASetting() {
+    assertThat(KvCacheConfig.of(Map.of()).tiered().durability()).isEqualTo(Durability.RAM_FIRST);
+    assertThat(KvCacheConfig.of(Map.of("tiered.durability", "write_through")).tiered().durability())
+        .isEqualTo(Durability.WRITE_THROUGH);
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.CacheHealth;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
@@ -66,7 +67,8 @@ class BlockController {
   /**
    * Stores the body, which streams in as it arrives. 201 when stored; 202 when the cache's policy
    * declined to keep it (a later GET misses); 408 when the body takes longer than {@code
-   * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made. A body with
+   * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made (or, with
+   * {@code durability: write_through}, the disk tier could not store the block). A body with
    * {@code Content-Encoding: kvcache-lz4} is a {@link WireCodec} container, stored decoded; any
    * other coding is 415.
    */
@@ -99,11 +101,21 @@ class BlockController {
       case REJECTED_TOO_LARGE:
         throw tooLarge(length);
       case REJECTED_NO_SPACE:
-        throw new ApiException(HttpStatus.INSUFFICIENT_STORAGE, "no-space",
-            "no room for the block: the cache's memory is held by open reads; retry later");
+        throw new ApiException(HttpStatus.INSUFFICIENT_STORAGE, "no-space", noRoom(cache));
       default:
         throw new IllegalStateException("unexpected put status " + status);
     }
+  }
+
+  /**
+   * Why a PUT found no room: the disk tier cannot store it (with {@code durability:
+   * write_through}), or the cache's memory is held by open reads.
+   */
+  static String noRoom(KvCache cache) {
+    CacheHealth health = cache.health();
+    return health.degraded()
+        ? "no room for the block: " + String.join("; ", health.problems())
+        : "no room for the block: the cache's memory is held by open reads; retry later";
   }
 
   private ApiException tooLarge(long length) {

@@ -2,6 +2,8 @@ package dev.kvcache.server;
 
 import dev.kvcache.CacheStats;
 import dev.kvcache.KvCache;
+import dev.kvcache.tiered.TieredCache;
+import dev.kvcache.tiered.TieredStats;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -31,6 +33,26 @@ class CacheMeters implements MeterBinder {
     gauge(registry, "kvcache.bytes.used", "bytes of the RAM budget in use", CacheStats::bytesUsed);
     gauge(registry, "kvcache.bytes.capacity", "the RAM budget", CacheStats::capacityBytes);
     gauge(registry, "kvcache.leases.open", "reads holding a block", CacheStats::leasesOpen);
+    Gauge.builder("kvcache.degraded", cache, c -> c.health().degraded() ? 1 : 0)
+        .description("1 while some promise of the cache is on hold (see /health), else 0")
+        .register(registry);
+    if (cache instanceof TieredCache tiered) {
+      tieredCounter(registry, tiered, "kvcache.lower.write.failures",
+          "writes to the disk tier (spills, and copies written behind or through) refused for lack"
+              + " of room or failed", TieredStats::writeFailures);
+      tieredCounter(registry, tiered, "kvcache.spill.drops",
+          "blocks RAM evicted that reached no tier", TieredStats::spillDrops);
+      tieredCounter(registry, tiered, "kvcache.lower.copies",
+          "blocks written to the disk tier as they were put (written behind or through)",
+          TieredStats::copies);
+    }
+  }
+
+  private static void tieredCounter(MeterRegistry registry, TieredCache tiered, String name,
+      String help, ToDoubleFunction<TieredStats> value) {
+    FunctionCounter.builder(name, tiered, t -> value.applyAsDouble(t.tieredStats()))
+        .description(help)
+        .register(registry);
   }
 
   private void counter(MeterRegistry registry, String name, String help,

@@ -10,7 +10,9 @@ import java.util.function.Function;
 /**
  * The cache behind the server, from {@code kvcache.cache.*} (or {@code KVCACHE_CACHE_*} in the
  * environment). Sizes take a unit (B, KiB, MiB, GiB, TiB). The defaults fit a laptop: 1 GiB of RAM
- * over an 8 GiB disk tier in {@code ./kvcache-data}; an empty {@code disk-dir} means RAM only.
+ * over an 8 GiB disk tier in {@code ./kvcache-data}, every PUT written behind to disk ({@code
+ * durability}); an empty {@code disk-dir} means RAM only. An empty {@code disk-min-free} leaves the
+ * disk tier's default floor (the smaller of 1 GiB and 5% of the file system).
  */
 @ConfigurationProperties("kvcache.cache")
 class CacheSettings {
@@ -22,6 +24,8 @@ class CacheSettings {
   private String diskSyncPolicy = "periodic";
   private String diskCodec = "none";
   private String diskCodecFilter = "none";
+  private String diskMinFree = "";
+  private String durability = "write_behind";
 
   /**
    * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
@@ -37,7 +41,9 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-capacity", "disk.capacity", s -> s.diskCapacity, true),
       new Setting("kvcache.cache.disk-sync-policy", "disk.sync-policy", s -> s.diskSyncPolicy, true),
       new Setting("kvcache.cache.disk-codec", "disk.codec", s -> s.diskCodec, true),
-      new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true));
+      new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
+      new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
+      new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true));
 
   /**
    * The settings in the form {@link KvCacheConfig} reads.
@@ -51,8 +57,9 @@ class CacheSettings {
       settings.put("lower", "disk");
     }
     for (Setting setting : SETTINGS) {
-      if (disk || !setting.disk()) {
-        settings.put(setting.configName(), setting.value().apply(this));
+      String value = setting.value().apply(this);
+      if ((disk || !setting.disk()) && value != null && !value.isBlank()) {
+        settings.put(setting.configName(), value);
       }
     }
     try {
@@ -112,6 +119,22 @@ class CacheSettings {
 
   public void setDiskCodec(String diskCodec) {
     this.diskCodec = diskCodec;
+  }
+
+  public String getDiskMinFree() {
+    return diskMinFree;
+  }
+
+  public void setDiskMinFree(String diskMinFree) {
+    this.diskMinFree = diskMinFree;
+  }
+
+  public String getDurability() {
+    return durability;
+  }
+
+  public void setDurability(String durability) {
+    this.durability = durability;
   }
 
   public String getDiskCodecFilter() {

@@ -236,8 +236,7 @@ class FastPut implements MeterBinder {
         case NOT_ADMITTED -> respondStored(ctx, streamId, 202, "not-admitted");
         case REJECTED_TOO_LARGE -> respond(ctx, streamId, 413, "too-large", "a block of "
             + writer.length() + " bytes is larger than this server's largest, " + maxBlockBytes);
-        default -> respond(ctx, streamId, 507, "no-space",
-            "no room for the block: the cache's memory is held by open reads; retry later");
+        default -> respond(ctx, streamId, 507, "no-space", BlockController.noRoom(cache));
       }
       answered.incrementAndGet();
     }
