@@ -3,8 +3,9 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, remote, wire
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, durability, remote, wire
 #   kvcache-bench/run-benchmarks.sh remote-lookup   # part of the remote suite: lookups and pins
+#   kvcache-bench/run-benchmarks.sh durability-server   # part of the durability suite: the server
 #   kvcache-bench/run-benchmarks.sh disk-io disk-writer   # parts of the disk suite
 #   QUICK=1 kvcache-bench/run-benchmarks.sh ram     # one fork, short iterations
 #   CODEC_PARAMS="-p chunkSizeBytes=262144" kvcache-bench/run-benchmarks.sh codec   # a subset
@@ -58,6 +59,11 @@ remote_lookups() {
     | grep -vE ':p0\.(00|90|95|999|9999)|:p1\.00' || true
 }
 
+# PUTs to a server child process (1 GiB of RAM over a disk tier) under each durability mode
+run_durability_server() {
+  run durability-server ServerDurabilityBenchmark -t 1 -jvmArgsAppend "-Dkvcache.server.jar=$PWD/kvcache-server/target/kvcache-server.jar"
+}
+
 for suite in "${suites[@]}"; do
   case "$suite" in
     ram)
@@ -102,6 +108,12 @@ for suite in "${suites[@]}"; do
       run disk-churn DiskChurnBenchmark -t 1
       ;;
     tiered) run tiered TieredCacheBenchmark -t 1 ;;
+    durability)
+      # puts through RAM over disk under each durability mode, beside the disk tier alone
+      run durability 'TieredCacheBenchmark\.put$' -t 1 \
+        -p stack=ram+disk,ram+disk-write-behind,ram+disk-write-through,disk,ram+disk-write-through-sync,disk-sync
+      run_durability_server ;;
+    durability-server) run_durability_server ;;
     remote)
       # the Java client against a kvcache-server child process, Jedis against a redis-server one
       command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null

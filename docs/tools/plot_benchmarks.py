@@ -594,7 +594,7 @@ def tiered_tables(rows, out, img):
     """The tiered cache beside RAM alone and disk alone (TieredCacheBenchmark), GB/s and ratios."""
     data = {}  # (method, stack, size) -> (GB/s, error)
     for r in rows:
-        if klass(r) == "TieredCacheBenchmark":
+        if klass(r) == "TieredCacheBenchmark" and r["file"] == "tiered.json":
             data[(method(r), r["params"]["stack"], int(r["params"]["blockSizeBytes"]))] = gbps(r)
     if not data:
         return
@@ -1060,6 +1060,74 @@ def client_tables(results_dir, out, img):
                "Java client against Jedis on loopback: above 1 is faster than Redis")
 
 
+def durability_tables(rows, out, img):
+    """Puts under each durability mode: through the tiered cache (TieredCacheBenchmark in
+    durability.json) and through the server (ServerDurabilityBenchmark), GB/s and ratios."""
+    tiered = {}  # (stack, size) -> (GB/s, error)
+    server = {}  # (durability, size) -> (GB/s, error)
+    for r in rows:
+        if r["file"] == "durability.json" and method(r) == "put":
+            tiered[(r["params"]["stack"], int(r["params"]["blockSizeBytes"]))] = gbps(r)
+        elif klass(r) == "ServerDurabilityBenchmark":
+            size = int(r["params"]["blockBytes"])
+            score, error = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
+            server[(r["params"]["durability"], size)] = (score * size / 1e9, error * size / 1e9)
+    if not tiered and not server:
+        return
+    stacks = ["ram+disk", "ram+disk-write-behind", "ram+disk-write-through", "disk",
+              "ram+disk-write-through-sync", "disk-sync"]
+    names = ["ram_first", "write_behind", "write_through", "disk alone", "write_through, sync always",
+             "disk alone, sync always"]
+    sizes = sorted({k[1] for k in tiered})
+    out.append("\n### Puts under each durability mode, tiered cache (GB/s)\n")
+    out.append("| block | " + " | ".join(names) + " | behind / ram_first | through / ram_first | through sync / disk sync |")
+    out.append("|---:|" + "---:|" * (len(names) + 3))
+    for size in sizes:
+        cells = [f"{tiered[(st, size)][0]:.2f} ± {tiered[(st, size)][1]:.2f}" if (st, size) in tiered else "-"
+                 for st in stacks]
+        ratios = [ratio_cell(dict((k[0], v) for k, v in tiered.items() if k[1] == size), a, b)
+                  for a, b in [("ram+disk-write-behind", "ram+disk"), ("ram+disk-write-through", "ram+disk"),
+                               ("ram+disk-write-through-sync", "disk-sync")]]
+        out.append(f"| {size_label(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    modes = ["ram_first", "write_behind", "write_through"]
+    server_sizes = sorted({k[1] for k in server})
+    if server:
+        out.append("\n### PUTs under each durability mode, server and Java client, one thread (GB/s)\n")
+        out.append("| block | " + " | ".join(modes) + " | behind / ram_first | through / ram_first |")
+        out.append("|---:|" + "---:|" * (len(modes) + 2))
+        for size in server_sizes:
+            cells = [f"{server[(m, size)][0]:.2f} ± {server[(m, size)][1]:.2f}" if (m, size) in server else "-"
+                     for m in modes]
+            per = dict((k[0], v) for k, v in server.items() if k[1] == size)
+            out.append(f"| {size_label(size)} | " + " | ".join(cells) + " | "
+                       + ratio_cell(per, "write_behind", "ram_first") + " | "
+                       + ratio_cell(per, "write_through", "ram_first") + " |")
+    groups = [(f"tiered, {size_label(size)}", {n: tiered.get((st, size)) for n, st in zip(modes, stacks)})
+              for size in sizes]
+    groups += [(f"server, {size_label(size)}", {m: server.get((m, size)) for m in modes}) for size in server_sizes]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(modes)
+    for i, m in enumerate(modes):
+        xs, vals, errs = [], [], []
+        for j, (_, values) in enumerate(groups):
+            base, v = values.get("ram_first"), values.get(m)
+            if base and v:
+                xs.append(j + i * width)
+                vals.append(v[0] / base[0])
+                errs.append(v[1] / base[0])
+        ax.bar(xs, vals, width, yerr=errs, capsize=3, label=m)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + width * (len(modes) - 1) / 2 for j in range(len(groups))])
+    ax.set_xticklabels([g[0] for g in groups], fontsize=8)
+    ax.set_ylabel("put throughput / ram_first")
+    ax.set_title("Sustained puts (RAM full, every put evicts), by durability mode")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "durability-puts.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -1074,6 +1142,7 @@ def main():
     disk_tables(rows, out, img)
     disk_writer_table(rows, out, img)
     tiered_tables(rows, out, img)
+    durability_tables(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)

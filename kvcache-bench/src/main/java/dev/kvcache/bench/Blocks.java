@@ -18,7 +18,7 @@ public final class Blocks {
   private Blocks() {}
 
   /** A direct buffer of {@code size} pseudo-random bytes, position 0, limit size. */
-  static ByteBuffer randomDirect(int size, long seed) {
+  public static ByteBuffer randomDirect(int size, long seed) {
     ByteBuffer b = ByteBuffer.allocateDirect(size);
     SplittableRandom random = new SplittableRandom(seed);
     while (b.remaining() >= 8) {
@@ -74,7 +74,7 @@ public final class Blocks {
   }
 
   /** Deletes {@code dir} and everything under it, if it exists. */
-  static void deleteTree(Path dir) throws IOException {
+  public static void deleteTree(Path dir) throws IOException {
     if (!Files.exists(dir)) {
       return;
     }

@@ -7,6 +7,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCache;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -35,7 +36,12 @@ import org.openjdk.jmh.annotations.TearDown;
  *       random blocks are served half by RAM, half by disk (each disk hit promoted, evicting another
  *       block to the spill queue); {@code ram+disk-no-promotion} leaves disk hits on disk.
  *   <li>{@code stack=ram}: a RAM tier that holds the whole working set (the RAM-tier figures).
- *   <li>{@code stack=disk}: the disk tier alone (the disk-tier figures).
+ *   <li>{@code stack=disk}: the disk tier alone (the disk-tier figures); {@code disk-sync} with
+ *       sync policy {@code ALWAYS}.
+ *   <li>{@code stack=ram+disk-write-behind}, {@code ram+disk-write-through}: {@code ram+disk} under
+ *       those {@link Durability} modes ({@code ram+disk} is {@link Durability#RAM_FIRST}); {@code
+ *       ram+disk-write-through-sync} with the disk tier's sync policy {@code ALWAYS}, beside {@code
+ *       disk-sync}.
  * </ul>
  *
  * {@code getInto} copies a random block of the working set into a direct buffer; {@code put} stores
@@ -79,10 +85,14 @@ public class TieredCacheBenchmark {
     cache = switch (stack) {
       case "ram" -> KvCache.builder().ramBytes(workingSetBytes + workingSetBytes / 4)
           .maxBlockBytes(blockSizeBytes).build();
-      case "disk" -> disk();
+      case "disk" -> disk(SyncPolicy.NONE);
+      case "disk-sync" -> disk(SyncPolicy.ALWAYS);
       case "ram+disk", "ram+disk-no-promotion" -> KvCache.builder().ramBytes(workingSetBytes / 2)
-          .maxBlockBytes(blockSizeBytes).lowerTier(disk())
+          .maxBlockBytes(blockSizeBytes).lowerTier(disk(SyncPolicy.NONE))
           .promoteOnLowerHit(!stack.endsWith("no-promotion")).build();
+      case "ram+disk-write-behind" -> ramOverDisk(Durability.WRITE_BEHIND, SyncPolicy.NONE);
+      case "ram+disk-write-through" -> ramOverDisk(Durability.WRITE_THROUGH, SyncPolicy.NONE);
+      case "ram+disk-write-through-sync" -> ramOverDisk(Durability.WRITE_THROUGH, SyncPolicy.ALWAYS);
       default -> throw new IllegalArgumentException("unknown stack " + stack);
     };
     for (int i = 0; i < blocks; i++) {
@@ -96,10 +106,15 @@ public class TieredCacheBenchmark {
     }
   }
 
-  private DiskTier disk() throws IOException {
+  private KvCache ramOverDisk(Durability durability, SyncPolicy sync) throws IOException {
+    return KvCache.builder().ramBytes(workingSetBytes / 2).maxBlockBytes(blockSizeBytes)
+        .lowerTier(disk(sync)).durability(durability).build();
+  }
+
+  private DiskTier disk(SyncPolicy sync) throws IOException {
     return DiskTier.open(DiskTierConfig.builder(base.resolve("disk"), 2 * workingSetBytes)
         .superBlockBytes(workingSetBytes / 4).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
-        .syncPolicy(SyncPolicy.NONE).build());
+        .syncPolicy(sync).build());
   }
 
   @Benchmark
