@@ -117,7 +117,7 @@ public final class TieredCache implements Tier {
       stripes[i] = new Object();
     }
     this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
-    this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes, clean::add);
+    this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes, this::copyStored);
     try {
       this.ram = new RamTier(ramConfig, this::onRamEviction);
     } catch (RuntimeException | Error e) {
@@ -305,6 +305,16 @@ public final class TieredCache implements Tier {
       counters.rejection();
     }
     return status;
+  }
+
+  /**
+   * A copy of the key's block has reached the lower tier: RAM's copy is clean, if RAM still holds
+   * it (a block RAM evicted while its copy was on the way leaves nothing to mark).
+   */
+  private void copyStored(BlockKey key) {
+    if (ram.contains(key)) {
+      clean.add(key);
+    }
   }
 
   /** A lease on the key's block in RAM, for a copy to the lower tier; null if RAM has none. */

@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.Tmpfs;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -13,7 +14,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,16 +33,12 @@ class FullDiskTest {
 
   @BeforeEach
   void mountSmallFileSystem() throws IOException, InterruptedException {
-    mount = Files.createDirectories(temp.resolve("small"));
-    Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount.toString())
-        .redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes());
-    Assumptions.assumeTrue(p.waitFor() == 0, "cannot mount a small tmpfs (needs root): " + out);
+    mount = Tmpfs.mount(temp.resolve("small"), "16m");
   }
 
   @AfterEach
   void unmount() throws IOException, InterruptedException {
-    new ProcessBuilder("umount", "-l", mount.toString()).inheritIO().start().waitFor();
+    Tmpfs.unmount(mount);
   }
 
   private DiskTierConfig config() {

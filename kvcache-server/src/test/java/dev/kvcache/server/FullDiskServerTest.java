@@ -2,14 +2,15 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.Tmpfs;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.http.HttpRequest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,16 +30,12 @@ class FullDiskServerTest {
 
   @BeforeEach
   void mountSmallFileSystem() throws IOException, InterruptedException {
-    mount = Files.createDirectories(temp.resolve("small"));
-    Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs",
-        mount.toString()).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes());
-    Assumptions.assumeTrue(p.waitFor() == 0, "cannot mount a small tmpfs (needs root): " + out);
+    mount = Tmpfs.mount(temp.resolve("small"), "256m");
   }
 
   @AfterEach
   void unmount() throws IOException, InterruptedException {
-    new ProcessBuilder("umount", "-l", mount.toString()).inheritIO().start().waitFor();
+    Tmpfs.unmount(mount);
   }
 
   private TestServer start() {
@@ -48,13 +45,11 @@ class FullDiskServerTest {
   }
 
   private static String health(TestServer server) throws Exception {
-    return new String(server.send(java.net.http.HttpRequest.newBuilder(server.uri("/health")))
-        .body());
+    return new String(server.send(HttpRequest.newBuilder(server.uri("/health"))).body());
   }
 
   private static String metrics(TestServer server) throws Exception {
-    return new String(server.send(java.net.http.HttpRequest.newBuilder(server.uri("/prometheus")))
-        .body());
+    return new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
   }
 
   @Test
