@@ -1060,6 +1060,19 @@ def client_tables(results_dir, out, img):
                "Java client against Jedis on loopback: above 1 is faster than Redis")
 
 
+def gbps_table(out, title, data, columns, names, ratios):
+    """A table of GB/s by block size (rows) and column, data keyed (column, size), then the ratios
+    named by (numerator, denominator, heading)."""
+    out.append(f"\n### {title}\n")
+    out.append("| block | " + " | ".join(names) + " | " + " | ".join(r[2] for r in ratios) + " |")
+    out.append("|---:|" + "---:|" * (len(names) + len(ratios)))
+    for size in sorted({k[1] for k in data}):
+        per = {k[0]: v for k, v in data.items() if k[1] == size}
+        cells = [f"{per[c][0]:.2f} ± {per[c][1]:.2f}" if c in per else "-" for c in columns]
+        out.append(f"| {size_label(size)} | " + " | ".join(cells) + " | "
+                   + " | ".join(ratio_cell(per, a, b) for a, b, _ in ratios) + " |")
+
+
 def durability_tables(rows, out, img):
     """Puts under each durability mode: through the tiered cache (TieredCacheBenchmark in
     durability.json) and through the server (ServerDurabilityBenchmark), GB/s and ratios."""
@@ -1079,29 +1092,17 @@ def durability_tables(rows, out, img):
     names = ["ram_first", "write_behind", "write_through", "disk alone", "write_through, sync always",
              "disk alone, sync always"]
     sizes = sorted({k[1] for k in tiered})
-    out.append("\n### Puts under each durability mode, tiered cache (GB/s)\n")
-    out.append("| block | " + " | ".join(names) + " | behind / ram_first | through / ram_first | through sync / disk sync |")
-    out.append("|---:|" + "---:|" * (len(names) + 3))
-    for size in sizes:
-        cells = [f"{tiered[(st, size)][0]:.2f} ± {tiered[(st, size)][1]:.2f}" if (st, size) in tiered else "-"
-                 for st in stacks]
-        ratios = [ratio_cell(dict((k[0], v) for k, v in tiered.items() if k[1] == size), a, b)
-                  for a, b in [("ram+disk-write-behind", "ram+disk"), ("ram+disk-write-through", "ram+disk"),
-                               ("ram+disk-write-through-sync", "disk-sync")]]
-        out.append(f"| {size_label(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    gbps_table(out, "Puts under each durability mode, tiered cache (GB/s)", tiered, stacks, names,
+               [("ram+disk-write-behind", "ram+disk", "behind / ram_first"),
+                ("ram+disk-write-through", "ram+disk", "through / ram_first"),
+                ("ram+disk-write-through-sync", "disk-sync", "through sync / disk sync")])
     modes = ["ram_first", "write_behind", "write_through"]
     server_sizes = sorted({k[1] for k in server})
     if server:
-        out.append("\n### PUTs under each durability mode, server and Java client, one thread (GB/s)\n")
-        out.append("| block | " + " | ".join(modes) + " | behind / ram_first | through / ram_first |")
-        out.append("|---:|" + "---:|" * (len(modes) + 2))
-        for size in server_sizes:
-            cells = [f"{server[(m, size)][0]:.2f} ± {server[(m, size)][1]:.2f}" if (m, size) in server else "-"
-                     for m in modes]
-            per = dict((k[0], v) for k, v in server.items() if k[1] == size)
-            out.append(f"| {size_label(size)} | " + " | ".join(cells) + " | "
-                       + ratio_cell(per, "write_behind", "ram_first") + " | "
-                       + ratio_cell(per, "write_through", "ram_first") + " |")
+        gbps_table(out, "PUTs under each durability mode, server and Java client, one thread (GB/s)",
+                   server, modes, modes,
+                   [("write_behind", "ram_first", "behind / ram_first"),
+                    ("write_through", "ram_first", "through / ram_first")])
     groups = [(f"tiered, {size_label(size)}", {n: tiered.get((st, size)) for n, st in zip(modes, stacks)})
               for size in sizes]
     groups += [(f"server, {size_label(size)}", {m: server.get((m, size)) for m in modes}) for size in server_sizes]

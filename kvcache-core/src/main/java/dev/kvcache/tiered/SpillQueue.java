@@ -135,7 +135,10 @@ final class SpillQueue {
     }
   }
 
-  /** Writes a block RAM evicted at once, on this thread (while the cache closes). */
+  /**
+   * Writes a block RAM evicted at once, on this thread (while the cache closes); unlisted, so that
+   * nothing can cancel it.
+   */
   void writeEvicted(BlockLease lease) {
     SpillEntry entry = SpillEntry.evicted(lease);
     evictedWaiting.incrementAndGet();
@@ -149,15 +152,16 @@ final class SpillQueue {
   }
 
   /**
-   * Lists a copy of a block RAM holds that the caller writes with {@link #writeNow} ({@link
-   * Durability#WRITE_THROUGH}); it stays listed until {@link #unlist}, or until a put or delete of
-   * the key cancels it.
+   * Lists a block, so that readers and a put or delete of its key find it, and counts it as
+   * waiting. A copy a {@link Durability#WRITE_THROUGH} put writes itself with {@link #writeNow}
+   * stays listed until {@link #unlist}, or until a put or delete of the key cancels it; a queued
+   * block leaves the list once written.
    */
-  void list(SpillEntry copy) {
-    register(copy);
-    SpillEntry older = byKey.put(copy.lease().key(), copy);
+  void list(SpillEntry entry) {
+    register(entry);
+    SpillEntry older = byKey.put(entry.lease().key(), entry);
     if (older != null) {
-      older.cancel();
+      older.cancel(); // cannot happen while puts cancel their key's entry first; kept for safety
     }
   }
 
@@ -273,14 +277,11 @@ final class SpillQueue {
   }
 
   private void enqueue(SpillEntry entry) {
-    register(entry);
-    SpillEntry older = byKey.put(entry.lease().key(), entry);
-    if (older != null) {
-      older.cancel(); // cannot happen while puts cancel spills first; kept for safety
-    }
+    list(entry);
     queue.add(entry);
   }
 
+  /** Counts an entry as waiting to be written, until {@link #finish}. */
   private void register(SpillEntry entry) {
     waiting.incrementAndGet();
     bytes.addAndGet(entry.size());
@@ -332,7 +333,7 @@ final class SpillQueue {
         }
       } else {
         if (status == PutStatus.REJECTED_NO_SPACE) {
-          failed(key, "the " + lower.name() + " tier has no room (" + lower.health().problems() + ")");
+          failed(key, "the " + lower.name() + " tier has no room for it");
         }
         if (!entry.isCopy()) {
           drops.increment();

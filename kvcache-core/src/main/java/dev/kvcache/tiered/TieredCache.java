@@ -277,7 +277,8 @@ public final class TieredCache implements Tier {
         if (status == PutStatus.STORED && durability != Durability.RAM_FIRST) {
           copy = copyInRam(key);
         }
-        if (copy == null && (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED)) {
+        if (copy == null && (status == PutStatus.NOT_ADMITTED
+            || (status == PutStatus.STORED && durability == Durability.WRITE_THROUGH))) {
           // RAM's policy passed it straight on to the lower tier (or dropped it)
           evicted = spills.find(key);
           if (status == PutStatus.NOT_ADMITTED && (evicted != null || lower.contains(key))) {

@@ -9,14 +9,10 @@ import dev.kvcache.testkit.Payloads;
 import dev.kvcache.testkit.Tmpfs;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The file system fills up under the tier: a 16 MiB tmpfs, mounted for the test (which needs
@@ -28,21 +24,10 @@ class FullDiskTest {
 
   private static final int BLOCK = 64 << 10;
 
-  @TempDir Path temp;
-  private Path mount;
-
-  @BeforeEach
-  void mountSmallFileSystem() throws IOException, InterruptedException {
-    mount = Tmpfs.mount(temp.resolve("small"), "16m");
-  }
-
-  @AfterEach
-  void unmount() throws IOException, InterruptedException {
-    Tmpfs.unmount(mount);
-  }
+  @RegisterExtension final Tmpfs small = new Tmpfs("16m");
 
   private DiskTierConfig config() {
-    return DiskTierConfig.builder(mount.resolve("tier"), 64L << 20).superBlockBytes(1L << 20)
+    return DiskTierConfig.builder(small.path().resolve("tier"), 64L << 20).superBlockBytes(1L << 20)
         .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).build();
   }
 
@@ -57,13 +42,13 @@ class FullDiskTest {
 
   @Test
   void putsFailWithAStatusReadsGoOnAndNothingStoredIsLost() throws IOException {
-    Path filler = mount.resolve("filler");
+    Path filler = small.path().resolve("filler");
     try (DiskTier tier = DiskTier.open(config())) {
       for (int i = 0; i < 20; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       }
-      fill(filler);
+      Tmpfs.fill(filler);
       // the active super-block has room for these records, but the file system has no pages
       for (int i = 20; i < 25; i++) {
         BlockKey key = Payloads.key(i);
@@ -90,14 +75,14 @@ class FullDiskTest {
 
   @Test
   void aStartOnAFullDiskDeletesNothingAndTakesPutsOnceSpaceIsBack() throws IOException {
-    Path filler = mount.resolve("filler");
+    Path filler = small.path().resolve("filler");
     try (DiskTier tier = DiskTier.open(config())) {
       for (int i = 0; i < 20; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       }
     }
-    fill(filler);
+    Tmpfs.fill(filler);
     try (DiskTier tier = DiskTier.open(config())) {
       assertHolds(tier, 0, 20);
       assertThat(tier.health().degraded()).as("a tier opened on a full disk").isTrue();
@@ -109,18 +94,6 @@ class FullDiskTest {
     }
     try (DiskTier tier = DiskTier.open(config())) {
       assertHolds(tier, 0, 21);
-    }
-  }
-
-  /** Writes {@code file} until the file system is full. */
-  private static void fill(Path file) throws IOException {
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-      ByteBuffer chunk = ByteBuffer.allocate(4096);
-      while (true) {
-        ch.write(chunk.clear());
-      }
-    } catch (IOException e) {
-      assertThat(e).hasMessageContaining("No space left");
     }
   }
 }

@@ -3,17 +3,13 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.testkit.Tmpfs;
-import java.io.IOException;
-import java.io.OutputStream;
 import java.net.http.HttpRequest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The server on a small file system of its own: a 256 MiB tmpfs, mounted for the test (which needs
@@ -25,21 +21,10 @@ class FullDiskServerTest {
 
   private static final int BLOCK = 1 << 20;
 
-  @TempDir Path temp;
-  private Path mount;
-
-  @BeforeEach
-  void mountSmallFileSystem() throws IOException, InterruptedException {
-    mount = Tmpfs.mount(temp.resolve("small"), "256m");
-  }
-
-  @AfterEach
-  void unmount() throws IOException, InterruptedException {
-    Tmpfs.unmount(mount);
-  }
+  @RegisterExtension final Tmpfs small = new Tmpfs("256m");
 
   private TestServer start() {
-    return TestServer.start(mount.resolve("data"), Map.of(
+    return TestServer.start(small.path().resolve("data"), Map.of(
         "kvcache.cache.disk-capacity", "128MiB",
         "kvcache.cache.durability", "write_through"));
   }
@@ -64,8 +49,9 @@ class FullDiskServerTest {
         assertThat(server.put("default", BlockApiTest.key(i), blocks[i]).statusCode()).isEqualTo(201);
       }
     }
-    Path filler = mount.resolve("filler");
-    fill(filler); // far below the floor (5% of 256 MiB), and no room in the last super-block
+    Path filler = small.path().resolve("filler");
+    Tmpfs.fill(filler); // far below the floor (5% of 256 MiB), and no room in the last super-block
+    assertThat(Files.getFileStore(filler).getUsableSpace()).as("free after filling").isLessThan(64 << 10);
 
     try (TestServer server = start()) {
       for (int i = 0; i < blocks.length; i++) {
@@ -86,18 +72,6 @@ class FullDiskServerTest {
       assertThat(health(server)).as("once space is back").contains("\"status\":\"UP\"");
       assertThat(metrics(server)).contains("kvcache_degraded 0.0");
       assertThat(metrics(server)).containsPattern("kvcache_lower_write_failures_total [1-9]");
-    }
-  }
-
-  /** Writes a file until the file system is full. */
-  private static void fill(Path file) throws IOException {
-    byte[] chunk = new byte[64 << 10];
-    try (OutputStream out = Files.newOutputStream(file)) {
-      while (true) {
-        out.write(chunk);
-      }
-    } catch (IOException full) {
-      assertThat(Files.getFileStore(file).getUsableSpace()).as("free after filling").isLessThan(chunk.length);
     }
   }
 }

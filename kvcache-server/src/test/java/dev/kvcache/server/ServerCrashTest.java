@@ -77,7 +77,7 @@ class ServerCrashTest {
           }
           assertThat(got.statusCode()).as("cycle %d, block %d", cycle, acked.key()).isEqualTo(200);
           assertThat(got.body()).as("cycle %d, block %d", cycle, acked.key())
-              .isEqualTo(payload(acked.length(), acked.seed()));
+              .isEqualTo(BlockApiTest.random(acked.length(), acked.seed()));
           readBack++;
         }
         switch (durability) {
@@ -127,7 +127,7 @@ class ServerCrashTest {
                     base.resolve(TestServer.blockPath("default", BlockApiTest.key(key))))
                 .header("Content-Type", "application/octet-stream")
                 .timeout(Duration.ofSeconds(30))
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(payload(length, seed))).build(),
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(BlockApiTest.random(length, seed))).build(),
                 HttpResponse.BodyHandlers.discarding());
             if (put.statusCode() == 201) {
               acked.add(new Acked(key, length, seed));
@@ -205,17 +205,5 @@ class ServerCrashTest {
 
   private static HttpClient http(HttpClient.Version version) {
     return HttpClient.newBuilder().version(version).connectTimeout(Duration.ofSeconds(10)).build();
-  }
-
-  private static byte[] payload(int length, long seed) {
-    byte[] b = new byte[length];
-    SplittableRandom r = new SplittableRandom(seed);
-    for (int i = 0; i < length; i += 8) {
-      long v = r.nextLong();
-      for (int j = 0; j < 8 && i + j < length; j++) {
-        b[i + j] = (byte) (v >>> (8 * j));
-      }
-    }
-    return b;
   }
 }
