@@ -21,6 +21,7 @@ import io.netty.handler.codec.http2.Http2RemoteFlowController;
 import io.netty.handler.codec.http2.WeightedFairQueueByteDistributor;
 import jakarta.inject.Singleton;
 import java.lang.reflect.Field;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,6 +50,8 @@ import org.slf4j.LoggerFactory;
  *       twice the largest block is still to come, so that its client can finish sending and take
  *       the answer; otherwise its stream is reset with {@code NO_ERROR}, so that its client stops
  *       sending ({@link UnreadBody}).
+ *   <li>A connection closes only once the answers written to it have gone out, for at most the
+ *       graceful stop's grace period ({@link FlushBeforeClose}).
  * </ul>
  */
 @Singleton
@@ -65,11 +68,13 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final FastGet fastGet;
   private final FastPut fastPut;
   private final long drainLimit;
+  private final long closeLimitNanos;
 
   ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
       @Value("${kvcache.http2-connection-window:67108864}") int windowBytes,
       @Value("${kvcache.http2-write-quantum:262144}") int writeQuantum,
-      @Value("${kvcache.write-buffer-bytes:655360}") int writeBufferBytes) {
+      @Value("${kvcache.write-buffer-bytes:655360}") int writeBufferBytes,
+      @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod) {
     if (writeQuantum < 1 || writeBufferBytes < 2) {
       throw new IllegalArgumentException("kvcache.http2-write-quantum and kvcache.write-buffer-bytes"
           + " must be positive, got " + writeQuantum + " and " + writeBufferBytes);
@@ -77,6 +82,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     this.fastGet = fastGet;
     this.fastPut = fastPut;
     this.drainLimit = 2L * cacheConfig.maxBlockBytes();
+    this.closeLimitNanos = gracePeriod.toNanos();
     this.windowBytes = windowBytes;
     this.writeQuantum = writeQuantum;
     this.waterMark = new WriteBufferWaterMark(writeBufferBytes / 2, writeBufferBytes);
@@ -171,6 +177,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
       if (channel != null) {
         channel.config().setWriteBufferWaterMark(waterMark);
         channel.pipeline().addFirst("kvcache-connection-tuning", new Tuner());
+        channel.pipeline().addFirst("kvcache-flush-before-close", new FlushBeforeClose(closeLimitNanos));
       }
     }
   }

@@ -129,6 +129,12 @@ final class RawHttp2 implements AutoCloseable {
         (byte) (increment >>> 8), (byte) increment});
   }
 
+  /** Lets the server send {@code increment} more bytes on {@code stream}. */
+  void window(int stream, int increment) throws IOException {
+    frame(WINDOW_UPDATE, 0, stream, new byte[] {(byte) (increment >>> 24),
+        (byte) (increment >>> 16), (byte) (increment >>> 8), (byte) increment});
+  }
+
   void reset(int stream) throws IOException {
     frame(RST_STREAM, 0, stream, new byte[] {0, 0, 0, CANCEL});
   }

@@ -2,27 +2,22 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -45,7 +40,6 @@ class ServerCrashTest {
   private static final int PUTS_BEFORE_IDLE = 40;
   private static final long RAM_BYTES = 64L << 20;
   private static final int MAX_BLOCK = 512 << 10;
-  private static final Pattern LISTENING = Pattern.compile("listening on (http://\\S+)");
 
   @TempDir Path temp;
 
@@ -62,9 +56,8 @@ class ServerCrashTest {
     long lostInAll = 0;
     int readBack = 0;
     for (int cycle = 0; cycle <= cycles; cycle++) {
-      Process server = start(dir, durability);
-      try {
-        URI base = listening(server);
+      try (ChildServer server = start(dir, durability)) {
+        URI base = server.base;
         int lost = 0;
         for (Acked acked : previous) {
           HttpResponse<byte[]> got = http(HttpClient.Version.HTTP_1_1).send(
@@ -91,9 +84,6 @@ class ServerCrashTest {
           break;
         }
         previous = writeUntilKilled(base, server, cycle, random);
-      } finally {
-        server.toHandle().destroyForcibly();
-        server.waitFor(10, TimeUnit.SECONDS);
       }
     }
     if (!durability.equals("ram_first")) {
@@ -104,7 +94,7 @@ class ServerCrashTest {
   }
 
   /** Four writers PUT new blocks until the server is killed, after 0.3 to 2 s; returns the acknowledged. */
-  private List<Acked> writeUntilKilled(URI base, Process server, int cycle, SplittableRandom random)
+  private List<Acked> writeUntilKilled(URI base, ChildServer server, int cycle, SplittableRandom random)
       throws Exception {
     ConcurrentLinkedQueue<Acked> acked = new ConcurrentLinkedQueue<>();
     AtomicInteger next = new AtomicInteger();
@@ -142,65 +132,20 @@ class ServerCrashTest {
       });
     }
     Thread.sleep(300 + random.nextInt(1700));
-    server.toHandle().destroyForcibly(); // SIGKILL
-    server.waitFor(10, TimeUnit.SECONDS);
+    server.kill();
     writers.shutdown();
     assertThat(writers.awaitTermination(60, TimeUnit.SECONDS)).isTrue();
     return new ArrayList<>(acked);
   }
 
-  private static Process start(Path dir, String durability) throws IOException {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<String> command = new ArrayList<>(List.of(java, "-Xmx256m"));
-    for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      if (arg.startsWith("--add-") || arg.startsWith("--enable-native-access")
-          || arg.startsWith("--sun-misc-unsafe")) {
-        command.add(arg);
-      }
-    }
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-        "-Dmicronaut.server.port=-1",
-        "-Dkvcache.cache.ram-bytes=" + RAM_BYTES + "B",
-        "-Dkvcache.cache.max-block-bytes=" + MAX_BLOCK + "B",
-        "-Dkvcache.cache.disk-dir=" + dir,
-        "-Dkvcache.cache.disk-capacity=2GiB",
-        "-Dkvcache.cache.disk-min-free=0B",
-        "-Dkvcache.cache.durability=" + durability,
-        KvCacheServer.class.getName()));
-    return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-  }
-
-  /** Reads the child's output until it says where it listens; the rest of its output is drained. */
-  private static URI listening(Process server) throws IOException {
-    BufferedReader out = new BufferedReader(
-        new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-    for (String line; (line = out.readLine()) != null; ) {
-      Matcher m = LISTENING.matcher(line);
-      if (m.find()) {
-        Thread drain = new Thread(() -> {
-          try {
-            while (out.readLine() != null) {
-              // discard
-            }
-          } catch (IOException ignored) {
-            // the server is gone
-          }
-        });
-        drain.setDaemon(true);
-        drain.start();
-        return URI.create(m.group(1));
-      }
-    }
-    throw new AssertionError("the server exited without listening (exit " + waitExit(server) + ")");
-  }
-
-  private static int waitExit(Process p) {
-    try {
-      return p.waitFor(10, TimeUnit.SECONDS) ? p.exitValue() : -1;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return -1;
-    }
+  private static ChildServer start(Path dir, String durability) throws IOException {
+    return ChildServer.start(Map.of(
+        "kvcache.cache.ram-bytes", RAM_BYTES + "B",
+        "kvcache.cache.max-block-bytes", MAX_BLOCK + "B",
+        "kvcache.cache.disk-dir", dir.toString(),
+        "kvcache.cache.disk-capacity", "2GiB",
+        "kvcache.cache.disk-min-free", "0B",
+        "kvcache.cache.durability", durability));
   }
 
   private static HttpClient http(HttpClient.Version version) {
