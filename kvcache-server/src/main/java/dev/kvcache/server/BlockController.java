@@ -11,6 +11,10 @@ import dev.kvcache.codec.BlockCodec;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpMethod;
+import io.micronaut.http.MutableHttpResponse;
+import io.micronaut.json.JsonMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
@@ -52,11 +56,13 @@ class BlockController {
   private final Scheduler blocking;
   private final Duration bodyTimeout;
   private final WireCodec wire;
+  private final JsonMapper json;
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
       @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
-      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout) {
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json) {
     this.cache = cache;
+    this.json = json;
     this.wire = wire;
     this.bodyTimeout = bodyTimeout;
     this.blocking = Schedulers.fromExecutorService(blockingExecutor);
@@ -74,17 +80,23 @@ class BlockController {
    */
   @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
-      @Body Publisher<ByteBuf> body) {
+      @Body Publisher<ByteBuf> streamed) {
+    if (request.getContentType().isEmpty()) {
+      throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type",
+          "a PUT's body needs Content-Type: application/octet-stream");
+    }
     BlockKey storageKey = namespaces.storageKey(namespace, key);
     long declared = request.getContentLength();
     boolean encoded = WireCodec.isEncoded(request.getHeaders().get(HttpHeaders.CONTENT_ENCODING));
     if (declared > (encoded ? BlockCodec.maxContainerLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
-    return (encoded
-            ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking)
-                .doOnNext(stored -> wire.received())
-            : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking))
+    Publisher<ByteBuf> body = RequestBody.of(streamed);
+    Mono<PutStatus> stored = encoded
+        ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking)
+            .doOnNext(done -> wire.received())
+        : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking);
+    return Mono.firstWithSignal(stored, RequestBody.connectionClosed(request))
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
         .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
@@ -129,16 +141,26 @@ class BlockController {
    * Encoded as a {@link WireCodec} container, off the event loop, when the request accepts it and
    * the server is configured to.
    */
-  @Get(produces = MediaType.APPLICATION_OCTET_STREAM)
+  @Get(produces = MediaType.APPLICATION_OCTET_STREAM, consumes = MediaType.ALL)
   HttpResponse<?> get(HttpRequest<?> request, String namespace, String key) {
     BlockLease lease = cache.get(namespaces.storageKey(namespace, key));
     if (lease.status() != GetStatus.HIT) {
       lease.close();
       // answered, not thrown: a miss is common and an exception's handling costs a bean lookup
-      return ApiError.response(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
+      MutableHttpResponse<ApiError> miss =
+          ApiError.response(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
+      if (request.getMethod() == HttpMethod.HEAD) {
+        // the length the GET's body would have, which keeps an HTTP/1.1 connection open
+        miss.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(jsonLength(miss.body())));
+      }
+      return miss;
     }
     String length = Integer.toString(lease.length());
-    if (request.getMethod() == HttpMethod.GET && wire.encodesFor(request)) {
+    if (request.getMethod() == HttpMethod.HEAD) {
+      lease.close(); // the length, stated, keeps an HTTP/1.1 connection open
+      return HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, length).header(LENGTH_HEADER, length);
+    }
+    if (wire.encodesFor(request)) {
       return HttpResponse.ok(wire.encode(lease, blocking))
           .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
           .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
@@ -148,13 +170,21 @@ class BlockController {
   }
 
   /** 204 once the block is gone from every tier; 404 if it was not cached. */
-  @Delete
+  @Delete(consumes = MediaType.ALL)
   @ExecuteOn(TaskExecutors.BLOCKING)
   HttpResponse<?> delete(String namespace, String key) {
     if (!cache.delete(namespaces.storageKey(namespace, key))) {
       throw new ApiException(HttpStatus.NOT_FOUND, NOT_CACHED, notCachedMessage(namespace, key));
     }
     return HttpResponse.noContent();
+  }
+
+  private int jsonLength(ApiError error) {
+    try {
+      return json.writeValueAsBytes(error).length;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // an ApiError always serializes
+    }
   }
 
   private static String notCachedMessage(String namespace, String key) {

@@ -72,8 +72,9 @@ class LookupController {
 
   @Post("/lookup")
   LookupResponse lookup(String namespace, @Body LookupRequest request) {
-    if (request.keys() == null) {
-      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "the body needs a 'keys' list");
+    if (request.keys() == null || request.keys().isEmpty()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys");
     }
     if (request.keys().size() > MAX_KEYS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
@@ -101,7 +102,8 @@ class LookupController {
   }
 
   /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */
-  @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM)
+  @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM,
+      consumes = MediaType.ALL)
   HttpResponse<ByteBuf> pinned(String namespace, String lease, int index) {
     namespaces.require(namespace);
     PrefixPin pin = pins.find(namespace, lease);
@@ -125,7 +127,7 @@ class LookupController {
   }
 
   /** Lets go of a pinned lookup's blocks before its time is up: 204, or 404 if not open. */
-  @Delete("/leases/{lease}")
+  @Delete(uri = "/leases/{lease}", consumes = MediaType.ALL)
   HttpResponse<?> release(String namespace, String lease) {
     namespaces.require(namespace);
     if (!pins.release(namespace, lease)) {

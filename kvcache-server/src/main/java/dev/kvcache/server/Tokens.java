@@ -30,10 +30,13 @@ class Tokens {
     return !tokens.isEmpty();
   }
 
-  /** The token an {@code Authorization} header value presents ({@code Bearer <secret>}), or null. */
+  /**
+   * The token an {@code Authorization} header value presents ({@code Bearer <secret>}, the scheme
+   * in any case), or null.
+   */
   TokenSettings bearer(CharSequence authorization) {
     String header = authorization == null ? null : authorization.toString();
-    return header != null && header.startsWith(BEARER)
+    return header != null && header.regionMatches(true, 0, BEARER, 0, BEARER.length())
         ? find(header.substring(BEARER.length()).trim())
         : null;
   }

@@ -65,6 +65,18 @@ class AuthTest {
   }
 
   @Test
+  void theSchemeIsReadInAnyCase() throws Exception {
+    for (String scheme : new String[] {"bearer", "BEARER", "bEaReR"}) {
+      HttpResponse<byte[]> r = server.send(HttpRequest.newBuilder(
+              server.uri(TestServer.blockPath("default", KEY)))
+          .header("Content-Type", "application/octet-stream")
+          .header("Authorization", scheme + " " + WRITER)
+          .PUT(HttpRequest.BodyPublishers.ofString("block")));
+      assertThat(r.statusCode()).as(scheme).isEqualTo(201);
+    }
+  }
+
+  @Test
   void aTokenActsOnlyWithinItsScope() throws Exception {
     assertThat(send("PUT", "default", WRITER).statusCode()).isEqualTo(201);
     assertThat(send("GET", "default", WRITER).statusCode()).isEqualTo(200);

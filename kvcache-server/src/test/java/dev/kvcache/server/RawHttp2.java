@@ -5,6 +5,7 @@ import io.netty.handler.codec.http2.DefaultHttp2HeadersDecoder;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
@@ -177,19 +178,28 @@ final class RawHttp2 implements AutoCloseable {
     out.write(payload);
   }
 
-  /** A header field as an HPACK literal without indexing, with a new name; short strings only. */
+  /** A header field as an HPACK literal without indexing, with a new name. */
   private static byte[] literal(String name, String value) {
-    byte[] n = name.getBytes(StandardCharsets.US_ASCII);
-    byte[] v = value.getBytes(StandardCharsets.US_ASCII);
-    if (n.length > 126 || v.length > 126) {
-      throw new IllegalArgumentException("header too long for this encoder: " + name);
+    ByteArrayOutputStream field = new ByteArrayOutputStream();
+    field.write(0);
+    hpackString(field, name.getBytes(StandardCharsets.US_ASCII));
+    hpackString(field, value.getBytes(StandardCharsets.US_ASCII));
+    return field.toByteArray();
+  }
+
+  /** An HPACK string literal, not Huffman-coded: its length as a 7-bit prefix integer, then it. */
+  private static void hpackString(ByteArrayOutputStream out, byte[] s) {
+    if (s.length < 127) {
+      out.write(s.length);
+    } else {
+      out.write(127);
+      int rest = s.length - 127;
+      for (; rest >= 128; rest >>>= 7) {
+        out.write((rest & 0x7f) | 0x80);
+      }
+      out.write(rest);
     }
-    byte[] field = new byte[3 + n.length + v.length];
-    field[1] = (byte) n.length;
-    System.arraycopy(n, 0, field, 2, n.length);
-    field[2 + n.length] = (byte) v.length;
-    System.arraycopy(v, 0, field, 3 + n.length, v.length);
-    return field;
+    out.write(s, 0, s.length);
   }
 
   private static byte[] concat(byte[]... parts) {
