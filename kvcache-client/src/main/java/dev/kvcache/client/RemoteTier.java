@@ -18,6 +18,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -76,6 +77,8 @@ public final class RemoteTier implements Tier {
 
   private final RemoteTierConfig config;
   private final EventLoopGroup group;
+  /** The servers' TLS context, or null for cleartext. */
+  private final SslContext ssl;
   private final TierCounters counters = new TierCounters();
   private final String prefix;
   private volatile Servers servers;
@@ -107,6 +110,7 @@ public final class RemoteTier implements Tier {
           + "' is not a server namespace name (1 to 64 of A-Z a-z 0-9 . _ -)");
     }
     this.prefix = "/v1/namespaces/" + config.namespace;
+    this.ssl = ClientTls.context(config);
     this.group = new MultiThreadIoEventLoopGroup(config.ioThreads,
         new DefaultThreadFactory("kvcache-client", true), NioIoHandler.newFactory());
     try {
@@ -137,7 +141,8 @@ public final class RemoteTier implements Tier {
     for (InetSocketAddress a : addresses) {
       String name = a.getHostString() + ":" + a.getPort();
       ServerLink existing = old.get(name);
-      links.add(existing != null ? existing : new ServerLink(a, config, group));
+      links.add(existing != null ? existing
+          : new ServerLink(a, config, group, ssl, config.dnsName != null ? config.dnsName : a.getHostString()));
     }
     return List.copyOf(links);
   }

@@ -1,7 +1,11 @@
 package dev.kvcache.client;
 
 import dev.kvcache.codec.BlockCodec;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,6 +32,8 @@ public final class RemoteTierConfig {
   final int maxBlockBytes;
   final int ioThreads;
   final BlockCodec wireCodec;
+  final boolean tls;
+  final Path trustedCertificates;
 
   private RemoteTierConfig(Builder b) {
     this.servers = List.copyOf(b.servers);
@@ -44,6 +50,8 @@ public final class RemoteTierConfig {
     this.maxBlockBytes = b.maxBlockBytes;
     this.ioThreads = b.ioThreads;
     this.wireCodec = b.wireCodec;
+    this.tls = b.tls;
+    this.trustedCertificates = b.trustedCertificates;
   }
 
   /** A builder with the defaults: namespace {@code default}, no token, 1 connection per server. */
@@ -54,7 +62,8 @@ public final class RemoteTierConfig {
   @Override
   public String toString() {
     return "RemoteTierConfig[" + (dnsName != null ? dnsName + ":" + dnsPort : servers)
-        + ", namespace " + namespace + (token != null ? ", with token" : "") + "]";
+        + ", namespace " + namespace + (token != null ? ", with token" : "")
+        + (tls ? ", TLS" : "") + "]";
   }
 
   /** Builds a {@link RemoteTierConfig}. */
@@ -74,10 +83,13 @@ public final class RemoteTierConfig {
     private int maxBlockBytes = 64 << 20;
     private int ioThreads = 2;
     private BlockCodec wireCodec;
+    private boolean tls;
+    private Path trustedCertificates;
+    private boolean cleartextToken;
 
     private Builder() {}
 
-    /** Adds a server (HTTP/2 cleartext with prior knowledge). */
+    /** Adds a server (HTTP/2 cleartext with prior knowledge, or over TLS with {@link #tls}). */
     public Builder server(String host, int port) {
       servers.add(InetSocketAddress.createUnresolved(Objects.requireNonNull(host, "host"),
           checkPort(port)));
@@ -105,9 +117,42 @@ public final class RemoteTierConfig {
       return this;
     }
 
-    /** The bearer token sent with every request, or null for none. */
+    /**
+     * The bearer token sent with every request, or null for none. Over cleartext it is sent only
+     * to loopback servers, unless {@link #allowCleartextToken} says otherwise.
+     */
     public Builder token(String token) {
       this.token = token;
+      return this;
+    }
+
+    /**
+     * Speaks TLS to every server (default: cleartext), HTTP/2 chosen by ALPN. Each server's
+     * certificate must chain to a trusted CA (the JVM's, or those of {@link #trustedCertificates})
+     * and name the server as given ({@link #server}'s host, or the {@link #dns} name); a server that
+     * fails the check counts as down.
+     */
+    public Builder tls(boolean tls) {
+      this.tls = tls;
+      return this;
+    }
+
+    /**
+     * Trusts the CA certificates of this PEM file instead of the JVM's (for a private CA, or a
+     * server's own self-signed certificate); implies {@link #tls}.
+     */
+    public Builder trustedCertificates(Path pemFile) {
+      this.trustedCertificates = Objects.requireNonNull(pemFile, "pemFile");
+      this.tls = true;
+      return this;
+    }
+
+    /**
+     * Lets the token travel in cleartext to servers that are not on this host (default: refused,
+     * since anyone on the path can read it); for networks that are private by other means.
+     */
+    public Builder allowCleartextToken(boolean allow) {
+      this.cleartextToken = allow;
       return this;
     }
 
@@ -183,14 +228,45 @@ public final class RemoteTierConfig {
     /**
      * The configuration.
      *
-     * @throws IllegalStateException if neither servers nor a DNS name were given, or both were
+     * @throws IllegalStateException if neither servers nor a DNS name were given, or both were;
+     *     if the trusted certificates file cannot be read; or if a token would be sent in cleartext
+     *     to a server beyond this host without {@link #allowCleartextToken}
      */
     public RemoteTierConfig build() {
       if (servers.isEmpty() == (dnsName == null)) {
         throw new IllegalStateException("give either servers or a DNS name, not "
             + (servers.isEmpty() ? "neither" : "both"));
       }
+      if (trustedCertificates != null && !Files.isReadable(trustedCertificates)) {
+        throw new IllegalStateException("cannot read the trusted certificates file "
+            + trustedCertificates);
+      }
+      if (token != null && !tls && !cleartextToken) {
+        List<String> hosts = dnsName != null ? List.of(dnsName)
+            : servers.stream().map(InetSocketAddress::getHostString).toList();
+        for (String host : hosts) {
+          if (!onThisHost(host)) {
+            throw new IllegalStateException("the token would travel in cleartext to " + host
+                + ", which is not a loopback address: use TLS (tls(true)), or allowCleartextToken(true)"
+                + " on a network that is private by other means");
+          }
+        }
+      }
       return new RemoteTierConfig(this);
+    }
+
+    /** Whether every address of {@code host} is a loopback address (false if it has none). */
+    private static boolean onThisHost(String host) {
+      try {
+        for (InetAddress a : InetAddress.getAllByName(host)) {
+          if (!a.isLoopbackAddress()) {
+            return false;
+          }
+        }
+        return true;
+      } catch (UnknownHostException e) {
+        return false;
+      }
     }
 
     private static int checkPort(int port) {

@@ -5,11 +5,14 @@ import dev.kvcache.codec.Filter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
+import java.nio.file.Path;
 
 /**
  * Opens a {@link RemoteTier} from the {@code remote.*} settings of a {@code KvCacheConfig} with
- * {@code lower = remote}: {@code servers} ({@code host:port} list, comma-separated) or {@code dns}
- * ({@code name:port}), {@code namespace}, {@code token}, {@code connect-timeout}, {@code
+ * {@code lower = remote}: {@code servers} ({@code host:port} list, comma-separated; {@code
+ * https://host:port} for TLS) or {@code dns} ({@code name:port}), {@code namespace}, {@code token},
+ * {@code tls}, {@code trusted-certificates} (a PEM file of CAs), {@code allow-cleartext-token},
+ * {@code connect-timeout}, {@code
  * request-timeout}, {@code connections-per-server}, {@code wire-codec} ({@code none} or {@code
  * lz4}) and {@code wire-codec-filter} (a {@link Filter}); defaults as in {@link RemoteTierConfig}.
  * The largest block is the cache's.
@@ -24,11 +27,26 @@ public final class RemoteTierFactory implements TierFactory {
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) {
     RemoteTierConfig.Builder b = RemoteTierConfig.builder().maxBlockBytes(maxBlockBytes);
+    boolean tls = settings.bool("tls", false);
     if (settings.has("servers")) {
-      for (String server : settings.string("servers").split(",")) {
-        HostPort hp = HostPort.parse("remote.servers", server.trim());
+      int https = 0;
+      String[] servers = settings.string("servers").split(",");
+      for (String server : servers) {
+        String s = server.trim();
+        if (s.startsWith("https://")) {
+          https++;
+          s = s.substring("https://".length());
+        } else if (s.startsWith("http://")) {
+          s = s.substring("http://".length());
+        }
+        HostPort hp = HostPort.parse("remote.servers", s);
         b.server(hp.host, hp.port);
       }
+      if (https > 0 && https < servers.length) {
+        throw new IllegalArgumentException("setting 'remote.servers' mixes https:// and cleartext"
+            + " servers; a remote tier speaks TLS to all of them or to none");
+      }
+      tls |= https > 0;
     }
     if (settings.has("dns")) {
       HostPort hp = HostPort.parse("remote.dns", settings.string("dns").trim());
@@ -38,6 +56,11 @@ public final class RemoteTierFactory implements TierFactory {
     if (settings.has("token")) {
       b.token(settings.string("token"));
     }
+    b.tls(tls);
+    if (settings.has("trusted-certificates")) {
+      b.trustedCertificates(Path.of(settings.string("trusted-certificates")));
+    }
+    b.allowCleartextToken(settings.bool("allow-cleartext-token", false));
     if (settings.has("connect-timeout")) {
       b.connectTimeout(settings.duration("connect-timeout", null));
     }
