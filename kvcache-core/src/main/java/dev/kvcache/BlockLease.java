@@ -1,6 +1,7 @@
 package dev.kvcache;
 
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 
 /**
  * A read-only, zero-copy view of a cached block, pinned where it lies until the lease is closed.
@@ -48,6 +49,15 @@ public interface BlockLease extends AutoCloseable {
    *
    * @throws IllegalStateException if this lease was already closed
    */
+  /**
+   * The CRC32C (Castagnoli) of the block's bytes, as the tier took it when the block was written
+   * (not computed on this read), or empty if the tier keeps none for this block. A server sends it
+   * with the block, so that its client can check the bytes it received end to end.
+   */
+  default OptionalInt crc32c() {
+    return OptionalInt.empty();
+  }
+
   @Override
   void close();
 

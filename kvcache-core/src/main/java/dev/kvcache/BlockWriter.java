@@ -2,6 +2,7 @@ package dev.kvcache;
 
 import java.nio.ByteBuffer;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * A block stored piece by piece, for bytes that arrive in parts such as a network body. Each part
@@ -70,6 +71,16 @@ public interface BlockWriter extends AutoCloseable {
   PutStatus commit();
 
   /** Drops the block unless it was committed, freeing its room. Closing twice does nothing. */
+  /**
+   * The CRC32C (Castagnoli) of the bytes written so far, computed as they are written; once all
+   * are written, the block's checksum, which the tier keeps with the block ({@link
+   * BlockLease#crc32c()}) and which a server compares with the one its client sent before it
+   * commits. Empty if this writer computes none.
+   */
+  default OptionalInt crc32c() {
+    return OptionalInt.empty();
+  }
+
   @Override
   void close();
 

@@ -1,12 +1,15 @@
 package dev.kvcache.client;
 
 import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.codec.CorruptBlockException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.util.AsciiString;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
+import java.util.zip.CRC32C;
 
 /**
  * A block's bytes, written as they arrive into the caller's buffer (or a new one), never past the
@@ -26,6 +29,10 @@ final class BlockSink implements ResponseSink {
 
   private final ByteBuffer dst;
   private final int maxBytes;
+  private final boolean verify;
+  /** The checksum the server sent, and the one of the bytes received so far; or null. */
+  private Integer expected;
+  private CRC32C crc;
   private final ResponseSink.Text error = new ResponseSink.Text();
   private int status;
   private ByteBuffer target;
@@ -35,10 +42,15 @@ final class BlockSink implements ResponseSink {
   private ByteBuf encoded;
   private int decodedLength;
 
-  /** Into {@code dst} from its position, or into a new direct buffer if {@code dst} is null. */
-  BlockSink(ByteBuffer dst, int maxBytes) {
+  /**
+   * Into {@code dst} from its position, or into a new direct buffer if {@code dst} is null; if
+   * {@code verify}, an answer that carries a checksum ({@value Crc32c#HEADER}) is complete only if
+   * its bytes have it.
+   */
+  BlockSink(ByteBuffer dst, int maxBytes, boolean verify) {
     this.dst = dst;
     this.maxBytes = maxBytes;
+    this.verify = verify;
   }
 
   @Override
@@ -55,6 +67,11 @@ final class BlockSink implements ResponseSink {
     if (length == null || length < 1 || length > maxBytes) {
       throw new IllegalStateException("the server answered a block of "
           + (length == null ? "unknown length" : length + " bytes"));
+    }
+    CharSequence checksum = headers.get(Crc32c.HEADER);
+    if (verify && checksum != null) {
+      expected = Crc32c.fromHeader(checksum);
+      crc = new CRC32C();
     }
     if (dst == null) {
       target = ByteBuffer.allocateDirect(length.intValue());
@@ -108,7 +125,10 @@ final class BlockSink implements ResponseSink {
     ByteBuffer part = target.duplicate();
     part.limit(part.position() + n);
     content.readBytes(part);
-    target.position(part.position());
+    if (crc != null) {
+      crc.update(part.flip().position(target.position())); // the bytes just copied, still cached
+    }
+    target.position(part.limit());
   }
 
   @Override
@@ -118,6 +138,11 @@ final class BlockSink implements ResponseSink {
     } else if (status == 200) {
       if (target.hasRemaining()) {
         throw new IllegalStateException("the block ended " + target.remaining() + " bytes short");
+      }
+      if (crc != null && (int) crc.getValue() != expected) {
+        throw new IllegalStateException("the block's bytes have the CRC32C "
+            + Crc32c.toHeader((int) crc.getValue()) + ", the server sent "
+            + Crc32c.toHeader(expected) + ": damaged on the way");
       }
       if (dst != null) {
         dst.position(target.position());
@@ -153,6 +178,11 @@ final class BlockSink implements ResponseSink {
 
   int status() {
     return status;
+  }
+
+  /** The checksum the block's bytes were checked against, once complete; empty if none. */
+  OptionalInt checksum() {
+    return expected == null ? OptionalInt.empty() : OptionalInt.of(expected);
   }
 
   boolean tooSmall() {

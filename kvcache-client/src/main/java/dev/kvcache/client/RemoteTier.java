@@ -9,6 +9,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
@@ -211,8 +212,10 @@ public final class RemoteTier implements Tier {
     }
     ResponseSink.Text answer = new ResponseSink.Text();
     int status = config.wireCodec == null
-        ? call(linkFor(key), "PUT", blockPath(key), Unpooled.wrappedBuffer(src.duplicate()),
-            () -> answer, false)
+        ? new Call(linkFor(key), "PUT", blockPath(key), Unpooled.wrappedBuffer(src.duplicate()),
+            null, () -> answer, false)
+            .checksum(config.checksums ? Crc32c.toHeader(Crc32c.of(src)) : null)
+            .start().await()
         : putEncoded(key, src, answer);
     return putStatus("PUT", key, status, answer);
   }
@@ -356,10 +359,10 @@ public final class RemoteTier implements Tier {
     ensureOpen();
     BlockSink[] sink = new BlockSink[1];
     int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
-        () -> sink[0] = new BlockSink(null, config.maxBlockBytes), true);
+        () -> sink[0] = new BlockSink(null, config.maxBlockBytes, config.checksums), true);
     if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
       counters.hit();
-      return new RemoteLease(key, sink[0].block(), counters);
+      return new RemoteLease(key, sink[0].block(), sink[0].checksum(), counters);
     }
     missOrThrow("GET", key, status, sink[0]);
     return BlockLease.miss(key);
@@ -375,7 +378,7 @@ public final class RemoteTier implements Tier {
     }
     BlockSink[] sink = new BlockSink[1];
     int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
-        () -> sink[0] = new BlockSink(dst, config.maxBlockBytes), true);
+        () -> sink[0] = new BlockSink(dst, config.maxBlockBytes, config.checksums), true);
     if (status == 200 && sink[0].tooSmall()) {
       return GetStatus.BUFFER_TOO_SMALL;
     }
@@ -716,7 +719,7 @@ public final class RemoteTier implements Tier {
     BlockSink[] sink = new BlockSink[1];
     int status = call(block.lease().link(), "GET",
         prefix + "/leases/" + block.lease().id() + "/blocks/" + block.index(), null,
-        () -> sink[0] = new BlockSink(dst, config.maxBlockBytes), true);
+        () -> sink[0] = new BlockSink(dst, config.maxBlockBytes, config.checksums), true);
     if (status == 200 && sink[0].complete()) {
       if (dst.position() - start == block.length()) {
         return GetStatus.HIT;
@@ -733,7 +736,7 @@ public final class RemoteTier implements Tier {
   /** Asks the server to let go of a lease, without waiting for its answer. */
   void releasePinned(RemotePin.Lease lease) {
     if (!closed) {
-      lease.link().start("DELETE", prefix + "/leases/" + lease.id(), null, null, null,
+      lease.link().start("DELETE", prefix + "/leases/" + lease.id(), null, null, null, null,
           new ResponseSink.Text());
     }
   }
@@ -795,6 +798,7 @@ public final class RemoteTier implements Tier {
     private final ByteBuf body;
     private final String coding;
     private final Supplier<ResponseSink> sinks;
+    private String checksum;
     private boolean retryLeft;
     private StreamExchange exchange;
 
@@ -819,7 +823,13 @@ public final class RemoteTier implements Tier {
     Call start() {
       exchange = link.start(method, path,
           "POST".equals(method) ? "application/json" : "application/octet-stream",
-          coding, body == null ? null : body.retainedDuplicate(), sinks.get());
+          coding, checksum, body == null ? null : body.retainedDuplicate(), sinks.get());
+      return this;
+    }
+
+    /** Sends {@code header} as the body's {@value Crc32c#HEADER}. */
+    Call checksum(String header) {
+      this.checksum = header;
       return this;
     }
 

@@ -34,6 +34,7 @@ public final class RemoteTierConfig {
   final BlockCodec wireCodec;
   final boolean tls;
   final Path trustedCertificates;
+  final boolean checksums;
 
   private RemoteTierConfig(Builder b) {
     this.servers = List.copyOf(b.servers);
@@ -52,6 +53,7 @@ public final class RemoteTierConfig {
     this.wireCodec = b.wireCodec;
     this.tls = b.tls;
     this.trustedCertificates = b.trustedCertificates;
+    this.checksums = b.checksums;
   }
 
   /** A builder with the defaults: namespace {@code default}, no token, 1 connection per server. */
@@ -86,6 +88,7 @@ public final class RemoteTierConfig {
     private boolean tls;
     private Path trustedCertificates;
     private boolean cleartextToken;
+    private boolean checksums = true;
 
     private Builder() {}
 
@@ -144,6 +147,18 @@ public final class RemoteTierConfig {
     public Builder trustedCertificates(Path pemFile) {
       this.trustedCertificates = Objects.requireNonNull(pemFile, "pemFile");
       this.tls = true;
+      return this;
+    }
+
+    /**
+     * Whether blocks travel with their CRC32C (default true): a put sends its block's ({@code
+     * x-amz-checksum-crc32c}), which the server checks before it stores the block, and a get checks
+     * the bytes it received against the one the server sends, computed as they are copied into
+     * place; a block that arrives damaged is a miss. Encoded blocks ({@link #wireCodec}) and
+     * writers' blocks rely on the codec's own checksums and on the server's check of what it stored.
+     */
+    public Builder checksums(boolean checksums) {
+      this.checksums = checksums;
       return this;
     }
 

@@ -1,5 +1,6 @@
 package dev.kvcache.client;
 
+import dev.kvcache.spi.Crc32c;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
@@ -91,11 +92,12 @@ final class ServerLink implements AutoCloseable {
    *
    * @param coding the body's content coding, or without a body the coding the answer may come
    *     in; null for none
+   * @param checksum the body's CRC32C as its header value ({@link Crc32c#toHeader}), or null
    * @param body the request body, released once sent or given up, or null
    * @return the exchange, or null if the server is down or cannot be reached
    */
   StreamExchange start(String method, String path, String contentType, String coding,
-      ByteBuf body, ResponseSink sink) {
+      String checksum, ByteBuf body, ResponseSink sink) {
     ClientConnection connection = connection();
     if (connection == null) {
       if (body != null) {
@@ -110,6 +112,9 @@ final class ServerLink implements AutoCloseable {
     }
     if (coding != null) {
       headers.set(body != null ? "content-encoding" : "accept-encoding", coding);
+    }
+    if (checksum != null) {
+      headers.set(Crc32c.HEADER, checksum);
     }
     StreamExchange exchange = new StreamExchange(sink, body != null);
     // the stream is opened and written on the event loop, in one go: the caller only waits for

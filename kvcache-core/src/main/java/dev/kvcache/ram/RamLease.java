@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.spi.PinnedLease;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 
 /** A lease on a block in the RAM tier: one reference on its {@link OffHeapBlock}. */
 final class RamLease extends PinnedLease {
@@ -21,6 +22,11 @@ final class RamLease extends PinnedLease {
   @Override
   public int length() {
     return block.length();
+  }
+
+  @Override
+  public OptionalInt crc32c() {
+    return OptionalInt.of(block.checksum());
   }
 
   @Override

@@ -202,6 +202,7 @@ public final class RamTier implements Tier {
 
     @Override
     protected PutStatus publish() {
+      block.checksum(crc32c().getAsInt());
       return RamTier.this.publish(key(), block);
     }
 

@@ -6,6 +6,8 @@ import dev.kvcache.PutStatus;
 import java.nio.ByteBuffer;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.zip.CRC32C;
 
 /**
  * The bookkeeping every {@link BlockWriter} that reserved room shares: counting the bytes written,
@@ -18,13 +20,27 @@ public abstract class AbstractBlockWriter implements BlockWriter {
 
   private final BlockKey key;
   private final int length;
+  private final CRC32C crc;
   private int written;
   private boolean done;
 
   /**
+   * A writer that computes the CRC32C of what is written.
+   *
    * @throws IllegalArgumentException if {@code length} is not positive
    */
   protected AbstractBlockWriter(BlockKey key, int length) {
+    this(key, length, true);
+  }
+
+  /**
+   * @param checksummed whether this class computes the CRC32C of what is written, on each part
+   *     right after it is copied in (while the part is in the CPU's caches); a subclass that passes
+   *     false and has a checksum overrides {@link #crc32c()}
+   * @throws IllegalArgumentException if {@code length} is not positive
+   */
+  protected AbstractBlockWriter(BlockKey key, int length, boolean checksummed) {
+    this.crc = checksummed ? new CRC32C() : null;
     this.key = Objects.requireNonNull(key, "key");
     if (length <= 0) {
       throw new IllegalArgumentException("a block cannot be empty, got a length of " + length);
@@ -63,7 +79,16 @@ public abstract class AbstractBlockWriter implements BlockWriter {
     }
     copyIn(src, written);
     written += n;
-    src.position(src.limit());
+    if (crc != null) {
+      crc.update(src); // to its limit
+    } else {
+      src.position(src.limit());
+    }
+  }
+
+  @Override
+  public synchronized OptionalInt crc32c() {
+    return crc == null ? OptionalInt.empty() : OptionalInt.of((int) crc.getValue());
   }
 
   @Override

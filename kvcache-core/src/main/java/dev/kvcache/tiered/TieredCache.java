@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -366,7 +367,7 @@ public final class TieredCache implements Tier {
     private final boolean inRam;
 
     TieredWriter(BlockKey key, BlockWriter inner, boolean inRam) {
-      super(key, inner.length());
+      super(key, inner.length(), false); // the inner writer computes the checksum
       this.inner = inner;
       this.inRam = inRam;
     }
@@ -374,6 +375,11 @@ public final class TieredCache implements Tier {
     @Override
     protected void copyIn(ByteBuffer src, int offset) {
       inner.write(src.duplicate()); // parts arrive in order: the inner writer is at offset
+    }
+
+    @Override
+    public OptionalInt crc32c() {
+      return inner.crc32c();
     }
 
     @Override
@@ -488,7 +494,7 @@ public final class TieredCache implements Tier {
     SpillEntry queued = spills.find(key);
     if (queued != null && queued.tryRetain()) {
       spillHits.increment();
-      return opened(new TieredLease(key, queued.bytes(), queued::release));
+      return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), queued::release));
     }
     return null;
   }

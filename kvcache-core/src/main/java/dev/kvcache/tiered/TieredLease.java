@@ -4,25 +4,33 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.spi.PinnedLease;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 
 /** A lease of the tiered cache: a view of the bytes in whichever tier holds them, no copy. */
 final class TieredLease extends PinnedLease {
 
   private final ByteBuffer bytes;
+  private final OptionalInt crc32c;
   private final Runnable onClose;
 
-  TieredLease(BlockKey key, ByteBuffer bytes, Runnable onClose) {
+  TieredLease(BlockKey key, ByteBuffer bytes, OptionalInt crc32c, Runnable onClose) {
     super(key);
     this.bytes = bytes;
+    this.crc32c = crc32c;
     this.onClose = onClose;
   }
 
   /** A lease over another tier's lease, closing it when closed. */
   static TieredLease over(BlockLease inner, Runnable onClose) {
-    return new TieredLease(inner.key(), inner.bytes(), () -> {
+    return new TieredLease(inner.key(), inner.bytes(), inner.crc32c(), () -> {
       inner.close();
       onClose.run();
     });
+  }
+
+  @Override
+  public OptionalInt crc32c() {
+    return crc32c;
   }
 
   @Override

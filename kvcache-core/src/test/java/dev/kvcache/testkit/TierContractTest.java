@@ -12,6 +12,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
+import java.util.zip.CRC32C;
 import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -96,6 +97,44 @@ public abstract class TierContractTest {
       assertThat(bytes.remaining()).isEqualTo(BLOCK);
       assertThat(Payloads.verify(key, bytes)).isEqualTo(9);
       assertThatThrownBy(() -> bytes.put(0, (byte) 1)).isInstanceOf(ReadOnlyBufferException.class);
+    }
+  }
+
+  /** Whether this tier's leases carry the checksum of their blocks (RAM and raw disk blocks do). */
+  protected boolean keepsChecksums() {
+    return true;
+  }
+
+  @Test
+  void aBlocksChecksumIsTheCrc32cOfItsBytesFromWriterToLease() {
+    BlockKey whole = Payloads.key(30);
+    BlockKey inParts = Payloads.key(31);
+    ByteBuffer block = Payloads.of(whole, 3, BLOCK + 5);
+    CRC32C expected = new CRC32C();
+    expected.update(block.duplicate());
+    assertThat(tier.put(whole, block)).isEqualTo(PutStatus.STORED);
+    ByteBuffer other = Payloads.of(inParts, 4, BLOCK + 5);
+    CRC32C expectedInParts = new CRC32C();
+    expectedInParts.update(other.duplicate());
+    try (BlockWriter writer = tier.writer(inParts, other.remaining())) {
+      writer.write(other.duplicate().limit(1000));
+      writer.write(other.duplicate().position(1000));
+      if (writer.crc32c().isPresent()) {
+        assertThat(writer.crc32c().getAsInt()).isEqualTo((int) expectedInParts.getValue());
+      }
+      assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
+    }
+    settle(tier);
+    for (BlockKey key : new BlockKey[] {whole, inParts}) {
+      long crc = key == whole ? expected.getValue() : expectedInParts.getValue();
+      try (BlockLease lease = tier.get(key)) {
+        assertThat(lease.status()).isEqualTo(GetStatus.HIT);
+        if (keepsChecksums()) {
+          assertThat(lease.crc32c()).as("the lease's checksum").hasValue((int) crc);
+        } else if (lease.crc32c().isPresent()) {
+          assertThat(lease.crc32c().getAsInt()).isEqualTo((int) crc);
+        }
+      }
     }
   }
 

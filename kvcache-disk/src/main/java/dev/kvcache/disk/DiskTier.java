@@ -42,6 +42,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -1078,7 +1079,8 @@ public final class DiskTier implements Tier {
     loc.hit();
     counters.hit();
     counters.leaseOpened();
-    return new DiskLease(key, bytes, sb);
+    return new DiskLease(key, bytes, sb,
+        loc.encoding == ENCODING_RAW ? OptionalInt.of(loc.payloadCrc) : OptionalInt.empty());
   }
 
   @Override
@@ -1344,11 +1346,18 @@ public final class DiskTier implements Tier {
   private final class DiskLease extends PinnedLease {
     private final ByteBuffer bytes;
     private final SuperBlock pinned;
+    private final OptionalInt crc32c;
 
-    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned) {
+    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c) {
       super(key);
       this.bytes = bytes;
       this.pinned = pinned;
+      this.crc32c = crc32c;
+    }
+
+    @Override
+    public OptionalInt crc32c() {
+      return crc32c;
     }
 
     @Override

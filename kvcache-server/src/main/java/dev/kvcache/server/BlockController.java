@@ -7,6 +7,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.codec.BlockCodec;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpHeaders;
@@ -29,6 +30,7 @@ import io.micronaut.scheduling.annotation.ExecuteOn;
 import io.netty.buffer.ByteBuf;
 import jakarta.inject.Named;
 import java.time.Duration;
+import java.util.OptionalInt;
 import java.util.concurrent.ExecutorService;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
@@ -91,17 +93,27 @@ class BlockController {
     if (declared > (encoded ? BlockCodec.maxContainerLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
+    Integer checksum = checksum(request.getHeaders().get(Crc32c.HEADER));
     Publisher<ByteBuf> body = RequestBody.of(streamed);
     Mono<PutStatus> stored = encoded
-        ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking)
+        ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking, checksum)
             .doOnNext(done -> wire.received())
-        : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking);
+        : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking, checksum);
     return Mono.firstWithSignal(stored, RequestBody.connectionClosed(request))
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))
         .onErrorMap(e -> !(e instanceof ApiException), e -> new ApiException(
             HttpStatus.BAD_REQUEST, "body-aborted", "the body did not arrive whole: " + e))
         .map(status -> answer(status, declared));
+  }
+
+  /** The checksum a PUT's {@value Crc32c#HEADER} gives, or null without one. */
+  static Integer checksum(String header) {
+    try {
+      return header == null ? null : Crc32c.fromHeader(header);
+    } catch (IllegalArgumentException e) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-checksum", e.getMessage());
+    }
   }
 
   private HttpResponse<?> answer(PutStatus status, long length) {
@@ -156,17 +168,23 @@ class BlockController {
       return miss;
     }
     String length = Integer.toString(lease.length());
+    OptionalInt crc = lease.crc32c();
+    MutableHttpResponse<?> answer;
     if (request.getMethod() == HttpMethod.HEAD) {
       lease.close(); // the length, stated, keeps an HTTP/1.1 connection open
-      return HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, length).header(LENGTH_HEADER, length);
-    }
-    if (wire.encodesFor(request)) {
-      return HttpResponse.ok(wire.encode(lease, blocking))
+      answer = HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, length);
+    } else if (wire.encodesFor(request)) {
+      answer = HttpResponse.ok(wire.encode(lease, blocking))
           .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
-          .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
-          .header(LENGTH_HEADER, length);
+          .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING);
+    } else {
+      answer = HttpResponse.ok((ByteBuf) new LeaseBody(lease));
     }
-    return HttpResponse.ok((ByteBuf) new LeaseBody(lease)).header(LENGTH_HEADER, length);
+    answer.header(LENGTH_HEADER, length);
+    if (crc.isPresent()) {
+      answer.header(Crc32c.HEADER, Crc32c.toHeader(crc.getAsInt()));
+    }
+    return answer;
   }
 
   /** 204 once the block is gone from every tier; 404 if it was not cached. */

@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockDecoder;
 import dev.kvcache.codec.CorruptBlockException;
@@ -47,14 +48,28 @@ final class BodyWriter {
    * @param maxBytes the largest body taken
    */
   static Mono<PutStatus> store(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      long declared, int maxBytes, Scheduler blocking) {
+      long declared, int maxBytes, Scheduler blocking, Integer checksum) {
     if (declared == 0) {
       return Mono.error(emptyBlock());
     }
     if (declared > 0) {
-      return streamed(cache, key, Flux.from(body), (int) declared, blocking);
+      return streamed(cache, key, Flux.from(body), (int) declared, blocking, checksum);
     }
-    return gathered(cache, key, body, maxBytes, blocking);
+    return gathered(cache, key, body, maxBytes, blocking, checksum);
+  }
+
+  /**
+   * The error for a block whose bytes do not have the CRC32C its client sent ({@value
+   * Crc32c#HEADER}), or null if they do or none was sent. The writer computed the checksum as the
+   * bytes went in; a caller that gets an error closes the writer, so nothing is stored.
+   */
+  static ApiException checksumMismatch(BlockWriter writer, Integer expected) {
+    if (expected == null || writer.crc32c().isEmpty() || writer.crc32c().getAsInt() == expected) {
+      return null;
+    }
+    return new ApiException(HttpStatus.BAD_REQUEST, "checksum-mismatch", "the body's CRC32C is "
+        + Crc32c.toHeader(writer.crc32c().getAsInt()) + ", its " + Crc32c.HEADER + " header says "
+        + Crc32c.toHeader(expected) + "; nothing was stored");
   }
 
   /**
@@ -63,14 +78,14 @@ final class BodyWriter {
    * hops to another thread cost about 40 µs per PUT, a fifth of a small one (docs/benchmarks.md).
    */
   private static Mono<PutStatus> streamed(KvCache cache, BlockKey key, Flux<ByteBuf> body,
-      int length, Scheduler blocking) {
+      int length, Scheduler blocking, Integer checksum) {
     return Mono.fromCallable(() -> cache.tryWriter(key, length))
         .flatMap(now -> now.isPresent()
-            ? write(now.get(), body, Schedulers.immediate())
+            ? write(now.get(), body, Schedulers.immediate(), checksum)
             : Mono.fromCallable(() -> cache.writer(key, length))
                 .subscribeOn(blocking)
                 .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
-                .flatMap(writer -> write(writer, body, blocking)));
+                .flatMap(writer -> write(writer, body, blocking, checksum)));
   }
 
   /**
@@ -78,7 +93,8 @@ final class BodyWriter {
    * opened there, else on the thread that opened it, since such a writer may write to disk (a
    * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file).
    */
-  private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on) {
+  private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on,
+      Integer checksum) {
     if (writer.rejection().isPresent()) {
       return Mono.just(writer.rejection().get());
     }
@@ -87,7 +103,7 @@ final class BodyWriter {
         : body.publishOn(on, CHUNKS_IN_FLIGHT)
             .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
     return chunks.doOnNext(chunk -> append(writer, chunk))
-        .then(Mono.fromCallable(() -> commit(writer)).subscribeOn(on))
+        .then(Mono.fromCallable(() -> commit(writer, checksum)).subscribeOn(on))
         .doFinally(signal -> writer.close());
   }
 
@@ -106,18 +122,22 @@ final class BodyWriter {
     }
   }
 
-  private static PutStatus commit(BlockWriter writer) {
+  private static PutStatus commit(BlockWriter writer, Integer checksum) {
     if (writer.remaining() != 0) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch", "the body ended after "
           + (writer.length() - writer.remaining()) + " of its Content-Length's "
           + writer.length() + " bytes");
+    }
+    ApiException mismatch = checksumMismatch(writer, checksum);
+    if (mismatch != null) {
+      throw mismatch;
     }
     return writer.commit();
   }
 
   /** A chunked body, kept as the buffers it arrived in until it ends, then written. */
   private static Mono<PutStatus> gathered(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      int maxBytes, Scheduler blocking) {
+      int maxBytes, Scheduler blocking, Integer checksum) {
     return Mono.using(
         () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
         whole -> gather(body, whole, maxBytes)
@@ -125,7 +145,7 @@ final class BodyWriter {
                 ? Mono.error(emptyBlock())
                 // the writer releases what it is given; Mono.using releases the rest
                 : streamed(cache, key, Flux.defer(() -> Flux.just(whole.retain())),
-                    whole.readableBytes(), blocking))),
+                    whole.readableBytes(), blocking, checksum))),
         CompositeByteBuf::release);
   }
 
@@ -151,9 +171,9 @@ final class BodyWriter {
    * a damaged container 400; either way nothing is stored.
    */
   static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      int maxBlockBytes, Scheduler blocking) {
+      int maxBlockBytes, Scheduler blocking, Integer checksum) {
     return Mono.using(
-        () -> new EncodedBlock(cache, key, maxBlockBytes),
+        () -> new EncodedBlock(cache, key, maxBlockBytes, checksum),
         block -> Flux.from(body)
             .publishOn(blocking, CHUNKS_IN_FLIGHT)
             .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease)
@@ -167,13 +187,15 @@ final class BodyWriter {
     private final KvCache cache;
     private final BlockKey key;
     private final int maxBlockBytes;
+    private final Integer checksum;
     private final BlockDecoder decoder = BlockCodec.decoder(this);
     private BlockWriter writer;
 
-    EncodedBlock(KvCache cache, BlockKey key, int maxBlockBytes) {
+    EncodedBlock(KvCache cache, BlockKey key, int maxBlockBytes, Integer checksum) {
       this.cache = cache;
       this.key = key;
       this.maxBlockBytes = maxBlockBytes;
+      this.checksum = checksum;
     }
 
     @Override
@@ -217,7 +239,14 @@ final class BodyWriter {
       } catch (CorruptBlockException e) {
         throw corrupt(e);
       }
-      return writer.rejection().isPresent() ? writer.rejection().get() : writer.commit();
+      if (writer.rejection().isPresent()) {
+        return writer.rejection().get();
+      }
+      ApiException mismatch = checksumMismatch(writer, checksum);
+      if (mismatch != null) {
+        throw mismatch;
+      }
+      return writer.commit();
     }
 
     void close() {

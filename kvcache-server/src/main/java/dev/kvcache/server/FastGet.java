@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.spi.Crc32c;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -19,6 +20,7 @@ import io.netty.handler.codec.http2.Http2FrameListener;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.util.AsciiString;
 import jakarta.inject.Singleton;
+import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -39,6 +41,7 @@ class FastGet implements MeterBinder {
   private static final String PREFIX = "/v1/namespaces/";
   private static final String BLOCKS = "/blocks/";
   private static final AsciiString LENGTH_HEADER = AsciiString.cached("kvcache-block-length");
+  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Crc32c.HEADER);
   private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
   private static final AsciiString OK = AsciiString.cached("200");
 
@@ -152,12 +155,16 @@ class FastGet implements MeterBinder {
         return false;
       }
       String length = Integer.toString(lease.length());
-      Http2Headers response = new DefaultHttp2Headers(false, 5)
+      Http2Headers response = new DefaultHttp2Headers(false, 6)
           .status(OK)
           .add(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
           .add(HttpHeaderNames.CONTENT_LENGTH, length)
           .add(LENGTH_HEADER, length)
           .add(HttpHeaderNames.DATE, HttpDate.now());
+      OptionalInt crc = lease.crc32c();
+      if (crc.isPresent()) {
+        response.add(CHECKSUM_HEADER, Crc32c.toHeader(crc.getAsInt()));
+      }
       ByteBuf body = new LeaseBody(lease); // the lease closes when Netty releases the body
       encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());
       encoder.writeData(ctx, streamId, body, 0, true, ctx.voidPromise());

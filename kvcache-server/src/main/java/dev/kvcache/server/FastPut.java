@@ -5,6 +5,7 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Crc32c;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -54,6 +55,7 @@ class FastPut implements MeterBinder {
   private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
   private static final AsciiString JSON = AsciiString.cached("application/json");
   private static final AsciiString PUT_HEADER = AsciiString.cached("kvcache-put");
+  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Crc32c.HEADER);
 
   private final boolean enabled;
   private final KvCache cache;
@@ -134,13 +136,15 @@ class FastPut implements MeterBinder {
     return writer;
   }
 
-  /** A body on its way into a writer. */
+  /** A body on its way into a writer, and the checksum its client sent (or null). */
   private static final class Upload {
     final BlockWriter writer;
+    final Integer checksum;
     ScheduledFuture<?> timeout;
 
-    Upload(BlockWriter writer) {
+    Upload(BlockWriter writer, Integer checksum) {
       this.writer = writer;
+      this.checksum = checksum;
     }
   }
 
@@ -179,11 +183,18 @@ class FastPut implements MeterBinder {
       if (endOfStream) {
         return false;
       }
+      CharSequence checksumHeader = headers.get(CHECKSUM_HEADER);
+      Integer checksum;
+      try {
+        checksum = checksumHeader == null ? null : Crc32c.fromHeader(checksumHeader);
+      } catch (IllegalArgumentException e) {
+        return false; // Micronaut answers with the error
+      }
       Optional<BlockWriter> writer = writerFor(headers);
       if (writer.isEmpty()) {
         return false;
       }
-      Upload started = new Upload(writer.get());
+      Upload started = new Upload(writer.get(), checksum);
       started.timeout = ctx.executor().schedule(() -> fail(ctx, streamId, 408, "body-timeout",
           "the body did not arrive within " + timeoutNanos / 1_000_000 + " ms"),
           timeoutNanos, TimeUnit.NANOSECONDS);
@@ -220,6 +231,11 @@ class FastPut implements MeterBinder {
         fail(ctx, streamId, 400, "length-mismatch", "the body ended after "
             + (writer.length() - writer.remaining()) + " of its Content-Length's "
             + writer.length() + " bytes");
+        return;
+      }
+      ApiException mismatch = BodyWriter.checksumMismatch(writer, upload.checksum);
+      if (mismatch != null) {
+        fail(ctx, streamId, mismatch.status().getCode(), mismatch.code(), mismatch.getMessage());
         return;
       }
       uploads.remove(streamId);

@@ -48,6 +48,8 @@ public final class OffHeapBlock {
   private final int length;
   /** Written only under the arena's lock, while no reader holds the block. */
   int startGranule;
+  /** The CRC32C of the bytes, set once they are all written. */
+  private int checksum;
 
   @SuppressWarnings("unused") // accessed through REFS
   private volatile int refs;
@@ -76,6 +78,16 @@ public final class OffHeapBlock {
   }
 
   /** Bytes of the arena this block occupies: its length rounded up to whole granules. */
+  /** The CRC32C of the block's bytes, as its writer computed it. */
+  public int checksum() {
+    return checksum;
+  }
+
+  /** Records the CRC32C of the block's bytes, before the block is published. */
+  public void checksum(int crc32c) {
+    this.checksum = crc32c;
+  }
+
   public int allocatedBytes() {
     return Arena.granulesFor(length) << Arena.GRANULE_SHIFT;
   }

@@ -1,0 +1,49 @@
+package dev.kvcache.spi;
+
+import java.nio.ByteBuffer;
+import java.util.Base64;
+import java.util.zip.CRC32C;
+
+/**
+ * A block's CRC32C (Castagnoli) as it travels with the block over HTTP: in the {@value #HEADER}
+ * header, the S3 convention, as the base64 of its four bytes in big-endian order.
+ */
+public final class Crc32c {
+
+  /** The header a block's checksum travels in, on a PUT and on the answer to a GET. */
+  public static final String HEADER = "x-amz-checksum-crc32c";
+
+  private Crc32c() {}
+
+  /** The CRC32C of {@code bytes} from position to limit; the position does not move. */
+  public static int of(ByteBuffer bytes) {
+    CRC32C crc = new CRC32C();
+    crc.update(bytes.duplicate());
+    return (int) crc.getValue();
+  }
+
+  /** The header value of a checksum. */
+  public static String toHeader(int crc32c) {
+    return Base64.getEncoder().encodeToString(new byte[] {(byte) (crc32c >>> 24),
+        (byte) (crc32c >>> 16), (byte) (crc32c >>> 8), (byte) crc32c});
+  }
+
+  /**
+   * The checksum a header value gives.
+   *
+   * @throws IllegalArgumentException if it is not the base64 of four bytes
+   */
+  public static int fromHeader(CharSequence value) {
+    byte[] b;
+    try {
+      b = Base64.getDecoder().decode(value.toString().trim());
+    } catch (IllegalArgumentException e) {
+      b = new byte[0];
+    }
+    if (b.length != 4) {
+      throw new IllegalArgumentException(HEADER + " must be the base64 of a CRC32C's four bytes"
+          + " (8 characters, such as \"AAAAAA==\"), got '" + value + "'");
+    }
+    return ((b[0] & 0xff) << 24) | ((b[1] & 0xff) << 16) | ((b[2] & 0xff) << 8) | (b[3] & 0xff);
+  }
+}
