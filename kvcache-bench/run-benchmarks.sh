@@ -114,6 +114,15 @@ for suite in "${suites[@]}"; do
         -p stack=ram+disk,ram+disk-write-behind,ram+disk-write-through,disk,ram+disk-write-through-sync,disk-sync
       run_durability_server ;;
     durability-server) run_durability_server ;;
+    checksum)
+      # the server jar of today beside one built without checksums (git worktree add /tmp/before
+      # d089890 && (cd /tmp/before && ./mvnw -q package -DskipTests -pl kvcache-server -am));
+      # forks and iterations from the benchmark's annotations: each fork starts fresh servers
+      before=${KVCACHE_SERVER_JAR_BEFORE:?set KVCACHE_SERVER_JAR_BEFORE to a server jar built without checksums}
+      java -jar "$jar" 'remote\.EndToEndChecksumBenchmark' -t 1 -jvmArgs "$jvm_flags" \
+        -jvmArgsAppend "-Dkvcache.server.jar=$PWD/kvcache-server/target/kvcache-server.jar -Dkvcache.server.jar.before=$before" \
+        -rf json -rff "$out/checksum.json" > "$out/checksum.txt"
+      grep -E '^(Benchmark|EndToEndChecksumBenchmark\.)' "$out/checksum.txt" ;;
     remote)
       # the Java client against a kvcache-server child process, Jedis against a redis-server one
       command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null

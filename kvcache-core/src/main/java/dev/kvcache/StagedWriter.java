@@ -13,7 +13,7 @@ final class StagedWriter extends AbstractBlockWriter {
   private ByteBuffer staged;
 
   StagedWriter(KvCache cache, BlockKey key, int length) {
-    super(key, length);
+    super(key, length, false); // the put on commit computes the checksum
     this.cache = cache;
     this.staged = ByteBuffer.allocate(length);
   }

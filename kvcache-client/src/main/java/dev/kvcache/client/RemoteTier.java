@@ -287,7 +287,7 @@ public final class RemoteTier implements Tier {
     private boolean stopped;
 
     RemoteWriter(BlockKey key, int length) {
-      super(key, length);
+      super(key, length, false); // the server computes the checksum of what it stores
       link = linkFor(key);
       body = config.wireCodec == null
           ? link.startPut(blockPath(key), length, null, answer)

@@ -26,7 +26,7 @@ final class RamLease extends PinnedLease {
 
   @Override
   public OptionalInt crc32c() {
-    return OptionalInt.of(block.checksum());
+    return block.checksum();
   }
 
   @Override

@@ -139,7 +139,8 @@ public final class RamTier implements Tier {
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
     Objects.requireNonNull(src, "src");
-    return AbstractBlockWriter.writeWhole(writer(key, src.remaining()), src);
+    // no checksum: a whole block from the caller's memory would be read a second time for it
+    return AbstractBlockWriter.writeWhole(writer(key, src.remaining(), false), src);
   }
 
   /** Every writer of the RAM tier opens without waiting: it evicts to make room. */
@@ -154,6 +155,14 @@ public final class RamTier implements Tier {
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
+    return writer(key, length, true);
+  }
+
+  /**
+   * @param checksummed whether the block keeps the CRC32C of its bytes ({@link
+   *     BlockLease#crc32c()}), computed as each part is copied in
+   */
+  private BlockWriter writer(BlockKey key, int length, boolean checksummed) {
     ensureOpen();
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
@@ -163,7 +172,7 @@ public final class RamTier implements Tier {
       counters.rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
     }
-    return new RamWriter(key, block);
+    return new RamWriter(key, block, checksummed);
   }
 
   /** Publishes a block whose bytes are all written; the caller holds the writer's reference. */
@@ -190,8 +199,8 @@ public final class RamTier implements Tier {
   private final class RamWriter extends AbstractBlockWriter {
     private final OffHeapBlock block;
 
-    RamWriter(BlockKey key, OffHeapBlock block) {
-      super(key, block.length());
+    RamWriter(BlockKey key, OffHeapBlock block, boolean checksummed) {
+      super(key, block.length(), checksummed);
       this.block = block;
     }
 
@@ -202,7 +211,7 @@ public final class RamTier implements Tier {
 
     @Override
     protected PutStatus publish() {
-      block.checksum(crc32c().getAsInt());
+      crc32c().ifPresent(block::checksum);
       return RamTier.this.publish(key(), block);
     }
 

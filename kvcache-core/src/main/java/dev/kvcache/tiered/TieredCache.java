@@ -14,18 +14,14 @@ import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
-import dev.kvcache.tiered.TieredRead.Source;
 import java.nio.ByteBuffer;
-import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -73,7 +69,6 @@ import org.slf4j.LoggerFactory;
 public final class TieredCache implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(TieredCache.class);
-  private static final int STRIPES = 256;
   /** The spill queue pins at most this fraction (1/n) of RAM. */
   private static final int SPILL_QUEUE_RAM_SHARE = 4;
   private static final int MAX_RAM_PUT_RETRIES = 8;
@@ -94,16 +89,12 @@ public final class TieredCache implements Tier {
    * the blocks it evicts past the queue's byte bound are dropped.
    */
   private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
-  private final Object[] stripes = new Object[STRIPES];
-  private final AtomicLongArray generations = new AtomicLongArray(STRIPES);
+  private final KeyStripes stripes = new KeyStripes();
   private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
-  private final LongAdder ramHits = new LongAdder();
-  private final LongAdder spillHits = new LongAdder();
-  private final LongAdder lowerHits = new LongAdder();
   private final LongAdder spillsSkipped = new LongAdder();
-  private final LongAdder promotions = new LongAdder();
+  private final TieredReads reads;
 
   /**
    * A RAM tier of {@code ramConfig} over {@code lower}, which the cache now owns: closing the cache
@@ -114,9 +105,6 @@ public final class TieredCache implements Tier {
   public TieredCache(RamTierConfig ramConfig, Tier lower, TieredCacheConfig config) {
     this.lower = Objects.requireNonNull(lower, "lower");
     this.config = Objects.requireNonNull(config, "config");
-    for (int i = 0; i < STRIPES; i++) {
-      stripes[i] = new Object();
-    }
     this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
     this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes, this::copyStored);
     try {
@@ -125,6 +113,8 @@ public final class TieredCache implements Tier {
       spills.close();
       throw e;
     }
+    this.reads = new TieredReads(ram, lower, config, spills, stripes, clean, counters,
+        () -> closed);
   }
 
   @Override
@@ -237,11 +227,11 @@ public final class TieredCache implements Tier {
 
   /** Removes the key's copy from RAM and from the spill queue (waiting out a spill under way). */
   private void dropOldCopy(BlockKey key) {
-    int stripe = stripe(key);
-    synchronized (stripes[stripe]) {
-      generations.incrementAndGet(stripe);
+    int stripe = KeyStripes.of(key);
+    synchronized (stripes.lock(stripe)) {
+      stripes.bump(stripe);
       removeAbove(key);
-      generations.incrementAndGet(stripe);
+      stripes.bump(stripe);
     }
   }
 
@@ -264,13 +254,13 @@ public final class TieredCache implements Tier {
    * stored in RAM is then copied down as the {@link Durability} says.
    */
   private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store) {
-    int stripe = stripe(key);
+    int stripe = KeyStripes.of(key);
     Durability durability = config.durability();
     PutStatus status;
     SpillEntry copy = null;
     SpillEntry evicted = null;
-    synchronized (stripes[stripe]) {
-      generations.incrementAndGet(stripe);
+    synchronized (stripes.lock(stripe)) {
+      stripes.bump(stripe);
       removeAbove(key);
       if (inRam) {
         lower.delete(key);
@@ -294,7 +284,7 @@ public final class TieredCache implements Tier {
       } else {
         status = store.get();
       }
-      generations.incrementAndGet(stripe); // see promote(): also after the tiers changed
+      stripes.bump(stripe); // see promote(): also after the tiers changed
     }
     if (inRam && durability == Durability.WRITE_BEHIND) {
       spills.awaitBacklog(config.spillQueueBlocks());
@@ -345,12 +335,12 @@ public final class TieredCache implements Tier {
       return inRam == PutStatus.STORED && !lower.contains(key) ? PutStatus.NOT_ADMITTED : inRam;
     }
     PutStatus written = spills.writeNow(copy, true);
-    int stripe = stripe(key);
-    synchronized (stripes[stripe]) {
+    int stripe = KeyStripes.of(key);
+    synchronized (stripes.lock(stripe)) {
       if (spills.unlist(copy) && written != PutStatus.STORED) {
-        generations.incrementAndGet(stripe);
+        stripes.bump(stripe);
         ram.delete(key);
-        generations.incrementAndGet(stripe);
+        stripes.bump(stripe);
       }
     }
     return written == null && copy.cancelled() ? PutStatus.STORED : orNoSpace(written);
@@ -448,13 +438,13 @@ public final class TieredCache implements Tier {
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    int stripe = stripe(key);
+    int stripe = KeyStripes.of(key);
     boolean removed;
-    synchronized (stripes[stripe]) {
-      generations.incrementAndGet(stripe);
+    synchronized (stripes.lock(stripe)) {
+      stripes.bump(stripe);
       removed = removeAbove(key);
       removed |= lower.delete(key);
-      generations.incrementAndGet(stripe);
+      stripes.bump(stripe);
     }
     if (removed) {
       counters.delete();
@@ -466,48 +456,12 @@ public final class TieredCache implements Tier {
 
   @Override
   public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
-    BlockLease above = leaseAbove(key);
-    if (above != null) {
-      return above;
-    }
-    int stripe = stripe(key);
-    long generation = generations.get(stripe);
-    BlockLease fromLower = lower.get(key);
-    if (fromLower.status() != GetStatus.HIT) {
-      counters.miss();
-      return BlockLease.miss(key);
-    }
-    lowerHits.increment();
-    promote(key, fromLower.bytes(), stripe, generation);
-    return opened(TieredLease.over(fromLower, counters::leaseClosed));
-  }
-
-  /** A lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
-  private BlockLease leaseAbove(BlockKey key) {
-    BlockLease fromRam = ram.get(key);
-    if (fromRam.status() == GetStatus.HIT) {
-      ramHits.increment();
-      return opened(TieredLease.over(fromRam, counters::leaseClosed));
-    }
-    SpillEntry queued = spills.find(key);
-    if (queued != null && queued.tryRetain()) {
-      spillHits.increment();
-      return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), queued::release));
-    }
-    return null;
-  }
-
-  private BlockLease opened(BlockLease lease) {
-    counters.hit();
-    counters.leaseOpened();
-    return lease;
+    return reads.get(key);
   }
 
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    return read(key, dst).status();
+    return reads.getInto(key, dst);
   }
 
   /**
@@ -520,12 +474,7 @@ public final class TieredCache implements Tier {
    */
   @Override
   public GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
-    TieredRead[] reads = readAllInto(keys, dsts);
-    GetStatus[] result = new GetStatus[reads.length];
-    for (int i = 0; i < reads.length; i++) {
-      result[i] = reads[i].status();
-    }
-    return result;
+    return reads.getAllInto(keys, dsts);
   }
 
   /**
@@ -536,164 +485,22 @@ public final class TieredCache implements Tier {
    * @throws IllegalArgumentException if the lists differ in size
    */
   public TieredRead[] readAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
-    Objects.requireNonNull(keys, "keys");
-    Objects.requireNonNull(dsts, "dsts");
-    if (keys.size() != dsts.size()) {
-      throw new IllegalArgumentException(
-          keys.size() + " keys but " + dsts.size() + " destination buffers");
-    }
-    TieredRead[] result = new TieredRead[keys.size()];
-    List<Integer> fromLower = new ArrayList<>();
-    long[] generation = new long[keys.size()];
-    int[] start = new int[keys.size()];
-    for (int i = 0; i < result.length; i++) {
-      result[i] = readAbove(keys.get(i), dsts.get(i));
-      if (result[i] == null) {
-        fromLower.add(i);
-        generation[i] = generations.get(stripe(keys.get(i)));
-        start[i] = dsts.get(i).position();
-      }
-    }
-    if (fromLower.isEmpty()) {
-      return result;
-    }
-    List<BlockKey> lowerKeys = new ArrayList<>(fromLower.size());
-    List<ByteBuffer> lowerDsts = new ArrayList<>(fromLower.size());
-    for (int i : fromLower) {
-      lowerKeys.add(keys.get(i));
-      lowerDsts.add(dsts.get(i));
-    }
-    GetStatus[] statuses = lower.getAllInto(lowerKeys, lowerDsts);
-    for (int j = 0; j < statuses.length; j++) {
-      int i = fromLower.get(j);
-      result[i] = fromLower(keys.get(i), dsts.get(i), statuses[j], start[i], generation[i]);
-    }
-    return result;
-  }
-
-  private TieredRead read(BlockKey key, ByteBuffer dst) {
-    TieredRead above = readAbove(key, dst);
-    if (above != null) {
-      return above;
-    }
-    long generation = generations.get(stripe(key));
-    int start = dst.position();
-    return fromLower(key, dst, lower.getInto(key, dst), start, generation);
-  }
-
-  /** A read served by RAM or the spill queue; null if the block is in neither. */
-  private TieredRead readAbove(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
-    GetStatus status = ram.getInto(key, dst);
-    if (status != GetStatus.MISS) {
-      return counted(status, Source.RAM, ramHits);
-    }
-    SpillEntry queued = spills.find(key);
-    if (queued != null && queued.tryRetain()) {
-      try {
-        ByteBuffer bytes = queued.bytes();
-        if (dst.remaining() < bytes.remaining()) {
-          return counted(GetStatus.BUFFER_TOO_SMALL, Source.SPILL_QUEUE, spillHits);
-        }
-        dst.put(bytes);
-        return counted(GetStatus.HIT, Source.SPILL_QUEUE, spillHits);
-      } finally {
-        queued.release();
-      }
-    }
-    return null;
-  }
-
-  /**
-   * A read the lower tier answered into {@code dst} from {@code start}; a hit is promoted unless
-   * the key's stripe changed since {@code generation}, taken before the lower tier was asked.
-   */
-  private TieredRead fromLower(BlockKey key, ByteBuffer dst, GetStatus status, int start,
-      long generation) {
-    if (status == GetStatus.HIT) {
-      promote(key, dst.duplicate().flip().position(start), stripe(key), generation);
-    }
-    return counted(status, Source.LOWER, lowerHits);
-  }
-
-  private TieredRead counted(GetStatus status, Source source, LongAdder tierHits) {
-    if (status == GetStatus.HIT) {
-      tierHits.increment();
-      counters.hit();
-    } else if (status == GetStatus.MISS) {
-      counters.miss();
-      source = Source.NONE;
-    }
-    return new TieredRead(status, source);
-  }
-
-  /**
-   * Copies a block read from the lower tier into RAM, unless the policy says no, the spill queue is
-   * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, or
-   * a put or delete in its stripe since {@code generation} may have made it stale. Puts and deletes
-   * bump the generation both before and after they change the tiers, so a read that took the
-   * generation while one was under way (and may have read the lower tier before it deleted the
-   * key there) finds it changed.
-   */
-  private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
-    if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
-        || !spills.hasRoom(bytes.remaining())) {
-      return; // a promotion evicts: it must not push blocks out of a full spill queue
-    }
-    synchronized (stripes[stripe]) {
-      if (generations.get(stripe) != generation || closed || ram.contains(key)) {
-        return;
-      }
-      clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
-      if (ram.put(key, bytes) == PutStatus.STORED) {
-        promotions.increment();
-      } else {
-        clean.remove(key);
-      }
-    }
+    return reads.readAllInto(keys, dsts);
   }
 
   @Override
   public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
-    return ram.contains(key) || spills.holds(key) || lower.contains(key);
+    return reads.contains(key);
   }
 
   /**
    * How many leading keys some tier holds. Each run of keys that neither RAM nor the spill queue
    * holds is looked up in the lower tier with one {@link Tier#lookupPrefix} call, which a remote
-   * tier answers with one request per server instead of one per key. The key that ends the lower
-   * tier's prefix is looked for in RAM and the queue only.
+   * tier answers with one request per server instead of one per key.
    */
   @Override
   public int lookupPrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
-    int n = 0;
-    int lowerLacks = -1; // the key the lower tier's last answer stopped at
-    while (n < keys.size()) {
-      BlockKey key = keys.get(n);
-      if (ram.contains(key) || spills.holds(key)) {
-        n++;
-        continue;
-      }
-      if (n == lowerLacks) {
-        break;
-      }
-      int below = lower.lookupPrefix(keys.subList(n, keys.size()));
-      if (below == 0) {
-        break;
-      }
-      n += below;
-      lowerLacks = n;
-    }
-    return n;
+    return reads.lookupPrefix(keys);
   }
 
   /**
@@ -702,58 +509,13 @@ public final class TieredCache implements Tier {
    * Tier#pinPrefix} call to the lower tier, which keeps those blocks in its own way (a remote tier
    * under its servers' leases, fetching a block only when it is read). A block read through the
    * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put
-   * or delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
-   * first key not found as a miss.
+   * or delete in its stripe came after the pin.
    *
    * @throws IllegalArgumentException if {@code timeout} is not positive
    */
   @Override
   public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    Objects.requireNonNull(keys, "keys");
-    PrefixPin.requirePositive(timeout);
-    ensureOpen();
-    long[] before = new long[STRIPES]; // a put or delete after this makes a pinned copy stale
-    for (int i = 0; i < STRIPES; i++) {
-      before[i] = generations.get(i);
-    }
-    TieredPin pinned = new TieredPin((key, bytes) -> {
-      int stripe = stripe(key);
-      promote(key, bytes, stripe, before[stripe]);
-    });
-    try {
-      int n = 0;
-      int lowerLacks = -1; // the key the lower tier's last pin stopped at
-      while (n < keys.size()) {
-        BlockLease above = leaseAbove(keys.get(n));
-        if (above != null) {
-          pinned.add(above);
-          n++;
-          continue;
-        }
-        if (n == lowerLacks) {
-          break;
-        }
-        PrefixPin below = lower.pinPrefix(keys.subList(n, keys.size()), timeout);
-        if (below.blocks() == 0) {
-          below.close();
-          break;
-        }
-        pinned.add(below);
-        lowerHits.add(below.blocks());
-        for (int i = 0; i < below.blocks(); i++) {
-          counters.hit();
-        }
-        n += below.blocks();
-        lowerLacks = n;
-      }
-      if (n < keys.size()) {
-        counters.miss();
-      }
-      return PrefixPin.over(pinned, timeout);
-    } catch (RuntimeException | Error e) {
-      pinned.release();
-      throw e;
-    }
+    return reads.pinPrefix(keys, timeout);
   }
 
   // ---------------------------------------------------------------- spilling
@@ -791,8 +553,8 @@ public final class TieredCache implements Tier {
 
   /** How blocks moved between the tiers. */
   public TieredStats tieredStats() {
-    return new TieredStats(ramHits.sum(), spillHits.sum(), lowerHits.sum(),
-        stats().misses(), spills.spills(), spillsSkipped.sum(), spills.drops(), promotions.sum(),
+    return new TieredStats(reads.ramHits(), reads.spillHits(), reads.lowerHits(),
+        stats().misses(), spills.spills(), spillsSkipped.sum(), spills.drops(), reads.promotions(),
         spills.copies(), spills.failures());
   }
 
@@ -878,10 +640,6 @@ public final class TieredCache implements Tier {
     }
     log.info("wrote {} blocks ({} MiB) from RAM to the {} tier on close in {} ms", written[0],
         written[1] >> 20, lower.name(), (System.nanoTime() - start) / 1_000_000);
-  }
-
-  private static int stripe(BlockKey key) {
-    return (int) (key.lo() & (STRIPES - 1));
   }
 
   private void ensureOpen() {

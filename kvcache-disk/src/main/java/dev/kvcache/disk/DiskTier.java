@@ -478,7 +478,7 @@ public final class DiskTier implements Tier {
   /** A writer whose block the doorkeeper turned away: it takes the bytes and keeps none. */
   private final class UnadmittedWriter extends AbstractBlockWriter {
     UnadmittedWriter(BlockKey key, int length) {
-      super(key, length);
+      super(key, length, false); // keeps nothing to checksum
     }
 
     @Override

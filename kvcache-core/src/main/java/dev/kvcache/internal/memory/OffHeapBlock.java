@@ -3,6 +3,7 @@ package dev.kvcache.internal.memory;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 
 /**
  * One block's run of granules in an {@link Arena}, with the reference count that decides when the
@@ -48,8 +49,8 @@ public final class OffHeapBlock {
   private final int length;
   /** Written only under the arena's lock, while no reader holds the block. */
   int startGranule;
-  /** The CRC32C of the bytes, set once they are all written. */
-  private int checksum;
+  /** The CRC32C of the bytes, if its writer computed one, set once they are all written. */
+  private OptionalInt checksum = OptionalInt.empty();
 
   @SuppressWarnings("unused") // accessed through REFS
   private volatile int refs;
@@ -78,14 +79,14 @@ public final class OffHeapBlock {
   }
 
   /** Bytes of the arena this block occupies: its length rounded up to whole granules. */
-  /** The CRC32C of the block's bytes, as its writer computed it. */
-  public int checksum() {
+  /** The CRC32C of the block's bytes, as its writer computed it; empty if it computed none. */
+  public OptionalInt checksum() {
     return checksum;
   }
 
   /** Records the CRC32C of the block's bytes, before the block is published. */
   public void checksum(int crc32c) {
-    this.checksum = crc32c;
+    this.checksum = OptionalInt.of(crc32c);
   }
 
   public int allocatedBytes() {

@@ -1,0 +1,360 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixPin;
+import dev.kvcache.PutStatus;
+import dev.kvcache.ram.RamTier;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
+import dev.kvcache.tiered.TieredRead.Source;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The reads of a {@link TieredCache}: RAM first, then the spill queue, then the lower tier, whose
+ * hits are promoted into RAM; prefix lookups and pins across the tiers; and the count of hits per
+ * tier. It shares the cache's tiers, spill queue, key stripes and clean keys ({@link TieredCache}
+ * says what they promise), and is closed when the cache is.
+ */
+final class TieredReads {
+
+  private final RamTier ram;
+  private final Tier lower;
+  private final TieredCacheConfig config;
+  private final SpillQueue spills;
+  private final KeyStripes stripes;
+  private final Set<BlockKey> clean;
+  private final TierCounters counters;
+  private final BooleanSupplier closed;
+  private final LongAdder ramHits = new LongAdder();
+  private final LongAdder spillHits = new LongAdder();
+  private final LongAdder lowerHits = new LongAdder();
+  private final LongAdder promotions = new LongAdder();
+
+  TieredReads(RamTier ram, Tier lower, TieredCacheConfig config, SpillQueue spills,
+      KeyStripes stripes, Set<BlockKey> clean, TierCounters counters, BooleanSupplier closed) {
+    this.ram = ram;
+    this.lower = lower;
+    this.config = config;
+    this.spills = spills;
+    this.stripes = stripes;
+    this.clean = clean;
+    this.counters = counters;
+    this.closed = closed;
+  }
+
+  long ramHits() {
+    return ramHits.sum();
+  }
+
+  long spillHits() {
+    return spillHits.sum();
+  }
+
+  long lowerHits() {
+    return lowerHits.sum();
+  }
+
+  long promotions() {
+    return promotions.sum();
+  }
+
+
+  BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    BlockLease above = leaseAbove(key);
+    if (above != null) {
+      return above;
+    }
+    int stripe = KeyStripes.of(key);
+    long generation = stripes.generation(stripe);
+    BlockLease fromLower = lower.get(key);
+    if (fromLower.status() != GetStatus.HIT) {
+      counters.miss();
+      return BlockLease.miss(key);
+    }
+    lowerHits.increment();
+    promote(key, fromLower.bytes(), stripe, generation);
+    return opened(TieredLease.over(fromLower, counters::leaseClosed));
+  }
+
+  /** A lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
+  private BlockLease leaseAbove(BlockKey key) {
+    BlockLease fromRam = ram.get(key);
+    if (fromRam.status() == GetStatus.HIT) {
+      ramHits.increment();
+      return opened(TieredLease.over(fromRam, counters::leaseClosed));
+    }
+    SpillEntry queued = spills.find(key);
+    if (queued != null && queued.tryRetain()) {
+      spillHits.increment();
+      return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), queued::release));
+    }
+    return null;
+  }
+
+  private BlockLease opened(BlockLease lease) {
+    counters.hit();
+    counters.leaseOpened();
+    return lease;
+  }
+
+  GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    return read(key, dst).status();
+  }
+
+  /**
+   * Copies each block into the buffer at the same index, as {@link #getInto} does. The blocks
+   * neither RAM nor the spill queue holds are read from the lower tier in one {@link
+   * Tier#getAllInto} call, which a remote tier answers in batches.
+   *
+   * @return the status of each block, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  GetStatus[] getAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    TieredRead[] reads = readAllInto(keys, dsts);
+    GetStatus[] result = new GetStatus[reads.length];
+    for (int i = 0; i < reads.length; i++) {
+      result[i] = reads[i].status();
+    }
+    return result;
+  }
+
+  /**
+   * Copies each block into the buffer at the same index, as {@link #getAllInto} does, and tells
+   * which tier served it.
+   *
+   * @return each block's status and source, in order
+   * @throws IllegalArgumentException if the lists differ in size
+   */
+  TieredRead[] readAllInto(List<BlockKey> keys, List<ByteBuffer> dsts) {
+    Objects.requireNonNull(keys, "keys");
+    Objects.requireNonNull(dsts, "dsts");
+    if (keys.size() != dsts.size()) {
+      throw new IllegalArgumentException(
+          keys.size() + " keys but " + dsts.size() + " destination buffers");
+    }
+    TieredRead[] result = new TieredRead[keys.size()];
+    List<Integer> fromLower = new ArrayList<>();
+    long[] generation = new long[keys.size()];
+    int[] start = new int[keys.size()];
+    for (int i = 0; i < result.length; i++) {
+      result[i] = readAbove(keys.get(i), dsts.get(i));
+      if (result[i] == null) {
+        fromLower.add(i);
+        generation[i] = stripes.generation(KeyStripes.of(keys.get(i)));
+        start[i] = dsts.get(i).position();
+      }
+    }
+    if (fromLower.isEmpty()) {
+      return result;
+    }
+    List<BlockKey> lowerKeys = new ArrayList<>(fromLower.size());
+    List<ByteBuffer> lowerDsts = new ArrayList<>(fromLower.size());
+    for (int i : fromLower) {
+      lowerKeys.add(keys.get(i));
+      lowerDsts.add(dsts.get(i));
+    }
+    GetStatus[] statuses = lower.getAllInto(lowerKeys, lowerDsts);
+    for (int j = 0; j < statuses.length; j++) {
+      int i = fromLower.get(j);
+      result[i] = fromLower(keys.get(i), dsts.get(i), statuses[j], start[i], generation[i]);
+    }
+    return result;
+  }
+
+  private TieredRead read(BlockKey key, ByteBuffer dst) {
+    TieredRead above = readAbove(key, dst);
+    if (above != null) {
+      return above;
+    }
+    long generation = stripes.generation(KeyStripes.of(key));
+    int start = dst.position();
+    return fromLower(key, dst, lower.getInto(key, dst), start, generation);
+  }
+
+  /** A read served by RAM or the spill queue; null if the block is in neither. */
+  private TieredRead readAbove(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    ensureOpen();
+    if (dst.isReadOnly()) {
+      throw new ReadOnlyBufferException();
+    }
+    GetStatus status = ram.getInto(key, dst);
+    if (status != GetStatus.MISS) {
+      return counted(status, Source.RAM, ramHits);
+    }
+    SpillEntry queued = spills.find(key);
+    if (queued != null && queued.tryRetain()) {
+      try {
+        ByteBuffer bytes = queued.bytes();
+        if (dst.remaining() < bytes.remaining()) {
+          return counted(GetStatus.BUFFER_TOO_SMALL, Source.SPILL_QUEUE, spillHits);
+        }
+        dst.put(bytes);
+        return counted(GetStatus.HIT, Source.SPILL_QUEUE, spillHits);
+      } finally {
+        queued.release();
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A read the lower tier answered into {@code dst} from {@code start}; a hit is promoted unless
+   * the key's stripe changed since {@code generation}, taken before the lower tier was asked.
+   */
+  private TieredRead fromLower(BlockKey key, ByteBuffer dst, GetStatus status, int start,
+      long generation) {
+    if (status == GetStatus.HIT) {
+      promote(key, dst.duplicate().flip().position(start), KeyStripes.of(key), generation);
+    }
+    return counted(status, Source.LOWER, lowerHits);
+  }
+
+  private TieredRead counted(GetStatus status, Source source, LongAdder tierHits) {
+    if (status == GetStatus.HIT) {
+      tierHits.increment();
+      counters.hit();
+    } else if (status == GetStatus.MISS) {
+      counters.miss();
+      source = Source.NONE;
+    }
+    return new TieredRead(status, source);
+  }
+
+  /**
+   * Copies a block read from the lower tier into RAM, unless the policy says no, the spill queue is
+   * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, or
+   * a put or delete in its stripe since {@code generation} may have made it stale. Puts and deletes
+   * bump the generation both before and after they change the tiers, so a read that took the
+   * generation while one was under way (and may have read the lower tier before it deleted the
+   * key there) finds it changed.
+   */
+  private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
+    if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
+        || !spills.hasRoom(bytes.remaining())) {
+      return; // a promotion evicts: it must not push blocks out of a full spill queue
+    }
+    synchronized (stripes.lock(stripe)) {
+      if (stripes.generation(stripe) != generation || closed.getAsBoolean() || ram.contains(key)) {
+        return;
+      }
+      clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
+      if (ram.put(key, bytes) == PutStatus.STORED) {
+        promotions.increment();
+      } else {
+        clean.remove(key);
+      }
+    }
+  }
+
+  boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return ram.contains(key) || spills.holds(key) || lower.contains(key);
+  }
+
+  /**
+   * How many leading keys some tier holds. Each run of keys that neither RAM nor the spill queue
+   * holds is looked up in the lower tier with one {@link Tier#lookupPrefix} call, which a remote
+   * tier answers with one request per server instead of one per key. The key that ends the lower
+   * tier's prefix is looked for in RAM and the queue only.
+   */
+  int lookupPrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    int n = 0;
+    int lowerLacks = -1; // the key the lower tier's last answer stopped at
+    while (n < keys.size()) {
+      BlockKey key = keys.get(n);
+      if (ram.contains(key) || spills.holds(key)) {
+        n++;
+        continue;
+      }
+      if (n == lowerLacks) {
+        break;
+      }
+      int below = lower.lookupPrefix(keys.subList(n, keys.size()));
+      if (below == 0) {
+        break;
+      }
+      n += below;
+      lowerLacks = n;
+    }
+    return n;
+  }
+
+  /**
+   * Pins the leading keys some tier holds, as {@link #lookupPrefix} finds them: copies in RAM or
+   * in the spill queue under leases, and each run of keys these lack with one {@link
+   * Tier#pinPrefix} call to the lower tier, which keeps those blocks in its own way (a remote tier
+   * under its servers' leases, fetching a block only when it is read). A block read through the
+   * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put
+   * or delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
+   * first key not found as a miss.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    PrefixPin.requirePositive(timeout);
+    ensureOpen();
+    long[] before = stripes.generations(); // a put or delete after this makes a pinned copy stale
+    TieredPin pinned = new TieredPin((key, bytes) -> {
+      int stripe = KeyStripes.of(key);
+      promote(key, bytes, stripe, before[stripe]);
+    });
+    try {
+      int n = 0;
+      int lowerLacks = -1; // the key the lower tier's last pin stopped at
+      while (n < keys.size()) {
+        BlockLease above = leaseAbove(keys.get(n));
+        if (above != null) {
+          pinned.add(above);
+          n++;
+          continue;
+        }
+        if (n == lowerLacks) {
+          break;
+        }
+        PrefixPin below = lower.pinPrefix(keys.subList(n, keys.size()), timeout);
+        if (below.blocks() == 0) {
+          below.close();
+          break;
+        }
+        pinned.add(below);
+        lowerHits.add(below.blocks());
+        for (int i = 0; i < below.blocks(); i++) {
+          counters.hit();
+        }
+        n += below.blocks();
+        lowerLacks = n;
+      }
+      if (n < keys.size()) {
+        counters.miss();
+      }
+      return PrefixPin.over(pinned, timeout);
+    } catch (RuntimeException | Error e) {
+      pinned.release();
+      throw e;
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed.getAsBoolean()) {
+      throw new IllegalStateException("the tiered cache is closed");
+    }
+  }
+}
