@@ -1,8 +1,8 @@
 package dev.kvcache.client;
 
 import dev.kvcache.codec.BlockCodec;
-import dev.kvcache.spi.Crc32c;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.spi.Crc32c;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.Http2Headers;
