@@ -117,12 +117,16 @@ for suite in "${suites[@]}"; do
     checksum)
       # the server jar of today beside one built without checksums (git worktree add /tmp/before
       # d089890 && (cd /tmp/before && ./mvnw -q package -DskipTests -pl kvcache-server -am));
-      # forks and iterations from the benchmark's annotations: each fork starts fresh servers
+      # three runs, the two arms in alternating order, since the machine drifts between them
       before=${KVCACHE_SERVER_JAR_BEFORE:?set KVCACHE_SERVER_JAR_BEFORE to a server jar built without checksums}
-      java -jar "$jar" 'remote\.EndToEndChecksumBenchmark' -t 1 -jvmArgs "$jvm_flags" \
-        -jvmArgsAppend "-Dkvcache.server.jar=$PWD/kvcache-server/target/kvcache-server.jar -Dkvcache.server.jar.before=$before" \
-        -rf json -rff "$out/checksum.json" > "$out/checksum.txt"
-      grep -E '^(Benchmark|EndToEndChecksumBenchmark\.)' "$out/checksum.txt" ;;
+      for rep in 1 2 3; do
+        order=none,crc32c
+        [ $((rep % 2)) = 1 ] || order=crc32c,none
+        java -jar "$jar" 'remote\.EndToEndChecksumBenchmark' -p checksums=$order -f 2 -t 1 -jvmArgs "$jvm_flags" \
+          -jvmArgsAppend "-Dkvcache.server.jar=$PWD/kvcache-server/target/kvcache-server.jar -Dkvcache.server.jar.before=$before" \
+          -rf json -rff "$out/checksum-$rep.json" > "$out/checksum-$rep.txt"
+        grep -E '^EndToEndChecksumBenchmark\.' "$out/checksum-$rep.txt"
+      done ;;
     remote)
       # the Java client against a kvcache-server child process, Jedis against a redis-server one
       command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null

@@ -1129,6 +1129,40 @@ def durability_tables(rows, out, img):
     plt.close(fig)
 
 
+def checksum_table(rows, out, img):
+    """End-to-end CRC32C against none (EndToEndChecksumBenchmark in checksum-N.json): each arm's
+    iterations pooled over the runs, the ratio of the pooled means and of each run's scores."""
+    pooled = defaultdict(list)  # (method, arm) -> iteration scores
+    runs = defaultdict(dict)  # (method, file) -> arm -> score
+    for r in rows:
+        if not (r["file"].startswith("checksum-") and klass(r) == "EndToEndChecksumBenchmark"):
+            continue
+        arm = r["params"]["checksums"]
+        pooled[(method(r), arm)].extend(x for fork in r["primaryMetric"]["rawData"] for x in fork)
+        runs[(method(r), r["file"])][arm] = r["primaryMetric"]["score"]
+    if not pooled:
+        return
+    out.append("\n### End-to-end checksums, 2 MiB, one client thread (ops/s, mean ± sd)\n")
+    out.append("| | none | crc32c | crc32c / none | the runs |")
+    out.append("|---|---:|---:|---:|---|")
+    labels, values = [], []
+    for m, name in (("getInto", "GET into a buffer"), ("put", "PUT")):
+        none, crc = pooled[(m, "none")], pooled[(m, "crc32c")]
+        if not none or not crc:
+            continue
+        ratio = statistics.mean(crc) / statistics.mean(none)
+        each = [v["crc32c"] / v["none"] for (mm, _), v in sorted(runs.items())
+                if mm == m and "none" in v and "crc32c" in v]
+        out.append(f"| {name} | {statistics.mean(none):.0f} ± {statistics.stdev(none):.0f} "
+                   f"| {statistics.mean(crc):.0f} ± {statistics.stdev(crc):.0f} | **{ratio:.2f}** "
+                   f"| {', '.join(f'{x:.2f}' for x in each)} |")
+        labels.append(f"{name}\n(runs {', '.join(f'{x:.2f}' for x in each)})")
+        values.append(ratio)
+    ratio_bars(os.path.join(img, "checksum-cost.png"), (6, 3.6), values, ["#4c72b0", "#dd8452"],
+               labels, 9, "crc32c / none (pooled means)",
+               "End-to-end CRC32C, 2 MiB blocks, Java client against the server")
+
+
 def main():
     results_dir, img = sys.argv[1], sys.argv[2]
     os.makedirs(img, exist_ok=True)
@@ -1144,6 +1178,7 @@ def main():
     disk_writer_table(rows, out, img)
     tiered_tables(rows, out, img)
     durability_tables(rows, out, img)
+    checksum_table(rows, out, img)
     trace_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
