@@ -5,8 +5,10 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
+import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -56,6 +58,11 @@ final class ChildServer implements AutoCloseable {
       process.destroyForcibly();
       throw e;
     }
+  }
+
+  /** A client of the given HTTP version, as the tests of a child server use. */
+  static HttpClient http(HttpClient.Version version) {
+    return HttpClient.newBuilder().version(version).connectTimeout(Duration.ofSeconds(10)).build();
   }
 
   /** {@code kill -9}: the process ends at once, without closing anything. */

@@ -65,7 +65,7 @@ class GracefulStopTest {
     ConcurrentLinkedQueue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
     try (ChildServer server = ChildServer.start(settings)) {
       URI base = server.base;
-      HttpClient setup = http(HttpClient.Version.HTTP_1_1);
+      HttpClient setup = ChildServer.http(HttpClient.Version.HTTP_1_1);
       assertThat(setup.send(put(base, 0, big), HttpResponse.BodyHandlers.discarding()).statusCode())
           .isEqualTo(201);
 
@@ -155,7 +155,7 @@ class GracefulStopTest {
     }
 
     try (ChildServer again = ChildServer.start(settings)) {
-      HttpClient client = http(HttpClient.Version.HTTP_1_1);
+      HttpClient client = ChildServer.http(HttpClient.Version.HTTP_1_1);
       for (long key : stored) {
         HttpResponse<byte[]> got = client.send(HttpRequest.newBuilder(
             again.base.resolve(TestServer.blockPath("default", BlockApiTest.key(key)))).build(),
@@ -248,7 +248,7 @@ class GracefulStopTest {
 
   /** Over HTTP/1.1 keep-alive, by the JDK's client. */
   private static final class Http1Requester implements Requester {
-    private final HttpClient client = http(HttpClient.Version.HTTP_1_1);
+    private final HttpClient client = ChildServer.http(HttpClient.Version.HTTP_1_1);
     private final URI base;
 
     Http1Requester(URI base) {
@@ -420,16 +420,9 @@ class GracefulStopTest {
 
   /** The body of an HTTP/1.1 answer with a Content-Length, after checking its status is 200. */
   private static byte[] readAnswer(InputStream in) throws IOException {
-    StringBuilder head = new StringBuilder();
-    while (!head.toString().endsWith("\r\n\r\n")) {
-      int c = in.read();
-      if (c < 0) {
-        throw new IOException("closed in the head: " + head);
-      }
-      head.append((char) c);
-    }
-    assertThat(head.toString()).startsWith("HTTP/1.1 200");
-    String length = head.toString().lines()
+    String head = RawHttp.readHead(in);
+    assertThat(head).startsWith("HTTP/1.1 200");
+    String length = head.lines()
         .filter(l -> l.toLowerCase().startsWith("content-length:")).findFirst().orElseThrow();
     return in.readNBytes(Integer.parseInt(length.substring(15).trim()));
   }
@@ -438,10 +431,6 @@ class GracefulStopTest {
     return HttpRequest.newBuilder(base.resolve(TestServer.blockPath("default", BlockApiTest.key(key))))
         .header("Content-Type", "application/octet-stream")
         .PUT(HttpRequest.BodyPublishers.ofByteArray(block)).build();
-  }
-
-  private static HttpClient http(HttpClient.Version version) {
-    return HttpClient.newBuilder().version(version).connectTimeout(Duration.ofSeconds(10)).build();
   }
 
   /** Reads its source in 32 KiB steps with a pause after each of the first eight: about 150 ms. */

@@ -122,7 +122,7 @@ class HttpDetailsTest {
         out.write(("HEAD " + blockPath(4) + " HTTP/1.1\r\nHost: test\r\n\r\n")
             .getBytes(StandardCharsets.US_ASCII));
         out.flush();
-        String head = readHead(in);
+        String head = RawHttp.readHead(in);
         assertThat(head).as("HEAD %d on one connection", i).startsWith("HTTP/1.1 200 ")
             .containsIgnoringCase("content-length: 5000")
             .containsIgnoringCase("kvcache-block-length: 5000")
@@ -133,22 +133,11 @@ class HttpDetailsTest {
           + "GET " + blockPath(4) + " HTTP/1.1\r\nHost: test\r\n\r\n")
           .getBytes(StandardCharsets.US_ASCII));
       out.flush();
-      assertThat(readHead(in)).startsWith("HTTP/1.1 404 ");
-      String get = readHead(in);
+      assertThat(RawHttp.readHead(in)).startsWith("HTTP/1.1 404 ");
+      String get = RawHttp.readHead(in);
       assertThat(get).startsWith("HTTP/1.1 200 ");
       assertThat(in.readNBytes(5000)).isEqualTo(block);
     }
-  }
-
-  /** An answer's status line and headers, up to the blank line. */
-  private static String readHead(InputStream in) throws Exception {
-    StringBuilder head = new StringBuilder();
-    while (!head.toString().endsWith("\r\n\r\n")) {
-      int c = in.read();
-      assertThat(c).as("the connection is open; so far: %s", head).isNotNegative();
-      head.append((char) c);
-    }
-    return head.toString();
   }
 
   @Test

@@ -70,6 +70,23 @@ final class RawHttp {
     }
   }
 
+  /**
+   * An answer's status line and headers, up to the blank line.
+   *
+   * @throws IOException if the connection closes first
+   */
+  static String readHead(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    while (!head.toString().endsWith("\r\n\r\n")) {
+      int c = in.read();
+      if (c < 0) {
+        throw new IOException("the connection closed in an answer's head: " + head);
+      }
+      head.append((char) c);
+    }
+    return head.toString();
+  }
+
   private static String readUntilClosed(InputStream in) throws IOException {
     ByteArrayOutputStream received = new ByteArrayOutputStream();
     byte[] buffer = new byte[8192];

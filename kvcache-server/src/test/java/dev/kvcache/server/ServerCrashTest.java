@@ -60,7 +60,7 @@ class ServerCrashTest {
         URI base = server.base;
         int lost = 0;
         for (Acked acked : previous) {
-          HttpResponse<byte[]> got = http(HttpClient.Version.HTTP_1_1).send(
+          HttpResponse<byte[]> got = ChildServer.http(HttpClient.Version.HTTP_1_1).send(
               HttpRequest.newBuilder(base.resolve(TestServer.blockPath("default", BlockApiTest.key(acked.key()))))
                   .timeout(Duration.ofSeconds(30)).GET().build(),
               HttpResponse.BodyHandlers.ofByteArray());
@@ -100,11 +100,11 @@ class ServerCrashTest {
     AtomicInteger next = new AtomicInteger();
     int puts = cycle % 4 == 3 ? PUTS_BEFORE_IDLE : KEYS_PER_CYCLE;
     ExecutorService writers = Executors.newFixedThreadPool(4);
-    HttpClient h2 = http(HttpClient.Version.HTTP_2);
+    HttpClient h2 = ChildServer.http(HttpClient.Version.HTTP_2);
     h2.send(HttpRequest.newBuilder(base.resolve("/health")).build(), // the upgrade, before any body
         HttpResponse.BodyHandlers.discarding());
     for (int w = 0; w < 4; w++) {
-      HttpClient client = w < 2 ? http(HttpClient.Version.HTTP_1_1) : h2;
+      HttpClient client = w < 2 ? ChildServer.http(HttpClient.Version.HTTP_1_1) : h2;
       long writerSeed = random.nextLong();
       writers.execute(() -> {
         SplittableRandom sizes = new SplittableRandom(writerSeed);
@@ -146,9 +146,5 @@ class ServerCrashTest {
         "kvcache.cache.disk-capacity", "2GiB",
         "kvcache.cache.disk-min-free", "0B",
         "kvcache.cache.durability", durability));
-  }
-
-  private static HttpClient http(HttpClient.Version version) {
-    return HttpClient.newBuilder().version(version).connectTimeout(Duration.ofSeconds(10)).build();
   }
 }
