@@ -396,7 +396,8 @@ public final class DiskTier implements Tier {
     RecordWriter(BlockKey key, int length, Reservation r) throws IOException {
       super(key, length);
       this.r = r;
-      this.out = new PositionedChannel(r.sb, r.payload);
+      // a raw record's checksum is the one the writer computes as the parts come in
+      this.out = new PositionedChannel(r.sb, r.payload, codec != null);
       this.parts = codec == null ? new PartWriter(out) : null;
       try {
         this.encoder = codec == null ? null : codec.encoder(length, out);
@@ -447,7 +448,8 @@ public final class DiskTier implements Tier {
         giveBack(r, stored);
       }
       try {
-        return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored, out.crc(),
+        return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored,
+            encoder == null ? crc32c().getAsInt() : out.crc(),
             encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
       } catch (IOException e) {
         return writeFailed(key(), e);

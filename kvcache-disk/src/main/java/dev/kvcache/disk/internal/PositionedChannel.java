@@ -12,19 +12,30 @@ import java.util.zip.CRC32C;
 public final class PositionedChannel implements WritableByteChannel {
 
   private final SuperBlock sb;
-  private final CRC32C crc = new CRC32C();
+  private final CRC32C crc;
   private long position;
   private long written;
 
   public PositionedChannel(SuperBlock sb, long position) {
+    this(sb, position, true);
+  }
+
+  /**
+   * @param checksummed whether to compute the CRC32C of what is written ({@link #crc()}); a
+   *     writer that has it already passes false
+   */
+  public PositionedChannel(SuperBlock sb, long position, boolean checksummed) {
     this.sb = sb;
     this.position = position;
+    this.crc = checksummed ? new CRC32C() : null;
   }
 
   @Override
   public int write(ByteBuffer src) throws IOException {
     int n = src.remaining();
-    crc.update(src.duplicate());
+    if (crc != null) {
+      crc.update(src.duplicate());
+    }
     sb.write(src, position);
     position += n;
     written += n;
@@ -36,6 +47,9 @@ public final class PositionedChannel implements WritableByteChannel {
   }
 
   public int crc() {
+    if (crc == null) {
+      throw new IllegalStateException("this channel computes no checksum");
+    }
     return (int) crc.getValue();
   }
 
