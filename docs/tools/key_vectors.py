@@ -39,6 +39,14 @@ def prefix_keys(ns, block_size, tokens):
     return keys
 
 
+# Names engines give blocks: an SGLang SHA-256 hex digest, an LMCache key string, non-ASCII.
+NAMES = [
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "vllm@meta-llama/Llama-3.1-8B@1@0@-6523457732914981562@bfloat16",
+    "Блок номер один, 16+ байт",
+]
+
+
 def main():
     namespaces = [
         ("llama-3.1-8b", "bf16", "tp0of1", ""),
@@ -60,10 +68,13 @@ def main():
             "namespace": {"model": model, "dtype": dtype, "layout": layout, "tenant": tenant},
             "namespaceDigest": ns.hex(),
             "raw": [],
+            "names": [],
             "prefix": [],
         }
         for raw in (bytes(range(16)), bytes(range(32)), b"\xff" * 20):
             entry["raw"].append({"rawHex": raw.hex(), "key": raw_key(ns, raw).hex()})
+        for name in NAMES:
+            entry["names"].append({"name": name, "key": raw_key(ns, name.encode("utf-8")).hex()})
         for block_size, tokens in prompts:
             entry["prefix"].append(
                 {"blockSizeTokens": block_size, "tokens": tokens,

@@ -57,6 +57,21 @@ public final class BlockKey {
   }
 
   /**
+   * The key for a block that the engine names with a string: an LMCache key string, SGLang's
+   * SHA-256 hex digest, any name that carries at least 128 bits of hash. It is {@link
+   * #ofRaw(Namespace, byte[])} of the name's UTF-8 bytes, so the Python client's {@code
+   * BlockKey.of_raw(namespace, name)} gives the same key.
+   *
+   * @throws IllegalArgumentException if the name's UTF-8 form is shorter than {@value
+   *     #MIN_RAW_BYTES} or longer than {@value #MAX_RAW_BYTES} bytes, or the name is not valid
+   *     Unicode (an unpaired surrogate)
+   */
+  public static BlockKey ofRaw(Namespace namespace, String name) {
+    Objects.requireNonNull(name, "name");
+    return ofRaw(namespace, KeyHashing.utf8(name));
+  }
+
+  /**
    * A key from its 16 bytes, as returned by {@link #toBytes()} (for example read back from disk).
    *
    * @throws IllegalArgumentException if {@code bytes} is not exactly 16 bytes long

@@ -1,6 +1,7 @@
 package dev.kvcache;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -56,6 +57,32 @@ class KeyVectorsTest {
       }
     }
     assertThat(checked).isGreaterThanOrEqualTo(12);
+  }
+
+  @Test
+  void keysOfEngineNamesMatch() {
+    int checked = 0;
+    for (JsonNode v : vectors) {
+      Namespace ns = namespace(v);
+      for (JsonNode name : v.path("names")) {
+        assertThat(BlockKey.ofRaw(ns, name.path("name").asText()).toHex())
+            .as("key of name '%s' in %s", name.path("name").asText(), ns)
+            .isEqualTo(name.path("key").asText());
+        checked++;
+      }
+    }
+    assertThat(checked).isGreaterThanOrEqualTo(12);
+  }
+
+  @Test
+  void namesShorterThan128BitsAreRefused() {
+    Namespace ns = namespace(vectors.get(0));
+    assertThatThrownBy(() -> BlockKey.ofRaw(ns, "fifteen-bytes.."))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("15 bytes");
+    assertThatThrownBy(() -> BlockKey.ofRaw(ns, "sixteen-bytes..\uD800"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("not valid Unicode");
   }
 
   @Test

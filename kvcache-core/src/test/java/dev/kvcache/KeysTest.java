@@ -153,7 +153,7 @@ class KeysTest {
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("4097")
           .hasMessageContaining("4096");
-      assertThatThrownBy(() -> BlockKey.ofRaw(NS, null)).isInstanceOf(NullPointerException.class);
+      assertThatThrownBy(() -> BlockKey.ofRaw(NS, (byte[]) null)).isInstanceOf(NullPointerException.class);
       assertThatThrownBy(() -> BlockKey.ofRaw(null, raw(16, 0)))
           .isInstanceOf(NullPointerException.class);
     }

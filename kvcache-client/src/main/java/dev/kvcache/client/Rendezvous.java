@@ -18,13 +18,18 @@ final class Rendezvous {
     int best = 0;
     long bestScore = Long.MIN_VALUE;
     for (int i = 0; i < serverIds.size(); i++) {
-      long score = mix(key.hi() ^ mix(key.lo() ^ serverIds.get(i)));
+      long score = score(key, serverIds.get(i));
       if (score > bestScore || (score == bestScore && i < best)) {
         best = i;
         bestScore = score;
       }
     }
     return best;
+  }
+
+  /** The key's score on a server: the highest score owns the key. */
+  static long score(BlockKey key, long serverId) {
+    return mix(key.hi() ^ mix(key.lo() ^ serverId));
   }
 
   /** A stable id for a server's address, the same in every client. */

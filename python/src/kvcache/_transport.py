@@ -1,0 +1,292 @@
+"""HTTP/1.1 keep-alive connections to one server, with the server's back-off.
+
+The standard library's ``http.client`` is the transport: its ``readinto`` reads a body straight
+from the socket into the caller's buffer, and a buffer-protocol body is handed to ``sendall``
+as it is. It moved blocks faster from Python than urllib3, httpx over h2, pycurl over HTTP/2 and
+niquests (``docs/python.md``, "Transport").
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import select
+import socket
+import ssl
+import threading
+import time
+from typing import Any, Callable, Mapping, Optional, TypeVar
+
+from .errors import (AuthError, ForbiddenError, ProtocolError, RequestError, ServerError,
+                     UnknownNamespaceError)
+
+log = logging.getLogger("kvcache")
+
+T = TypeVar("T")
+
+#: Largest error body read (the server's are a few hundred bytes).
+_MAX_ERROR_BODY = 64 << 10
+#: Bytes read and dropped to keep a connection whose answer the caller did not want; past this the
+#: connection is closed instead.
+_MAX_DRAIN = 1 << 20
+#: Bytes of a body sent at a time, between looks for an early answer.
+_SEND_SLICE = 1 << 20
+
+
+class ConnectionFailed(Exception):
+    """The server could not be reached, or the connection broke before the answer was whole."""
+
+
+class _Connection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _TlsConnection(http.client.HTTPConnection):
+    """TLS whose certificate must name ``server_name``, which for an address found through a DNS
+    name is that name rather than the address connected to."""
+
+    def __init__(self, host: str, port: int, timeout: float, context: ssl.SSLContext,
+                 server_name: str) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._context = context
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)
+
+
+class ServerLink:
+    """One server: a pool of idle keep-alive connections, and whether it is left alone.
+
+    A server that fails (cannot be reached, breaks a connection, does not answer in time) is down
+    for a back-off that doubles from ``backoff_min`` to ``backoff_max`` seconds; any answer resets
+    it. Thread-safe.
+    """
+
+    def __init__(self, name: str, host: str, port: int, *, tls: Optional[ssl.SSLContext],
+                 tls_name: Optional[str], connect_timeout: float, timeout: float,
+                 headers: Mapping[str, str], backoff_min: float, backoff_max: float,
+                 idle_timeout: float) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self._tls = tls
+        self._tls_name = tls_name or host
+        self._connect_timeout = connect_timeout
+        self._timeout = timeout
+        self.headers = dict(headers)
+        self._backoff_min = backoff_min
+        self._backoff_max = backoff_max
+        self._idle_timeout = idle_timeout
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
+        self._lock = threading.Lock()
+        self._backoff = backoff_min
+        self._down_until = 0.0
+        self._down = False
+        self._closed = False
+
+    # -- health -----------------------------------------------------------------------------
+
+    def available(self) -> bool:
+        """False while the server is left alone after a failure."""
+        return not self._down or time.monotonic() >= self._down_until
+
+    def _failed(self, reason: BaseException) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._down and now < self._down_until:
+                return
+            was_down = self._down
+            self._down = True
+            self._down_until = now + self._backoff
+            wait = self._backoff
+            self._backoff = min(self._backoff * 2, self._backoff_max)
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            conn.close()
+        if was_down:
+            log.debug("kvcache server %s still down (%s); next try in %.1f s", self.name, reason, wait)
+        else:
+            log.warning("kvcache server %s is down (%s); its keys are misses for %.1f s",
+                        self.name, reason, wait)
+
+    def _succeeded(self) -> None:
+        if self._down:
+            with self._lock:
+                if self._down:
+                    log.warning("kvcache server %s is back", self.name)
+                self._down = False
+                self._backoff = self._backoff_min
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _new_connection(self) -> http.client.HTTPConnection:
+        if self._tls is not None:
+            conn: http.client.HTTPConnection = _TlsConnection(
+                self.host, self.port, self._connect_timeout, self._tls, self._tls_name)
+        else:
+            conn = _Connection(self.host, self.port, timeout=self._connect_timeout)
+        return conn
+
+    def _take(self) -> http.client.HTTPConnection:
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                conn, since = self._idle.pop()
+            # An idle connection the server closed (its idle timeout, a restart) reads as ready:
+            # drop it rather than fail a request on it.
+            if now - since < self._idle_timeout and conn.sock is not None and not _readable(conn.sock):
+                return conn
+            conn.close()
+        return self._new_connection()
+
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+        if conn.sock is None:
+            return
+        with self._lock:
+            if not self._closed:
+                self._idle.append((conn, time.monotonic()))
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Closes the idle connections; connections in use close when their request ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            conn.close()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def exchange(self, method: str, path: str, handle: Callable[[http.client.HTTPResponse], T],
+                 body: Any = None, headers: Optional[Mapping[str, str]] = None,
+                 fresh: bool = False) -> T:
+        """Sends one request and hands its answer to ``handle``, which must read the body whole
+        (or set ``response.will_close``) for the connection to be used again.
+
+        A buffer-protocol ``body`` is sent as it is, in slices of 1 MiB; if the server answers
+        before the body is all sent (a 413 from the headers alone, a 401), the rest is not sent
+        and the answer is read.
+
+        Args:
+            fresh: use a new connection rather than an idle one (a retry).
+
+        Raises:
+            ConnectionFailed: the server could not be reached, or broke the connection before
+                the answer was whole. The caller decides whether that makes it down
+                (:meth:`failed`).
+        """
+        conn = self._new_connection() if fresh else self._take()
+        complete = True
+        try:
+            if conn.sock is None:
+                conn.connect()
+            conn.sock.settimeout(self._timeout)
+            conn.putrequest(method, path, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                conn.putheader(name, value)
+            if headers:
+                for name, value in headers.items():
+                    conn.putheader(name, value)
+            if body is not None and not (headers and "Content-Length" in headers):
+                conn.putheader("Content-Length", str(memoryview(body).nbytes))
+            if body is None:
+                conn.endheaders()
+            elif isinstance(body, bytes) and len(body) < _SEND_SLICE:
+                conn.endheaders(body)
+            else:
+                conn.endheaders()
+                complete = _send_body(conn.sock, body)
+            response = conn.getresponse()
+            result = handle(response)
+            reusable = complete and not response.will_close and response.isclosed()
+        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
+            conn.close()
+            raise ConnectionFailed(f"{self.name}: {e}") from e
+        except BaseException:
+            conn.close()
+            raise
+        self._succeeded()
+        if reusable:
+            self._give_back(conn)
+        else:
+            conn.close()
+        return result
+
+    def failed(self, reason: BaseException) -> None:
+        """Marks the server down for its back-off (it failed a request, or its retry)."""
+        self._failed(reason)
+
+    def error(self, response: http.client.HTTPResponse) -> ServerError:
+        """The exception for an error answer; reads its (small) body."""
+        raw = response.read(_MAX_ERROR_BODY)
+        if not response.isclosed():
+            response.will_close = True
+        code, message = f"http-{response.status}", raw.decode("utf-8", "replace")[:500]
+        try:
+            parsed = json.loads(raw)
+            code, message = str(parsed.get("error", code)), str(parsed.get("message", ""))
+        except (ValueError, AttributeError):
+            pass
+        cls: type[ServerError]
+        if response.status == 401:
+            cls = AuthError
+        elif response.status == 403:
+            cls = ForbiddenError
+        elif response.status == 404 and code == "unknown-namespace":
+            cls = UnknownNamespaceError
+        else:
+            cls = RequestError
+        return cls(response.status, code, message, self.name)
+
+    def __repr__(self) -> str:
+        return f"ServerLink({self.name})"
+
+
+def drain(response: http.client.HTTPResponse) -> None:
+    """Reads and drops the rest of a body, or marks the connection for closing if it is long."""
+    left = response.length
+    if left is not None and left > _MAX_DRAIN:
+        response.will_close = True
+        response.close()
+        return
+    response.read()
+
+
+def read_json(response: http.client.HTTPResponse, server: str) -> Any:
+    """The JSON body of a ``200`` answer."""
+    raw = response.read()
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ProtocolError(f"{server}: the answer is not JSON ({e}): {raw[:200]!r}") from None
+
+
+def _send_body(sock: socket.socket, body: Any) -> bool:
+    """Sends ``body`` in slices; False if the server answered before it was all sent, in which case
+    the rest is not sent (and the connection cannot be used again)."""
+    view = memoryview(body)
+    for start in range(0, len(view), _SEND_SLICE):
+        if start and _readable(sock):
+            return False
+        try:
+            sock.sendall(view[start:start + _SEND_SLICE])
+        except (BrokenPipeError, ConnectionResetError):
+            # The server may have answered and closed: its answer is read next, if it came.
+            return False
+    return True
+
+
+def _readable(sock: socket.socket) -> bool:
+    try:
+        r, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(r)

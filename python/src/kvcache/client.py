@@ -1,0 +1,738 @@
+"""The blocking client: :class:`Client`, :class:`PutStatus` and :class:`Pin`."""
+from __future__ import annotations
+
+import base64
+import enum
+import http.client
+import ipaddress
+import json
+import logging
+import re
+import socket
+import ssl
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+
+import crc32c as _crc32c
+
+from . import _rendezvous
+from ._buffers import readable_view, writable_view
+from ._transport import ConnectionFailed, ServerLink, read_json
+from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
+from .keys import KeyLike, key_hex
+
+__all__ = ["Client", "PutStatus", "Pin"]
+
+log = logging.getLogger("kvcache")
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_DEFAULT_PORT = 7070
+#: Keys one lookup request may carry (the server's limit).
+MAX_LOOKUP_KEYS = 4096
+#: Keys one batch GET may carry (the server's limit).
+MAX_BATCH_KEYS = 256
+_CHECKSUM = "x-amz-checksum-crc32c"
+
+
+class PutStatus(enum.Enum):
+    """What became of a put."""
+
+    #: The server stored the block (``201``).
+    STORED = "stored"
+    #: The server's policy declined to keep it (``202``); a get will miss.
+    NOT_ADMITTED = "not-admitted"
+    #: The block is larger than the server's largest (``413``).
+    TOO_LARGE = "too-large"
+    #: The server is down, or had no room (``507``); nothing was stored.
+    NOT_STORED = "not-stored"
+
+
+Buffer = Any  # any object with the buffer protocol, or a CPU torch tensor
+T = TypeVar("T")
+
+
+class Client:
+    """A client of one or more kvcache servers, for one namespace. Thread-safe.
+
+    Args:
+        servers: ``"host:port"`` strings (or ``http://`` / ``https://`` URLs); a key goes to one of
+            them by rendezvous hashing, the same as the Java client's.
+        namespace: the server namespace (``kvcache.namespaces`` on the server).
+        token: a bearer token, if the server has tokens configured.
+        dns: instead of ``servers``, ``"name:port"``: every address of the DNS name is a server,
+            looked up again every ``resolve_interval`` seconds (a Kubernetes headless service).
+        tls: speak TLS to every server (also implied by ``https://`` servers). The certificate must
+            chain to a CA the system trusts, or to ``ca_file``, and name the server (or the DNS name).
+        ca_file: a PEM file of trusted certificates (a server's own self-signed one works too).
+        verify: ``False`` turns certificate checks off (tests only).
+        allow_cleartext_token: send the token without TLS to servers beyond loopback.
+        connect_timeout: seconds to connect.
+        timeout: seconds a request may wait on the socket without progress.
+        checksums: send each put's CRC32C, and check each get's against the server's.
+        max_workers: threads for batch operations across servers and for ``put_many``.
+        backoff: a server that fails is left alone for a back-off doubling between these bounds
+            in seconds; its keys are misses and its puts ``NOT_STORED`` meanwhile.
+        idle_timeout: idle connections older than this many seconds are not reused (the server
+            closes them after 60 s).
+
+    Raises:
+        ValueError: a malformed server, namespace or option, or a token in cleartext beyond
+            loopback without ``allow_cleartext_token``.
+    """
+
+    def __init__(self, servers: Union[str, Sequence[str], None] = None, *,
+                 namespace: str = "default", token: Optional[str] = None,
+                 dns: Optional[str] = None, tls: Optional[bool] = None,
+                 ca_file: Optional[str] = None, verify: bool = True,
+                 allow_cleartext_token: bool = False, connect_timeout: float = 2.0,
+                 timeout: float = 30.0, checksums: bool = True, max_workers: int = 4,
+                 backoff: tuple[float, float] = (0.5, 30.0), resolve_interval: float = 30.0,
+                 idle_timeout: float = 30.0) -> None:
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+            raise ValueError(
+                f"namespace {namespace!r} must be 1 to 64 of A-Z a-z 0-9 . _ - (as the server's)")
+        if servers is not None and dns is not None:
+            raise ValueError("give servers or dns, not both")
+        if isinstance(servers, str):
+            servers = [servers]
+        specs: list[tuple[str, str, int]] = [_parse_server(s) for s in (servers or ([] if dns else [f"127.0.0.1:{_DEFAULT_PORT}"]))]
+        if dns is None and not specs:
+            raise ValueError("no servers given")
+        schemes = {scheme for scheme, _, _ in specs if scheme}
+        if len(schemes) > 1:
+            raise ValueError("servers mix http:// and https://")
+        if tls is None:
+            tls = schemes == {"https"}
+        elif schemes and tls != (schemes == {"https"}):
+            raise ValueError(f"tls={tls} contradicts the {schemes.pop()}:// servers")
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        self.namespace = namespace
+        self._prefix = f"/v1/namespaces/{namespace}"
+        self._checksums = checksums
+        self._tls_context: Optional[ssl.SSLContext] = None
+        if tls:
+            ctx = ssl.create_default_context(cafile=ca_file)
+            if not verify:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            ctx.set_alpn_protocols(["http/1.1"])
+            self._tls_context = ctx
+        elif ca_file is not None:
+            raise ValueError("ca_file is given but TLS is not on (tls=True or https:// servers)")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._link_options = dict(
+            tls=self._tls_context, connect_timeout=connect_timeout, timeout=timeout,
+            headers=headers, backoff_min=backoff[0], backoff_max=backoff[1],
+            idle_timeout=idle_timeout)
+        self._token_in_clear = bool(token) and not tls and not allow_cleartext_token
+        self._dns: Optional[tuple[str, int]] = None
+        self._resolve_interval = resolve_interval
+        self._next_resolve = 0.0
+        self._lock = threading.Lock()
+        self._links: list[ServerLink] = []
+        self._ids: list[int] = []
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._max_workers = max_workers
+        if dns is not None:
+            _, host, port = _parse_server(dns)
+            self._dns = (host, port)
+            self._resolve()
+        else:
+            self._set_links([(host, port, host) for _, host, port in specs])
+
+    # -- servers ----------------------------------------------------------------------------
+
+    def _set_links(self, addresses: list[tuple[str, int, str]]) -> None:
+        """``addresses``: (host to connect to, port, name for ids and TLS)."""
+        old = {link.name: link for link in self._links}
+        links = []
+        for host, port, tls_name in addresses:
+            if self._token_in_clear and not _is_loopback(host):
+                raise ValueError(
+                    f"refusing to send the token in cleartext to {host}:{port}: use TLS, or "
+                    "allow_cleartext_token=True on a network that is private by other means")
+            name = f"{_rendezvous.java_host_string(host) if self._dns else host}:{port}"
+            link = old.pop(name, None)
+            links.append(link if link is not None else ServerLink(
+                name, host, port, tls_name=tls_name, **self._link_options))  # type: ignore[arg-type]
+        self._links = links
+        self._ids = [_rendezvous.server_id(link.name) for link in links]
+        for gone in old.values():
+            gone.close()
+
+    def _resolve(self) -> None:
+        assert self._dns is not None
+        name, port = self._dns
+        try:
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            if not self._links:
+                raise ValueError(f"cannot resolve {name}: {e}") from e
+            log.warning("kvcache: cannot resolve %s (%s); keeping %d servers", name, e,
+                        len(self._links))
+        else:
+            hosts = sorted({str(info[4][0]) for info in infos})
+            self._set_links([(h, port, name) for h in hosts])
+        self._next_resolve = time.monotonic() + self._resolve_interval
+
+    def _servers(self) -> tuple[list[ServerLink], list[int]]:
+        if self._dns is not None and time.monotonic() >= self._next_resolve:
+            with self._lock:
+                if time.monotonic() >= self._next_resolve:
+                    self._resolve()
+        return self._links, self._ids
+
+    def _owner(self, key: bytes) -> ServerLink:
+        links, ids = self._servers()
+        return links[_rendezvous.pick(key, ids)]
+
+    @property
+    def servers(self) -> list[str]:
+        """The servers in use, as ``host:port``."""
+        return [link.name for link in self._servers()[0]]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(self._max_workers, "kvcache")
+        return self._executor
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def put(self, key: KeyLike, data: Buffer) -> PutStatus:
+        """Stores ``data`` (bytes, memoryview, a numpy array, a CPU torch tensor: any C-contiguous
+        buffer) under ``key``. The bytes are sent from ``data`` itself, not copied first.
+
+        Writes are not retried: a server that is down, or fails during the put, gives
+        ``NOT_STORED``.
+
+        Raises:
+            AuthError, ForbiddenError, UnknownNamespaceError: the server refused the request.
+            RequestError: any other refusal (a ``checksum-mismatch`` if the buffer changed while
+                it was sent).
+        """
+        hexkey = key_hex(key)
+        view = readable_view(data)
+        link = self._owner(bytes.fromhex(hexkey))
+        if not link.available():
+            return PutStatus.NOT_STORED
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(view))}
+        if self._checksums:
+            headers[_CHECKSUM] = _checksum_header(_crc32c.crc32c(view))
+
+        def handle(r: http.client.HTTPResponse) -> PutStatus:
+            if r.status in (201, 202):
+                r.read()
+                return PutStatus.STORED if r.status == 201 else PutStatus.NOT_ADMITTED
+            if r.status == 413:
+                r.read()
+                return PutStatus.TOO_LARGE
+            error = link.error(r)
+            if r.status == 507:
+                log.warning("kvcache: %s", error)
+                return PutStatus.NOT_STORED
+            raise error
+        try:
+            return link.exchange("PUT", f"{self._prefix}/blocks/{hexkey}", handle, view, headers)
+        except ConnectionFailed as e:
+            link.failed(e)
+            return PutStatus.NOT_STORED
+
+    def get_into(self, key: KeyLike, buffer: Buffer) -> Optional[int]:
+        """Reads the block of ``key`` into the start of ``buffer`` (a writable, C-contiguous buffer:
+        bytearray, numpy array, CPU torch tensor), copied once, from the socket into place.
+
+        Returns:
+            the block's length, or ``None`` on a miss (not cached, or its server is down, or the
+            block arrived damaged twice). On ``None`` the buffer's contents are unspecified.
+
+        Raises:
+            BufferTooSmallError: the block is longer than ``buffer``.
+            AuthError, ForbiddenError, UnknownNamespaceError: the server refused the request.
+            ProtocolError: the server announced inconsistent lengths.
+        """
+        hexkey = key_hex(key)
+        out = writable_view(buffer)
+        return self._read_block(bytes.fromhex(hexkey), f"{self._prefix}/blocks/{hexkey}", out)
+
+    def get(self, key: KeyLike) -> Optional[bytes]:
+        """The bytes of ``key``'s block, or ``None`` on a miss (as :meth:`get_into`)."""
+        hexkey = key_hex(key)
+        link = self._owner(bytes.fromhex(hexkey))
+
+        def handle(r: http.client.HTTPResponse) -> tuple[Optional[bytes], bool]:
+            length = self._block_length(r, link)
+            if length is None:
+                return None, True
+            data = r.read()
+            if len(data) != length:
+                raise http.client.IncompleteRead(data, length - len(data))
+            return data, self._checksum_ok(r, memoryview(data), link, hexkey)
+        return self._read(link, f"{self._prefix}/blocks/{hexkey}", handle)
+
+    def head(self, key: KeyLike) -> Optional[int]:
+        """The length of ``key``'s block, or ``None`` if it is not cached (or its server is down)."""
+        hexkey = key_hex(key)
+        link = self._owner(bytes.fromhex(hexkey))
+
+        def handle(r: http.client.HTTPResponse) -> tuple[Optional[int], bool]:
+            length = self._block_length(r, link)
+            r.read()
+            return length, True
+        return self._read(link, f"{self._prefix}/blocks/{hexkey}", handle, method="HEAD")
+
+    def delete(self, key: KeyLike) -> bool:
+        """Removes ``key``'s block from every tier of its server.
+
+        Returns:
+            ``True`` if it was cached, ``False`` if not.
+
+        Raises:
+            ServerUnavailableError: its server is down or failed, so the block may still be there.
+        """
+        hexkey = key_hex(key)
+        link = self._owner(bytes.fromhex(hexkey))
+        if not link.available():
+            raise ServerUnavailableError(link.name, "left alone after a failure")
+
+        def handle(r: http.client.HTTPResponse) -> bool:
+            if r.status == 204:
+                r.read()
+                return True
+            error = link.error(r)
+            if error.status == 404 and error.code == "not-cached":
+                return False
+            raise error
+        try:
+            return link.exchange("DELETE", f"{self._prefix}/blocks/{hexkey}", handle)
+        except ConnectionFailed as e:
+            link.failed(e)
+            raise ServerUnavailableError(link.name, str(e.__cause__ or e)) from e
+
+    def put_many(self, items: Iterable[tuple[KeyLike, Buffer]]) -> list[PutStatus]:
+        """Stores many blocks, up to ``max_workers`` at a time over as many connections.
+
+        Returns:
+            one status per item, in order.
+        """
+        items = list(items)
+        if len(items) <= 1:
+            return [self.put(k, d) for k, d in items]
+        return list(self._pool().map(lambda kd: self.put(kd[0], kd[1]), items))
+
+    def get_many_into(self, keys: Sequence[KeyLike], buffers: Sequence[Buffer]) -> list[Optional[int]]:
+        """Reads many blocks, each into its buffer, with batch GETs (up to 256 keys each) to each
+        server, the servers at once. A server that answers fewer keys than asked (its batch byte
+        limit) is asked again for the rest; a batch that breaks is asked again once for the keys
+        not yet whole.
+
+        Returns:
+            per key, its block's length, or ``None`` on a miss.
+
+        Raises:
+            BufferTooSmallError: a block is longer than its buffer (after the whole batch is read).
+        """
+        if len(keys) != len(buffers):
+            raise ValueError(f"{len(keys)} keys but {len(buffers)} buffers")
+        hexes = [key_hex(k) for k in keys]
+        views = [writable_view(b) for b in buffers]
+        groups = self._by_server(hexes)
+        results: list[Optional[int]] = [None] * len(keys)
+        too_small: list[BufferTooSmallError] = []
+        self._run_all([partial(self._batch, link, idx, hexes, views, results, too_small)
+                       for link, idx in groups.items()])
+        if too_small:
+            raise too_small[0]
+        return results
+
+    # -- prefixes ---------------------------------------------------------------------------
+
+    def lookup_prefix(self, keys: Sequence[KeyLike]) -> int:
+        """How many leading ``keys`` are cached, with one request per server holding some of them
+        (several servers at once). A server that is down ends the prefix at its first key."""
+        hexes = [key_hex(k) for k in keys]
+        if not hexes:
+            return 0
+        groups = self._by_server(hexes)
+        present: dict[ServerLink, int] = {}
+
+        def ask(link: ServerLink, idx: list[int]) -> None:
+            n = 0
+            for start in range(0, len(idx), MAX_LOOKUP_KEYS):
+                chunk = idx[start:start + MAX_LOOKUP_KEYS]
+                got = self._lookup(link, [hexes[i] for i in chunk], None)
+                n += got["present"] if got else 0
+                if not got or got["present"] < len(chunk):
+                    break
+            present[link] = n
+        self._run_all([partial(ask, link, idx) for link, idx in groups.items()])
+        return _prefix_length(hexes, groups, present)
+
+    def pin_prefix(self, keys: Sequence[KeyLike], ms: int = 5000) -> "Pin":
+        """Looks up the leading cached ``keys`` and has their servers hold those blocks for
+        ``ms`` milliseconds (1 to 60 000), whatever happens to their keys meanwhile, so that
+        reading them cannot miss. Use it as a context manager; leaving it releases the blocks::
+
+            with client.pin_prefix(keys, ms=5000) as pin:
+                for i in range(pin.present):
+                    pin.get_into(i, buffers[i])
+
+        Raises:
+            ValueError: more than 4096 keys on one server, or ``ms`` out of range.
+            RequestError: ``too-many-pins`` (the server's limit on open pins).
+        """
+        if not 1 <= ms <= 60_000:
+            raise ValueError(f"ms must be 1 to 60000, got {ms}")
+        hexes = [key_hex(k) for k in keys]
+        groups = self._by_server(hexes)
+        for link, idx in groups.items():
+            if len(idx) > MAX_LOOKUP_KEYS:
+                raise ValueError(f"{len(idx)} keys on {link.name}; a pinned lookup takes at most "
+                                 f"{MAX_LOOKUP_KEYS} per server")
+        answers: dict[ServerLink, dict[str, Any]] = {}
+
+        def ask(link: ServerLink, idx: list[int]) -> None:
+            got = self._lookup(link, [hexes[i] for i in idx], ms)
+            if got is not None:
+                answers[link] = got
+        try:
+            self._run_all([partial(ask, link, idx) for link, idx in groups.items()])
+        except BaseException:
+            Pin._release_all(self, answers)
+            raise
+        present = {link: a["present"] for link, a in answers.items()}
+        n = _prefix_length(hexes, groups, present)
+        slots: list[tuple[ServerLink, str, int, int]] = []
+        position = {link: 0 for link in groups}
+        owners = self._owners(hexes)
+        for i in range(n):
+            link = owners[i]
+            j = position[link]
+            position[link] += 1
+            a = answers[link]
+            slots.append((link, a["lease"], j, int(a["lengths"][j])))
+        return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _owners(self, hexes: Sequence[str]) -> list[ServerLink]:
+        links, ids = self._servers()
+        if len(links) == 1:
+            return [links[0]] * len(hexes)
+        return [links[_rendezvous.pick(bytes.fromhex(h), ids)] for h in hexes]
+
+    def _by_server(self, hexes: Sequence[str]) -> dict[ServerLink, list[int]]:
+        groups: dict[ServerLink, list[int]] = {}
+        for i, link in enumerate(self._owners(hexes)):
+            groups.setdefault(link, []).append(i)
+        return groups
+
+    def _run_all(self, jobs: Sequence[Callable[[], None]]) -> None:
+        if len(jobs) == 1:
+            jobs[0]()
+            return
+        for f in [self._pool().submit(job) for job in jobs]:
+            f.result()
+
+    def _read(self, link: ServerLink, path: str,
+              handle: Callable[[http.client.HTTPResponse], tuple[Optional[T], bool]],
+              method: str = "GET", body: Any = None,
+              headers: Optional[dict[str, str]] = None) -> Optional[T]:
+        """A read: retried once on a new connection if the server fails or the answer arrives
+        damaged; a miss (``None``) after that, and the server is left alone if it failed."""
+        if not link.available():
+            return None
+        for attempt in (0, 1):
+            try:
+                value, intact = link.exchange(method, path, handle, body, headers, fresh=attempt > 0)
+            except ConnectionFailed as e:
+                if attempt:
+                    link.failed(e)
+                    return None
+                continue
+            if intact:
+                return value
+        return None
+
+    def _read_block(self, key: bytes, path: str, out: memoryview) -> Optional[int]:
+        link = self._owner(key)
+
+        def handle(r: http.client.HTTPResponse) -> tuple[Optional[int], bool]:
+            length = self._block_length(r, link)
+            if length is None:
+                return None, True
+            if length > len(out):
+                raise BufferTooSmallError(length, len(out))
+            n = r.readinto(out[:length]) if length else 0
+            if n != length:
+                raise http.client.IncompleteRead(b"", length - n)
+            return length, self._checksum_ok(r, out[:length], link, path)
+        return self._read(link, path, handle)
+
+    def _block_length(self, r: http.client.HTTPResponse, link: ServerLink) -> Optional[int]:
+        """The length of a ``200`` block answer, ``None`` for a miss; raises for errors."""
+        head = r._method == "HEAD"  # type: ignore[attr-defined]
+        if r.status == 200:
+            length = r.length
+            if head:  # http.client reads no body, and says 0
+                given = r.getheader("Content-Length")
+                length = int(given) if given and given.isdigit() else None
+            announced = r.getheader("Kvcache-Block-Length")
+            if length is None or (announced is not None and int(announced) != length):
+                raise ProtocolError(f"{link.name}: a block of Content-Length {length} but "
+                                    f"Kvcache-Block-Length {announced}")
+            return length
+        if r.status == 404 and head:
+            return None
+        error = link.error(r)
+        if error.status == 404 and error.code in ("not-cached", "no-lease", "no-block"):
+            return None
+        raise error
+
+    def _checksum_ok(self, r: http.client.HTTPResponse, data: memoryview, link: ServerLink,
+                     what: str) -> bool:
+        if not self._checksums:
+            return True
+        header = r.getheader(_CHECKSUM)
+        if header is None:
+            return True
+        expected = _parse_checksum(header)
+        if expected is None or _crc32c.crc32c(data) != expected:
+            log.warning("kvcache: %s sent %s with a CRC32C other than its bytes'; read again",
+                        link.name, what)
+            return False
+        return True
+
+    def _lookup(self, link: ServerLink, hexes: list[str], pin_ms: Optional[int]) -> Optional[dict[str, Any]]:
+        request: dict[str, Any] = {"keys": hexes}
+        if pin_ms is not None:
+            request["pin_ms"] = pin_ms
+        body = json.dumps(request).encode()
+
+        def handle(r: http.client.HTTPResponse) -> tuple[dict[str, Any], bool]:
+            if r.status != 200:
+                raise link.error(r)
+            answer = read_json(r, link.name)
+            n = answer.get("present") if isinstance(answer, dict) else None
+            if not isinstance(n, int) or not 0 <= n <= len(hexes):
+                raise ProtocolError(f"{link.name}: lookup answer {answer!r}")
+            if pin_ms is not None and n > 0 and (
+                    not isinstance(answer.get("lease"), str)
+                    or len(answer.get("lengths") or []) != n):
+                raise ProtocolError(f"{link.name}: pinned lookup answer without its lease {answer!r}")
+            return answer, True
+        # A pinned lookup is a write of sorts (it opens a lease): it is not retried.
+        if pin_ms is not None:
+            if not link.available():
+                return None
+            try:
+                return link.exchange("POST", f"{self._prefix}/lookup", lambda r: handle(r)[0], body,
+                                     {"Content-Type": "application/json"})
+            except ConnectionFailed as e:
+                link.failed(e)
+                return None
+        return self._read(link, f"{self._prefix}/lookup", handle, "POST", body,
+                          {"Content-Type": "application/json"})
+
+    def _batch(self, link: ServerLink, idx: list[int], hexes: list[str], views: list[memoryview],
+               results: list[Optional[int]], too_small: list[BufferTooSmallError]) -> None:
+        pending = list(idx)
+        retried = False
+        while pending and link.available():
+            chunk = pending[:MAX_BATCH_KEYS]
+            done: list[int] = []
+            body = json.dumps({"keys": [hexes[i] for i in chunk]}).encode()
+
+            def handle(r: http.client.HTTPResponse) -> int:
+                if r.status != 200:
+                    raise link.error(r)
+                header = r.getheader("Kvcache-Block-Lengths") or ""
+                try:
+                    lengths = [int(x) for x in header.split(",")]
+                except ValueError:
+                    raise ProtocolError(f"{link.name}: Kvcache-Block-Lengths {header!r}") from None
+                if not 0 < len(lengths) <= len(chunk) or sum(lengths) != r.length:
+                    raise ProtocolError(f"{link.name}: Kvcache-Block-Lengths {header!r} for "
+                                        f"{len(chunk)} keys and a body of {r.length} bytes")
+                for i, length in zip(chunk, lengths):
+                    if length > len(views[i]):
+                        _skip(r, length)
+                        too_small.append(BufferTooSmallError(length, len(views[i])))
+                    elif length:
+                        n = r.readinto(views[i][:length])
+                        if n != length:
+                            raise http.client.IncompleteRead(b"", length - n)
+                        results[i] = length
+                    done.append(i)
+                return len(lengths)
+            try:
+                answered = link.exchange("POST", f"{self._prefix}/batch-get", handle, body,
+                                         {"Content-Type": "application/json"}, fresh=retried)
+            except ConnectionFailed as e:
+                if retried:
+                    link.failed(e)
+                    return
+                retried = True
+                finished = set(done)
+                pending = [i for i in pending if i not in finished]
+                continue
+            pending = pending[answered:]
+
+    def close(self) -> None:
+        """Closes the connections and the worker threads."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        for link in self._links:
+            link.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.servers}, namespace={self.namespace!r})"
+
+
+class Pin:
+    """The leading cached blocks of a :meth:`Client.pin_prefix`, held by their servers until
+    :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
+
+    def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
+                 answers: dict[ServerLink, dict[str, Any]]) -> None:
+        self._client = client
+        #: The keys of the pinned blocks, in order.
+        self.keys = keys
+        self._slots = slots
+        self._answers = answers
+        self._released = False
+
+    @property
+    def present(self) -> int:
+        """How many leading keys are cached and pinned."""
+        return len(self._slots)
+
+    @property
+    def lengths(self) -> list[int]:
+        """The pinned blocks' lengths, in order."""
+        return [s[3] for s in self._slots]
+
+    def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
+        """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``.
+
+        Returns:
+            its length, or ``None`` if the pin was released or timed out, or its server is down.
+        """
+        if not 0 <= i < len(self._slots):
+            raise IndexError(f"block {i} of a pin of {len(self._slots)}")
+        link, lease, j, _ = self._slots[i]
+        out = writable_view(buffer)
+        c = self._client
+        return c._read_block(self.keys[i], f"{c._prefix}/leases/{lease}/blocks/{j}", out)
+
+    def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
+        """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""
+        if len(buffers) > self.present:
+            raise ValueError(f"{len(buffers)} buffers for {self.present} pinned blocks")
+        out: list[Optional[int]] = [None] * len(buffers)
+
+        def read(i: int) -> None:
+            out[i] = self.get_into(i, buffers[i])
+        self._client._run_all([partial(read, i) for i in range(len(buffers))])
+        return out
+
+    def release(self) -> None:
+        """Lets the servers drop the pinned blocks. Idempotent."""
+        if not self._released:
+            self._released = True
+            Pin._release_all(self._client, self._answers)
+
+    @staticmethod
+    def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
+        for link, answer in answers.items():
+            lease = answer.get("lease")
+            if not lease or not link.available():
+                continue
+
+            def handle(r: http.client.HTTPResponse) -> None:
+                r.read()
+            try:
+                link.exchange("DELETE", f"{client._prefix}/leases/{lease}", handle)
+            except ConnectionFailed as e:
+                link.failed(e)
+
+    def __enter__(self) -> "Pin":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Pin(present={self.present})"
+
+
+def _prefix_length(hexes: Sequence[str], groups: dict[ServerLink, list[int]],
+                   present: dict[ServerLink, int]) -> int:
+    """The leading keys present, given how many of each server's own keys (in order) it has."""
+    first_missing = len(hexes)
+    for link, idx in groups.items():
+        n = present.get(link, 0)
+        if n < len(idx):
+            first_missing = min(first_missing, idx[n])
+    return first_missing
+
+
+def _skip(r: http.client.HTTPResponse, length: int) -> None:
+    scratch = bytearray(min(length, 1 << 20))
+    view = memoryview(scratch)
+    while length:
+        n = r.readinto(view[:min(length, len(view))])
+        if not n:
+            raise http.client.IncompleteRead(b"", length)
+        length -= n
+
+
+def _checksum_header(crc: int) -> str:
+    return base64.b64encode(struct.pack(">I", crc)).decode("ascii")
+
+
+def _parse_checksum(header: str) -> Optional[int]:
+    try:
+        raw = base64.b64decode(header, validate=True)
+    except ValueError:
+        return None
+    return struct.unpack(">I", raw)[0] if len(raw) == 4 else None
+
+
+def _parse_server(spec: str) -> tuple[str, str, int]:
+    """``(scheme or "", host, port)`` of ``host:port``, ``[v6]:port``, or an http(s) URL."""
+    scheme = ""
+    text = spec.strip()
+    m = re.fullmatch(r"(https?)://(.*?)/?", text)
+    if m:
+        scheme, text = m.group(1), m.group(2)
+    m = re.fullmatch(r"\[([0-9A-Fa-f:.%a-zA-Z]+)\](?::(\d+))?|([^:\[\]/]+)(?::(\d+))?", text)
+    if not m:
+        raise ValueError(f"server {spec!r} is not host:port")
+    host = m.group(1) or m.group(3)
+    port = int(m.group(2) or m.group(4) or _DEFAULT_PORT)
+    if not 0 < port < 65536:
+        raise ValueError(f"server {spec!r}: port {port} is out of range")
+    return scheme, host, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+

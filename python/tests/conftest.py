@@ -1,0 +1,118 @@
+"""Starts real kvcache-server processes (the jar the Maven build makes) on loopback ports."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+JAR = Path(os.environ.get("KVCACHE_SERVER_JAR", REPO / "kvcache-server" / "target" / "kvcache-server.jar"))
+JAVA = os.environ.get("KVCACHE_JAVA") or shutil.which("java") or "java"
+LISTENING = re.compile(r"listening on (https?)://([^:/\s]+):(\d+)")
+
+
+class KvServer:
+    """One kvcache-server child process. ``settings`` become ``-D`` system properties."""
+
+    def __init__(self, settings: dict[str, str], port: int = -1) -> None:
+        if not JAR.is_file():
+            pytest.fail(f"{JAR} is missing: build it first (./mvnw -pl kvcache-server -am package)")
+        self.settings = dict(settings)
+        self.port = port
+        self.process: Optional[subprocess.Popen[str]] = None
+        self.log: list[str] = []
+
+    def start(self, timeout: float = 60.0) -> "KvServer":
+        command = [JAVA, "-Xmx256m", "-XX:MaxDirectMemorySize=1g",
+                   f"-Dmicronaut.server.port={self.port}"]
+        if "micronaut.server.ssl.enabled" in self.settings:
+            command[-1] = "-Dmicronaut.server.port=-1"
+            command.append(f"-Dmicronaut.server.ssl.port={self.port}")
+        command += [f"-D{k}={v}" for k, v in self.settings.items()]
+        command += ["-jar", str(JAR)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+        found: list[re.Match[str]] = []
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.process is not None and self.process.stdout is not None
+            for line in self.process.stdout:
+                self.log.append(line)
+                m = LISTENING.search(line)
+                if m and not found:
+                    found.append(m)
+                    ready.set()
+            ready.set()
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(timeout) or not found:
+            self.stop()
+            pytest.fail("kvcache-server did not start:\n" + "".join(self.log[-40:]))
+        self.scheme, self.host, self.port = found[0].group(1), found[0].group(2), int(found[0].group(3))
+        return self
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def restart(self) -> "KvServer":
+        self.stop()
+        return self.start()
+
+
+def ram_only(**extra: str) -> dict[str, str]:
+    settings = {"kvcache.cache.ram-bytes": "512MiB", "kvcache.cache.disk-dir": "",
+                "kvcache.namespaces": "default,other"}
+    settings.update(extra)
+    return settings
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[KvServer]:
+    """A RAM-only server, shared by the tests that need nothing special."""
+    s = KvServer(ram_only()).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def client(server: KvServer) -> Iterator["object"]:
+    import kvcache
+    with kvcache.Client(server.address) as c:
+        yield c
+
+
+@pytest.fixture
+def unique_keys() -> Iterator[object]:
+    """Keys no other test uses: random 16 bytes each."""
+    import kvcache
+
+    def make(n: int) -> list[kvcache.BlockKey]:
+        return [kvcache.BlockKey(os.urandom(16)) for _ in range(n)]
+    yield make
+
+
+def wait_until(condition, timeout: float = 10.0, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
