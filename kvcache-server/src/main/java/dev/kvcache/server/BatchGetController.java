@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
@@ -27,6 +28,7 @@ import java.util.List;
  * again for the rest. At least one key is always answered.
  */
 @Controller("/v1/namespaces/{namespace}")
+@Context // built at the start, so that a malformed kvcache.max-batch-bytes stops it
 class BatchGetController {
 
   /** The most keys one batch takes. */
@@ -40,13 +42,10 @@ class BatchGetController {
   private final long maxBatchBytes;
 
   BatchGetController(KvCache cache, Namespaces namespaces,
-      @Value("${kvcache.max-batch-bytes:67108864}") long maxBatchBytes) {
-    if (maxBatchBytes < 1) {
-      throw new IllegalArgumentException("kvcache.max-batch-bytes must be positive, got " + maxBatchBytes);
-    }
+      @Value("${kvcache.max-batch-bytes:64MiB}") String maxBatchBytes) {
     this.cache = cache;
     this.namespaces = namespaces;
-    this.maxBatchBytes = maxBatchBytes;
+    this.maxBatchBytes = SizeSetting.bytes("kvcache.max-batch-bytes", maxBatchBytes, 1);
   }
 
   /**

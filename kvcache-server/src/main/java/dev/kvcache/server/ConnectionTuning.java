@@ -71,21 +71,18 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final long closeLimitNanos;
 
   ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
-      @Value("${kvcache.http2-connection-window:67108864}") int windowBytes,
-      @Value("${kvcache.http2-write-quantum:262144}") int writeQuantum,
-      @Value("${kvcache.write-buffer-bytes:655360}") int writeBufferBytes,
+      @Value("${kvcache.http2-connection-window:64MiB}") String windowBytes,
+      @Value("${kvcache.http2-write-quantum:256KiB}") String writeQuantum,
+      @Value("${kvcache.write-buffer-bytes:640KiB}") String writeBufferBytes,
       @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod) {
-    if (writeQuantum < 1 || writeBufferBytes < 2) {
-      throw new IllegalArgumentException("kvcache.http2-write-quantum and kvcache.write-buffer-bytes"
-          + " must be positive, got " + writeQuantum + " and " + writeBufferBytes);
-    }
+    int bufferBytes = SizeSetting.intBytes("kvcache.write-buffer-bytes", writeBufferBytes, 2);
     this.fastGet = fastGet;
     this.fastPut = fastPut;
     this.drainLimit = 2L * cacheConfig.maxBlockBytes();
     this.closeLimitNanos = gracePeriod.toNanos();
-    this.windowBytes = windowBytes;
-    this.writeQuantum = writeQuantum;
-    this.waterMark = new WriteBufferWaterMark(writeBufferBytes / 2, writeBufferBytes);
+    this.windowBytes = SizeSetting.intBytes("kvcache.http2-connection-window", windowBytes, 65535);
+    this.writeQuantum = SizeSetting.intBytes("kvcache.http2-write-quantum", writeQuantum, 1);
+    this.waterMark = new WriteBufferWaterMark(bufferBytes / 2, bufferBytes);
   }
 
   private static Field distributorField() {

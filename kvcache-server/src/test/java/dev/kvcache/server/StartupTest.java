@@ -49,6 +49,19 @@ class StartupTest {
   }
 
   @Test
+  void theServersOwnSizesTakeUnitsAndAMalformedOneIsNamed() {
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.max-batch-bytes", "1MiB",
+        "kvcache.write-buffer-bytes", "1MiB", "kvcache.http2-connection-window", "32MiB"))) {
+      assertThat(server.server.isRunning()).isTrue();
+    }
+    // a start that fails keeps its directory locked in this process: each gets its own
+    assertThatThrownBy(() -> TestServer.start(dir.resolve("a"), Map.of("kvcache.max-batch-bytes", "lots")))
+        .hasStackTraceContaining("setting 'kvcache.max-batch-bytes' is 'lots'");
+    assertThatThrownBy(() -> TestServer.start(dir.resolve("b"), Map.of("kvcache.http2-write-quantum", "0")))
+        .hasStackTraceContaining("setting 'kvcache.http2-write-quantum' is '0'");
+  }
+
+  @Test
   void theEventLoopThreadsCanBeSet() {
     try (TestServer server = TestServer.start(dir,
         Map.of("micronaut.netty.event-loops.default.num-threads", 3))) {

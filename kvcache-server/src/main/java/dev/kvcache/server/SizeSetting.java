@@ -1,0 +1,30 @@
+package dev.kvcache.server;
+
+import dev.kvcache.spi.TierSettings;
+import java.util.Map;
+
+/** A byte-count setting of the server, read as the cache's are: a number with an optional unit. */
+final class SizeSetting {
+
+  private SizeSetting() {}
+
+  /**
+   * The bytes {@code value} gives, at least {@code min}.
+   *
+   * @throws IllegalArgumentException naming the setting, if the value is malformed or too small
+   */
+  static long bytes(String name, String value, long min) {
+    long n = TierSettings.of(Map.of(name, value)).bytes(name);
+    if (n < min) {
+      throw new IllegalArgumentException(
+          "setting '" + name + "' is '" + value + "': it must be at least " + min + " bytes");
+    }
+    return n;
+  }
+
+  /** As {@link #bytes}, below 2 GiB. */
+  static int intBytes(String name, String value, int min) {
+    TierSettings.of(Map.of(name, value)).intBytes(name, 0);
+    return (int) bytes(name, value, min);
+  }
+}

@@ -1,0 +1,110 @@
+"""Prefix lookups, pinned lookups and batch reads against real servers."""
+import os
+import time
+
+import pytest
+
+import kvcache
+from conftest import KvServer, ram_only
+
+
+@pytest.fixture(scope="module")
+def small_batches():
+    """A server whose batch GETs answer at most 1 MiB, and that holds at most 2 pins."""
+    s = KvServer(ram_only(**{"kvcache.max-batch-bytes": "1MiB", "kvcache.max-pins": "2"})).start()
+    yield s
+    s.stop()
+
+
+def test_lookup_counts_leading_blocks(client, unique_keys):
+    keys = unique_keys(4)
+    for k in (keys[0], keys[1], keys[3]):
+        client.put(k, b"block " + k)
+    assert client.lookup_prefix(keys) == 2
+    assert client.lookup_prefix(keys[:2]) == 2
+    assert client.lookup_prefix(keys[2:]) == 0
+    assert client.lookup_prefix([]) == 0
+
+
+def test_lookup_of_more_keys_than_one_request_takes(client, unique_keys):
+    keys = unique_keys(5000)
+    for k in keys[:4200]:
+        client.put(k, b"1")
+    assert client.lookup_prefix(keys) == 4200
+
+
+def test_pinned_blocks_survive_delete_and_overwrite(client, unique_keys):
+    keys = unique_keys(3)
+    blocks = [os.urandom(200_000), os.urandom(300_000)]
+    client.put(keys[0], blocks[0])
+    client.put(keys[1], blocks[1])
+    with client.pin_prefix(keys, ms=10_000) as pin:
+        assert pin.present == 2
+        assert pin.lengths == [200_000, 300_000]
+        assert pin.keys == [bytes(keys[0]), bytes(keys[1])]
+        client.delete(keys[0])
+        client.put(keys[1], os.urandom(300_000))
+        assert client.get(keys[0]) is None
+        bufs = [bytearray(200_000), bytearray(300_000)]
+        assert pin.read_into(bufs) == [200_000, 300_000]
+        assert bufs == [bytearray(b) for b in blocks]
+        one = bytearray(300_000)
+        assert pin.get_into(1, one) == 300_000 and one == blocks[1]
+        with pytest.raises(IndexError):
+            pin.get_into(2, one)
+    assert pin.get_into(0, bufs[0]) is None, "released on exit"
+
+
+def test_a_pin_ends_after_its_time(client, unique_keys):
+    key, = unique_keys(1)
+    client.put(key, b"pinned briefly")
+    pin = client.pin_prefix([key], ms=300)
+    assert pin.present == 1
+    time.sleep(0.8)
+    assert pin.get_into(0, bytearray(100)) is None
+    pin.release()  # the lease is gone already: nothing raises
+
+
+def test_a_pin_of_nothing_cached(client, unique_keys):
+    with client.pin_prefix(unique_keys(3)) as pin:
+        assert pin.present == 0 and pin.lengths == []
+
+
+def test_pins_past_the_servers_limit_are_refused(small_batches, unique_keys):
+    key, = unique_keys(1)
+    with kvcache.Client(small_batches.address) as c:
+        c.put(key, b"x" * 10)
+        with c.pin_prefix([key]), c.pin_prefix([key]):
+            with pytest.raises(kvcache.RequestError) as e:
+                c.pin_prefix([key])
+            assert e.value.status == 503 and e.value.code == "too-many-pins"
+        with c.pin_prefix([key]) as pin:  # released pins make room
+            assert pin.present == 1
+    with pytest.raises(ValueError, match="ms must be"):
+        c.pin_prefix([key], ms=0)
+
+
+def test_batch_reads_are_split_and_asked_again(small_batches, unique_keys):
+    keys = unique_keys(14)
+    blocks = {i: os.urandom(300_000 + i) for i in range(14) if i % 5 != 3}
+    with kvcache.Client(small_batches.address) as c:
+        for i, b in blocks.items():
+            c.put(keys[i], b)
+        bufs = [bytearray(310_000) for _ in keys]
+        got = c.get_many_into(keys, bufs)  # 4 MB of blocks through answers of at most 1 MiB
+        for i in range(14):
+            if i in blocks:
+                assert got[i] == len(blocks[i]) and bufs[i][:got[i]] == blocks[i]
+            else:
+                assert got[i] is None
+        many = unique_keys(300)  # more keys than one batch takes
+        for k in many[::2]:
+            c.put(k, k * 4)
+        small = [bytearray(64) for _ in many]
+        got = c.get_many_into(many, small)
+        assert got == [64 if i % 2 == 0 else None for i in range(300)]
+        assert all(small[i] == many[i] * 4 for i in range(0, 300, 2))
+        with pytest.raises(kvcache.BufferTooSmallError):
+            c.get_many_into([keys[0], keys[1]], [bytearray(10), bytearray(310_000)])
+        with pytest.raises(ValueError, match="2 keys but 1 buffers"):
+            c.get_many_into(keys[:2], bufs[:1])
