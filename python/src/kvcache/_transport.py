@@ -1,22 +1,19 @@
 """HTTP/1.1 keep-alive connections to one server, with the server's back-off.
 
-The standard library's ``http.client`` is the transport: its ``readinto`` reads a body straight
-from the socket into the caller's buffer, and a buffer-protocol body is handed to ``sendall``
-as it is. It moved blocks faster from Python than urllib3, httpx over h2, pycurl over HTTP/2 and
-niquests (``docs/python.md``, "Transport").
+HTTP/1.1 over plain sockets is the transport: a body is read straight from the socket into the
+caller's buffer and sent from the caller's buffer as it is. It moved blocks faster from Python
+than urllib3, httpx over h2, pycurl over HTTP/2 and niquests (``docs/python.md``, "Transport").
 """
 from __future__ import annotations
 
-import http.client
 import json
 import logging
-import select
-import socket
 import ssl
 import threading
 import time
 from typing import Any, Callable, Mapping, Optional, TypeVar
 
+from ._http1 import Connection, Response, readable
 from .errors import (AuthError, ForbiddenError, ProtocolError, RequestError, ServerError,
                      UnknownNamespaceError)
 
@@ -26,37 +23,10 @@ T = TypeVar("T")
 
 #: Largest error body read (the server's are a few hundred bytes).
 _MAX_ERROR_BODY = 64 << 10
-#: Bytes read and dropped to keep a connection whose answer the caller did not want; past this the
-#: connection is closed instead.
-_MAX_DRAIN = 1 << 20
-#: Bytes of a body sent at a time, between looks for an early answer.
-_SEND_SLICE = 1 << 20
 
 
 class ConnectionFailed(Exception):
     """The server could not be reached, or the connection broke before the answer was whole."""
-
-
-class _Connection(http.client.HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class _TlsConnection(http.client.HTTPConnection):
-    """TLS whose certificate must name ``server_name``, which for an address found through a DNS
-    name is that name rather than the address connected to."""
-
-    def __init__(self, host: str, port: int, timeout: float, context: ssl.SSLContext,
-                 server_name: str) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._context = context
-        self._server_name = server_name
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)
 
 
 class ServerLink:
@@ -82,7 +52,7 @@ class ServerLink:
         self._backoff_min = backoff_min
         self._backoff_max = backoff_max
         self._idle_timeout = idle_timeout
-        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
+        self._idle: list[tuple[Connection, float]] = []
         self._lock = threading.Lock()
         self._backoff = backoff_min
         self._down_until = 0.0
@@ -124,15 +94,11 @@ class ServerLink:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _new_connection(self) -> http.client.HTTPConnection:
-        if self._tls is not None:
-            conn: http.client.HTTPConnection = _TlsConnection(
-                self.host, self.port, self._connect_timeout, self._tls, self._tls_name)
-        else:
-            conn = _Connection(self.host, self.port, timeout=self._connect_timeout)
-        return conn
+    def _new_connection(self) -> Connection:
+        return Connection(self.host, self.port, connect_timeout=self._connect_timeout,
+                          timeout=self._timeout, tls=self._tls, server_name=self._tls_name)
 
-    def _take(self) -> http.client.HTTPConnection:
+    def _take(self) -> Connection:
         now = time.monotonic()
         while True:
             with self._lock:
@@ -141,12 +107,13 @@ class ServerLink:
                 conn, since = self._idle.pop()
             # An idle connection the server closed (its idle timeout, a restart) reads as ready:
             # drop it rather than fail a request on it.
-            if now - since < self._idle_timeout and conn.sock is not None and not _readable(conn.sock):
+            if (now - since < self._idle_timeout and conn.sock is not None
+                    and not conn.has_unread() and not readable(conn.sock)):
                 return conn
             conn.close()
         return self._new_connection()
 
-    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+    def _give_back(self, conn: Connection) -> None:
         if conn.sock is None:
             return
         with self._lock:
@@ -165,7 +132,7 @@ class ServerLink:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def exchange(self, method: str, path: str, handle: Callable[[http.client.HTTPResponse], T],
+    def exchange(self, method: str, path: str, handle: Callable[[Response], T],
                  body: Any = None, headers: Optional[Mapping[str, str]] = None,
                  fresh: bool = False) -> T:
         """Sends one request and hands its answer to ``handle``, which must read the body whole
@@ -184,30 +151,19 @@ class ServerLink:
                 (:meth:`failed`).
         """
         conn = self._new_connection() if fresh else self._take()
-        complete = True
+        h = dict(self.headers)
+        if headers:
+            h.update(headers)
+        if body is not None and "Content-Length" not in h:
+            h["Content-Length"] = str(memoryview(body).nbytes)
         try:
             if conn.sock is None:
                 conn.connect()
-            conn.sock.settimeout(self._timeout)
-            conn.putrequest(method, path, skip_accept_encoding=True)
-            for name, value in self.headers.items():
-                conn.putheader(name, value)
-            if headers:
-                for name, value in headers.items():
-                    conn.putheader(name, value)
-            if body is not None and not (headers and "Content-Length" in headers):
-                conn.putheader("Content-Length", str(memoryview(body).nbytes))
-            if body is None:
-                conn.endheaders()
-            elif isinstance(body, bytes) and len(body) < _SEND_SLICE:
-                conn.endheaders(body)
-            else:
-                conn.endheaders()
-                complete = _send_body(conn.sock, body)
-            response = conn.getresponse()
+            complete = conn.send(method, path, h, body)
+            response = conn.read_response(method)
             result = handle(response)
             reusable = complete and not response.will_close and response.isclosed()
-        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
+        except OSError as e:  # ssl.SSLError, ShortRead and BadAnswer among them
             conn.close()
             raise ConnectionFailed(f"{self.name}: {e}") from e
         except BaseException:
@@ -224,7 +180,7 @@ class ServerLink:
         """Marks the server down for its back-off (it failed a request, or its retry)."""
         self._failed(reason)
 
-    def error(self, response: http.client.HTTPResponse) -> ServerError:
+    def error(self, response: Response) -> ServerError:
         """The exception for an error answer; reads its (small) body."""
         raw = response.read(_MAX_ERROR_BODY)
         if not response.isclosed():
@@ -250,43 +206,10 @@ class ServerLink:
         return f"ServerLink({self.name})"
 
 
-def drain(response: http.client.HTTPResponse) -> None:
-    """Reads and drops the rest of a body, or marks the connection for closing if it is long."""
-    left = response.length
-    if left is not None and left > _MAX_DRAIN:
-        response.will_close = True
-        response.close()
-        return
-    response.read()
-
-
-def read_json(response: http.client.HTTPResponse, server: str) -> Any:
+def read_json(response: Response, server: str) -> Any:
     """The JSON body of a ``200`` answer."""
     raw = response.read()
     try:
         return json.loads(raw)
     except ValueError as e:
         raise ProtocolError(f"{server}: the answer is not JSON ({e}): {raw[:200]!r}") from None
-
-
-def _send_body(sock: socket.socket, body: Any) -> bool:
-    """Sends ``body`` in slices; False if the server answered before it was all sent, in which case
-    the rest is not sent (and the connection cannot be used again)."""
-    view = memoryview(body)
-    for start in range(0, len(view), _SEND_SLICE):
-        if start and _readable(sock):
-            return False
-        try:
-            sock.sendall(view[start:start + _SEND_SLICE])
-        except (BrokenPipeError, ConnectionResetError):
-            # The server may have answered and closed: its answer is read next, if it came.
-            return False
-    return True
-
-
-def _readable(sock: socket.socket) -> bool:
-    try:
-        r, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(r)

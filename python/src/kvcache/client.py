@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import enum
-import http.client
 import ipaddress
 import json
 import logging
@@ -21,9 +20,10 @@ import crc32c as _crc32c
 
 from . import _rendezvous
 from ._buffers import readable_view, writable_view
+from ._http1 import Response, ShortRead
 from ._transport import ConnectionFailed, ServerLink, read_json
 from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
-from .keys import KeyLike, key_hex
+from .keys import KeyLike, key_hex, keys_hex
 
 __all__ = ["Client", "PutStatus", "Pin"]
 
@@ -226,7 +226,7 @@ class Client:
         if self._checksums:
             headers[_CHECKSUM] = _checksum_header(_crc32c.crc32c(view))
 
-        def handle(r: http.client.HTTPResponse) -> PutStatus:
+        def handle(r: Response) -> PutStatus:
             if r.status in (201, 202):
                 r.read()
                 return PutStatus.STORED if r.status == 201 else PutStatus.NOT_ADMITTED
@@ -266,13 +266,13 @@ class Client:
         hexkey = key_hex(key)
         link = self._owner(bytes.fromhex(hexkey))
 
-        def handle(r: http.client.HTTPResponse) -> tuple[Optional[bytes], bool]:
+        def handle(r: Response) -> tuple[Optional[bytes], bool]:
             length = self._block_length(r, link)
             if length is None:
                 return None, True
             data = r.read()
             if len(data) != length:
-                raise http.client.IncompleteRead(data, length - len(data))
+                raise ShortRead(f"{len(data)} of {length} bytes arrived")
             return data, self._checksum_ok(r, memoryview(data), link, hexkey)
         return self._read(link, f"{self._prefix}/blocks/{hexkey}", handle)
 
@@ -281,7 +281,7 @@ class Client:
         hexkey = key_hex(key)
         link = self._owner(bytes.fromhex(hexkey))
 
-        def handle(r: http.client.HTTPResponse) -> tuple[Optional[int], bool]:
+        def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
             r.read()
             return length, True
@@ -301,7 +301,7 @@ class Client:
         if not link.available():
             raise ServerUnavailableError(link.name, "left alone after a failure")
 
-        def handle(r: http.client.HTTPResponse) -> bool:
+        def handle(r: Response) -> bool:
             if r.status == 204:
                 r.read()
                 return True
@@ -340,7 +340,7 @@ class Client:
         """
         if len(keys) != len(buffers):
             raise ValueError(f"{len(keys)} keys but {len(buffers)} buffers")
-        hexes = [key_hex(k) for k in keys]
+        hexes = keys_hex(keys)
         views = [writable_view(b) for b in buffers]
         groups = self._by_server(hexes)
         results: list[Optional[int]] = [None] * len(keys)
@@ -356,7 +356,7 @@ class Client:
     def lookup_prefix(self, keys: Sequence[KeyLike]) -> int:
         """How many leading ``keys`` are cached, with one request per server holding some of them
         (several servers at once). A server that is down ends the prefix at its first key."""
-        hexes = [key_hex(k) for k in keys]
+        hexes = keys_hex(keys)
         if not hexes:
             return 0
         groups = self._by_server(hexes)
@@ -389,7 +389,7 @@ class Client:
         """
         if not 1 <= ms <= 60_000:
             raise ValueError(f"ms must be 1 to 60000, got {ms}")
-        hexes = [key_hex(k) for k in keys]
+        hexes = keys_hex(keys)
         groups = self._by_server(hexes)
         for link, idx in groups.items():
             if len(idx) > MAX_LOOKUP_KEYS:
@@ -428,6 +428,9 @@ class Client:
         return [links[_rendezvous.pick(bytes.fromhex(h), ids)] for h in hexes]
 
     def _by_server(self, hexes: Sequence[str]) -> dict[ServerLink, list[int]]:
+        links, _ = self._servers()
+        if len(links) == 1:
+            return {links[0]: list(range(len(hexes)))}
         groups: dict[ServerLink, list[int]] = {}
         for i, link in enumerate(self._owners(hexes)):
             groups.setdefault(link, []).append(i)
@@ -441,7 +444,7 @@ class Client:
             f.result()
 
     def _read(self, link: ServerLink, path: str,
-              handle: Callable[[http.client.HTTPResponse], tuple[Optional[T], bool]],
+              handle: Callable[[Response], tuple[Optional[T], bool]],
               method: str = "GET", body: Any = None,
               headers: Optional[dict[str, str]] = None) -> Optional[T]:
         """A read: retried once on a new connection if the server fails or the answer arrives
@@ -463,7 +466,7 @@ class Client:
     def _read_block(self, key: bytes, path: str, out: memoryview) -> Optional[int]:
         link = self._owner(key)
 
-        def handle(r: http.client.HTTPResponse) -> tuple[Optional[int], bool]:
+        def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
             if length is None:
                 return None, True
@@ -471,20 +474,20 @@ class Client:
                 raise BufferTooSmallError(length, len(out))
             n = r.readinto(out[:length]) if length else 0
             if n != length:
-                raise http.client.IncompleteRead(b"", length - n)
+                raise ShortRead(f"{n} of {length} bytes arrived")
             return length, self._checksum_ok(r, out[:length], link, path)
         return self._read(link, path, handle)
 
-    def _block_length(self, r: http.client.HTTPResponse, link: ServerLink) -> Optional[int]:
+    def _block_length(self, r: Response, link: ServerLink) -> Optional[int]:
         """The length of a ``200`` block answer, ``None`` for a miss; raises for errors."""
-        head = r._method == "HEAD"  # type: ignore[attr-defined]
+        head = r.method == "HEAD"
         if r.status == 200:
             length = r.length
-            if head:  # http.client reads no body, and says 0
+            if head:  # a HEAD answer has no body: its length is the GET's
                 given = r.getheader("Content-Length")
                 length = int(given) if given and given.isdigit() else None
             announced = r.getheader("Kvcache-Block-Length")
-            if length is None or (announced is not None and int(announced) != length):
+            if length is None or (announced is not None and announced != str(length)):
                 raise ProtocolError(f"{link.name}: a block of Content-Length {length} but "
                                     f"Kvcache-Block-Length {announced}")
             return length
@@ -495,7 +498,7 @@ class Client:
             return None
         raise error
 
-    def _checksum_ok(self, r: http.client.HTTPResponse, data: memoryview, link: ServerLink,
+    def _checksum_ok(self, r: Response, data: memoryview, link: ServerLink,
                      what: str) -> bool:
         if not self._checksums:
             return True
@@ -515,7 +518,7 @@ class Client:
             request["pin_ms"] = pin_ms
         body = json.dumps(request).encode()
 
-        def handle(r: http.client.HTTPResponse) -> tuple[dict[str, Any], bool]:
+        def handle(r: Response) -> tuple[dict[str, Any], bool]:
             if r.status != 200:
                 raise link.error(r)
             answer = read_json(r, link.name)
@@ -549,7 +552,7 @@ class Client:
             done: list[int] = []
             body = json.dumps({"keys": [hexes[i] for i in chunk]}).encode()
 
-            def handle(r: http.client.HTTPResponse) -> int:
+            def handle(r: Response) -> int:
                 if r.status != 200:
                     raise link.error(r)
                 header = r.getheader("Kvcache-Block-Lengths") or ""
@@ -567,7 +570,7 @@ class Client:
                     elif length:
                         n = r.readinto(views[i][:length])
                         if n != length:
-                            raise http.client.IncompleteRead(b"", length - n)
+                            raise ShortRead(f"{n} of {length} bytes arrived")
                         results[i] = length
                     done.append(i)
                 return len(lengths)
@@ -661,7 +664,7 @@ class Pin:
             if not lease or not link.available():
                 continue
 
-            def handle(r: http.client.HTTPResponse) -> None:
+            def handle(r: Response) -> None:
                 r.read()
             try:
                 link.exchange("DELETE", f"{client._prefix}/leases/{lease}", handle)
@@ -689,13 +692,13 @@ def _prefix_length(hexes: Sequence[str], groups: dict[ServerLink, list[int]],
     return first_missing
 
 
-def _skip(r: http.client.HTTPResponse, length: int) -> None:
+def _skip(r: Response, length: int) -> None:
     scratch = bytearray(min(length, 1 << 20))
     view = memoryview(scratch)
     while length:
         n = r.readinto(view[:min(length, len(view))])
         if not n:
-            raise http.client.IncompleteRead(b"", length)
+            raise ShortRead(f"the answer ended {length} bytes short")
         length -= n
 
 

@@ -84,6 +84,17 @@ def key_hex(key: KeyLike) -> str:
     return key.hex()
 
 
+def keys_hex(keys: Iterable[KeyLike]) -> list[str]:
+    """The hex digits of many keys, validated (as :func:`key_hex`)."""
+    out = []
+    for key in keys:
+        if type(key) is BlockKey or (type(key) is bytes and len(key) == KEY_BYTES):
+            out.append(key.hex())
+        else:
+            out.append(key_hex(key))
+    return out
+
+
 def _utf8(text: str, what: str) -> bytes:
     try:
         return text.encode("utf-8")
