@@ -1060,6 +1060,69 @@ def client_tables(results_dir, out, img):
                "Java client against Jedis on loopback: above 1 is faster than Redis")
 
 
+def python_client_tables(results_dir, out, img):
+    """The Python client beside redis-py (python/benchmarks/client_vs_redis.py: python-client.json),
+    with the Java client's GB/s for the same sizes from RemoteClientBenchmark (remote-t<n>.json)."""
+    path = os.path.join(results_dir, "python-client.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        run = json.load(f)
+    rows = {(r["store"], r["op"], r["size"], r["threads"]): r for r in run["throughput"]}
+    java = {}
+    for threads in (1, 4):
+        jpath = os.path.join(results_dir, f"remote-t{threads}.json")
+        if os.path.exists(jpath):
+            with open(jpath) as f:
+                for r in json.load(f):
+                    if r["mode"] == "thrpt" and method(r) in ("kvcacheGet", "kvcachePut"):
+                        size = int(r["params"]["blockBytes"])
+                        op = "get" if method(r) == "kvcacheGet" else "put"
+                        java[(op, size, threads)] = r["primaryMetric"]["score"] * size / 1e9
+    m = run["machine"]
+    out.append(f"\n### The Python client beside redis-py ({m['date']}, {m['cpus']} cores, Python "
+               f"{m['python']}, redis-py {m['redis_py']}, hiredis {m['hiredis']}; medians of "
+               f"{run['rounds']} rounds of {run['seconds']:g} s)\n")
+    out.append("| op | block | callers | kvcache GB/s | redis-py GB/s | ratio | client CPU s/GB kvcache | "
+               "redis-py | server CPU s/GB kvcache | redis | Java client GB/s |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    sizes = sorted({k[2] for k in rows})
+    for op in ("get", "put"):
+        for size in sizes:
+            for threads in (1, 4):
+                a, b = rows.get(("kvcache", op, size, threads)), rows.get(("redis-py", op, size, threads))
+                if not a or not b:
+                    continue
+                j = java.get((op, size, threads))
+                out.append(f"| {op.upper()} | {size_label(size)} | {threads} | {a['gbps']:.2f} | {b['gbps']:.2f} | "
+                           f"**{a['gbps'] / b['gbps']:.2f}** | {a['client_cpu_s_per_gb']:.2f} | "
+                           f"{b['client_cpu_s_per_gb']:.2f} | {a['server_cpu_s_per_gb']:.2f} | "
+                           f"{b['server_cpu_s_per_gb']:.2f} | {f'{j:.2f}' if j else '-'} |")
+    look = run["lookup128"]
+    out.append("\n| lookup of 128 keys | p50 ms | p99 ms |\n|---|---:|---:|")
+    for name, l in look.items():
+        out.append(f"| {name} | {l['p50_ms']:.3f} | {l['p99_ms']:.3f} |")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, op in zip(axes, ("get", "put")):
+        groups = [(size, t) for size in sizes for t in (1, 4)]
+        x = range(len(groups))
+        series = [("kvcache (Python)", "tab:blue", lambda g: rows[("kvcache", op, g[0], g[1])]["gbps"]),
+                  ("redis-py", "tab:red", lambda g: rows[("redis-py", op, g[0], g[1])]["gbps"]),
+                  ("kvcache (Java client)", "tab:gray", lambda g: java.get((op, g[0], g[1]), 0))]
+        for i, (label, color, value) in enumerate(series):
+            ax.bar([xi + (i - 1) * 0.27 for xi in x], [value(g) for g in groups], 0.27, label=label,
+                   color=color)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([f"{size_label(sz)}\n{t} thr" for sz, t in groups], fontsize=8)
+        ax.set_title(("GET into a buffer" if op == "get" else "PUT from a buffer") + ", loopback")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("GB/s")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "python-client.png"), dpi=110)
+    plt.close(fig)
+
+
 def gbps_table(out, title, data, columns, names, ratios):
     """A table of GB/s by block size (rows) and column, data keyed (column, size), then the ratios
     named by (numerator, denominator, heading)."""
@@ -1186,6 +1249,7 @@ def main():
     setting_table(results_dir, out, img, "server-event-loops", "loops-2",
                   lambda n: f"{n} event loop{'s' if n > 1 else ''}", "Event-loop threads")
     client_tables(results_dir, out, img)
+    python_client_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")

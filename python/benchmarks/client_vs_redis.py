@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -197,6 +198,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds of warm-up per store")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so the servers are stopped too
 
     kv_proc, kv_port = start_kvcache(a.jar)
     redis_proc, redis_port = start_redis()

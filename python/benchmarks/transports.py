@@ -6,10 +6,12 @@ from 1 and 4 threads, with each candidate transport, against a running server:
 
     python transports.py --url http://127.0.0.1:7070 [--seconds 2] [transport ...]
 
-Transports: http.client (standard library, HTTP/1.1 keep-alive, readinto), urllib3 (HTTP/1.1
-pool), httpx (HTTP/2 through h2), pycurl (libcurl, HTTP/2 with prior knowledge), niquests
-(HTTP/2). Each one that is not installed is skipped. Prints one JSON line per case: GB/s and the
-client's CPU seconds per GB moved (process CPU time, all threads).
+Transports: kvcache (the client package: its own HTTP/1.1 connections, CRC32C checked),
+http.client (standard library, HTTP/1.1 keep-alive, readinto), urllib3 (HTTP/1.1 pool), httpx
+(HTTP/2 through h2), pycurl (libcurl, HTTP/2 with prior knowledge), niquests (HTTP/2). Each one
+that is not installed is skipped; a transport that fails a case is reported on stderr. Prints
+one JSON line per case: GB/s and the client's CPU seconds per GB moved (process CPU time, all
+threads). The server should be RAM only (kvcache.cache.disk-dir empty), or PUTs measure the disk.
 """
 import argparse
 import http.client
@@ -159,7 +161,23 @@ def niquests_(base):
     return put, get
 
 
-TRANSPORTS = {"http.client": stdlib, "urllib3": urllib3_, "httpx-h2": httpx_,
+def kvcache_(base):
+    import kvcache
+    u = urllib.parse.urlsplit(base)
+    client = kvcache.Client(f"{u.hostname}:{u.port}", max_workers=8)
+
+    def key(path):
+        return path.rsplit("/", 1)[1]
+
+    def put(path, data):
+        assert client.put(key(path), data) is kvcache.PutStatus.STORED
+
+    def get(path, buf):
+        assert client.get_into(key(path), buf) == len(buf)
+    return put, get
+
+
+TRANSPORTS = {"kvcache": kvcache_, "http.client": stdlib, "urllib3": urllib3_, "httpx-h2": httpx_,
               "pycurl-h2": pycurl_, "niquests-h2": niquests_}
 
 

@@ -3,6 +3,7 @@ never exceptions), and are served again once it is back."""
 import logging
 import os
 import random
+import socket
 import threading
 import time
 
@@ -81,3 +82,38 @@ def test_a_stopped_server_makes_misses_and_comes_back(tmp_path, unique_keys, cap
     finally:
         for s in servers:
             s.stop()
+
+
+def test_a_dns_name_is_looked_up_again(monkeypatch, unique_keys):
+    a = KvServer({"kvcache.cache.ram-bytes": "64MiB", "kvcache.cache.disk-dir": ""}).start()
+    b = KvServer({"kvcache.cache.ram-bytes": "64MiB", "kvcache.cache.disk-dir": "",
+                  "micronaut.server.host": "127.0.0.2"}, port=a.port).start()
+    answers = [["127.0.0.1"]]
+    real = socket.getaddrinfo
+
+    def fake(host, port, *args, **kwargs):
+        if host == "kv.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in answers[-1]]
+        return real(host, port, *args, **kwargs)
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    try:
+        with kvcache.Client(dns=f"kv.test:{a.port}", resolve_interval=0.2) as c:
+            assert c.servers == [f"127.0.0.1:{a.port}"]
+            keys = unique_keys(40)
+            for k in keys:
+                assert c.put(k, k * 2) is kvcache.PutStatus.STORED
+            answers.append(["127.0.0.1", "127.0.0.2"])
+            assert wait_until(lambda: len(c.servers) == 2, 5)
+            assert c.servers == [f"127.0.0.1:{a.port}", f"127.0.0.2:{a.port}"]
+            moved = [k for k in keys if c._owner(k).name.startswith("127.0.0.2")]
+            assert 0 < len(moved) < len(keys)
+            for k in keys:  # the moved keys now live on a server that never had them
+                assert c.get(k) == (None if k in moved else k * 2)
+                c.put(k, k * 2)
+            assert all(c.get(k) == k * 2 for k in keys)
+            answers.append([])  # a failed lookup keeps the servers it had
+            time.sleep(0.3)
+            assert len(c.servers) == 2
+    finally:
+        a.stop()
+        b.stop()

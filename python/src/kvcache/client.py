@@ -99,7 +99,11 @@ class Client:
             raise ValueError("give servers or dns, not both")
         if isinstance(servers, str):
             servers = [servers]
-        specs: list[tuple[str, str, int]] = [_parse_server(s) for s in (servers or ([] if dns else [f"127.0.0.1:{_DEFAULT_PORT}"]))]
+        if token is not None and not re.fullmatch(r"[\x21-\x7e]+", token):
+            raise ValueError("the token must be printable ASCII without spaces")
+        if servers is None and dns is None:
+            servers = [f"127.0.0.1:{_DEFAULT_PORT}"]
+        specs = [_parse_server(s) for s in servers or []]
         if dns is None and not specs:
             raise ValueError("no servers given")
         schemes = {scheme for scheme, _, _ in specs if scheme}
@@ -177,7 +181,13 @@ class Client:
                         len(self._links))
         else:
             hosts = sorted({str(info[4][0]) for info in infos})
-            self._set_links([(h, port, name) for h in hosts])
+            if hosts:
+                self._set_links([(h, port, name) for h in hosts])
+            elif not self._links:
+                raise ValueError(f"{name} has no addresses")
+            else:
+                log.warning("kvcache: %s has no addresses; keeping %d servers", name,
+                            len(self._links))
         self._next_resolve = time.monotonic() + self._resolve_interval
 
     def _servers(self) -> tuple[list[ServerLink], list[int]]:
