@@ -1117,7 +1117,7 @@ def python_client_tables(results_dir, out, img):
         ax.set_title(("GET into a buffer" if op == "get" else "PUT from a buffer") + ", loopback")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("GB/s")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "python-client.png"), dpi=110)
     plt.close(fig)

@@ -222,8 +222,14 @@ def main():
     ap.add_argument("--url", default="http://127.0.0.1:7070")
     ap.add_argument("--namespace", default="default")
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--warmup", type=float, default=12.0,
+                    help="seconds of GETs and PUTs first, so that the server's JIT has compiled its paths")
     ap.add_argument("transports", nargs="*", default=list(TRANSPORTS))
     a = ap.parse_args()
+    put, get = stdlib(a.url)
+    for size in SIZES:
+        for op in ("get", "put"):
+            run_case(put, get, op, size, 2, a.warmup / (2 * len(SIZES)), a.namespace)
     for name in a.transports:
         try:
             put, get = TRANSPORTS[name](a.url)
