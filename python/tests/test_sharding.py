@@ -22,7 +22,7 @@ def test_a_stopped_server_makes_misses_and_comes_back(tmp_path, unique_keys, cap
             keys = unique_keys(60)
             blocks = {k: os.urandom(100_000 + i) for i, k in enumerate(keys)}
             assert c.put_many(blocks.items()) == [kvcache.PutStatus.STORED] * len(keys)
-            owner = {k: c._owner(k).name for k in keys}
+            owner = {k: c.server_for(k) for k in keys}
             assert len(set(owner.values())) == 3, "keys spread over all three"
             stopped = servers[1].address
             theirs = [k for k in keys if owner[k] == stopped]
@@ -105,7 +105,7 @@ def test_a_dns_name_is_looked_up_again(monkeypatch, unique_keys):
             answers.append(["127.0.0.1", "127.0.0.2"])
             assert wait_until(lambda: len(c.servers) == 2, 5)
             assert c.servers == [f"127.0.0.1:{a.port}", f"127.0.0.2:{a.port}"]
-            moved = [k for k in keys if c._owner(k).name.startswith("127.0.0.2")]
+            moved = [k for k in keys if c.server_for(k).startswith("127.0.0.2")]
             assert 0 < len(moved) < len(keys)
             for k in keys:  # the moved keys now live on a server that never had them
                 assert c.get(k) == (None if k in moved else k * 2)

@@ -10,7 +10,8 @@
 See ``docs/python.md`` in the kvcache repository.
 """
 from .aio import AsyncClient, AsyncPin
-from .client import Client, Pin, PutStatus
+from ._pin import Pin
+from .client import Client, PutStatus
 from .errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheError, ProtocolError,
                      RequestError, ServerError, ServerUnavailableError, TooLargeError,
                      UnknownNamespaceError)

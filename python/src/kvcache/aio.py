@@ -12,7 +12,8 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
-from .client import Buffer, Client, Pin, PutStatus
+from ._pin import Pin
+from .client import Buffer, Client, PutStatus
 from .keys import KeyLike
 
 __all__ = ["AsyncClient", "AsyncPin"]

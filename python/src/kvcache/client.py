@@ -1,36 +1,33 @@
-"""The blocking client: :class:`Client`, :class:`PutStatus` and :class:`Pin`."""
+"""The blocking client: :class:`Client` and :class:`PutStatus`."""
 from __future__ import annotations
 
 import base64
 import enum
-import ipaddress
 import json
 import logging
 import re
-import socket
 import ssl
 import struct
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
 import crc32c as _crc32c
 
-from . import _rendezvous
 from ._buffers import readable_view, writable_view
 from ._http1 import Response, ShortRead
+from ._pin import Pin, prefix_length
+from ._servers import DEFAULT_PORT, ServerSet, parse_server
 from ._transport import ConnectionFailed, ServerLink, read_json
 from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex
 
-__all__ = ["Client", "PutStatus", "Pin"]
+__all__ = ["Client", "PutStatus"]
 
 log = logging.getLogger("kvcache")
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_DEFAULT_PORT = 7070
 #: Keys one lookup request may carry (the server's limit).
 MAX_LOOKUP_KEYS = 4096
 #: Keys one batch GET may carry (the server's limit).
@@ -102,8 +99,8 @@ class Client:
         if token is not None and not re.fullmatch(r"[\x21-\x7e]+", token):
             raise ValueError("the token must be printable ASCII without spaces")
         if servers is None and dns is None:
-            servers = [f"127.0.0.1:{_DEFAULT_PORT}"]
-        specs = [_parse_server(s) for s in servers or []]
+            servers = [f"127.0.0.1:{DEFAULT_PORT}"]
+        specs = [parse_server(s) for s in servers or []]
         if dns is None and not specs:
             raise ValueError("no servers given")
         schemes = {scheme for scheme, _, _ in specs if scheme}
@@ -129,82 +126,31 @@ class Client:
         elif ca_file is not None:
             raise ValueError("ca_file is given but TLS is not on (tls=True or https:// servers)")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._link_options = dict(
-            tls=self._tls_context, connect_timeout=connect_timeout, timeout=timeout,
-            headers=headers, backoff_min=backoff[0], backoff_max=backoff[1],
-            idle_timeout=idle_timeout)
-        self._token_in_clear = bool(token) and not tls and not allow_cleartext_token
-        self._dns: Optional[tuple[str, int]] = None
-        self._resolve_interval = resolve_interval
-        self._next_resolve = 0.0
+        tls_context = self._tls_context
+
+        def make_link(name: str, host: str, port: int, tls_name: str) -> ServerLink:
+            return ServerLink(name, host, port, tls=tls_context, tls_name=tls_name,
+                              connect_timeout=connect_timeout, timeout=timeout, headers=headers,
+                              backoff_min=backoff[0], backoff_max=backoff[1],
+                              idle_timeout=idle_timeout)
         self._lock = threading.Lock()
-        self._links: list[ServerLink] = []
-        self._ids: list[int] = []
         self._executor: Optional[ThreadPoolExecutor] = None
         self._max_workers = max_workers
-        if dns is not None:
-            _, host, port = _parse_server(dns)
-            self._dns = (host, port)
-            self._resolve()
-        else:
-            self._set_links([(host, port, host) for _, host, port in specs])
+        dns_address = parse_server(dns)[1:] if dns is not None else None
+        self._servers = ServerSet([(host, port) for _, host, port in specs], dns_address,
+                                  make_link, resolve_interval,
+                                  token_in_clear=bool(token) and not tls and not allow_cleartext_token)
 
     # -- servers ----------------------------------------------------------------------------
-
-    def _set_links(self, addresses: list[tuple[str, int, str]]) -> None:
-        """``addresses``: (host to connect to, port, name for ids and TLS)."""
-        old = {link.name: link for link in self._links}
-        links = []
-        for host, port, tls_name in addresses:
-            if self._token_in_clear and not _is_loopback(host):
-                raise ValueError(
-                    f"refusing to send the token in cleartext to {host}:{port}: use TLS, or "
-                    "allow_cleartext_token=True on a network that is private by other means")
-            name = f"{_rendezvous.java_host_string(host) if self._dns else host}:{port}"
-            link = old.pop(name, None)
-            links.append(link if link is not None else ServerLink(
-                name, host, port, tls_name=tls_name, **self._link_options))  # type: ignore[arg-type]
-        self._links = links
-        self._ids = [_rendezvous.server_id(link.name) for link in links]
-        for gone in old.values():
-            gone.close()
-
-    def _resolve(self) -> None:
-        assert self._dns is not None
-        name, port = self._dns
-        try:
-            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-        except OSError as e:
-            if not self._links:
-                raise ValueError(f"cannot resolve {name}: {e}") from e
-            log.warning("kvcache: cannot resolve %s (%s); keeping %d servers", name, e,
-                        len(self._links))
-        else:
-            hosts = sorted({str(info[4][0]) for info in infos})
-            if hosts:
-                self._set_links([(h, port, name) for h in hosts])
-            elif not self._links:
-                raise ValueError(f"{name} has no addresses")
-            else:
-                log.warning("kvcache: %s has no addresses; keeping %d servers", name,
-                            len(self._links))
-        self._next_resolve = time.monotonic() + self._resolve_interval
-
-    def _servers(self) -> tuple[list[ServerLink], list[int]]:
-        if self._dns is not None and time.monotonic() >= self._next_resolve:
-            with self._lock:
-                if time.monotonic() >= self._next_resolve:
-                    self._resolve()
-        return self._links, self._ids
-
-    def _owner(self, key: bytes) -> ServerLink:
-        links, ids = self._servers()
-        return links[_rendezvous.pick(key, ids)]
 
     @property
     def servers(self) -> list[str]:
         """The servers in use, as ``host:port``."""
-        return [link.name for link in self._servers()[0]]
+        return self._servers.names()
+
+    def server_for(self, key: KeyLike) -> str:
+        """The server (``host:port``) that holds ``key``."""
+        return self._servers.owner(bytes.fromhex(key_hex(key))).name
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -229,7 +175,7 @@ class Client:
         """
         hexkey = key_hex(key)
         view = readable_view(data)
-        link = self._owner(bytes.fromhex(hexkey))
+        link = self._servers.owner(bytes.fromhex(hexkey))
         if not link.available():
             return PutStatus.NOT_STORED
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(view))}
@@ -274,7 +220,7 @@ class Client:
     def get(self, key: KeyLike) -> Optional[bytes]:
         """The bytes of ``key``'s block, or ``None`` on a miss (as :meth:`get_into`)."""
         hexkey = key_hex(key)
-        link = self._owner(bytes.fromhex(hexkey))
+        link = self._servers.owner(bytes.fromhex(hexkey))
 
         def handle(r: Response) -> tuple[Optional[bytes], bool]:
             length = self._block_length(r, link)
@@ -289,7 +235,7 @@ class Client:
     def head(self, key: KeyLike) -> Optional[int]:
         """The length of ``key``'s block, or ``None`` if it is not cached (or its server is down)."""
         hexkey = key_hex(key)
-        link = self._owner(bytes.fromhex(hexkey))
+        link = self._servers.owner(bytes.fromhex(hexkey))
 
         def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
@@ -307,7 +253,7 @@ class Client:
             ServerUnavailableError: its server is down or failed, so the block may still be there.
         """
         hexkey = key_hex(key)
-        link = self._owner(bytes.fromhex(hexkey))
+        link = self._servers.owner(bytes.fromhex(hexkey))
         if not link.available():
             raise ServerUnavailableError(link.name, "left alone after a failure")
 
@@ -352,7 +298,7 @@ class Client:
             raise ValueError(f"{len(keys)} keys but {len(buffers)} buffers")
         hexes = keys_hex(keys)
         views = [writable_view(b) for b in buffers]
-        groups = self._by_server(hexes)
+        groups = self._servers.by_server(hexes)
         results: list[Optional[int]] = [None] * len(keys)
         too_small: list[BufferTooSmallError] = []
         self._run_all([partial(self._batch, link, idx, hexes, views, results, too_small)
@@ -369,7 +315,7 @@ class Client:
         hexes = keys_hex(keys)
         if not hexes:
             return 0
-        groups = self._by_server(hexes)
+        groups = self._servers.by_server(hexes)
         present: dict[ServerLink, int] = {}
 
         def ask(link: ServerLink, idx: list[int]) -> None:
@@ -382,7 +328,7 @@ class Client:
                     break
             present[link] = n
         self._run_all([partial(ask, link, idx) for link, idx in groups.items()])
-        return _prefix_length(hexes, groups, present)
+        return prefix_length(hexes, groups, present)
 
     def pin_prefix(self, keys: Sequence[KeyLike], ms: int = 5000) -> "Pin":
         """Looks up the leading cached ``keys`` and has their servers hold those blocks for
@@ -400,7 +346,7 @@ class Client:
         if not 1 <= ms <= 60_000:
             raise ValueError(f"ms must be 1 to 60000, got {ms}")
         hexes = keys_hex(keys)
-        groups = self._by_server(hexes)
+        groups = self._servers.by_server(hexes)
         for link, idx in groups.items():
             if len(idx) > MAX_LOOKUP_KEYS:
                 raise ValueError(f"{len(idx)} keys on {link.name}; a pinned lookup takes at most "
@@ -417,10 +363,10 @@ class Client:
             Pin._release_all(self, answers)
             raise
         present = {link: a["present"] for link, a in answers.items()}
-        n = _prefix_length(hexes, groups, present)
+        n = prefix_length(hexes, groups, present)
         slots: list[tuple[ServerLink, str, int, int]] = []
         position = {link: 0 for link in groups}
-        owners = self._owners(hexes)
+        owners = self._servers.owners(hexes)
         for i in range(n):
             link = owners[i]
             j = position[link]
@@ -430,21 +376,6 @@ class Client:
         return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers)
 
     # -- internals --------------------------------------------------------------------------
-
-    def _owners(self, hexes: Sequence[str]) -> list[ServerLink]:
-        links, ids = self._servers()
-        if len(links) == 1:
-            return [links[0]] * len(hexes)
-        return [links[_rendezvous.pick(bytes.fromhex(h), ids)] for h in hexes]
-
-    def _by_server(self, hexes: Sequence[str]) -> dict[ServerLink, list[int]]:
-        links, _ = self._servers()
-        if len(links) == 1:
-            return {links[0]: list(range(len(hexes)))}
-        groups: dict[ServerLink, list[int]] = {}
-        for i, link in enumerate(self._owners(hexes)):
-            groups.setdefault(link, []).append(i)
-        return groups
 
     def _run_all(self, jobs: Sequence[Callable[[], None]]) -> None:
         if len(jobs) == 1:
@@ -474,7 +405,7 @@ class Client:
         return None
 
     def _read_block(self, key: bytes, path: str, out: memoryview) -> Optional[int]:
-        link = self._owner(key)
+        link = self._servers.owner(key)
 
         def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
@@ -601,8 +532,7 @@ class Client:
         """Closes the connections and the worker threads."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
-        for link in self._links:
-            link.close()
+        self._servers.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -612,94 +542,6 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client({self.servers}, namespace={self.namespace!r})"
-
-
-class Pin:
-    """The leading cached blocks of a :meth:`Client.pin_prefix`, held by their servers until
-    :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
-
-    def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
-                 answers: dict[ServerLink, dict[str, Any]]) -> None:
-        self._client = client
-        #: The keys of the pinned blocks, in order.
-        self.keys = keys
-        self._slots = slots
-        self._answers = answers
-        self._released = False
-
-    @property
-    def present(self) -> int:
-        """How many leading keys are cached and pinned."""
-        return len(self._slots)
-
-    @property
-    def lengths(self) -> list[int]:
-        """The pinned blocks' lengths, in order."""
-        return [s[3] for s in self._slots]
-
-    def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
-        """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``.
-
-        Returns:
-            its length, or ``None`` if the pin was released or timed out, or its server is down.
-        """
-        if not 0 <= i < len(self._slots):
-            raise IndexError(f"block {i} of a pin of {len(self._slots)}")
-        link, lease, j, _ = self._slots[i]
-        out = writable_view(buffer)
-        c = self._client
-        return c._read_block(self.keys[i], f"{c._prefix}/leases/{lease}/blocks/{j}", out)
-
-    def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
-        """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""
-        if len(buffers) > self.present:
-            raise ValueError(f"{len(buffers)} buffers for {self.present} pinned blocks")
-        out: list[Optional[int]] = [None] * len(buffers)
-
-        def read(i: int) -> None:
-            out[i] = self.get_into(i, buffers[i])
-        self._client._run_all([partial(read, i) for i in range(len(buffers))])
-        return out
-
-    def release(self) -> None:
-        """Lets the servers drop the pinned blocks. Idempotent."""
-        if not self._released:
-            self._released = True
-            Pin._release_all(self._client, self._answers)
-
-    @staticmethod
-    def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
-        for link, answer in answers.items():
-            lease = answer.get("lease")
-            if not lease or not link.available():
-                continue
-
-            def handle(r: Response) -> None:
-                r.read()
-            try:
-                link.exchange("DELETE", f"{client._prefix}/leases/{lease}", handle)
-            except ConnectionFailed as e:
-                link.failed(e)
-
-    def __enter__(self) -> "Pin":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def __repr__(self) -> str:
-        return f"Pin(present={self.present})"
-
-
-def _prefix_length(hexes: Sequence[str], groups: dict[ServerLink, list[int]],
-                   present: dict[ServerLink, int]) -> int:
-    """The leading keys present, given how many of each server's own keys (in order) it has."""
-    first_missing = len(hexes)
-    for link, idx in groups.items():
-        n = present.get(link, 0)
-        if n < len(idx):
-            first_missing = min(first_missing, idx[n])
-    return first_missing
 
 
 def _skip(r: Response, length: int) -> None:
@@ -722,30 +564,3 @@ def _parse_checksum(header: str) -> Optional[int]:
     except ValueError:
         return None
     return struct.unpack(">I", raw)[0] if len(raw) == 4 else None
-
-
-def _parse_server(spec: str) -> tuple[str, str, int]:
-    """``(scheme or "", host, port)`` of ``host:port``, ``[v6]:port``, or an http(s) URL."""
-    scheme = ""
-    text = spec.strip()
-    m = re.fullmatch(r"(https?)://(.*?)/?", text)
-    if m:
-        scheme, text = m.group(1), m.group(2)
-    m = re.fullmatch(r"\[([0-9A-Fa-f:.%a-zA-Z]+)\](?::(\d+))?|([^:\[\]/]+)(?::(\d+))?", text)
-    if not m:
-        raise ValueError(f"server {spec!r} is not host:port")
-    host = m.group(1) or m.group(3)
-    port = int(m.group(2) or m.group(4) or _DEFAULT_PORT)
-    if not 0 < port < 65536:
-        raise ValueError(f"server {spec!r}: port {port} is out of range")
-    return scheme, host, port
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-

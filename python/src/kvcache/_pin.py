@@ -1,0 +1,100 @@
+"""A pinned prefix: :class:`Pin`."""
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from ._buffers import writable_view
+from ._http1 import Response
+from ._transport import ConnectionFailed, ServerLink
+
+if TYPE_CHECKING:
+    from .client import Buffer, Client
+
+
+class Pin:
+    """The leading cached blocks of a :meth:`Client.pin_prefix`, held by their servers until
+    :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
+
+    def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
+                 answers: dict[ServerLink, dict[str, Any]]) -> None:
+        self._client = client
+        #: The keys of the pinned blocks, in order.
+        self.keys = keys
+        self._slots = slots
+        self._answers = answers
+        self._released = False
+
+    @property
+    def present(self) -> int:
+        """How many leading keys are cached and pinned."""
+        return len(self._slots)
+
+    @property
+    def lengths(self) -> list[int]:
+        """The pinned blocks' lengths, in order."""
+        return [s[3] for s in self._slots]
+
+    def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
+        """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``.
+
+        Returns:
+            its length, or ``None`` if the pin was released or timed out, or its server is down.
+        """
+        if not 0 <= i < len(self._slots):
+            raise IndexError(f"block {i} of a pin of {len(self._slots)}")
+        link, lease, j, _ = self._slots[i]
+        out = writable_view(buffer)
+        c = self._client
+        return c._read_block(self.keys[i], f"{c._prefix}/leases/{lease}/blocks/{j}", out)
+
+    def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
+        """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""
+        if len(buffers) > self.present:
+            raise ValueError(f"{len(buffers)} buffers for {self.present} pinned blocks")
+        out: list[Optional[int]] = [None] * len(buffers)
+
+        def read(i: int) -> None:
+            out[i] = self.get_into(i, buffers[i])
+        self._client._run_all([partial(read, i) for i in range(len(buffers))])
+        return out
+
+    def release(self) -> None:
+        """Lets the servers drop the pinned blocks. Idempotent."""
+        if not self._released:
+            self._released = True
+            Pin._release_all(self._client, self._answers)
+
+    @staticmethod
+    def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
+        for link, answer in answers.items():
+            lease = answer.get("lease")
+            if not lease or not link.available():
+                continue
+
+            def handle(r: Response) -> None:
+                r.read()
+            try:
+                link.exchange("DELETE", f"{client._prefix}/leases/{lease}", handle)
+            except ConnectionFailed as e:
+                link.failed(e)
+
+    def __enter__(self) -> "Pin":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Pin(present={self.present})"
+
+
+def prefix_length(hexes: Sequence[str], groups: dict[ServerLink, list[int]],
+                   present: dict[ServerLink, int]) -> int:
+    """The leading keys present, given how many of each server's own keys (in order) it has."""
+    first_missing = len(hexes)
+    for link, idx in groups.items():
+        n = present.get(link, 0)
+        if n < len(idx):
+            first_missing = min(first_missing, idx[n])
+    return first_missing
