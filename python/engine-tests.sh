@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The engine tests: kvcache's adapters loaded by real engines (python/tests/engines). Makes one
+# venv per engine under python/target/engines, installs the engine from PyPI there (pip's cache
+# is reused between runs), builds the server jar if it is missing, and runs that engine's tests.
+#
+#   python/engine-tests.sh            # every engine
+#   python/engine-tests.sh sglang     # some of them
+#
+# torch comes from PyPI (its CUDA build, which runs on CPU): PyPI hosts no CPU-only build.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jar="$root/kvcache-server/target/kvcache-server.jar"
+torch_version=2.13.0
+[ -f "$jar" ] || (cd "$root" && ./mvnw -q -B -ntp -pl kvcache-server -am -DskipTests package)
+
+install() {  # venv, what to install
+  local venv=$1
+  case $2 in
+    sglang)
+      "$venv/bin/pip" install -q "torch==$torch_version" numpy pytest
+      # sglang's metadata pulls GPU kernels and servers the storage API does not need
+      "$venv/bin/pip" install -q --no-deps "sglang==0.5.23"
+      "$venv/bin/pip" install -q orjson pybase64 pillow ipython msgspec
+      ;;
+    *) echo "unknown engine: $2" >&2; exit 2 ;;
+  esac
+}
+
+status=0
+for engine in "${@:-sglang}"; do
+  venv="$root/python/target/engines/$engine"
+  if [ ! -f "$venv/.installed" ]; then
+    echo "== making the $engine environment in $venv (several minutes the first time)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    install "$venv" "$engine"
+    touch "$venv/.installed"
+  fi
+  "$venv/bin/pip" install -q --disable-pip-version-check "$root/python"
+  echo "== $engine tests"
+  (cd "$root/python" && KVCACHE_SERVER_JAR="$jar" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    "tests/engines/test_$engine.py") || status=1
+done
+exit $status
