@@ -10,17 +10,20 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jar="$root/kvcache-server/target/kvcache-server.jar"
-torch_version=2.13.0
 [ -f "$jar" ] || (cd "$root" && ./mvnw -q -B -ntp -pl kvcache-server -am -DskipTests package)
 
 install() {  # venv, what to install
   local venv=$1
   case $2 in
     sglang)
-      "$venv/bin/pip" install -q "torch==$torch_version" numpy pytest
-      # sglang's metadata pulls GPU kernels and servers the storage API does not need
+      # sglang's own requirements pull GPU kernels and serving stacks its storage API does not
+      # use: install it without them, and what importing its HiCache modules needs
+      "$venv/bin/pip" install -q "torch==2.14.1" torchvision numpy pytest
       "$venv/bin/pip" install -q --no-deps "sglang==0.5.23"
-      "$venv/bin/pip" install -q orjson pybase64 pillow ipython msgspec
+      "$venv/bin/pip" install -q "transformers==5.19.0" "tokenizers==0.23.2" \
+        "apache-tvm-ffi==0.1.11" "compressed-tensors==0.18.0" "sentencepiece==0.2.1" \
+        orjson pybase64 pillow ipython msgspec requests starlette pydantic pyzmq tqdm aiohttp \
+        dill gguf
       ;;
     *) echo "unknown engine: $2" >&2; exit 2 ;;
   esac
@@ -33,8 +36,13 @@ for engine in "${@:-sglang}"; do
     echo "== making the $engine environment in $venv (several minutes the first time)"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --upgrade pip
-    install "$venv" "$engine"
+    log="$venv-install.log"
+    # pip lists the engine's requirements left out on purpose as conflicts: kept in the log
+    if ! (set -e; "$venv/bin/pip" install -q --upgrade pip; install "$venv" "$engine") > "$log" 2>&1; then
+      tail -30 "$log"
+      echo "installing $engine failed: $log" >&2
+      exit 1
+    fi
     touch "$venv/.installed"
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check "$root/python"

@@ -1,0 +1,136 @@
+"""kvcache.sglang inside SGLang: SGLang's own backend factory loads it from the documented
+extra config, and its contract runs against a real server with SGLang's real host memory pool (the
+CPU build of the pool the HiCache controller reads into and writes from)."""
+import hashlib
+import logging
+
+import pytest
+
+from conftest import KvServer, ram_only
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sglang")
+
+from sglang.srt.mem_cache.device_pool_info import KVBufferLayout, KVBuffers, MHABufferInfo  # noqa: E402
+from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig  # noqa: E402
+from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost  # noqa: E402
+from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory  # noqa: E402
+
+LAYERS, HEADS, HEAD_DIM, PAGE = 2, 2, 64, 16
+CAPACITY = 256
+
+
+def host_pool(layout="page_first"):
+    """SGLang's MHA host pool for a 2-layer bf16 model, over CPU 'device' buffers."""
+    k = tuple(torch.zeros(CAPACITY + PAGE, HEADS, HEAD_DIM, dtype=torch.bfloat16) for _ in range(LAYERS))
+    v = tuple(torch.zeros(CAPACITY + PAGE, HEADS, HEAD_DIM, dtype=torch.bfloat16) for _ in range(LAYERS))
+    buffers = KVBuffers(k=k, v=v, layout=KVBufferLayout.NHD,
+                        k_data_ptrs=torch.tensor([t.data_ptr() for t in k], dtype=torch.uint64),
+                        v_data_ptrs=torch.tensor([t.data_ptr() for t in v], dtype=torch.uint64))
+    info = MHABufferInfo(buffers=buffers, page_size=PAGE, head_num=HEADS, head_dim=HEAD_DIM,
+                         v_head_dim=HEAD_DIM, dtype=torch.bfloat16, device=torch.device("cpu"))
+    return MHATokenToKVPoolHost(info, 2.0, 0, PAGE, layout, pin_memory=False, device="cpu",
+                                device_capacity_tokens=CAPACITY, start_layer=0, end_layer=LAYERS)
+
+
+def backend(server, host, tp_rank=0, v1=True):
+    """The backend as SGLang's HiCache controller makes it: the factory, then the host pool."""
+    config = HiCacheStorageConfig(
+        tp_rank=tp_rank, tp_size=2, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+        is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+        model_name="tiny-llama",
+        extra_config={"backend_name": "kvcache", "module_path": "kvcache.sglang",
+                      "class_name": "KvcacheHiCacheStorage", "interface_v1": 1 if v1 else 0,
+                      "servers": [server.address], "timeout": 5})
+    b = StorageBackendFactory.create_backend("dynamic", config, host)
+    b.register_mem_pool_host(host)
+    return b
+
+
+def page_hashes(n, salt=b""):
+    """Chained SHA-256 hex page names, as SGLang gives them."""
+    out, prev = [], b"" + salt
+    for i in range(n):
+        prev = hashlib.sha256(prev + i.to_bytes(4, "little")).digest()
+        out.append(prev.hex())
+    return out
+
+
+def slots(pages, first=0):
+    """Host-pool token slots of ``pages`` whole pages from page ``first``, as the controller passes."""
+    return torch.arange(first * PAGE, (first + pages) * PAGE, dtype=torch.int64)
+
+
+@pytest.fixture(scope="module")
+def kv():
+    s = KvServer(ram_only()).start()
+    yield s
+    s.stop()
+
+
+def test_the_factory_loads_it_and_pages_round_trip_in_place(kv):
+    import kvcache.sglang
+    host = host_pool()
+    b = backend(kv, host)
+    assert isinstance(b, kvcache.sglang.KvcacheHiCacheStorage) and isinstance(b, HiCacheStorage)
+    assert b.parts == 2  # K and V of a page_first MHA page
+    keys = page_hashes(5)
+    host.kv_buffer.copy_(torch.randn(host.kv_buffer.shape).to(torch.bfloat16))
+    src = slots(5)
+    before = [host.get_data_page(int(src[i * PAGE]), flat=True).clone() for i in range(5)]
+    assert b.batch_set_v1(keys, src) == [True] * 5
+    assert b.batch_exists(keys + page_hashes(1, b"other")) == 5
+    assert b.batch_exists(page_hashes(1, b"other") + keys) == 0
+    assert b.exists(keys[0]) and not b.exists(page_hashes(1, b"x")[0])
+
+    dst = slots(5, first=8)  # other host slots, as a prefetch would get
+    for i in range(5):
+        host.get_data_page(int(dst[i * PAGE]), flat=False).zero_()
+    assert b.batch_get_v1(keys, dst) == [True] * 5
+    for i in range(5):
+        assert torch.equal(host.get_data_page(int(dst[i * PAGE]), flat=True), before[i])
+
+    # a page missing in the middle: leading hits, then misses
+    b.client.delete(b._keys([keys[2]])[1])
+    assert b.batch_exists(keys) == 2
+    assert b.batch_get_v1(keys, dst)[:3] == [True, True, False]
+
+
+def test_ranks_and_models_do_not_share_pages(kv):
+    host = host_pool()
+    rank0, rank1 = backend(kv, host, tp_rank=0), backend(kv, host, tp_rank=1)
+    keys = page_hashes(2, b"ranks")
+    assert rank0.batch_set_v1(keys, slots(2)) == [True, True]
+    assert rank0.batch_exists(keys) == 2
+    assert rank1.batch_exists(keys) == 0
+    assert rank1.batch_get_v1(keys, slots(2, first=4)) == [False, False]
+
+
+def test_the_v0_interface_with_flat_pages(kv):
+    host = host_pool()
+    b = backend(kv, host, v1=False)
+    keys = page_hashes(3, b"v0")
+    pages = [torch.randn(host.get_dummy_flat_data_page().shape).to(torch.bfloat16) for _ in keys]
+    assert b.batch_set(keys, pages) is True
+    assert b.batch_exists(keys) == 3
+    got = b.batch_get(keys + page_hashes(1, b"none"))
+    assert all(torch.equal(g, p) for g, p in zip(got[:3], pages)) and got[3] is None
+    target = host.get_dummy_flat_data_page()
+    assert torch.equal(b.get(keys[1], target), pages[1])
+    assert b.set(keys[0], pages[0]) is True
+    with pytest.raises(NotImplementedError):
+        b.clear()
+
+
+def test_a_server_that_goes_away_is_misses_and_failed_writes(caplog):
+    caplog.set_level(logging.WARNING)
+    s = KvServer(ram_only()).start()
+    host = host_pool()
+    b = backend(s, host)
+    keys = page_hashes(2, b"gone")
+    assert b.batch_set_v1(keys, slots(2)) == [True, True]
+    s.stop()
+    assert b.batch_exists(keys) == 0
+    assert b.batch_get_v1(keys, slots(2, first=4)) == [False, False]
+    assert b.batch_set_v1(keys, slots(2)) == [False, False]
+    b.close()
