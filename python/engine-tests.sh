@@ -25,12 +25,17 @@ install() {  # venv, what to install
         orjson pybase64 pillow ipython msgspec requests starlette pydantic pyzmq tqdm aiohttp \
         dill gguf
       ;;
+    lmcache)
+      "$venv/bin/pip" install -q "torch==2.13.0" "lmcache==0.5.6" pytest
+      ;;
     *) echo "unknown engine: $2" >&2; exit 2 ;;
   esac
 }
 
 status=0
-for engine in "${@:-sglang}"; do
+engines=("$@")
+[ ${#engines[@]} -gt 0 ] || engines=(sglang lmcache)
+for engine in "${engines[@]}"; do
   venv="$root/python/target/engines/$engine"
   if [ ! -f "$venv/.installed" ]; then
     echo "== making the $engine environment in $venv (several minutes the first time)"
