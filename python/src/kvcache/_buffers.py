@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _torch_view(obj: Any, writable: bool) -> Any:
+def _torch_view(obj: Any) -> Any:
     """A numpy view of a CPU torch tensor's bytes (torch tensors have no buffer protocol)."""
     if obj.device.type != "cpu":
         raise TypeError(f"a {obj.device.type} tensor: kvcache reads and writes host memory; "
@@ -17,7 +17,7 @@ def _torch_view(obj: Any, writable: bool) -> Any:
 
 def _flat(obj: Any, writable: bool) -> memoryview:
     if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
-        obj = _torch_view(obj, writable)
+        obj = _torch_view(obj)
     try:
         view = memoryview(obj)
     except TypeError:

@@ -188,27 +188,7 @@ class Connection:
                 return Response(self, method, status, headers, will_close)
 
     def _read_head(self) -> tuple[int, dict[str, str], bool]:
-        assert self.sock is not None
-        while True:
-            end = self._buf.find(b"\r\n\r\n", self._start, self._end)
-            if end >= 0:
-                break
-            if self._end - self._start >= _MAX_HEAD:
-                raise BadAnswer("an answer head over 64 KiB")
-            if self._start and self._end == len(self._buf):
-                del self._buf[:self._start]  # keep what is unread at the front
-                self._end -= self._start
-                self._start = 0
-            if self._end == len(self._buf):
-                self._buf.extend(bytes(_HEAD_READ))
-            n = self.sock.recv_into(memoryview(self._buf)[self._end:])
-            if not n:
-                raise ShortRead("the connection closed before an answer")
-            self._end += n
-        head = bytes(self._buf[self._start:end]).decode("latin-1")
-        self._start = end + 4
-        if self._start == self._end:
-            self._start = self._end = 0
+        head = self._read_until(b"\r\n\r\n", "an answer head").decode("latin-1")
         lines = head.split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
@@ -242,20 +222,33 @@ class Connection:
             n += got
         return n
 
-    def _read_line(self) -> bytes:
+    def _read_until(self, delimiter: bytes, what: str) -> bytes:
+        """The bytes of ``what`` up to ``delimiter`` (at most 64 KiB), read past it."""
+        assert self.sock is not None
         while True:
-            i = self._buf.find(b"\r\n", self._start, self._end)
-            if i >= 0:
-                line = bytes(self._buf[self._start:i])
-                self._start = i + 2
-                return line
+            end = self._buf.find(delimiter, self._start, self._end)
+            if end >= 0:
+                break
+            if self._end - self._start >= _MAX_HEAD:
+                raise BadAnswer(f"{what} over 64 KiB")
+            if self._start and self._end == len(self._buf):
+                del self._buf[:self._start]  # keep what is unread at the front
+                self._end -= self._start
+                self._start = 0
             if self._end == len(self._buf):
                 self._buf.extend(bytes(_HEAD_READ))
-            assert self.sock is not None
-            got = self.sock.recv_into(memoryview(self._buf)[self._end:])
-            if not got:
-                raise ShortRead("the connection closed inside a chunked body")
-            self._end += got
+            n = self.sock.recv_into(memoryview(self._buf)[self._end:])
+            if not n:
+                raise ShortRead(f"the connection closed before {what} was whole")
+            self._end += n
+        found = bytes(self._buf[self._start:end])
+        self._start = end + len(delimiter)
+        if self._start == self._end:
+            self._start = self._end = 0
+        return found
+
+    def _read_line(self) -> bytes:
+        return self._read_until(b"\r\n", "a line of a chunked body")
 
     def _read_chunked(self) -> bytes:
         out = bytearray()

@@ -65,7 +65,8 @@ class ServerLink:
         """False while the server is left alone after a failure."""
         return not self._down or time.monotonic() >= self._down_until
 
-    def _failed(self, reason: BaseException) -> None:
+    def failed(self, reason: BaseException) -> None:
+        """Marks the server down for its back-off (it failed a request, or its retry)."""
         with self._lock:
             now = time.monotonic()
             if self._down and now < self._down_until:
@@ -175,10 +176,6 @@ class ServerLink:
         else:
             conn.close()
         return result
-
-    def failed(self, reason: BaseException) -> None:
-        """Marks the server down for its back-off (it failed a request, or its retry)."""
-        self._failed(reason)
 
     def error(self, response: Response) -> ServerError:
         """The exception for an error answer; reads its (small) body."""
