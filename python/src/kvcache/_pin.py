@@ -46,7 +46,7 @@ class Pin:
         link, lease, j, _ = self._slots[i]
         out = writable_view(buffer)
         c = self._client
-        return c._read_block(self.keys[i], f"{c._prefix}/leases/{lease}/blocks/{j}", out)
+        return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out)
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""

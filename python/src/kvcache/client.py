@@ -150,7 +150,12 @@ class Client:
 
     def server_for(self, key: KeyLike) -> str:
         """The server (``host:port``) that holds ``key``."""
-        return self._servers.owner(bytes.fromhex(key_hex(key))).name
+        return self._route(key)[1].name
+
+    def _route(self, key: KeyLike) -> tuple[str, ServerLink]:
+        """The key's hex digits, validated, and the server that holds it."""
+        hexkey = key_hex(key)
+        return hexkey, self._servers.owner(bytes.fromhex(hexkey))
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -173,9 +178,8 @@ class Client:
             RequestError: any other refusal (a ``checksum-mismatch`` if the buffer changed while
                 it was sent).
         """
-        hexkey = key_hex(key)
+        hexkey, link = self._route(key)
         view = readable_view(data)
-        link = self._servers.owner(bytes.fromhex(hexkey))
         if not link.available():
             return PutStatus.NOT_STORED
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(view))}
@@ -213,14 +217,13 @@ class Client:
             AuthError, ForbiddenError, UnknownNamespaceError: the server refused the request.
             ProtocolError: the server announced inconsistent lengths.
         """
-        hexkey = key_hex(key)
+        hexkey, link = self._route(key)
         out = writable_view(buffer)
-        return self._read_block(bytes.fromhex(hexkey), f"{self._prefix}/blocks/{hexkey}", out)
+        return self._read_block(link, f"{self._prefix}/blocks/{hexkey}", out)
 
     def get(self, key: KeyLike) -> Optional[bytes]:
         """The bytes of ``key``'s block, or ``None`` on a miss (as :meth:`get_into`)."""
-        hexkey = key_hex(key)
-        link = self._servers.owner(bytes.fromhex(hexkey))
+        hexkey, link = self._route(key)
 
         def handle(r: Response) -> tuple[Optional[bytes], bool]:
             length = self._block_length(r, link)
@@ -234,8 +237,7 @@ class Client:
 
     def head(self, key: KeyLike) -> Optional[int]:
         """The length of ``key``'s block, or ``None`` if it is not cached (or its server is down)."""
-        hexkey = key_hex(key)
-        link = self._servers.owner(bytes.fromhex(hexkey))
+        hexkey, link = self._route(key)
 
         def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
@@ -252,8 +254,7 @@ class Client:
         Raises:
             ServerUnavailableError: its server is down or failed, so the block may still be there.
         """
-        hexkey = key_hex(key)
-        link = self._servers.owner(bytes.fromhex(hexkey))
+        hexkey, link = self._route(key)
         if not link.available():
             raise ServerUnavailableError(link.name, "left alone after a failure")
 
@@ -404,9 +405,7 @@ class Client:
                 return value
         return None
 
-    def _read_block(self, key: bytes, path: str, out: memoryview) -> Optional[int]:
-        link = self._servers.owner(key)
-
+    def _read_block(self, link: ServerLink, path: str, out: memoryview) -> Optional[int]:
         def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
             if length is None:
