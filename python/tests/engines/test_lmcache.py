@@ -64,16 +64,10 @@ def bits(bitmap, n):
     return [bitmap.test(i) for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def kv():
-    s = KvServer(ram_only()).start()
-    yield s
-    s.stop()
 
-
-def test_the_factory_loads_it_and_chunks_round_trip(kv):
+def test_the_factory_loads_it_and_chunks_round_trip(server):
     import kvcache.lmcache
-    a = adapter(kv)
+    a = adapter(server)
     try:
         assert isinstance(a._client, kvcache.lmcache.KvcacheNativeConnector)
         ks = keys(4)
@@ -104,8 +98,8 @@ def test_the_factory_loads_it_and_chunks_round_trip(kv):
         a.close()
 
 
-def test_ranks_are_looked_up_separately(kv):
-    a = adapter(kv)
+def test_ranks_are_looked_up_separately(server):
+    a = adapter(server)
     try:
         r0, r1 = keys(2, rank=0, salt=b"r"), keys(2, rank=1, salt=b"r")
         stored(a, a.submit_store_task(r0 + r1[:1], [memory_obj(torch.ones(1000, dtype=torch.uint8)) for _ in range(3)]))

@@ -61,17 +61,11 @@ def slots(pages, first=0):
     return torch.arange(first * PAGE, (first + pages) * PAGE, dtype=torch.int64)
 
 
-@pytest.fixture(scope="module")
-def kv():
-    s = KvServer(ram_only()).start()
-    yield s
-    s.stop()
 
-
-def test_the_factory_loads_it_and_pages_round_trip_in_place(kv):
+def test_the_factory_loads_it_and_pages_round_trip_in_place(server):
     import kvcache.sglang
     host = host_pool()
-    b = backend(kv, host)
+    b = backend(server, host)
     assert isinstance(b, kvcache.sglang.KvcacheHiCacheStorage) and isinstance(b, HiCacheStorage)
     assert b.parts == 2  # K and V of a page_first MHA page
     keys = page_hashes(5)
@@ -96,9 +90,9 @@ def test_the_factory_loads_it_and_pages_round_trip_in_place(kv):
     assert b.batch_get_v1(keys, dst)[:3] == [True, True, False]
 
 
-def test_ranks_and_models_do_not_share_pages(kv):
+def test_ranks_and_models_do_not_share_pages(server):
     host = host_pool()
-    rank0, rank1 = backend(kv, host, tp_rank=0), backend(kv, host, tp_rank=1)
+    rank0, rank1 = backend(server, host, tp_rank=0), backend(server, host, tp_rank=1)
     keys = page_hashes(2, b"ranks")
     assert rank0.batch_set_v1(keys, slots(2)) == [True, True]
     assert rank0.batch_exists(keys) == 2
@@ -106,9 +100,9 @@ def test_ranks_and_models_do_not_share_pages(kv):
     assert rank1.batch_get_v1(keys, slots(2, first=4)) == [False, False]
 
 
-def test_the_v0_interface_with_flat_pages(kv):
+def test_the_v0_interface_with_flat_pages(server):
     host = host_pool()
-    b = backend(kv, host, v1=False)
+    b = backend(server, host, v1=False)
     keys = page_hashes(3, b"v0")
     pages = [torch.randn(host.get_dummy_flat_data_page().shape).to(torch.bfloat16) for _ in keys]
     assert b.batch_set(keys, pages) is True
