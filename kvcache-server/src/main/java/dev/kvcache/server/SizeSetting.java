@@ -14,17 +14,19 @@ final class SizeSetting {
    * @throws IllegalArgumentException naming the setting, if the value is malformed or too small
    */
   static long bytes(String name, String value, long min) {
-    long n = TierSettings.of(Map.of(name, value)).bytes(name);
+    return atLeast(name, value, TierSettings.of(Map.of(name, value)).bytes(name), min);
+  }
+
+  /** As {@link #bytes}, below 2 GiB. */
+  static int intBytes(String name, String value, int min) {
+    return (int) atLeast(name, value, TierSettings.of(Map.of(name, value)).intBytes(name, 0), min);
+  }
+
+  private static long atLeast(String name, String value, long n, long min) {
     if (n < min) {
       throw new IllegalArgumentException(
           "setting '" + name + "' is '" + value + "': it must be at least " + min + " bytes");
     }
     return n;
-  }
-
-  /** As {@link #bytes}, below 2 GiB. */
-  static int intBytes(String name, String value, int min) {
-    TierSettings.of(Map.of(name, value)).intBytes(name, 0);
-    return (int) bytes(name, value, min);
   }
 }
