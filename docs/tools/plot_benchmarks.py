@@ -25,9 +25,12 @@ def load(results_dir):
     for name in sorted(os.listdir(results_dir)):
         if name.endswith(".json"):
             with open(os.path.join(results_dir, name)) as f:
-                for r in json.load(f):
-                    r["file"] = name
-                    rows.append(r)
+                data = json.load(f)
+            if not isinstance(data, list):  # not JMH's: read by the function for its file
+                continue
+            for r in data:
+                r["file"] = name
+                rows.append(r)
     return rows
 
 
@@ -1123,6 +1126,61 @@ def python_client_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def vllm_ttft_tables(results_dir, out, img):
+    """A real vLLM engine's time to first token with its prompt's KV loaded from kvcache-server,
+    against computing it (python/benchmarks/vllm_ttft.py: vllm-ttft.json), and reads beside a
+    thread that keeps the GIL busy (python/benchmarks/busy_gil.py: python-busy-gil.json)."""
+    path = os.path.join(results_dir, "vllm-ttft.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            run = json.load(f)
+        m = run["model"]
+        out.append(f"\n### vLLM: time to first token, loaded from kvcache-server or computed "
+                   f"({m['layers']} layers, {m['kv_heads']} KV heads, {m['kv_bytes_per_token'] // 1024} "
+                   f"KiB of KV per token, {m['block_tokens']} tokens per block)\n")
+        out.append("| server | prompt tokens | computed s | loaded s | loaded / computed | saved s | "
+                   "KV loaded MB | load GB/s | lookup wait s | transfer s | copy into vLLM s |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in run["runs"]:
+            out.append(f"| {r['server']}{' (page cache dropped)' if r['page_cache_dropped'] else ''} | "
+                       f"{r['tokens']:,} | {r['ttft_computed_s']:.3f} | {r['ttft_loaded_s']:.3f} | "
+                       f"**{r['ratio']:.3f}** | {r['saved_s']:.2f} | {r['bytes_loaded'] / 1e6:,.0f} | "
+                       f"{r['load_gbps']:.2f} | {r['lookup_s']:.3f} | {r['transfer_s']:.3f} | {r['copy_s']:.3f} |")
+        servers = sorted({r["server"] for r in run["runs"]}, reverse=True)
+        tokens = sorted({r["tokens"] for r in run["runs"]})
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        x = range(len(tokens))
+        by = {(r["server"], r["tokens"]): r for r in run["runs"]}
+        bars = [("computed", "tab:gray", lambda t: by[(servers[0], t)]["ttft_computed_s"])]
+        bars += [(f"loaded from kvcache-server ({s})", c, (lambda s: lambda t: by[(s, t)]["ttft_loaded_s"])(s))
+                 for s, c in zip(servers, ("tab:blue", "tab:orange"))]
+        width = 0.8 / len(bars)
+        for i, (label, color, value) in enumerate(bars):
+            ax.bar([xi + (i - (len(bars) - 1) / 2) * width for xi in x], [value(t) for t in tokens],
+                   width, label=label, color=color)
+        ax.set_yscale("log")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([f"{t:,} tokens" for t in tokens])
+        ax.set_ylabel("time to first token, s (log)")
+        ax.set_title("vLLM on CPU: the prompt's KV loaded from kvcache-server or computed")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(img, "vllm-ttft.png"), dpi=110)
+        plt.close(fig)
+    path = os.path.join(results_dir, "python-busy-gil.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            run = json.load(f)
+        out.append(f"\n### Reads of {run['blocks']} blocks of {size_label(run['block_bytes'])} beside a "
+                   f"thread that keeps the GIL busy (MB/s, best of {run['rounds']})\n")
+        out.append("| busy thread | switch interval | one at a time (pin) | batch GETs |")
+        out.append("|---|---:|---:|---:|")
+        for r in run["rows"]:
+            out.append(f"| {'yes' if r['busy_thread'] else 'no'} | {r['switch_interval_s'] * 1000:g} ms | "
+                       f"{r['one_at_a_time_mb_s']:,.0f} | {r['batch_mb_s']:,.0f} |")
+
+
 def gbps_table(out, title, data, columns, names, ratios):
     """A table of GB/s by block size (rows) and column, data keyed (column, size), then the ratios
     named by (numerator, denominator, heading)."""
@@ -1250,6 +1308,7 @@ def main():
                   lambda n: f"{n} event loop{'s' if n > 1 else ''}", "Event-loop threads")
     client_tables(results_dir, out, img)
     python_client_tables(results_dir, out, img)
+    vllm_ttft_tables(results_dir, out, img)
     wire_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")

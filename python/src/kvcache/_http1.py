@@ -11,7 +11,6 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import struct
 from typing import Any, Mapping, Optional
 
 #: Bytes read at a time while looking for the end of an answer's head.
@@ -121,16 +120,7 @@ class Connection:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._tls is not None:
                 sock = self._tls.wrap_socket(sock, server_hostname=self._server_name)
-                sock.settimeout(self._timeout)
-            else:
-                # Blocking, with the kernel keeping the timeout: a body then arrives by one
-                # recv(MSG_WAITALL), which takes the GIL back once, instead of one recv per few
-                # dozen KiB, each waiting for the GIL anew. In a process whose other threads
-                # keep the GIL busy (an engine's scheduler loop) that was 9x slower.
-                sock.settimeout(None)
-                limit = struct.pack("ll", int(self._timeout), int(self._timeout % 1 * 1e6))
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+            sock.settimeout(self._timeout)
         except BaseException:
             sock.close()
             raise
@@ -225,9 +215,8 @@ class Connection:
             if self._start == self._end:
                 self._start = self._end = 0
         assert self.sock is not None
-        flags = 0 if self._tls is not None else socket.MSG_WAITALL
         while n < len(view):
-            got = self.sock.recv_into(view[n:], 0, flags)
+            got = self.sock.recv_into(view[n:])
             if not got:
                 break
             n += got

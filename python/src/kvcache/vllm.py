@@ -68,7 +68,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             for the whole engine process (:func:`sys.setswitchinterval`; Python's own is 0.005);
             0 leaves it alone. While a request waits for its blocks, vLLM's engine loop keeps the
             GIL busy, and each socket call of the tier's threads waits up to the interval to get
-            it back: with 0.0002, blocks load 7x faster (``docs/engines.md``).
+            it back: with 0.0002, blocks load 11x faster (``docs/engines.md``).
     """
 
     medium: ClassVar[Medium] = Medium.STORAGE
