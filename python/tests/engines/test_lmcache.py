@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import KvServer, ram_only
+from conftest import KvServer, ram_only, wait_until
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("lmcache")
@@ -123,3 +123,115 @@ def test_a_server_that_goes_away_is_misses():
         assert bits(wait(a.query_load_result, a.submit_load_task(ks, out)), 2) == [False, False]
     finally:
         a.close()
+
+
+# -- in process: the remote storage plugin ------------------------------------------------------
+
+LAYERS, CHUNK_TOKENS, KV_HEADS, HEAD = 2, 16, 2, 64
+
+
+@pytest.fixture
+def plugin_backends(server, tmp_path):
+    """LMCache's own storage-backend factory, given the documented configuration file: the
+    local CPU backend and the remote backend of the ``kvcache`` plugin, on an event loop of its
+    own as LMCache's storage manager runs them."""
+    import asyncio
+    import threading
+
+    from lmcache.v1.config import LMCacheEngineConfig
+    from lmcache.v1.metadata import LMCacheMetadata
+    from lmcache.v1.storage_backend import CreateStorageBackends
+
+    path = tmp_path / "lmcache.yaml"
+    path.write_text(f"""chunk_size: {CHUNK_TOKENS}
+local_cpu: true
+max_local_cpu_size: 0.05
+remote_storage_plugins: ["kvcache"]
+extra_config:
+  remote_storage_plugin.kvcache.module_path: kvcache.lmcache
+  remote_storage_plugin.kvcache.class_name: KvcacheConnectorAdapter
+  remote_storage_plugin.kvcache.servers: "{server.address}"
+  remote_storage_plugin.kvcache.timeout: 5
+""")
+    config = LMCacheEngineConfig.from_file(str(path))
+    metadata = LMCacheMetadata(model_name="tiny-llama", world_size=1, local_world_size=1,
+                               worker_id=0, local_worker_id=0, kv_dtype=torch.bfloat16,
+                               kv_shape=(LAYERS, 2, CHUNK_TOKENS, KV_HEADS, HEAD))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    backends = CreateStorageBackends(config, metadata, loop)
+    yield backends
+    for b in reversed(list(backends.values())):
+        b.close()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+
+
+def engine_keys(n, salt=b""):
+    from lmcache.utils import CacheEngineKey
+    return [CacheEngineKey(model_name="tiny-llama", world_size=1, worker_id=0,
+                           chunk_hash=int.from_bytes(hashlib.sha256(salt + bytes([i])).digest()[:8], "big"),
+                           dtype=torch.bfloat16) for i in range(n)]
+
+
+def kv_chunk(cpu, tokens=CHUNK_TOKENS, seed=0):
+    """A memory object of LMCache's allocator holding random KV of ``tokens`` tokens."""
+    from lmcache.v1.memory_management import MemoryFormat
+    obj = cpu.allocate([torch.Size([2, LAYERS, tokens, KV_HEADS * HEAD])], [torch.bfloat16],
+                       MemoryFormat.KV_2LTD)
+    g = torch.Generator().manual_seed(seed)
+    obj.tensor.copy_(torch.randn(obj.tensor.shape, generator=g).to(torch.bfloat16))
+    return obj
+
+
+def test_the_plugin_loads_and_chunks_round_trip(plugin_backends):
+    import kvcache.lmcache
+    remote = plugin_backends["RemoteBackend-kvcache"]
+    cpu = plugin_backends["LocalCPUBackend"]
+    assert isinstance(remote.connection._connector, kvcache.lmcache.KvcacheRemoteConnector)
+    ks = engine_keys(3, b"round")
+    objs = [kv_chunk(cpu, seed=i) for i in range(3)]
+    expected = [bytes(o.byte_array) for o in objs]
+    remote.batched_submit_put_task(ks, objs)
+    assert wait_until(lambda: remote.batched_contains(ks) == 3)
+
+    got = remote.batched_get_blocking(ks)
+    assert [bytes(o.byte_array) for o in got] == expected
+    for o in got:
+        o.ref_count_down()
+    one = remote.get_blocking(ks[1])
+    assert bytes(one.byte_array) == expected[1]
+    one.ref_count_down()
+
+    # a partial last chunk comes back with its own token count
+    partial = kv_chunk(cpu, tokens=5, seed=9)
+    pk = engine_keys(1, b"partial")
+    want = bytes(partial.byte_array)
+    remote.batched_submit_put_task(pk, [partial])
+    assert wait_until(lambda: remote.contains(pk[0]))
+    back = remote.get_blocking(pk[0])
+    assert back.meta.shape[2] == 5 and bytes(back.byte_array) == want
+    back.ref_count_down()
+
+    # a prefix, never a false hit; delete
+    probe = ks[:1] + engine_keys(1, b"absent") + ks[1:]
+    assert remote.batched_contains(probe) == 1
+    assert remote.remove(ks[0])
+    assert remote.batched_contains(ks) == 0
+    assert remote.get_blocking(ks[0]) is None
+
+
+def test_the_plugin_without_its_server_is_misses(plugin_backends, server):
+    remote = plugin_backends["RemoteBackend-kvcache"]
+    cpu = plugin_backends["LocalCPUBackend"]
+    ks = engine_keys(2, b"gone")
+    remote.batched_submit_put_task(ks, [kv_chunk(cpu, seed=i) for i in range(2)])
+    assert wait_until(lambda: remote.batched_contains(ks) == 2)
+    server.stop()
+    try:
+        assert remote.batched_contains(ks) == 0
+        assert remote.batched_get_blocking(ks) == [None, None]
+        assert not remote.contains(ks[0])
+    finally:
+        server.start()
