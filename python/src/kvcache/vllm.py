@@ -228,7 +228,6 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
         super().__init__(tier_type=tier_type)
 
     def batch_lookup(self, keys: list[OffloadKey], req_context: ReqContext) -> list[bool]:
-        tier = self._tier
         by_group: dict[bytes, list[int]] = defaultdict(list)
         for i, key in enumerate(keys):
             by_group[bytes(key[-4:])].append(i)
