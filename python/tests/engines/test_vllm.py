@@ -174,3 +174,100 @@ def test_engine_keeps_serving_without_the_server(llm, server):
         assert time.monotonic() < deadline, "the tier was not used again after the server came back"
         seed += 1
         time.sleep(1)
+
+
+# -- the tier's contract, driven as vLLM's tiering manager drives it ----------------------------
+
+def tier_under_test(server, rows, chunk):
+    """A KvcacheTier over a host tier of ``rows`` chunks of ``chunk`` bytes, as vLLM's secondary
+    tier factory makes it, and its memory as a numpy array."""
+    import types
+
+    import numpy as np
+    from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig,
+                                           OffloadingModelConfig, OffloadingParallelConfig)
+    from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
+
+    config = OffloadingConfig(
+        groups=(), worker_kv_bytes_per_block=chunk, enable_kv_cache_events=False, extra_config={},
+        engine_id="test", model=OffloadingModelConfig(name="tiny-llama", dtype="bfloat16"),
+        cache=OffloadingCacheConfig(tokens_per_hash=BLOCK_TOKENS, blocks_per_chunk=1),
+        parallel=OffloadingParallelConfig(rank=0, world_size=1, tp_size=1, pp_size=1, pcp_size=1,
+                                          dcp_size=1, data_parallel_index=0, data_parallel_size=1,
+                                          data_parallel_rank_local=None,
+                                          is_parallelism_agnostic=False))
+    memory = np.zeros((rows, chunk), dtype=np.uint8)
+    tier = SecondaryTierFactory.create_secondary_tier(
+        {"type": "KvcacheTier", "module_path": "kvcache.vllm", "servers": [server.address],
+         "timeout": 5}, memoryview(memory), types.SimpleNamespace(config=config))
+    return tier, memory
+
+
+def finished(tier, job_id):
+    results = []
+    assert wait_until(lambda: results.extend(tier.get_finished_jobs()) or
+                      any(r.job_id == job_id for r in results))
+    return next(r for r in results if r.job_id == job_id)
+
+
+def looked_up(tier, keys, ctx):
+    """vLLM's scheduler: ``lookup`` each key, end the step, and in later steps ask again until
+    answered."""
+    from vllm.v1.kv_offload.base import LookupResult, ScheduleEndContext
+    answers = [tier.lookup(k, ctx) for k in keys]
+    assert set(answers) == {LookupResult.RETRY}  # never blocks on the network
+
+    def step():
+        tier.on_schedule_end(ScheduleEndContext((), ()))
+        return tier.lookup(keys[0], ctx) is not LookupResult.RETRY
+    assert wait_until(step)
+    return [tier.lookup(k, ctx) for k in keys]
+
+
+def test_tier_loads_pinned_blocks_deleted_after_the_lookup(server):
+    import hashlib
+
+    import numpy as np
+    from vllm.v1.kv_offload.base import LookupResult, ReqContext, make_offload_key
+    from vllm.v1.kv_offload.tiering.base import TransferJob
+
+    n, chunk = 8, 64 << 10
+    tier, memory = tier_under_test(server, 2 * n, chunk)
+    try:
+        keys = [make_offload_key(hashlib.sha256(b"contract" + bytes([i])).digest(), 0) for i in range(n)]
+        memory[:n] = np.random.default_rng(0).integers(0, 256, (n, chunk), dtype=np.uint8)
+        ctx = ReqContext(req_id="r1")
+        tier.submit_store(TransferJob(1, keys, np.arange(n), False, ctx))
+        assert finished(tier, 1).success
+
+        assert looked_up(tier, keys, ctx) == [LookupResult.HIT] * n
+        # the server loses two blocks between the lookup and the load: the pin still has them
+        for k in keys[2:4]:
+            assert tier.client.delete(tier.block_key(k))
+        tier.submit_load(TransferJob(2, keys, np.arange(n, 2 * n), True, ctx))
+        result = finished(tier, 2)
+        assert result.success and result.transfer_bytes == n * chunk
+        assert np.array_equal(memory[n:], memory[:n])
+        # all its blocks loaded, the pin is released
+        assert wait_until(lambda: server_metrics(server)["kvcache_leases_open"] == 0)
+        tier.on_request_finished(ctx)  # (vLLM keeps a key's answer while a request asking it lives)
+
+        # blocks neither stored nor pinned: the load fails for them only, and they then miss
+        absent = [make_offload_key(hashlib.sha256(b"absent" + bytes([i])).digest(), 0) for i in range(2)]
+        ctx2 = ReqContext(req_id="r2")
+        assert looked_up(tier, absent, ctx2) == [LookupResult.MISS] * 2
+        tier.submit_load(TransferJob(3, keys[4:6] + absent, np.arange(4), True, ctx2))
+        result = finished(tier, 3)
+        assert not result.success and set(result.successful_keys) == set(keys[4:6])
+        assert tier.lookup(absent[0], ctx2) is LookupResult.MISS
+
+        # a request that ends before loading lets its pins go
+        ctx3 = ReqContext(req_id="r3")
+        assert looked_up(tier, keys[4:], ctx3) == [LookupResult.HIT] * (n - 4)
+        assert server_metrics(server)["kvcache_leases_open"] >= 1
+        tier.on_request_finished(ctx3)
+        assert wait_until(lambda: server_metrics(server)["kvcache_leases_open"] == 0)
+        tier.drain_jobs()
+        assert not tier.has_pending_work()
+    finally:
+        tier.shutdown()
