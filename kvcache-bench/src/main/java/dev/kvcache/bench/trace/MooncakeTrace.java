@@ -77,6 +77,37 @@ public record MooncakeTrace(String name, int[][] requests) {
     return Arrays.copyOf(ids, n);
   }
 
+  /**
+   * This trace {@code copies} times in a row, the ids of copy {@code c} (from 0) moved up by
+   * {@code c * (maxId() + 1)}: the same workload again, sharing no block with the copies before.
+   *
+   * @throws IllegalArgumentException if {@code copies} is less than 1 or the ids would overflow
+   */
+  public MooncakeTrace repeated(int copies) {
+    if (copies < 1) {
+      throw new IllegalArgumentException("copies must be at least 1, got " + copies);
+    }
+    if (copies == 1) {
+      return this;
+    }
+    long stride = maxId() + 1L;
+    if (stride * copies > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(copies + " copies of ids up to " + maxId() + " overflow an int");
+    }
+    int[][] all = new int[requests.length * copies][];
+    for (int c = 0; c < copies; c++) {
+      int offset = (int) (stride * c);
+      for (int r = 0; r < requests.length; r++) {
+        int[] ids = requests[r].clone();
+        for (int i = 0; i < ids.length; i++) {
+          ids[i] += offset;
+        }
+        all[c * requests.length + r] = ids;
+      }
+    }
+    return new MooncakeTrace(name, all);
+  }
+
   /** {@link #nextUses()} of an access whose block is not used again. */
   public static final int NEVER = Integer.MAX_VALUE;
 

@@ -9,17 +9,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.function.LongFunction;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * Replays request traces against the cache and two references at several capacities, and reports
- * the block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that
- * knows which blocks are used again, W-TinyLFU at fixed windows, the clairvoyant ceiling (Belady's
- * MIN with bypass), and kvcache's RAM tier through its public API.
+ * Replays request traces against the cache and references at several capacities, and reports the
+ * block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that knows
+ * which blocks are used again, W-TinyLFU at fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant
+ * ceiling (Belady's MIN with bypass), and kvcache's RAM tier through its public API. With {@code
+ * --copies n}, each trace is replayed n times in a row, each copy with block ids of its own (the
+ * same workload again, sharing nothing with the copy before), and each copy is reported apart, so
+ * that a policy that adapts or decays slowly shows.
  *
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
@@ -42,11 +44,16 @@ public final class TraceReplay implements Callable<Integer> {
   /** Window fractions of the W-TinyLFU model: Caffeine's starting 1% up to nearly all LRU. */
   static final double[] WINDOWS = {0.01, 0.2, 0.5, 0.99};
 
+  @Option(names = "--copies", defaultValue = "1",
+      description = "replay each trace this many times in a row, with fresh block ids per copy "
+          + "(default: ${DEFAULT-VALUE})")
+  int copies;
+
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
 
-  /** One row: a model's hit ratio on a trace at a capacity (0 = unlimited). */
-  record Result(String trace, long capacity, String model, long hits, long accesses) {
+  /** One row: a model's hit ratio on copy {@code copy} (from 1) of a trace at a capacity (0 = unlimited). */
+  record Result(String trace, long capacity, String model, int copy, long hits, long accesses) {
     double ratio() {
       return accesses == 0 ? 0 : (double) hits / accesses;
     }
@@ -58,44 +65,54 @@ public final class TraceReplay implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
+    if (copies < 1) {
+      throw new CommandLine.ParameterException(new CommandLine(this), "--copies must be at least 1");
+    }
     List<Result> results = new ArrayList<>();
     for (Path file : traces) {
-      MooncakeTrace trace = MooncakeTrace.load(file);
-      int distinct = trace.distinctBlocks();
+      MooncakeTrace one = MooncakeTrace.load(file);
+      MooncakeTrace trace = one.repeated(copies);
+      int distinct = one.distinctBlocks();
       System.out.printf(Locale.ROOT, "%s: %d requests, %d block accesses, %d distinct blocks, "
-          + "%d used once; median reuse distance %d block accesses%n",
-          trace.name(), trace.requests().length, trace.blockAccesses(), distinct,
-          trace.blocksUsedOnce(), trace.medianReuseDistance());
-      System.out.printf(Locale.ROOT, "%10s %8s %12s %11s %13s %8s %8s %11s%n",
-          "capacity", "LRU", "LRU-orphans", "LRU-oracle", "WTinyLFU-best", "kvcache", "ceiling",
-          "gap closed");
+          + "%d used once; median reuse distance %d block accesses%s%n",
+          one.name(), one.requests().length, one.blockAccesses(), distinct,
+          one.blocksUsedOnce(), one.medianReuseDistance(),
+          copies > 1 ? "; " + copies + " copies in a row" : "");
+      System.out.printf(Locale.ROOT, "%10s %4s %8s %12s %11s %13s %8s %8s %8s %8s %8s %11s%n",
+          "capacity", "copy", "LRU", "LRU-orphans", "LRU-oracle", "WTinyLFU-best", "S3-FIFO",
+          "SIEVE", "ARC", "kvcache", "ceiling", "gap closed");
       for (long capacity : capacities) {
-        long blocks = capacity == 0 ? distinct : capacity;
-        Result lru = replay(trace, capacity, "lru", c -> new LruModel(blocks));
-        Result orphans = replay(trace, capacity, "lru-orphans-first",
-            c -> new OrphanFirstLruModel(blocks));
-        Result oracle = replay(trace, capacity, "lru-reuse-oracle",
-            c -> new ReuseOracleLruModel(trace, blocks));
-        Result bestWindow = null;
+        long blocks = capacity == 0 ? (long) distinct * copies : capacity;
+        List<Result[]> rows = new ArrayList<>();
+        rows.add(replay(trace, one, capacity, "lru", new LruModel(blocks)));
+        rows.add(replay(trace, one, capacity, "lru-orphans-first", new OrphanFirstLruModel(blocks)));
+        rows.add(replay(trace, one, capacity, "lru-reuse-oracle", new ReuseOracleLruModel(trace, blocks)));
+        Result[] bestWindow = null;
         for (double w : WINDOWS) {
-          Result r = replay(trace, capacity, "wtinylfu-window-" + w,
-              c -> new WindowTinyLfuModel(blocks, w));
-          results.add(r);
-          bestWindow = bestWindow == null || r.hits() > bestWindow.hits() ? r : bestWindow;
+          Result[] r = replay(trace, one, capacity, "wtinylfu-window-" + w,
+              new WindowTinyLfuModel(blocks, w));
+          rows.add(r);
+          bestWindow = bestWindow == null || hits(r) > hits(bestWindow) ? r : bestWindow;
         }
-        Result ceiling = replay(trace, capacity, "ceiling", c -> new BeladyModel(trace, blocks));
-        Result ours = replay(trace, capacity, "kvcache", c -> kvcache(blocks));
-        results.add(lru);
-        results.add(orphans);
-        results.add(oracle);
-        results.add(ceiling);
-        results.add(ours);
-        double gap = ceiling.ratio() - lru.ratio();
-        System.out.printf(Locale.ROOT, "%10s %8.4f %12.4f %11.4f %13.4f %8.4f %8.4f %11s%n",
-            capacity == 0 ? "unlimited" : Long.toString(capacity), lru.ratio(), orphans.ratio(),
-            oracle.ratio(), bestWindow.ratio(), ours.ratio(),
-            ceiling.ratio(),
-            gap < 1e-9 ? "-" : String.format(Locale.ROOT, "%.2f", (ours.ratio() - lru.ratio()) / gap));
+        rows.add(replay(trace, one, capacity, "s3fifo", new S3FifoModel(blocks)));
+        rows.add(replay(trace, one, capacity, "sieve", new SieveModel(blocks)));
+        rows.add(replay(trace, one, capacity, "arc", new ArcModel(blocks)));
+        rows.add(replay(trace, one, capacity, "ceiling", new BeladyModel(trace, blocks)));
+        rows.add(replay(trace, one, capacity, "kvcache", kvcache(blocks)));
+        rows.forEach(r -> results.addAll(List.of(r)));
+        for (int c = 0; c < copies; c++) {
+          double lru = row(rows, "lru")[c].ratio();
+          double ours = row(rows, "kvcache")[c].ratio();
+          double ceiling = row(rows, "ceiling")[c].ratio();
+          double gap = ceiling - lru;
+          System.out.printf(Locale.ROOT,
+              "%10s %4d %8.4f %12.4f %11.4f %13.4f %8.4f %8.4f %8.4f %8.4f %8.4f %11s%n",
+              capacity == 0 ? "unlimited" : Long.toString(capacity), c + 1, lru,
+              row(rows, "lru-orphans-first")[c].ratio(), row(rows, "lru-reuse-oracle")[c].ratio(),
+              bestWindow[c].ratio(), row(rows, "s3fifo")[c].ratio(), row(rows, "sieve")[c].ratio(),
+              row(rows, "arc")[c].ratio(), ours, ceiling,
+              gap < 1e-9 ? "-" : String.format(Locale.ROOT, "%.2f", (ours - lru) / gap));
+        }
       }
     }
     if (out != null) {
@@ -105,6 +122,18 @@ public final class TraceReplay implements Callable<Integer> {
     return 0;
   }
 
+  private static Result[] row(List<Result[]> rows, String model) {
+    return rows.stream().filter(r -> r[0].model().equals(model)).findFirst().orElseThrow();
+  }
+
+  private static long hits(Result[] perCopy) {
+    long n = 0;
+    for (Result r : perCopy) {
+      n += r.hits();
+    }
+    return n;
+  }
+
   static PrefixCacheModel kvcache(long blocks) {
     return new KvCacheModel(KvCache.builder()
         .ramBytes(KvCacheModel.ramBytesFor(blocks))
@@ -112,18 +141,28 @@ public final class TraceReplay implements Callable<Integer> {
         .build());
   }
 
-  /** Serves every request of the trace in order, counting leading blocks found. */
-  static Result replay(MooncakeTrace trace, long capacity, String model,
-      LongFunction<PrefixCacheModel> factory) {
-    long hits = 0;
-    long accesses = 0;
-    try (PrefixCacheModel cache = factory.apply(capacity)) {
-      for (int[] ids : trace.requests()) {
-        hits += cache.serve(ids);
-        accesses += ids.length;
+  /**
+   * Serves every request of {@code trace} (the copies of {@code one} in a row) in order, counting
+   * leading blocks found, per copy.
+   */
+  static Result[] replay(MooncakeTrace trace, MooncakeTrace one, long capacity, String model,
+      PrefixCacheModel cache) {
+    int perCopy = one.requests().length;
+    int copies = trace.requests().length / Math.max(1, perCopy);
+    Result[] out = new Result[Math.max(1, copies)];
+    try (cache) {
+      for (int c = 0; c < out.length; c++) {
+        long hits = 0;
+        long accesses = 0;
+        for (int r = c * perCopy; r < (c + 1) * perCopy; r++) {
+          int[] ids = trace.requests()[r];
+          hits += cache.serve(ids);
+          accesses += ids.length;
+        }
+        out[c] = new Result(one.name(), capacity, model, c + 1, hits, accesses);
       }
     }
-    return new Result(trace.name(), capacity, model, hits, accesses);
+    return out;
   }
 
   private static void writeCsv(Path file, List<Result> results) throws IOException {
@@ -131,10 +170,10 @@ public final class TraceReplay implements Callable<Integer> {
       Files.createDirectories(file.getParent());
     }
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
-      w.println("trace,capacity_blocks,model,hits,accesses,hit_ratio");
+      w.println("trace,capacity_blocks,model,copy,hits,accesses,hit_ratio");
       for (Result r : results) {
-        w.printf(Locale.ROOT, "%s,%d,%s,%d,%d,%.6f%n",
-            r.trace(), r.capacity(), r.model(), r.hits(), r.accesses(), r.ratio());
+        w.printf(Locale.ROOT, "%s,%d,%s,%d,%d,%d,%.6f%n",
+            r.trace(), r.capacity(), r.model(), r.copy(), r.hits(), r.accesses(), r.ratio());
       }
     }
   }
