@@ -16,8 +16,8 @@ import picocli.CommandLine.Parameters;
 
 /**
  * Replays request traces against the cache and references at several capacities, and reports the
- * block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that knows
- * which blocks are used again, W-TinyLFU at fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant
+ * block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that leaves a
+ * request's last (partial) block out, LRU that knows which blocks are used again, W-TinyLFU at fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant
  * ceiling (Belady's MIN with bypass), and kvcache's RAM tier through its public API. With {@code
  * --copies n}, each trace is replayed n times in a row, each copy with block ids of its own (the
  * same workload again, sharing nothing with the copy before), and each copy is reported apart, so
@@ -40,6 +40,13 @@ public final class TraceReplay implements Callable<Integer> {
   @Option(names = "--capacities", split = ",", defaultValue = "1000,5000,10000,30000,50000,0",
       description = "capacities in blocks; 0 is unlimited (default: ${DEFAULT-VALUE})")
   List<Long> capacities;
+
+  /** The printed table's columns: heading (its width too) and model. */
+  private static final String[][] COLUMNS = {
+      {"     LRU", "lru"}, {"LRU-orphans", "lru-orphans-first"}, {"LRU-skip-last", "lru-skip-last"},
+      {"LRU-oracle", "lru-reuse-oracle"}, {"WTinyLFU-best", "wtinylfu-best"},
+      {" S3-FIFO", "s3fifo"}, {"   SIEVE", "sieve"}, {"     ARC", "arc"},
+      {" kvcache", "kvcache"}, {" ceiling", "ceiling"}};
 
   /** Window fractions of the W-TinyLFU model: Caffeine's starting 1% up to nearly all LRU. */
   static final double[] WINDOWS = {0.01, 0.2, 0.5, 0.99};
@@ -78,9 +85,11 @@ public final class TraceReplay implements Callable<Integer> {
           one.name(), one.requests().length, one.blockAccesses(), distinct,
           one.blocksUsedOnce(), one.medianReuseDistance(),
           copies > 1 ? "; " + copies + " copies in a row" : "");
-      System.out.printf(Locale.ROOT, "%10s %4s %8s %12s %11s %13s %8s %8s %8s %8s %8s %11s%n",
-          "capacity", "copy", "LRU", "LRU-orphans", "LRU-oracle", "WTinyLFU-best", "S3-FIFO",
-          "SIEVE", "ARC", "kvcache", "ceiling", "gap closed");
+      StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%10s %4s", "capacity", "copy"));
+      for (String[] column : COLUMNS) {
+        header.append(String.format(Locale.ROOT, " %" + column[0].length() + "s", column[0]));
+      }
+      System.out.println(header.append("  gap closed"));
       for (long capacity : capacities) {
         long blocks = capacity == 0 ? (long) distinct * copies : capacity;
         List<Result[]> rows = new ArrayList<>();
@@ -94,6 +103,7 @@ public final class TraceReplay implements Callable<Integer> {
           rows.add(r);
           bestWindow = bestWindow == null || hits(r) > hits(bestWindow) ? r : bestWindow;
         }
+        rows.add(replay(trace, one, capacity, "lru-skip-last", new SkipLastLruModel(blocks)));
         rows.add(replay(trace, one, capacity, "s3fifo", new S3FifoModel(blocks)));
         rows.add(replay(trace, one, capacity, "sieve", new SieveModel(blocks)));
         rows.add(replay(trace, one, capacity, "arc", new ArcModel(blocks)));
@@ -101,17 +111,17 @@ public final class TraceReplay implements Callable<Integer> {
         rows.add(replay(trace, one, capacity, "kvcache", kvcache(blocks)));
         rows.forEach(r -> results.addAll(List.of(r)));
         for (int c = 0; c < copies; c++) {
+          StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%10s %4d",
+              capacity == 0 ? "unlimited" : Long.toString(capacity), c + 1));
+          for (String[] column : COLUMNS) {
+            Result r = column[1].equals("wtinylfu-best") ? bestWindow[c] : row(rows, column[1])[c];
+            line.append(String.format(Locale.ROOT, " %" + column[0].length() + ".4f", r.ratio()));
+          }
           double lru = row(rows, "lru")[c].ratio();
-          double ours = row(rows, "kvcache")[c].ratio();
-          double ceiling = row(rows, "ceiling")[c].ratio();
-          double gap = ceiling - lru;
-          System.out.printf(Locale.ROOT,
-              "%10s %4d %8.4f %12.4f %11.4f %13.4f %8.4f %8.4f %8.4f %8.4f %8.4f %11s%n",
-              capacity == 0 ? "unlimited" : Long.toString(capacity), c + 1, lru,
-              row(rows, "lru-orphans-first")[c].ratio(), row(rows, "lru-reuse-oracle")[c].ratio(),
-              bestWindow[c].ratio(), row(rows, "s3fifo")[c].ratio(), row(rows, "sieve")[c].ratio(),
-              row(rows, "arc")[c].ratio(), ours, ceiling,
-              gap < 1e-9 ? "-" : String.format(Locale.ROOT, "%.2f", (ours - lru) / gap));
+          double gap = row(rows, "ceiling")[c].ratio() - lru;
+          line.append(gap < 1e-9 ? "  -" : String.format(Locale.ROOT, "  %.2f",
+              (row(rows, "kvcache")[c].ratio() - lru) / gap));
+          System.out.println(line);
         }
       }
     }

@@ -64,6 +64,14 @@ class TraceReplayTest {
   }
 
   @Test
+  void skipLastLeavesARequestsLastBlockOutUnlessItWasFound() {
+    MooncakeTrace trace = new MooncakeTrace("last", new int[][] {{1, 2, 3}, {1, 2, 3}, {1, 2}, {1, 2}});
+    // 3 is never cached; {1, 2} is found whole the second time, so its last block stays
+    assertThat(TraceReplay.replay(trace, trace, 10, "lru-skip-last", new SkipLastLruModel(10))[0].hits())
+        .isEqualTo(2 + 2 + 2);
+  }
+
+  @Test
   void sieveGivesAHitBlockAnotherRoundAndEvictsTheOldestUnvisited() {
     // 1 and 2 cached; 1 hit (visited); 3 evicts 2, not 1; then 1 hits and 2 misses
     MooncakeTrace trace = new MooncakeTrace("sieve", new int[][] {{1}, {2}, {1}, {3}, {1}, {2}});
