@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import jakarta.inject.Singleton;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 
 /** The cache's counters as Prometheus metrics ({@code kvcache_*} on {@code /prometheus}). */
@@ -30,13 +31,20 @@ class CacheMeters implements MeterBinder {
     counter(registry, "kvcache.rejections", "puts refused", CacheStats::rejections);
     counter(registry, "kvcache.deletes", "blocks deleted", CacheStats::deletes);
     gauge(registry, "kvcache.blocks", "blocks findable", CacheStats::blocks);
-    gauge(registry, "kvcache.bytes.used", "bytes of the RAM budget in use", CacheStats::bytesUsed);
-    gauge(registry, "kvcache.bytes.capacity", "the RAM budget", CacheStats::capacityBytes);
+    gauge(registry, "kvcache.bytes.used", "bytes in use, all tiers together (per tier: "
+        + "kvcache_tier_bytes_used)", CacheStats::bytesUsed);
+    gauge(registry, "kvcache.bytes.capacity", "bytes the tiers may hold together (per tier: "
+        + "kvcache_tier_bytes_capacity)", CacheStats::capacityBytes);
     gauge(registry, "kvcache.leases.open", "reads holding a block", CacheStats::leasesOpen);
     Gauge.builder("kvcache.degraded", cache, c -> c.health().degraded() ? 1 : 0)
         .description("1 while some promise of the cache is on hold (see /health), else 0")
         .register(registry);
     if (cache instanceof TieredCache tiered) {
+      tierHits(registry, tiered, "ram", TieredStats::ramHits);
+      tierHits(registry, tiered, "spill", TieredStats::spillHits);
+      tierHits(registry, tiered, "disk", TieredStats::lowerHits);
+      tierBytes(registry, tiered, "ram", TieredCache::ramStats);
+      tierBytes(registry, tiered, "disk", TieredCache::lowerStats);
       tieredCounter(registry, tiered, "kvcache.lower.write.failures",
           "writes to the disk tier (spills, and copies written behind or through) refused for lack"
               + " of room or failed", TieredStats::writeFailures);
@@ -45,7 +53,30 @@ class CacheMeters implements MeterBinder {
       tieredCounter(registry, tiered, "kvcache.lower.copies",
           "blocks written to the disk tier as they were put (written behind or through)",
           TieredStats::copies);
+    } else {
+      FunctionCounter.builder(TIER_HITS, cache, c -> c.stats().hits()).description(TIER_HITS_HELP)
+          .tag("tier", "ram").register(registry);
+      tierBytes(registry, cache, "ram", KvCache::stats);
     }
+  }
+
+  private static final String TIER_HITS = "kvcache.tier.hits";
+  private static final String TIER_HITS_HELP = "reads served by each tier: ram, spill (a block on "
+      + "its way from RAM to disk), disk";
+
+  private static void tierHits(MeterRegistry registry, TieredCache tiered, String tier,
+      ToDoubleFunction<TieredStats> value) {
+    FunctionCounter.builder(TIER_HITS, tiered, t -> value.applyAsDouble(t.tieredStats()))
+        .description(TIER_HITS_HELP).tag("tier", tier).register(registry);
+  }
+
+  private static <C> void tierBytes(MeterRegistry registry, C cache, String tier,
+      Function<C, CacheStats> stats) {
+    Gauge.builder("kvcache.tier.bytes.used", cache, c -> stats.apply(c).bytesUsed())
+        .description("bytes a tier holds (blocks and the memory reserved for writes under way)")
+        .tag("tier", tier).register(registry);
+    Gauge.builder("kvcache.tier.bytes.capacity", cache, c -> stats.apply(c).capacityBytes())
+        .description("bytes a tier may hold").tag("tier", tier).register(registry);
   }
 
   private static void tieredCounter(MeterRegistry registry, TieredCache tiered, String name,

@@ -1,0 +1,84 @@
+package dev.kvcache.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.KvCache;
+import dev.kvcache.tiered.TieredCache;
+import java.net.http.HttpRequest;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Random;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The per-tier metrics: hits each tier served, and each tier's bytes and capacity. */
+class TierMetricsTest {
+
+  private static final int BLOCK = 1 << 20;
+
+  @TempDir Path dir;
+
+  private static double metric(TestServer server, String name, String tier) throws Exception {
+    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+    Matcher m = Pattern.compile("(?m)^" + name + "\\{[^}]*tier=\"" + tier + "\"[^}]*\\} (\\S+)$")
+        .matcher(text);
+    assertThat(m.find()).as("%s{tier=%s} in:%n%s", name, tier, text).isTrue();
+    return Double.parseDouble(m.group(1));
+  }
+
+  private static boolean hasTier(TestServer server, String tier) throws Exception {
+    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+    return text.contains("tier=\"" + tier + "\"");
+  }
+
+  @Test
+  void readsCountInTheTierThatServedThemAndEachTierShowsItsBytes() throws Exception {
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.ram-bytes", "8MiB",
+        "kvcache.cache.max-block-bytes", "1MiB", "kvcache.cache.durability", "write_through"))) {
+      Random random = new Random(5);
+      byte[][] blocks = new byte[16][BLOCK];
+      for (int i = 0; i < blocks.length; i++) {
+        random.nextBytes(blocks[i]);
+        assertThat(server.put("default", BlockApiTest.key(i), blocks[i]).statusCode()).isEqualTo(201);
+      }
+      // RAM holds at most 7 of the 16 blocks, all of which are on disk (written through): of 16
+      // reads, at most 7 find their block in RAM, the others on disk
+      for (int i = 0; i < blocks.length; i++) {
+        assertThat(server.get("default", BlockApiTest.key(i)).body()).isEqualTo(blocks[i]);
+      }
+      double ram = metric(server, "kvcache_tier_hits_total", "ram");
+      double disk = metric(server, "kvcache_tier_hits_total", "disk");
+      assertThat(ram + disk).isEqualTo(16.0);
+      assertThat(disk).isGreaterThanOrEqualTo(9.0);
+      assertThat(metric(server, "kvcache_tier_hits_total", "spill")).isEqualTo(0.0);
+
+      TieredCache cache = (TieredCache) server.context.getBean(KvCache.class);
+      assertThat(ram).isEqualTo((double) cache.tieredStats().ramHits());
+      assertThat(disk).isEqualTo((double) cache.tieredStats().lowerHits());
+      assertThat(metric(server, "kvcache_tier_bytes_capacity", "ram"))
+          .isEqualTo((double) cache.ramStats().capacityBytes()).isEqualTo(8.0 * (1 << 20));
+      assertThat(metric(server, "kvcache_tier_bytes_capacity", "disk"))
+          .isEqualTo((double) cache.lowerStats().capacityBytes()).isPositive();
+      // all sixteen blocks are on disk; RAM holds some of them
+      assertThat(metric(server, "kvcache_tier_bytes_used", "disk"))
+          .isGreaterThanOrEqualTo(16.0 * BLOCK);
+      assertThat(metric(server, "kvcache_tier_bytes_used", "ram"))
+          .isEqualTo((double) cache.ramStats().bytesUsed()).isBetween(1.0 * BLOCK, 8.0 * BLOCK);
+    }
+  }
+
+  @Test
+  void aRamOnlyServerHasOnlyItsRamTier() throws Exception {
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.disk-dir", ""))) {
+      byte[] block = new byte[4096];
+      assertThat(server.put("default", BlockApiTest.key(1), block).statusCode()).isEqualTo(201);
+      assertThat(server.get("default", BlockApiTest.key(1)).statusCode()).isEqualTo(200);
+      assertThat(server.get("default", BlockApiTest.key(2)).statusCode()).isEqualTo(404);
+      assertThat(metric(server, "kvcache_tier_hits_total", "ram")).isEqualTo(1.0);
+      assertThat(metric(server, "kvcache_tier_bytes_capacity", "ram")).isEqualTo(64.0 * (1 << 20));
+      assertThat(hasTier(server, "disk")).isFalse();
+    }
+  }
+}
