@@ -41,7 +41,8 @@ class TierMetricsTest {
       byte[][] blocks = new byte[16][BLOCK];
       for (int i = 0; i < blocks.length; i++) {
         random.nextBytes(blocks[i]);
-        assertThat(server.put("default", BlockApiTest.key(i), blocks[i]).statusCode()).isEqualTo(201);
+        assertThat(server.put("default", BlockApiTest.key(i), blocks[i]).statusCode())
+            .isEqualTo(201);
       }
       // RAM holds at most 7 of the 16 blocks, all of which are on disk (written through): of 16
       // reads, at most 7 find their block in RAM, the others on disk

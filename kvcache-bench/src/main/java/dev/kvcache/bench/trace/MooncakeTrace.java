@@ -92,7 +92,8 @@ public record MooncakeTrace(String name, int[][] requests) {
     }
     long stride = maxId() + 1L;
     if (stride * copies > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException(copies + " copies of ids up to " + maxId() + " overflow an int");
+      throw new IllegalArgumentException(
+          copies + " copies of ids up to " + maxId() + " overflow an int");
     }
     int[][] all = new int[requests.length * copies][];
     for (int c = 0; c < copies; c++) {

@@ -17,8 +17,9 @@ import picocli.CommandLine.Parameters;
 /**
  * Replays request traces against the cache and references at several capacities, and reports the
  * block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that leaves a
- * request's last (partial) block out, LRU that knows which blocks are used again, W-TinyLFU at fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant
- * ceiling (Belady's MIN with bypass), and kvcache's RAM tier through its public API. With {@code
+ * request's last (partial) block out, LRU that knows which blocks are used again, W-TinyLFU at
+ * fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant ceiling (Belady's MIN with bypass), and
+ * kvcache's RAM tier through its public API. With {@code
  * --copies n}, each trace is replayed n times in a row, each copy with block ids of its own (the
  * same workload again, sharing nothing with the copy before), and each copy is reported apart, so
  * that a policy that adapts or decays slowly shows.
@@ -59,7 +60,9 @@ public final class TraceReplay implements Callable<Integer> {
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
 
-  /** One row: a model's hit ratio on copy {@code copy} (from 1) of a trace at a capacity (0 = unlimited). */
+  /**
+   * One row: a model's hits on copy {@code copy} (from 1) of a trace at a capacity (0 = unlimited).
+   */
   record Result(String trace, long capacity, String model, int copy, long hits, long accesses) {
     double ratio() {
       return accesses == 0 ? 0 : (double) hits / accesses;
@@ -73,7 +76,8 @@ public final class TraceReplay implements Callable<Integer> {
   @Override
   public Integer call() throws IOException {
     if (copies < 1) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--copies must be at least 1");
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--copies must be at least 1");
     }
     List<Result> results = new ArrayList<>();
     for (Path file : traces) {
@@ -85,7 +89,8 @@ public final class TraceReplay implements Callable<Integer> {
           one.name(), one.requests().length, one.blockAccesses(), distinct,
           one.blocksUsedOnce(), one.medianReuseDistance(),
           copies > 1 ? "; " + copies + " copies in a row" : "");
-      StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%10s %4s", "capacity", "copy"));
+      StringBuilder header =
+          new StringBuilder(String.format(Locale.ROOT, "%10s %4s", "capacity", "copy"));
       for (String[] column : COLUMNS) {
         header.append(String.format(Locale.ROOT, " %" + column[0].length() + "s", column[0]));
       }
@@ -94,8 +99,10 @@ public final class TraceReplay implements Callable<Integer> {
         long blocks = capacity == 0 ? (long) distinct * copies : capacity;
         List<Result[]> rows = new ArrayList<>();
         rows.add(replay(trace, one, capacity, "lru", new LruModel(blocks)));
-        rows.add(replay(trace, one, capacity, "lru-orphans-first", new OrphanFirstLruModel(blocks)));
-        rows.add(replay(trace, one, capacity, "lru-reuse-oracle", new ReuseOracleLruModel(trace, blocks)));
+        rows.add(replay(trace, one, capacity, "lru-orphans-first",
+            new OrphanFirstLruModel(blocks)));
+        rows.add(replay(trace, one, capacity, "lru-reuse-oracle",
+            new ReuseOracleLruModel(trace, blocks)));
         Result[] bestWindow = null;
         for (double w : WINDOWS) {
           Result[] r = replay(trace, one, capacity, "wtinylfu-window-" + w,

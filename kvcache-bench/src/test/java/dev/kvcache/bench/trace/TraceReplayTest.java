@@ -65,9 +65,11 @@ class TraceReplayTest {
 
   @Test
   void skipLastLeavesARequestsLastBlockOutUnlessItWasFound() {
-    MooncakeTrace trace = new MooncakeTrace("last", new int[][] {{1, 2, 3}, {1, 2, 3}, {1, 2}, {1, 2}});
+    MooncakeTrace trace =
+        new MooncakeTrace("last", new int[][] {{1, 2, 3}, {1, 2, 3}, {1, 2}, {1, 2}});
     // 3 is never cached; {1, 2} is found whole the second time, so its last block stays
-    assertThat(TraceReplay.replay(trace, trace, 10, "lru-skip-last", new SkipLastLruModel(10))[0].hits())
+    assertThat(TraceReplay.replay(trace, trace, 10, "lru-skip-last",
+        new SkipLastLruModel(10))[0].hits())
         .isEqualTo(2 + 2 + 2);
   }
 
