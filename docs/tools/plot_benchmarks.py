@@ -645,16 +645,19 @@ def trace_tables(results_dir, out, img):
     ratio = {}  # (trace, capacity, model) -> hit ratio
     with open(path) as f:
         for r in csv.DictReader(f):
-            ratio[(r["trace"], int(r["capacity_blocks"]), r["model"])] = float(r["hit_ratio"])
+            if r.get("copy", "1") == "1":
+                ratio[(r["trace"], int(r["capacity_blocks"]), r["model"])] = float(r["hit_ratio"])
     for t, c in {(t, c) for t, c, m in list(ratio) if m.startswith("wtinylfu-window-")}:
         ratio[(t, c, "wtinylfu-best")] = max(v for (tt, cc, m), v in ratio.items()
                                              if tt == t and cc == c and m.startswith("wtinylfu-window-"))
     traces = sorted({t for t, _, _ in ratio})
-    models = [m for m in ["lru", "lru-orphans-first", "lru-reuse-oracle", "wtinylfu-best", "kvcache", "ceiling"]
+    models = [m for m in ["lru", "lru-orphans-first", "lru-reuse-oracle", "wtinylfu-best", "kvcache",
+                          "kvcache-w-tiny-lfu", "ceiling"]
               if any(k[2] == m for k in ratio)]
     names = {"lru": "exact LRU", "lru-orphans-first": "LRU, orphans first",
              "lru-reuse-oracle": "LRU, knows what is reused", "wtinylfu-best": "W-TinyLFU, best window",
-             "kvcache": "kvcache RAM tier", "ceiling": "ceiling (Belady MIN)"}
+             "kvcache": "kvcache RAM tier (LRU, default)",
+             "kvcache-w-tiny-lfu": "kvcache RAM tier (W-TinyLFU)", "ceiling": "ceiling (Belady MIN)"}
     fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
     for ax, t in zip(axes[0], traces):
         caps = sorted({c for tt, c, _ in ratio if tt == t}, key=lambda c: c if c else 1 << 62)

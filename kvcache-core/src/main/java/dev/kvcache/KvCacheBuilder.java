@@ -1,5 +1,6 @@
 package dev.kvcache;
 
+import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
@@ -30,6 +31,7 @@ public final class KvCacheBuilder {
   public static final long DEFAULT_RAM_BYTES = 256L << 20;
 
   private long ramBytes = DEFAULT_RAM_BYTES;
+  private RamPolicy ramPolicy = RamTierConfig.DEFAULT_POLICY;
   private Integer maxBlockBytes;
   private Tier lowerTier;
   private int spillQueueBlocks = TieredCacheConfig.DEFAULT_SPILL_QUEUE_BLOCKS;
@@ -102,6 +104,15 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * Which blocks the RAM tier keeps when full; default {@link RamPolicy#LRU} (see {@link
+   * RamPolicy} for when to pick the other).
+   */
+  public KvCacheBuilder ramPolicy(RamPolicy ramPolicy) {
+    this.ramPolicy = Objects.requireNonNull(ramPolicy, "ramPolicy");
+    return this;
+  }
+
+  /**
    * What a put's answer promises about the lower tier, and so what a crash can lose; default
    * {@link Durability#RAM_FIRST} (see {@link Durability}).
    */
@@ -117,7 +128,7 @@ public final class KvCacheBuilder {
    * @throws IllegalStateException if the direct memory cannot be reserved
    */
   public KvCache build() {
-    RamTierConfig config = RamTierConfig.ofCapacity(ramBytes);
+    RamTierConfig config = RamTierConfig.ofCapacity(ramBytes).withPolicy(ramPolicy);
     if (maxBlockBytes != null) {
       config = config.withMaxBlockBytes(maxBlockBytes);
     }

@@ -1,5 +1,6 @@
 package dev.kvcache;
 
+import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
@@ -24,6 +25,7 @@ import java.util.TreeMap;
  * <pre>
  * ram.bytes = 8GiB
  * ram.max-block-bytes = 32MiB
+ * ram.policy = lru
  * lower = disk
  * disk.dir = /var/cache/kvcache
  * disk.capacity = 200GiB
@@ -36,6 +38,7 @@ import java.util.TreeMap;
  *   <tr><th>key</th><th>meaning</th><th>default</th></tr>
  *   <tr><td>{@code ram.bytes}</td><td>RAM budget</td><td>256MiB</td></tr>
  *   <tr><td>{@code ram.max-block-bytes}</td><td>largest block</td><td>64MiB, or the RAM budget if smaller</td></tr>
+ *   <tr><td>{@code ram.policy}</td><td>{@code lru} or {@code w_tiny_lfu}: see {@link RamPolicy}</td><td>lru</td></tr>
  *   <tr><td>{@code lower}</td><td>{@code none}, or the kind of the tier below RAM ({@code disk})</td><td>none</td></tr>
  *   <tr><td>{@code tiered.spill-queue-blocks}</td><td>see {@link TieredCacheConfig}</td><td>64</td></tr>
  *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
@@ -53,6 +56,7 @@ public final class KvCacheConfig {
 
   private final long ramBytes;
   private final Integer maxBlockBytes;
+  private final RamPolicy ramPolicy;
   private final String lower;
   private final TieredCacheConfig tiered;
   private final TierSettings lowerSettings;
@@ -62,6 +66,7 @@ public final class KvCacheConfig {
     this.maxBlockBytes = settings.has("ram.max-block-bytes")
         ? settings.intBytes("ram.max-block-bytes", 0)
         : null;
+    this.ramPolicy = settings.choice("ram.policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY);
     this.lower = settings.string("lower", "none");
     TieredCacheConfig defaults = TieredCacheConfig.defaults();
     this.tiered = new TieredCacheConfig(
@@ -131,6 +136,11 @@ public final class KvCacheConfig {
     return (maxBlockBytes == null ? ram : ram.withMaxBlockBytes(maxBlockBytes)).maxBlockBytes();
   }
 
+  /** Which blocks the RAM tier keeps when full. */
+  public RamPolicy ramPolicy() {
+    return ramPolicy;
+  }
+
   /** The kind of the tier below RAM, or {@code "none"}. */
   public String lower() {
     return lower;
@@ -153,6 +163,7 @@ public final class KvCacheConfig {
     int maxBlock = maxBlockBytes();
     KvCacheBuilder builder = KvCache.builder().ramBytes(ramBytes)
         .maxBlockBytes(maxBlock)
+        .ramPolicy(ramPolicy)
         .spillQueueBlocks(tiered.spillQueueBlocks())
         .spillQueueWait(tiered.spillQueueWait())
         .promoteOnLowerHit(tiered.promoteOnLowerHit())

@@ -3,6 +3,7 @@ package dev.kvcache;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierSettings;
@@ -27,6 +28,19 @@ class KvCacheConfigTest {
       assertThat(((Tier) cache).capacityBytes()).isEqualTo(16L << 20);
       assertThat(((Tier) cache).maxBlockBytes()).isEqualTo(1 << 20);
     }
+  }
+
+  @Test
+  void theRamPolicyIsLruUnlessChosen() throws IOException {
+    try (KvCache cache = KvCacheConfig.of(Map.of("ram.bytes", "16MiB")).open()) {
+      assertThat(((RamTier) cache).policy()).isEqualTo(RamPolicy.LRU);
+    }
+    KvCacheConfig config = KvCacheConfig.of(Map.of("ram.bytes", "16MiB", "ram.policy", "W_Tiny_LFU"));
+    try (KvCache cache = config.open()) {
+      assertThat(((RamTier) cache).policy()).isEqualTo(RamPolicy.W_TINY_LFU);
+    }
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.policy", "fifo")))
+        .hasMessageContaining("ram.policy").hasMessageContaining("lru, w_tiny_lfu");
   }
 
   @Test

@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -42,6 +43,10 @@ public class RamTierBenchmark {
   @Param({"268435456"})
   public long workingSetBytes;
 
+  /** The tier's {@link RamPolicy}: its index and eviction order are the tier's own cost here. */
+  @Param({"LRU", "W_TINY_LFU"})
+  public String policy;
+
   private RamTier tier;
   private BlockKey[] keys;
   private ByteBuffer[] baselineSlots;
@@ -51,7 +56,8 @@ public class RamTierBenchmark {
     int blocks = Blocks.blocksIn(workingSetBytes, blockSizeBytes);
     long capacity = (long) blocks * blockSizeBytes + (long) blocks * blockSizeBytes / 4
         + 4L * blockSizeBytes;
-    tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(blockSizeBytes));
+    tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(blockSizeBytes)
+        .withPolicy(RamPolicy.valueOf(policy)));
     keys = new BlockKey[blocks];
     baselineSlots = new ByteBuffer[blocks];
     ByteBuffer src = Blocks.randomDirect(blockSizeBytes, 42);

@@ -1,8 +1,5 @@
 package dev.kvcache.ram;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
@@ -22,7 +19,6 @@ import java.nio.ReadOnlyBufferException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentMap;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,16 +29,16 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Policy and mechanism</h2>
  *
- * A Caffeine cache, bounded by weight (bytes), is the index and the policy: W-TinyLFU decides
- * which blocks are admitted and which are evicted. Caffeine's weight total may overshoot while its
- * maintenance is pending, so the hard budget is kept by the allocator ({@link OffHeapMemory}): a
- * put first obtains its memory, and if the allocator has none it asks the policy for its coldest
- * block and evicts that, until the allocation succeeds or nothing evictable is left. Caffeine's
+ * An index bounded by the blocks' allocated bytes is also the policy ({@link RamPolicy}): exact LRU
+ * by default, or Caffeine's W-TinyLFU. The index's bound may be overshot for a moment (Caffeine's
+ * maintenance may be pending), so the hard budget is kept by the allocator ({@link OffHeapMemory}):
+ * a put first obtains its memory, and if the allocator has none it asks the policy for its coldest
+ * block and evicts that, until the allocation succeeds or nothing evictable is left. The index's
  * own bound is set one maximum-size block below the budget (at most an eighth of it, and never so
  * low that a maximum-size block cannot be admitted), so in steady state the allocator has room and
- * Caffeine's admission filter, not this fallback, chooses the victims.
- * Caffeine runs its maintenance on the calling thread (usually the put that caused it, sometimes
- * a read or delete), so the eviction listener runs on the caller's thread.
+ * the policy, not this fallback, chooses the victims. Evictions run on the thread whose put (or,
+ * with Caffeine, read or delete) caused them, so the eviction listener runs on the caller's
+ * thread.
  *
  * <h2>Lifetimes</h2>
  *
@@ -59,8 +55,8 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Heap cost</h2>
  *
- * Per cached block: the {@link BlockKey} (32 bytes), the {@link OffHeapBlock} (32 bytes),
- * Caffeine's node and its hash table slot; measured in {@code docs/ram-tier.md}. The allocator's
+ * Per cached block: the {@link BlockKey} (32 bytes), the {@link OffHeapBlock} (32 bytes), the
+ * index's entry and its hash table slot; measured in {@code docs/ram-tier.md}. The allocator's
  * own bookkeeping is per 4 KiB of capacity, not per block.
  */
 public final class RamTier implements Tier {
@@ -76,8 +72,7 @@ public final class RamTier implements Tier {
 
   private final RamTierConfig config;
   private final OffHeapMemory memory;
-  private final Cache<BlockKey, OffHeapBlock> policy;
-  private final ConcurrentMap<BlockKey, OffHeapBlock> index;
+  private final RamIndex index;
   private final BlockEvictionListener evictionListener;
 
   private final TierCounters counters = new TierCounters();
@@ -106,14 +101,7 @@ public final class RamTier implements Tier {
     long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
         Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
-    this.policy =
-        Caffeine.newBuilder()
-            .maximumWeight(memory.capacityBytes() - headroom)
-            .weigher((BlockKey key, OffHeapBlock block) -> block.allocatedBytes())
-            .executor(Runnable::run)
-            .evictionListener(this::onPolicyRemoval)
-            .build();
-    this.index = policy.asMap();
+    this.index = RamIndex.create(config.policy(), memory.capacityBytes() - headroom, this::onEvicted);
     log.info(
         "RAM tier: reserved and zeroed {} MiB of direct memory in {} ms (largest block {} bytes)",
         memory.capacityBytes() >> 20,
@@ -134,6 +122,11 @@ public final class RamTier implements Tier {
   @Override
   public int maxBlockBytes() {
     return config.maxBlockBytes();
+  }
+
+  /** Which blocks this tier keeps when full. */
+  public RamPolicy policy() {
+    return config.policy();
   }
 
   @Override
@@ -253,34 +246,9 @@ public final class RamTier implements Tier {
         : memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.unbounded());
   }
 
-  /** Evicts the block the policy ranks coldest; its allocated bytes, or -1 if the index is empty. */
+  /** Evicts the block the policy ranks coldest; its allocated bytes, 0 to look again, -1 if none. */
   private long evictColdest() {
-    Map<BlockKey, OffHeapBlock> coldest = policy.policy().eviction().orElseThrow().coldest(1);
-    if (coldest.isEmpty()) {
-      return -1;
-    }
-    Map.Entry<BlockKey, OffHeapBlock> victim = coldest.entrySet().iterator().next();
-    boolean[] evicted = {false};
-    // the listener runs inside the removal, as it does for Caffeine's own evictions: a put of the
-    // same key waits for it, so the listener has handed the old block on before the new one lands
-    index.computeIfPresent(victim.getKey(), (key, block) -> {
-      if (block != victim.getValue()) {
-        return block;
-      }
-      onEvicted(key, block);
-      evicted[0] = true;
-      return null;
-    });
-    if (!evicted[0]) {
-      return 0; // replaced or removed meanwhile: look again
-    }
-    return victim.getValue().allocatedBytes();
-  }
-
-  private void onPolicyRemoval(BlockKey key, OffHeapBlock block, RemovalCause cause) {
-    if (cause.wasEvicted()) {
-      onEvicted(key, block);
-    }
+    return index.evictColdest();
   }
 
   /**
@@ -320,7 +288,7 @@ public final class RamTier implements Tier {
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    OffHeapBlock block = policy.getIfPresent(key);
+    OffHeapBlock block = index.get(key);
     if (block == null || !block.tryRetain()) {
       counters.miss();
       return BlockLease.miss(key);
@@ -338,7 +306,7 @@ public final class RamTier implements Tier {
   public BlockLease peek(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    OffHeapBlock block = policy.policy().getIfPresentQuietly(key);
+    OffHeapBlock block = index.peek(key);
     if (block == null || !block.tryRetain()) {
       return BlockLease.miss(key);
     }
@@ -354,7 +322,7 @@ public final class RamTier implements Tier {
     if (dst.isReadOnly()) {
       throw new ReadOnlyBufferException();
     }
-    OffHeapBlock block = policy.getIfPresent(key);
+    OffHeapBlock block = index.get(key);
     if (block == null || !block.tryRetain()) {
       counters.miss();
       return GetStatus.MISS;
@@ -400,8 +368,7 @@ public final class RamTier implements Tier {
   public void forEachHottestFirst(BiConsumer<BlockKey, ByteBuffer> action) {
     Objects.requireNonNull(action, "action");
     ensureOpen();
-    Map<BlockKey, OffHeapBlock> hottest =
-        policy.policy().eviction().orElseThrow().hottest(Integer.MAX_VALUE);
+    Map<BlockKey, OffHeapBlock> hottest = index.hottestFirst();
     for (Map.Entry<BlockKey, OffHeapBlock> e : hottest.entrySet()) {
       OffHeapBlock block = e.getValue();
       if (block.tryRetain()) {
@@ -431,13 +398,13 @@ public final class RamTier implements Tier {
       return;
     }
     closed = true;
-    for (BlockKey key : index.keySet()) {
+    for (BlockKey key : index.keys()) {
       OffHeapBlock block = index.remove(key);
       if (block != null) {
         block.releaseOwner();
       }
     }
-    policy.cleanUp();
+    index.cleanUp();
   }
 
   void leaseClosed() {

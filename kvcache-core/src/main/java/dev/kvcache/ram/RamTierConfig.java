@@ -1,6 +1,7 @@
 package dev.kvcache.ram;
 
 import dev.kvcache.internal.memory.OffHeapMemory;
+import java.util.Objects;
 
 /**
  * Settings of a {@link RamTier}, validated when constructed.
@@ -11,8 +12,10 @@ import dev.kvcache.internal.memory.OffHeapMemory;
  *     dev.kvcache.PutStatus#REJECTED_TOO_LARGE}. At most the arena size and the capacity.
  * @param arenaBytes the size of each contiguous region the capacity is reserved in; a multiple of
  *     4 KiB, at most 1 GiB.
+ * @param policy which blocks the tier keeps when full; {@link RamPolicy#LRU} by default
  */
-public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes) {
+public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes,
+    RamPolicy policy) {
 
   /** Default {@link #maxBlockBytes}: 64 MiB, or the capacity if smaller. */
   public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
@@ -23,7 +26,11 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
   /** The smallest capacity accepted. */
   public static final long MIN_CAPACITY_BYTES = 64 << 10;
 
+  /** Default {@link #policy}. */
+  public static final RamPolicy DEFAULT_POLICY = RamPolicy.LRU;
+
   public RamTierConfig {
+    Objects.requireNonNull(policy, "policy");
     if (capacityBytes < MIN_CAPACITY_BYTES) {
       throw new IllegalArgumentException(
           "RAM tier capacity must be at least " + MIN_CAPACITY_BYTES + " bytes, got "
@@ -44,7 +51,12 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
     }
   }
 
-  /** A configuration with the default block limit and arena size. */
+  /** A configuration with the default policy. */
+  public RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes) {
+    this(capacityBytes, maxBlockBytes, arenaBytes, DEFAULT_POLICY);
+  }
+
+  /** A configuration with the default block limit, arena size and policy. */
   public static RamTierConfig ofCapacity(long capacityBytes) {
     int maxBlock =
         (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, largestBlockBytes(capacityBytes, DEFAULT_ARENA_BYTES));
@@ -58,11 +70,16 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
 
   /** A copy with another block limit. */
   public RamTierConfig withMaxBlockBytes(int maxBlockBytes) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy);
   }
 
   /** A copy with another arena size. */
   public RamTierConfig withArenaBytes(int arenaBytes) {
-    return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes);
+    return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes, policy);
+  }
+
+  /** A copy with another policy. */
+  public RamTierConfig withPolicy(RamPolicy policy) {
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy);
   }
 }

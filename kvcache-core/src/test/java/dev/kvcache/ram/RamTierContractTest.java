@@ -2,11 +2,26 @@ package dev.kvcache.ram;
 
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.TierContractTest;
+import org.junit.jupiter.api.Nested;
 
-class RamTierContractTest extends TierContractTest {
+/** The tier contract for the RAM tier, under each {@link RamPolicy}. */
+class RamTierContractTest {
 
-  @Override
-  protected Tier newTier(long capacityBytes, int maxBlockBytes) {
-    return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes));
+  @Nested
+  class Lru extends TierContractTest {
+    @Override
+    protected Tier newTier(long capacityBytes, int maxBlockBytes) {
+      return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes)
+          .withPolicy(RamPolicy.LRU));
+    }
+  }
+
+  @Nested
+  class WTinyLfu extends TierContractTest {
+    @Override
+    protected Tier newTier(long capacityBytes, int maxBlockBytes) {
+      return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes)
+          .withPolicy(RamPolicy.W_TINY_LFU));
+    }
   }
 }

@@ -175,9 +175,10 @@ class RamTierTest {
   // ---------------------------------------------------------------- admission policy
 
   /** Puts hot blocks, optionally reads them often, then streams one-hit blocks through the tier. */
-  private static int hotBlocksSurvivingAScan(boolean readHotBlocks) {
+  private static int hotBlocksSurvivingAScan(RamPolicy policy, boolean readHotBlocks) {
     int hot = 50;
-    try (RamTier tier = tier(8 * MIB, MIB)) { // room for about 112 blocks of 64 KiB
+    try (RamTier tier = LEAKS.track(new RamTier(RamTierConfig.ofCapacity(8 * MIB)
+        .withMaxBlockBytes(MIB).withPolicy(policy)))) { // room for about 112 blocks of 64 KiB
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       for (int i = 0; i < hot; i++) {
         tier.put(Payloads.key(i), Payloads.of(Payloads.key(i), 1, BLOCK));
@@ -208,16 +209,40 @@ class RamTierTest {
     }
   }
 
+  /**
+   * Where W-TinyLFU is the better choice: blocks read again and again (a hot shared prefix) under a
+   * scan of blocks used once. LRU lets the scan push them all out.
+   */
   @Test
-  void frequentlyReadBlocksSurviveAScanOfOneHitBlocks() {
-    int withReads = hotBlocksSurvivingAScan(true);
-    int withoutReads = hotBlocksSurvivingAScan(false);
-    System.out.printf(
-        "hot blocks surviving a scan: %d/50 read, %d/50 unread%n", withReads, withoutReads);
+  void underWTinyLfuFrequentlyReadBlocksSurviveAScanOfOneHitBlocksThatLruLetsThrough() {
+    int withReads = hotBlocksSurvivingAScan(RamPolicy.W_TINY_LFU, true);
+    int withoutReads = hotBlocksSurvivingAScan(RamPolicy.W_TINY_LFU, false);
+    int lru = hotBlocksSurvivingAScan(RamPolicy.LRU, true);
+    System.out.printf("hot blocks surviving a scan: W-TinyLFU %d/50 read, %d/50 unread; LRU %d/50"
+        + " read%n", withReads, withoutReads, lru);
     assertThat(withReads).as("hot blocks (of 50) surviving the scan").isGreaterThanOrEqualTo(40);
     assertThat(withReads)
         .as("read blocks survive better than unread ones")
         .isGreaterThan(withoutReads);
+    assertThat(lru).as("under LRU, a scan of five capacities leaves nothing older").isZero();
+  }
+
+  @Test
+  void lruEvictsTheLeastRecentlyUsedBlock() {
+    try (RamTier tier = tier(MIB, 64 * KIB)) { // the index's bound leaves room for 14 blocks
+      int n = 0;
+      while (tier.stats().evictions() == 0) {
+        tier.put(Payloads.key(n), Payloads.of(Payloads.key(n), 1, BLOCK));
+        n++;
+      }
+      // block 0 went first; reading block 1 makes block 2 the least recent, so it goes next
+      assertThat(tier.contains(Payloads.key(0))).isFalse();
+      assertReads(tier, Payloads.key(1), 1);
+      tier.put(Payloads.key(n), Payloads.of(Payloads.key(n), 1, BLOCK));
+      assertThat(tier.contains(Payloads.key(1))).isTrue();
+      assertThat(tier.contains(Payloads.key(2))).isFalse();
+      assertThat(tier.contains(Payloads.key(3))).isTrue();
+    }
   }
 
   // ---------------------------------------------------------------- fragmentation

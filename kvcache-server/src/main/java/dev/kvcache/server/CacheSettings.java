@@ -19,6 +19,7 @@ class CacheSettings {
 
   private String ramBytes = "1GiB";
   private String maxBlockBytes = "64MiB";
+  private String ramPolicy = "lru";
   private String diskDir = "kvcache-data";
   private String diskCapacity = "8GiB";
   private String diskSyncPolicy = "periodic";
@@ -37,6 +38,7 @@ class CacheSettings {
   private static final List<Setting> SETTINGS = List.of(
       new Setting("kvcache.cache.ram-bytes", "ram.bytes", s -> s.ramBytes, false),
       new Setting("kvcache.cache.max-block-bytes", "ram.max-block-bytes", s -> s.maxBlockBytes, false),
+      new Setting("kvcache.cache.ram-policy", "ram.policy", s -> s.ramPolicy, false),
       new Setting("kvcache.cache.disk-dir", "disk.dir", s -> s.diskDir, true),
       new Setting("kvcache.cache.disk-capacity", "disk.capacity", s -> s.diskCapacity, true),
       new Setting("kvcache.cache.disk-sync-policy", "disk.sync-policy", s -> s.diskSyncPolicy, true),
@@ -87,6 +89,14 @@ class CacheSettings {
 
   public void setMaxBlockBytes(String maxBlockBytes) {
     this.maxBlockBytes = maxBlockBytes;
+  }
+
+  public String getRamPolicy() {
+    return ramPolicy;
+  }
+
+  public void setRamPolicy(String ramPolicy) {
+    this.ramPolicy = ramPolicy;
   }
 
   public String getDiskDir() {

@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvcache.ram.RamPolicy;
 import io.micronaut.http.netty.channel.EventLoopGroupRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -46,6 +47,19 @@ class StartupTest {
   void aMalformedCacheSettingIsNamed() {
     assertThatThrownBy(() -> TestServer.start(dir, Map.of("kvcache.cache.ram-bytes", "lots")))
         .hasStackTraceContaining("setting 'kvcache.cache.ram-bytes' is 'lots'");
+  }
+
+  @Test
+  void theRamPolicyIsChosenByNameAndAnUnknownOneIsNamed() {
+    try (TestServer server =
+        TestServer.start(dir, Map.of("kvcache.cache.ram-policy", "w_tiny_lfu"))) {
+      assertThat(server.context.getBean(CacheSettings.class).toConfig().ramPolicy())
+          .isEqualTo(RamPolicy.W_TINY_LFU);
+    }
+    assertThatThrownBy(() ->
+        TestServer.start(dir.resolve("p"), Map.of("kvcache.cache.ram-policy", "fifo")))
+        .hasStackTraceContaining("setting 'kvcache.cache.ram-policy' is 'fifo'")
+        .hasStackTraceContaining("lru, w_tiny_lfu");
   }
 
   @Test

@@ -1,6 +1,8 @@
 package dev.kvcache.bench.trace;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.ram.RamPolicy;
+import dev.kvcache.ram.RamTierConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -19,7 +21,7 @@ import picocli.CommandLine.Parameters;
  * block hit ratio of each: exact LRU, LRU that evicts orphaned chain tails first, LRU that leaves a
  * request's last (partial) block out, LRU that knows which blocks are used again, W-TinyLFU at
  * fixed windows, S3-FIFO, SIEVE, ARC, the clairvoyant ceiling (Belady's MIN with bypass), and
- * kvcache's RAM tier through its public API. With {@code
+ * kvcache's RAM tier through its public API, under each {@link RamPolicy}. With {@code
  * --copies n}, each trace is replayed n times in a row, each copy with block ids of its own (the
  * same workload again, sharing nothing with the copy before), and each copy is reported apart, so
  * that a policy that adapts or decays slowly shows.
@@ -47,7 +49,8 @@ public final class TraceReplay implements Callable<Integer> {
       {"     LRU", "lru"}, {"LRU-orphans", "lru-orphans-first"}, {"LRU-skip-last", "lru-skip-last"},
       {"LRU-oracle", "lru-reuse-oracle"}, {"WTinyLFU-best", "wtinylfu-best"},
       {" S3-FIFO", "s3fifo"}, {"   SIEVE", "sieve"}, {"     ARC", "arc"},
-      {" kvcache", "kvcache"}, {" ceiling", "ceiling"}};
+      {" kvcache", "kvcache"}, {"kvcache-WTinyLFU", "kvcache-w-tiny-lfu"},
+      {" ceiling", "ceiling"}};
 
   /** Window fractions of the W-TinyLFU model: Caffeine's starting 1% up to nearly all LRU. */
   static final double[] WINDOWS = {0.01, 0.2, 0.5, 0.99};
@@ -116,6 +119,8 @@ public final class TraceReplay implements Callable<Integer> {
         rows.add(replay(trace, one, capacity, "arc", new ArcModel(blocks)));
         rows.add(replay(trace, one, capacity, "ceiling", new BeladyModel(trace, blocks)));
         rows.add(replay(trace, one, capacity, "kvcache", kvcache(blocks)));
+        rows.add(replay(trace, one, capacity, "kvcache-w-tiny-lfu",
+            kvcache(blocks, RamPolicy.W_TINY_LFU)));
         rows.forEach(r -> results.addAll(List.of(r)));
         for (int c = 0; c < copies; c++) {
           StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%10s %4d",
@@ -152,8 +157,13 @@ public final class TraceReplay implements Callable<Integer> {
   }
 
   static PrefixCacheModel kvcache(long blocks) {
+    return kvcache(blocks, RamTierConfig.DEFAULT_POLICY);
+  }
+
+  static PrefixCacheModel kvcache(long blocks, RamPolicy policy) {
     return new KvCacheModel(KvCache.builder()
         .ramBytes(KvCacheModel.ramBytesFor(blocks))
+        .ramPolicy(policy)
         .maxBlockBytes(KvCacheModel.BLOCK_BYTES)
         .build());
   }

@@ -74,6 +74,17 @@ class TraceReplayTest {
   }
 
   @Test
+  void theRamTierUnderItsDefaultPolicyHitsExactlyAsLru() {
+    MooncakeTrace trace = randomTrace(3000, 11);
+    for (long capacity : new long[] {20, 100, 400}) {
+      long lru = TraceReplay.replay(trace, trace, capacity, "lru", new LruModel(capacity))[0].hits();
+      long ours = TraceReplay.replay(trace, trace, capacity, "kvcache",
+          TraceReplay.kvcache(capacity))[0].hits();
+      assertThat(ours).as("capacity %d", capacity).isEqualTo(lru).isPositive();
+    }
+  }
+
+  @Test
   void sieveGivesAHitBlockAnotherRoundAndEvictsTheOldestUnvisited() {
     // 1 and 2 cached; 1 hit (visited); 3 evicts 2, not 1; then 1 hits and 2 misses
     MooncakeTrace trace = new MooncakeTrace("sieve", new int[][] {{1}, {2}, {1}, {3}, {1}, {2}});
