@@ -113,7 +113,7 @@ public final class TraceReplay implements Callable<Integer> {
           rows.add(r);
           bestWindow = bestWindow == null || hits(r) > hits(bestWindow) ? r : bestWindow;
         }
-        rows.add(replay(trace, one, capacity, "lru-skip-last", new SkipLastLruModel(blocks)));
+        rows.add(replay(trace, one, capacity, "lru-skip-last", new LruModel(blocks, true)));
         rows.add(replay(trace, one, capacity, "s3fifo", new S3FifoModel(blocks)));
         rows.add(replay(trace, one, capacity, "sieve", new SieveModel(blocks)));
         rows.add(replay(trace, one, capacity, "arc", new ArcModel(blocks)));

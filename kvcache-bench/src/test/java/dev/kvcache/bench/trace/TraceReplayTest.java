@@ -69,7 +69,7 @@ class TraceReplayTest {
         new MooncakeTrace("last", new int[][] {{1, 2, 3}, {1, 2, 3}, {1, 2}, {1, 2}});
     // 3 is never cached; {1, 2} is found whole the second time, so its last block stays
     assertThat(TraceReplay.replay(trace, trace, 10, "lru-skip-last",
-        new SkipLastLruModel(10))[0].hits())
+        new LruModel(10, true))[0].hits())
         .isEqualTo(2 + 2 + 2);
   }
 
