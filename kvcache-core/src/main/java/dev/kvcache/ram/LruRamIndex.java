@@ -47,118 +47,98 @@ final class LruRamIndex implements RamIndex {
   }
 
   @Override
-  public OffHeapBlock get(BlockKey key) {
-    synchronized (this) {
-      Node n = map.get(key);
-      if (n == null) {
-        return null;
-      }
-      if (n != newest) {
-        unlink(n);
-        append(n);
-      }
-      return n.block;
+  public synchronized OffHeapBlock get(BlockKey key) {
+    Node n = map.get(key);
+    if (n == null) {
+      return null;
     }
-  }
-
-  @Override
-  public OffHeapBlock peek(BlockKey key) {
-    synchronized (this) {
-      Node n = map.get(key);
-      return n == null ? null : n.block;
-    }
-  }
-
-  @Override
-  public boolean containsKey(BlockKey key) {
-    synchronized (this) {
-      return map.containsKey(key);
-    }
-  }
-
-  @Override
-  public OffHeapBlock put(BlockKey key, OffHeapBlock block) {
-    synchronized (this) {
-      Node n = map.get(key);
-      OffHeapBlock previous = null;
-      if (n == null) {
-        n = new Node(key, block);
-        map.put(key, n);
-      } else {
-        previous = n.block;
-        n.block = block;
-        bytes -= previous.allocatedBytes();
-        unlink(n);
-      }
+    if (n != newest) {
+      unlink(n);
       append(n);
-      bytes += block.allocatedBytes();
-      // never the block just put: the bound always has room for one block
-      while (bytes > maxBytes && oldest != n) {
-        evict(oldest);
-      }
-      return previous;
     }
+    return n.block;
   }
 
   @Override
-  public boolean remove(BlockKey key, OffHeapBlock block) {
-    synchronized (this) {
-      Node n = map.get(key);
-      if (n == null || n.block != block) {
-        return false;
-      }
-      drop(n);
-      return true;
-    }
+  public synchronized OffHeapBlock peek(BlockKey key) {
+    Node n = map.get(key);
+    return n == null ? null : n.block;
   }
 
   @Override
-  public OffHeapBlock remove(BlockKey key) {
-    synchronized (this) {
-      Node n = map.get(key);
-      if (n == null) {
-        return null;
-      }
-      drop(n);
-      return n.block;
-    }
+  public synchronized boolean containsKey(BlockKey key) {
+    return map.containsKey(key);
   }
 
   @Override
-  public long evictColdest() {
-    synchronized (this) {
-      if (oldest == null) {
-        return -1;
-      }
-      long allocated = oldest.block.allocatedBytes();
+  public synchronized OffHeapBlock put(BlockKey key, OffHeapBlock block) {
+    Node n = map.get(key);
+    OffHeapBlock previous = null;
+    if (n == null) {
+      n = new Node(key, block);
+      map.put(key, n);
+    } else {
+      previous = n.block;
+      n.block = block;
+      bytes -= previous.allocatedBytes();
+      unlink(n);
+    }
+    append(n);
+    bytes += block.allocatedBytes();
+    // never the block just put: the bound always has room for one block
+    while (bytes > maxBytes && oldest != n) {
       evict(oldest);
-      return allocated;
     }
+    return previous;
   }
 
   @Override
-  public Map<BlockKey, OffHeapBlock> hottestFirst() {
-    synchronized (this) {
-      LinkedHashMap<BlockKey, OffHeapBlock> out = new LinkedHashMap<>();
-      for (Node n = newest; n != null; n = n.older) {
-        out.put(n.key, n.block);
-      }
-      return out;
+  public synchronized boolean remove(BlockKey key, OffHeapBlock block) {
+    Node n = map.get(key);
+    if (n == null || n.block != block) {
+      return false;
     }
+    drop(n);
+    return true;
   }
 
   @Override
-  public List<BlockKey> keys() {
-    synchronized (this) {
-      return List.copyOf(map.keySet());
+  public synchronized OffHeapBlock remove(BlockKey key) {
+    Node n = map.get(key);
+    if (n == null) {
+      return null;
     }
+    drop(n);
+    return n.block;
   }
 
   @Override
-  public int size() {
-    synchronized (this) {
-      return map.size();
+  public synchronized long evictColdest() {
+    if (oldest == null) {
+      return -1;
     }
+    long allocated = oldest.block.allocatedBytes();
+    evict(oldest);
+    return allocated;
+  }
+
+  @Override
+  public synchronized Map<BlockKey, OffHeapBlock> hottestFirst() {
+    LinkedHashMap<BlockKey, OffHeapBlock> out = new LinkedHashMap<>();
+    for (Node n = newest; n != null; n = n.older) {
+      out.put(n.key, n.block);
+    }
+    return out;
+  }
+
+  @Override
+  public synchronized List<BlockKey> keys() {
+    return List.copyOf(map.keySet());
+  }
+
+  @Override
+  public synchronized int size() {
+    return map.size();
   }
 
   @Override

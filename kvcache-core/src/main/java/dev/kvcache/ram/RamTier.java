@@ -235,7 +235,7 @@ public final class RamTier implements Tier {
       if (block != null || evictedBytes >= 4L * length) {
         break;
       }
-      long victimBytes = evictColdest();
+      long victimBytes = index.evictColdest();
       if (victimBytes < 0) {
         break;
       }
@@ -244,11 +244,6 @@ public final class RamTier implements Tier {
     return block != null
         ? block
         : memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.unbounded());
-  }
-
-  /** Evicts the block the policy ranks coldest; its allocated bytes, 0 to look again, -1 if none. */
-  private long evictColdest() {
-    return index.evictColdest();
   }
 
   /**

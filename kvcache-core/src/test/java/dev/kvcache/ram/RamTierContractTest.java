@@ -7,12 +7,16 @@ import org.junit.jupiter.api.Nested;
 /** The tier contract for the RAM tier, under each {@link RamPolicy}. */
 class RamTierContractTest {
 
+  private static Tier tier(RamPolicy policy, long capacityBytes, int maxBlockBytes) {
+    return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes)
+        .withPolicy(policy));
+  }
+
   @Nested
   class Lru extends TierContractTest {
     @Override
     protected Tier newTier(long capacityBytes, int maxBlockBytes) {
-      return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes)
-          .withPolicy(RamPolicy.LRU));
+      return tier(RamPolicy.LRU, capacityBytes, maxBlockBytes);
     }
   }
 
@@ -20,8 +24,7 @@ class RamTierContractTest {
   class WTinyLfu extends TierContractTest {
     @Override
     protected Tier newTier(long capacityBytes, int maxBlockBytes) {
-      return new RamTier(RamTierConfig.ofCapacity(capacityBytes).withMaxBlockBytes(maxBlockBytes)
-          .withPolicy(RamPolicy.W_TINY_LFU));
+      return tier(RamPolicy.W_TINY_LFU, capacityBytes, maxBlockBytes);
     }
   }
 }
