@@ -40,9 +40,9 @@ class CacheMeters implements MeterBinder {
         .description("1 while some promise of the cache is on hold (see /health), else 0")
         .register(registry);
     if (cache instanceof TieredCache tiered) {
-      tierHits(registry, tiered, "ram", TieredStats::ramHits);
-      tierHits(registry, tiered, "spill", TieredStats::spillHits);
-      tierHits(registry, tiered, "disk", TieredStats::lowerHits);
+      tierHits(registry, tiered, "ram", t -> t.tieredStats().ramHits());
+      tierHits(registry, tiered, "spill", t -> t.tieredStats().spillHits());
+      tierHits(registry, tiered, "disk", t -> t.tieredStats().lowerHits());
       tierBytes(registry, tiered, "ram", TieredCache::ramStats);
       tierBytes(registry, tiered, "disk", TieredCache::lowerStats);
       tieredCounter(registry, tiered, "kvcache.lower.write.failures",
@@ -54,20 +54,17 @@ class CacheMeters implements MeterBinder {
           "blocks written to the disk tier as they were put (written behind or through)",
           TieredStats::copies);
     } else {
-      FunctionCounter.builder(TIER_HITS, cache, c -> c.stats().hits()).description(TIER_HITS_HELP)
-          .tag("tier", "ram").register(registry);
+      tierHits(registry, cache, "ram", c -> c.stats().hits());
       tierBytes(registry, cache, "ram", KvCache::stats);
     }
   }
 
-  private static final String TIER_HITS = "kvcache.tier.hits";
-  private static final String TIER_HITS_HELP = "reads served by each tier: ram, spill (a block on "
-      + "its way from RAM to disk), disk";
-
-  private static void tierHits(MeterRegistry registry, TieredCache tiered, String tier,
-      ToDoubleFunction<TieredStats> value) {
-    FunctionCounter.builder(TIER_HITS, tiered, t -> value.applyAsDouble(t.tieredStats()))
-        .description(TIER_HITS_HELP).tag("tier", tier).register(registry);
+  private static <C> void tierHits(MeterRegistry registry, C cache, String tier,
+      ToDoubleFunction<C> hits) {
+    FunctionCounter.builder("kvcache.tier.hits", cache, hits)
+        .description("reads served by each tier: ram, spill (a block on its way from RAM to disk),"
+            + " disk")
+        .tag("tier", tier).register(registry);
   }
 
   private static <C> void tierBytes(MeterRegistry registry, C cache, String tier,
