@@ -19,7 +19,7 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, ClassVar, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Iterable, List, Optional, Sequence, Union
 
 from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadKey, ReqContext,
                                      RequestOffloadingContext, ScheduleEndContext)
@@ -36,6 +36,9 @@ __all__ = ["KvcacheTier"]
 log = logging.getLogger("kvcache.vllm")
 
 _PIN_KEYS = 4096  # keys a pinned lookup takes per server
+
+#: A load or store of a job's chunks: whether each key's chunk moved.
+_Transfer = Callable[[TransferJob, List[OffloadKey]], List[bool]]
 
 
 class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
@@ -129,12 +132,10 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         self._lookups.flush()
 
     def submit_store(self, job_metadata: TransferJob) -> None:
-        keys = list(job_metadata.keys)
-        self._submit(job_metadata, keys, self._store)
+        self._submit(job_metadata, self._store)
 
     def submit_load(self, job_metadata: TransferJob) -> None:
-        keys = list(job_metadata.keys)
-        self._submit(job_metadata, keys, self._load)
+        self._submit(job_metadata, self._load)
 
     def get_finished_jobs(self) -> Iterable[JobResult]:
         done: list[JobResult] = []
@@ -171,8 +172,8 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
 
     # -- the worker threads -------------------------------------------------------------------
 
-    def _submit(self, job: TransferJob, keys: list[OffloadKey], run: Any) -> None:
-        future = self._jobs.submit(self._run, job, keys, run)
+    def _submit(self, job: TransferJob, run: _Transfer) -> None:
+        future = self._jobs.submit(self._run, job, run)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -181,7 +182,8 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         with self._pending_lock:
             self._pending.discard(future)
 
-    def _run(self, job: TransferJob, keys: list[OffloadKey], run: Any) -> None:
+    def _run(self, job: TransferJob, run: _Transfer) -> None:
+        keys = list(job.keys)
         start = time.monotonic()
         try:
             ok: list[bool] = run(job, keys)
