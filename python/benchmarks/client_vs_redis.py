@@ -27,7 +27,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,9 @@ from typing import Any, Callable
 import kvcache
 import redis
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import free_port, wait_for_port  # noqa: E402
+
 SIZES = [256 << 10, 2 << 20, 32 << 20]
 THREADS = [1, 4]
 KEYS = 8
@@ -45,30 +47,11 @@ LOOKUP_KEYS = 128
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of a process, from /proc."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"{what} exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit(f"{what} did not listen on {port} within 60 s")
 
 
 def start_kvcache(jar: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -16,7 +16,6 @@ import os
 import platform
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import urllib.request
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from loopback import free_port, wait_for_port  # noqa: E402
 ENGINES = os.path.join(HERE, "..", "tests", "engines")
 sys.path.insert(0, ENGINES)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ENGINES, os.environ.get("PYTHONPATH")]))
@@ -33,12 +34,6 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 BLOCK_TOKENS = 32
 LAYERS, HIDDEN, HEADS, KV_HEADS = 16, 512, 8, 8
 KV_BYTES_PER_TOKEN = 2 * LAYERS * KV_HEADS * (HIDDEN // HEADS) * 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(jar: str, kind: str, data: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -50,15 +45,8 @@ def start_server(jar: str, kind: str, data: str) -> tuple[subprocess.Popen[bytes
     p = subprocess.Popen(["java", "-Xmx512m", "-XX:MaxDirectMemorySize=5g",
                           f"-Dmicronaut.server.port={port}", *settings, "-jar", jar],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return p, port
-        except OSError:
-            if p.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"kvcache-server ({kind}) did not start")
-            time.sleep(0.1)
+    wait_for_port(port, p, f"kvcache-server ({kind})")
+    return p, port
 
 
 def server_metric(port: int, name: str) -> float:
