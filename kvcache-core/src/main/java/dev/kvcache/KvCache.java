@@ -135,6 +135,18 @@ public interface KvCache extends AutoCloseable {
   }
 
   /**
+   * Finds the leading keys of {@code keys} that are cached, as {@link #lookupPrefix} does, and says
+   * which tier holds each run of them and how long loading them should take, from the tiers'
+   * recent reads: an engine loads them only if that beats recomputing them. Counts no hit or miss.
+   *
+   * <p>The default implementation reports one run in a tier named {@code cache} with no estimate.
+   * The tiers, and the tiered cache over them, report their own runs and estimates.
+   */
+  default PrefixLocation locatePrefix(List<BlockKey> keys) {
+    return PrefixLocation.of("cache", lookupPrefix(keys), Optional.empty());
+  }
+
+  /**
    * Finds the leading keys of {@code keys} that are cached, as {@link #lookupPrefix} does, and pins
    * those blocks against eviction until the returned pin is closed or {@code timeout} passes, so
    * that the blocks counted are still there when the engine loads them. Each pinned block counts as

@@ -11,6 +11,7 @@ import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -81,6 +82,7 @@ public final class RemoteTier implements Tier {
   /** The servers' TLS context, or null for cleartext. */
   private final SslContext ssl;
   private final TierCounters counters = new TierCounters();
+  private final LoadRate loadRate = new LoadRate();
   private final String prefix;
   private volatile Servers servers;
   private volatile boolean closed;
@@ -186,6 +188,16 @@ public final class RemoteTier implements Tier {
 
   private String blockPath(BlockKey key) {
     return prefix + "/blocks/" + key.toHex();
+  }
+
+  /**
+   * How fast blocks come from the servers: timed on {@link #get}, {@link #getInto} and {@link
+   * #getAllInto} (a batch's time shared among its blocks by their bytes), the network and the
+   * server's own read included.
+   */
+  @Override
+  public LoadRate loadRate() {
+    return loadRate;
   }
 
   @Override
@@ -358,11 +370,14 @@ public final class RemoteTier implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     BlockSink[] sink = new BlockSink[1];
+    long start = System.nanoTime();
     int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
         () -> sink[0] = new BlockSink(null, config.maxBlockBytes, config.checksums), true);
     if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
+      ByteBuffer block = sink[0].block();
+      loadRate.record(block.remaining(), System.nanoTime() - start);
       counters.hit();
-      return new RemoteLease(key, sink[0].block(), sink[0].checksum(), counters);
+      return new RemoteLease(key, block, sink[0].checksum(), counters);
     }
     missOrThrow("GET", key, status, sink[0]);
     return BlockLease.miss(key);
@@ -377,12 +392,15 @@ public final class RemoteTier implements Tier {
       throw new ReadOnlyBufferException();
     }
     BlockSink[] sink = new BlockSink[1];
+    long start = System.nanoTime();
+    int position = dst.position();
     int status = call(linkFor(key), "GET", blockPath(key), null, acceptedCoding(),
         () -> sink[0] = new BlockSink(dst, config.maxBlockBytes, config.checksums), true);
     if (status == 200 && sink[0].tooSmall()) {
       return GetStatus.BUFFER_TOO_SMALL;
     }
     if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
+      loadRate.record(dst.position() - position, System.nanoTime() - start);
       counters.hit();
       return GetStatus.HIT;
     }
@@ -431,6 +449,11 @@ public final class RemoteTier implements Tier {
       }
     }
     ensureOpen();
+    long start = System.nanoTime();
+    int[] positions = new int[keys.size()];
+    for (int i = 0; i < positions.length; i++) {
+      positions[i] = dsts.get(i).position();
+    }
     GetStatus[] result = new GetStatus[keys.size()];
     List<Integer> open = indexes(keys);
     boolean retryLeft = true;
@@ -460,14 +483,23 @@ public final class RemoteTier implements Tier {
       retryLeft &= !failed;
       open = left;
     }
+    long nanos = System.nanoTime() - start;
+    long bytes = 0;
     for (int i = 0; i < result.length; i++) {
       if (result[i] == null) {
         result[i] = GetStatus.MISS;
       }
       if (result[i] == GetStatus.HIT) {
         counters.hit();
+        bytes += dsts.get(i).position() - positions[i];
       } else if (result[i] == GetStatus.MISS) {
         counters.miss();
+      }
+    }
+    for (int i = 0; i < result.length && bytes > 0; i++) {
+      if (result[i] == GetStatus.HIT) { // the batch's time, shared by the bytes each block took
+        long length = dsts.get(i).position() - positions[i];
+        loadRate.record(length, nanos * length / bytes);
       }
     }
     return result;

@@ -8,6 +8,7 @@ import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.testkit.TierContractTest;
@@ -102,6 +103,11 @@ class RemoteTierContractTest extends TierContractTest {
     @Override
     public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
       return remote.pinPrefix(keys, timeout);
+    }
+
+    @Override
+    public LoadRate loadRate() {
+      return remote.loadRate();
     }
 
     @Override

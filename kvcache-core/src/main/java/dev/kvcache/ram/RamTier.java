@@ -5,17 +5,20 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PutStatus;
 import dev.kvcache.internal.memory.CompactionBudget;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.BlockEvictionListener;
+import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -76,6 +79,7 @@ public final class RamTier implements Tier {
   private final BlockEvictionListener evictionListener;
 
   private final TierCounters counters = new TierCounters();
+  private final LoadRate loadRate = new LoadRate();
   private volatile boolean closed;
 
   /**
@@ -102,10 +106,14 @@ public final class RamTier implements Tier {
     long headroom =
         Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
     this.index = RamIndex.create(config.policy(), memory.capacityBytes() - headroom, this::onEvicted);
+    long zeroingNanos = System.nanoTime() - startNanos;
+    // the speed at which the memory was zeroed is the estimate until the tier has copied a block
+    long seedBytes = Math.min(config.maxBlockBytes(), memory.capacityBytes());
+    loadRate.record(seedBytes, Math.max(1, zeroingNanos * seedBytes / memory.capacityBytes()));
     log.info(
         "RAM tier: reserved and zeroed {} MiB of direct memory in {} ms (largest block {} bytes)",
         memory.capacityBytes() >> 20,
-        (System.nanoTime() - startNanos) / 1_000_000,
+        zeroingNanos / 1_000_000,
         config.maxBlockBytes());
   }
 
@@ -129,11 +137,28 @@ public final class RamTier implements Tier {
     return config.policy();
   }
 
+  /**
+   * How fast this tier copies blocks: timed on its {@link #getInto} reads and on its {@link #put}s,
+   * which copy the same bytes the other way, and seeded with the speed at which it zeroed its
+   * memory when built, so that a tier read only through leases (which copy nothing) still has an
+   * estimate. Writers are not timed: their parts come at the pace of their source.
+   */
+  @Override
+  public LoadRate loadRate() {
+    return loadRate;
+  }
+
   @Override
   public PutStatus put(BlockKey key, ByteBuffer src) {
     Objects.requireNonNull(src, "src");
+    long start = System.nanoTime();
+    int length = src.remaining();
     // no checksum: a whole block from the caller's memory would be read a second time for it
-    return AbstractBlockWriter.writeWhole(writer(key, src.remaining(), false), src);
+    PutStatus status = AbstractBlockWriter.writeWhole(writer(key, length, false), src);
+    if (status == PutStatus.STORED) {
+      loadRate.record(length, System.nanoTime() - start);
+    }
+    return status;
   }
 
   /** Every writer of the RAM tier opens without waiting: it evicts to make room. */
@@ -326,12 +351,32 @@ public final class RamTier implements Tier {
       if (dst.remaining() < block.length()) {
         return GetStatus.BUFFER_TOO_SMALL;
       }
+      long start = System.nanoTime();
       block.copyTo(dst);
+      loadRate.record(block.length(), System.nanoTime() - start);
       counters.hit();
       return GetStatus.HIT;
     } finally {
       block.release();
     }
+  }
+
+  /** As {@link Tier#locatePrefix}, estimated for the blocks' own lengths. */
+  @Override
+  public PrefixLocation locatePrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    int blocks = 0;
+    long bytes = 0;
+    for (BlockKey key : keys) {
+      OffHeapBlock block = index.peek(Objects.requireNonNull(key, "key"));
+      if (block == null) {
+        break;
+      }
+      blocks++;
+      bytes += block.length();
+    }
+    return PrefixLocation.of(name(), blocks, loadRate.estimate(blocks, bytes));
   }
 
   @Override

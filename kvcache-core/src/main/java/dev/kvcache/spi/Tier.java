@@ -3,7 +3,9 @@ package dev.kvcache.spi;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PutStatus;
+import java.util.List;
 
 /**
  * One storage tier of a cache: off-heap RAM, local disk, or a remote server.
@@ -23,6 +25,23 @@ public interface Tier extends KvCache {
 
   /** The largest block this tier accepts, in bytes. */
   int maxBlockBytes();
+
+  /**
+   * How fast this tier has read its blocks lately. Implementations time the copies they make of
+   * their blocks and record them here; the tiered cache also records the reads it makes through
+   * the tier's leases. The default is a new, empty rate each call: a tier that keeps none has no
+   * estimate.
+   */
+  default LoadRate loadRate() {
+    return new LoadRate();
+  }
+
+  /** As {@link KvCache#locatePrefix}: one run in this tier, estimated from {@link #loadRate()}. */
+  @Override
+  default PrefixLocation locatePrefix(List<BlockKey> keys) {
+    int blocks = lookupPrefix(keys);
+    return PrefixLocation.of(name(), blocks, loadRate().estimate(blocks, -1));
+  }
 
   /** As {@link KvCache#writer}; a block above {@link #maxBlockBytes()} is rejected at once. */
   @Override

@@ -6,6 +6,7 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
@@ -501,6 +502,15 @@ public final class TieredCache implements Tier {
   @Override
   public int lookupPrefix(List<BlockKey> keys) {
     return reads.lookupPrefix(keys);
+  }
+
+  /**
+   * Where the leading keys are, in runs by tier ({@code ram}, {@code spill}, then the lower tier's
+   * runs), with each run's load time estimated from its tier's recent reads.
+   */
+  @Override
+  public PrefixLocation locatePrefix(List<BlockKey> keys) {
+    return reads.locatePrefix(keys);
   }
 
   /**

@@ -3,9 +3,11 @@ package dev.kvcache.tiered;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -78,13 +80,17 @@ final class TieredReads {
     }
     int stripe = KeyStripes.of(key);
     long generation = stripes.generation(stripe);
+    long start = System.nanoTime();
     BlockLease fromLower = lower.get(key);
     if (fromLower.status() != GetStatus.HIT) {
       counters.miss();
       return BlockLease.miss(key);
     }
     lowerHits.increment();
-    promote(key, fromLower.bytes(), stripe, generation);
+    if (promote(key, fromLower.bytes(), stripe, generation)) {
+      // the copy into RAM read the lease's bytes: the lower tier's read, timed here
+      lower.loadRate().record(fromLower.length(), System.nanoTime() - start);
+    }
     return opened(TieredLease.over(fromLower, counters::leaseClosed));
   }
 
@@ -242,21 +248,25 @@ final class TieredReads {
    * generation while one was under way (and may have read the lower tier before it deleted the
    * key there) finds it changed.
    */
-  private void promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
+  private boolean promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
     if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
         || !spills.hasRoom(bytes.remaining())) {
-      return; // a promotion evicts: it must not push blocks out of a full spill queue
+      return false; // a promotion evicts: it must not push blocks out of a full spill queue
     }
     synchronized (stripes.lock(stripe)) {
       if (stripes.generation(stripe) != generation || closed.getAsBoolean() || ram.contains(key)) {
-        return;
+        return false;
       }
       clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
-      if (ram.put(key, bytes) == PutStatus.STORED) {
+      // through a writer, not put: RAM times its puts as its own copy speed, and these bytes may
+      // still be in the lower tier's files
+      if (AbstractBlockWriter.writeWhole(ram.writer(key, bytes.remaining()), bytes)
+          == PutStatus.STORED) {
         promotions.increment();
-      } else {
-        clean.remove(key);
+        return true;
       }
+      clean.remove(key);
+      return false;
     }
   }
 
@@ -273,27 +283,46 @@ final class TieredReads {
    * tier's prefix is looked for in RAM and the queue only.
    */
   int lookupPrefix(List<BlockKey> keys) {
+    return locatePrefix(keys).blocks();
+  }
+
+  /**
+   * The leading keys some tier holds, found as {@link #lookupPrefix} finds them, in runs by tier:
+   * {@code ram}, {@code spill} (estimated at RAM's rate: the queue's copies are in memory), and
+   * the lower tier's own runs from its {@link Tier#locatePrefix}.
+   */
+  PrefixLocation locatePrefix(List<BlockKey> keys) {
     Objects.requireNonNull(keys, "keys");
     ensureOpen();
+    PrefixLocation found = PrefixLocation.NONE;
     int n = 0;
     int lowerLacks = -1; // the key the lower tier's last answer stopped at
     while (n < keys.size()) {
-      BlockKey key = keys.get(n);
-      if (ram.contains(key) || spills.holds(key)) {
-        n++;
+      PrefixLocation inRam = ram.locatePrefix(keys.subList(n, keys.size()));
+      int queued = 0;
+      long queuedBytes = 0;
+      for (SpillEntry e; inRam.blocks() == 0 && n + queued < keys.size()
+          && (e = spills.find(keys.get(n + queued))) != null; queued++) {
+        queuedBytes += e.size();
+      }
+      if (inRam.blocks() > 0 || queued > 0) {
+        found = found.then(inRam.blocks() > 0 ? inRam
+            : PrefixLocation.of("spill", queued, ram.loadRate().estimate(queued, queuedBytes)));
+        n += inRam.blocks() + queued;
         continue;
       }
       if (n == lowerLacks) {
         break;
       }
-      int below = lower.lookupPrefix(keys.subList(n, keys.size()));
-      if (below == 0) {
+      PrefixLocation below = lower.locatePrefix(keys.subList(n, keys.size()));
+      if (below.blocks() == 0) {
         break;
       }
-      n += below;
+      found = found.then(below);
+      n += below.blocks();
       lowerLacks = n;
     }
-    return n;
+    return found;
   }
 
   /**

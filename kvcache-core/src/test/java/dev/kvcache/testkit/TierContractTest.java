@@ -8,6 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
@@ -289,6 +290,29 @@ public abstract class TierContractTest {
     assertThat(tier.lookupPrefix(List.of())).isZero();
     tier.delete(keys.get(0));
     assertThat(tier.lookupPrefix(keys)).isZero();
+  }
+
+  @Test
+  void locatePrefixFindsWhatLookupPrefixCountsAndEstimatesOnceATierHasRead() {
+    List<BlockKey> keys = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      keys.add(Payloads.key(80 + i));
+    }
+    assertThat(tier.locatePrefix(keys)).isEqualTo(PrefixLocation.NONE);
+    for (int i = 0; i < 3; i++) {
+      tier.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
+    }
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    for (int i = 0; i < 3; i++) {
+      assertThat(tier.getInto(keys.get(i), dst.clear())).isEqualTo(GetStatus.HIT);
+    }
+
+    PrefixLocation location = tier.locatePrefix(keys);
+
+    assertThat(location.blocks()).isEqualTo(tier.lookupPrefix(keys)).isEqualTo(3);
+    assertThat(location.estimatedLoad()).as("timed from the reads just made").isPresent();
+    assertThat(location.estimatedLoad().get()).isPositive();
+    assertThatThrownBy(() -> tier.locatePrefix(null)).isInstanceOf(NullPointerException.class);
   }
 
   @Test

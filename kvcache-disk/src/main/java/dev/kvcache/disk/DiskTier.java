@@ -27,6 +27,7 @@ import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
@@ -135,6 +136,7 @@ public final class DiskTier implements Tier {
   private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
+  private final LoadRate loadRate = new LoadRate();
   private final LongAdder corruptBlocks = new LongAdder();
   private final LongAdder unchangedPuts = new LongAdder();
   private final LongAdder bytesWritten = new LongAdder();
@@ -1102,6 +1104,7 @@ public final class DiskTier implements Tier {
       if (dst.remaining() < loc.rawLength) {
         return GetStatus.BUFFER_TOO_SMALL;
       }
+      long start = System.nanoTime();
       ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
       if (loc.encoding == ENCODING_RAW) {
         if (!copyIfIntact(key, loc, sb, stored, dst)) {
@@ -1112,6 +1115,7 @@ public final class DiskTier implements Tier {
         counters.miss();
         return GetStatus.MISS;
       }
+      loadRate.record(loc.rawLength, System.nanoTime() - start);
       loc.hit();
       counters.hit();
       return GetStatus.HIT;
@@ -1204,6 +1208,16 @@ public final class DiskTier implements Tier {
   }
 
   // ---------------------------------------------------------------- state
+
+  /**
+   * How fast this tier reads its blocks out of its files: timed on its {@link #getInto} reads
+   * (page faults, checksum or decoding included); a tiered cache adds the reads it promotes into
+   * RAM through this tier's leases.
+   */
+  @Override
+  public LoadRate loadRate() {
+    return loadRate;
+  }
 
   @Override
   public String name() {
