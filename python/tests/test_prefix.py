@@ -6,6 +6,7 @@ import pytest
 
 import kvcache
 from conftest import KvServer, ram_only
+from kvcache._location import locate
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,51 @@ def test_lookup_counts_leading_blocks(client, unique_keys):
     assert client.lookup_prefix(keys[:2]) == 2
     assert client.lookup_prefix(keys[2:]) == 0
     assert client.lookup_prefix([]) == 0
+
+
+def test_locate_says_which_tier_holds_the_blocks_and_how_long_reading_them_takes(client, unique_keys):
+    keys = unique_keys(4)
+    for k in keys[:3]:
+        client.put(k, os.urandom(100_000))
+    where = client.locate_prefix(keys)
+    assert where.present == 3 == client.lookup_prefix(keys)
+    assert where.tiers == {"ram": 3}
+    assert where.load_s is not None and 0 < where.load_s < 1.0
+    with client.pin_prefix(keys) as pin:
+        assert pin.location.present == pin.present == 3
+        assert pin.location.tiers == {"ram": 3}
+    assert client.locate_prefix(keys[3:]) == kvcache.PrefixLocation(0, {}, 0.0)
+
+
+class _Link:
+    def __init__(self, name):
+        self.name = name
+
+
+def test_a_prefix_across_servers_is_located_per_server_and_read_at_once():
+    a, b = _Link("a"), _Link("b")
+    hexes = ["k0", "k1", "k2", "k3", "k4", "k5"]
+    groups = {a: [0, 2, 4], b: [1, 3, 5]}
+    answers = {
+        a: [{"present": 3, "tiers": [{"tier": "ram", "blocks": 1, "load_us": 10},
+                                     {"tier": "disk", "blocks": 2, "load_us": 4000}]}],
+        b: [{"present": 1, "tiers": [{"tier": "ram", "blocks": 1, "load_us": 30}]}],
+    }
+    # b lacks k3: the prefix is k0..k2, of which a holds k0 (ram) and k2 (half its disk run)
+    where = locate(3, hexes, groups, answers)
+    assert where.present == 3
+    assert where.tiers == {"ram": 2, "disk": 1}
+    assert where.load_s == pytest.approx(max(10e-6 + 2000e-6, 30e-6))
+
+    answers[a][0]["tiers"][1].pop("load_us")  # a disk that has not timed a read yet
+    assert locate(3, hexes, groups, answers).load_s is None
+    assert locate(1, hexes, groups, answers).load_s == pytest.approx(10e-6)  # k0 alone
+
+
+def test_a_bad_tier_run_is_a_protocol_error():
+    a = _Link("a")
+    with pytest.raises(kvcache.ProtocolError, match="bad tier run"):
+        locate(1, ["k0"], {a: [0]}, {a: [{"present": 1, "tiers": [{"tier": "ram", "blocks": 0}]}]})
 
 
 def test_lookup_of_more_keys_than_one_request_takes(client, unique_keys):

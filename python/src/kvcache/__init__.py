@@ -10,6 +10,7 @@
 See ``docs/python.md`` in the kvcache repository.
 """
 from .aio import AsyncClient, AsyncPin
+from ._location import PrefixLocation
 from ._pin import Pin
 from .client import Client, PutStatus
 from .errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheError, ProtocolError,
@@ -21,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient", "AsyncPin", "AuthError", "BlockKey", "BufferTooSmallError", "Client",
-    "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "ProtocolError",
+    "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation", "ProtocolError",
     "PutStatus", "RequestError", "ServerError", "ServerUnavailableError", "TooLargeError",
     "UnknownNamespaceError",
 ]

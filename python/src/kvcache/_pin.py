@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._buffers import writable_view
 from ._http1 import Response
+from ._location import PrefixLocation
 from ._transport import ConnectionFailed, ServerLink
 
 if TYPE_CHECKING:
@@ -17,10 +18,12 @@ class Pin:
     :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
 
     def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
-                 answers: dict[ServerLink, dict[str, Any]]) -> None:
+                 answers: dict[ServerLink, dict[str, Any]], location: PrefixLocation) -> None:
         self._client = client
         #: The keys of the pinned blocks, in order.
         self.keys = keys
+        #: Which tier held the pinned blocks and how long their servers should take to read them.
+        self.location = location
         self._slots = slots
         self._answers = answers
         self._released = False

@@ -12,6 +12,7 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
+from ._location import PrefixLocation
 from ._pin import Pin
 from .client import Buffer, Client, PutStatus
 from .keys import KeyLike
@@ -74,6 +75,10 @@ class AsyncClient:
         """As :meth:`kvcache.Client.lookup_prefix`."""
         return await self._run(self._client.lookup_prefix, keys)
 
+    async def locate_prefix(self, keys: Sequence[KeyLike]) -> PrefixLocation:
+        """As :meth:`kvcache.Client.locate_prefix`."""
+        return await self._run(self._client.locate_prefix, keys)
+
     def pin_prefix(self, keys: Sequence[KeyLike], ms: int = 5000) -> "AsyncPin":
         """As :meth:`kvcache.Client.pin_prefix`, as an asynchronous context manager::
 
@@ -124,6 +129,11 @@ class AsyncPin:
     def lengths(self) -> list[int]:
         """The pinned blocks' lengths, in order."""
         return self._held().lengths
+
+    @property
+    def location(self) -> PrefixLocation:
+        """As :attr:`kvcache.Pin.location`."""
+        return self._held().location
 
     async def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
         """As :meth:`kvcache.Pin.get_into`."""

@@ -17,6 +17,7 @@ import crc32c as _crc32c
 
 from ._buffers import readable_view, writable_view
 from ._http1 import Response, ShortRead
+from ._location import PrefixLocation, locate
 from ._pin import Pin, prefix_length
 from ._servers import DEFAULT_PORT, ServerSet, parse_server
 from ._transport import ConnectionFailed, ServerLink, read_json
@@ -313,23 +314,32 @@ class Client:
     def lookup_prefix(self, keys: Sequence[KeyLike]) -> int:
         """How many leading ``keys`` are cached, with one request per server holding some of them
         (several servers at once). A server that is down ends the prefix at its first key."""
+        return self.locate_prefix(keys).present
+
+    def locate_prefix(self, keys: Sequence[KeyLike]) -> PrefixLocation:
+        """As :meth:`lookup_prefix`, and also which tier holds the blocks found and how long their
+        servers should take to read them (:class:`PrefixLocation`), in the same requests."""
         hexes = keys_hex(keys)
         if not hexes:
-            return 0
+            return PrefixLocation(0)
         groups = self._servers.by_server(hexes)
         present: dict[ServerLink, int] = {}
+        answers: dict[ServerLink, list[dict[str, Any]]] = {}
 
         def ask(link: ServerLink, idx: list[int]) -> None:
             n = 0
+            answers[link] = []
             for start in range(0, len(idx), MAX_LOOKUP_KEYS):
                 chunk = idx[start:start + MAX_LOOKUP_KEYS]
                 got = self._lookup(link, [hexes[i] for i in chunk], None)
+                if got:
+                    answers[link].append(got)
                 n += got["present"] if got else 0
                 if not got or got["present"] < len(chunk):
                     break
             present[link] = n
         self._run_all([partial(ask, link, idx) for link, idx in groups.items()])
-        return prefix_length(hexes, groups, present)
+        return locate(prefix_length(hexes, groups, present), hexes, groups, answers)
 
     def pin_prefix(self, keys: Sequence[KeyLike], ms: int = 5000) -> "Pin":
         """Looks up the leading cached ``keys`` and has their servers hold those blocks for
@@ -374,7 +384,8 @@ class Client:
             position[link] += 1
             a = answers[link]
             slots.append((link, a["lease"], j, int(a["lengths"][j])))
-        return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers)
+        location = locate(n, hexes, groups, {link: [a] for link, a in answers.items()})
+        return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers, location)
 
     # -- internals --------------------------------------------------------------------------
 

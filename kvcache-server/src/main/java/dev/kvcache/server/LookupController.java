@@ -5,6 +5,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpResponse;
@@ -21,6 +22,7 @@ import io.netty.buffer.ByteBufAllocator;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Longest-prefix lookup: how many leading blocks of a request's chain are cached. A pinned lookup
@@ -59,6 +61,9 @@ class LookupController {
    * The answer of a lookup.
    *
    * @param present how many leading keys are cached
+   * @param tiers the runs of those blocks by the tier that holds them, in order
+   * @param loadMicros the estimated time for the server to read them all, in microseconds; absent
+   *     if a tier holding some has not timed a read yet
    * @param lease the id under which the blocks found are pinned, if a pin was asked for and a
    *     block found
    * @param expiresInMillis how long the pin holds
@@ -66,9 +71,48 @@ class LookupController {
    */
   @Serdeable
   @JsonInclude(JsonInclude.Include.NON_NULL)
-  record LookupResponse(int present, @Nullable String lease,
+  record LookupResponse(int present, List<TierRun> tiers,
+      @Nullable @JsonProperty("load_us") Long loadMicros, @Nullable String lease,
       @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis,
-      @Nullable List<Integer> lengths) {}
+      @Nullable List<Integer> lengths) {
+
+    /** The answer for the blocks {@code location} finds, with no pin. */
+    static LookupResponse of(PrefixLocation location) {
+      return pinned(location, null, null, null);
+    }
+
+    /**
+     * The answer for a pin of {@code lengths.size()} blocks, which {@code location} found where
+     * they are (all of them, unless the cache dropped some from its index since: the pin still
+     * holds those).
+     */
+    static LookupResponse pinned(PrefixLocation location, String lease, Long expiresInMillis,
+        List<Integer> lengths) {
+      List<TierRun> runs = new ArrayList<>(location.runs().size());
+      for (PrefixLocation.Run run : location.runs()) {
+        runs.add(new TierRun(run.tier(), run.blocks(), micros(run.estimatedLoad())));
+      }
+      int present = lengths == null ? location.blocks() : lengths.size();
+      return new LookupResponse(present, runs, micros(location.estimatedLoad()), lease,
+          expiresInMillis, lengths);
+    }
+
+    private static Long micros(Optional<Duration> estimate) {
+      return estimate.map(d -> (d.toNanos() + 999) / 1000).orElse(null);
+    }
+  }
+
+  /**
+   * Consecutive leading blocks held by one tier.
+   *
+   * @param tier {@code ram}, {@code spill} (evicted from RAM, not yet on disk) or {@code disk}
+   * @param blocks how many
+   * @param loadMicros the estimated time to read them, in microseconds, from the tier's recent
+   *     reads; absent if it has not timed one yet
+   */
+  @Serdeable
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record TierRun(String tier, int blocks, @Nullable @JsonProperty("load_us") Long loadMicros) {}
 
   @Post("/lookup")
   LookupResponse lookup(String namespace, @Body LookupRequest request) {
@@ -83,7 +127,7 @@ class LookupController {
     List<BlockKey> keys = namespaces.storageKeys(namespace, request.keys());
     Long pinMillis = request.pinMillis();
     if (pinMillis == null) {
-      return new LookupResponse(cache.lookupPrefix(keys), null, null, null);
+      return LookupResponse.of(cache.locatePrefix(keys));
     }
     if (pinMillis < 1 || pinMillis > MAX_PIN_MILLIS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
@@ -92,13 +136,15 @@ class LookupController {
     PrefixPin pin = cache.pinPrefix(keys, Duration.ofMillis(pinMillis));
     if (pin.blocks() == 0) {
       pin.close();
-      return new LookupResponse(0, null, null, null);
+      return LookupResponse.of(PrefixLocation.NONE);
     }
     List<Integer> lengths = new ArrayList<>(pin.blocks());
     for (int i = 0; i < pin.blocks(); i++) {
       lengths.add(pin.length(i));
     }
-    return new LookupResponse(pin.blocks(), pins.register(namespace, pin), pinMillis, lengths);
+    // where the pinned blocks are: the pin holds them wherever they were found
+    PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
+    return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths);
   }
 
   /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */

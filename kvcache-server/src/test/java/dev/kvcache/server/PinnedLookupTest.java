@@ -20,6 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 class PinnedLookupTest {
 
+  /** The answer of a lookup that finds nothing: no blocks, no runs, nothing to load. */
+  static final String NOTHING_FOUND = "{\"present\":0,\"tiers\":[],\"load_us\":0}";
+
   @TempDir static Path dir;
   static TestServer server;
 
@@ -114,9 +117,9 @@ class PinnedLookupTest {
 
   @Test
   void aLookupWithoutAPinOrWithNothingFoundGivesNoLease() throws Exception {
-    assertThat(body(lookup("{\"keys\":[\"" + key(21) + "\"]}"))).isEqualTo("{\"present\":0}");
+    assertThat(body(lookup("{\"keys\":[\"" + key(21) + "\"]}"))).isEqualTo(NOTHING_FOUND);
     assertThat(body(lookup("{\"keys\":[\"" + key(21) + "\"],\"pin_ms\":1000}")))
-        .isEqualTo("{\"present\":0}");
+        .isEqualTo(NOTHING_FOUND);
   }
 
   @Test
