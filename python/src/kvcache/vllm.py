@@ -27,6 +27,7 @@ from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 
 from . import Client, Namespace, PutStatus
+from ._location import PrefixLocation
 from ._pin import Pin
 from .errors import KvCacheError, RequestError
 from .keys import BlockKey
@@ -72,6 +73,11 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             0 leaves it alone. While a request waits for its blocks, vLLM's engine loop keeps the
             GIL busy, and each socket call of the tier's threads waits up to the interval to get
             it back: with 0.0002, blocks load 11x faster (``docs/engines.md``).
+        prefill_tokens_per_s: the engine's prefill speed in tokens per second, to load only what
+            is faster to load than to recompute: a lookup whose blocks the servers estimate
+            (:meth:`kvcache.Client.locate_prefix`), plus their bytes at the speed of this tier's
+            recent loads, would take longer to load than to prefill answers MISS for them. 0 (the
+            default) always loads.
     """
 
     medium: ClassVar[Medium] = Medium.STORAGE
@@ -81,7 +87,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                  token: Optional[str] = None, tenant: str = "", workers: int = 4,
                  pin_ms: int = 30_000, timeout: float = 30.0, ca_file: Optional[str] = None,
                  dns: Optional[str] = None, locality: str = "REMOTE",
-                 switch_interval: float = 0.0002,
+                 switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
                  backpressure_detector: Any = None) -> None:
         super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
         if not 1 <= pin_ms <= 60_000:
@@ -98,6 +104,14 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                              ca_file=ca_file, dns=dns, max_workers=max(4, workers))
         self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
         self.pin_ms = pin_ms
+        if prefill_tokens_per_s < 0:
+            raise ValueError(f"prefill_tokens_per_s must be 0 or more, got {prefill_tokens_per_s}")
+        self.prefill_tokens_per_s = prefill_tokens_per_s
+        cache = offloading_spec.config.cache
+        self.tokens_per_chunk = int(cache.tokens_per_hash) * int(cache.blocks_per_chunk)
+        #: Chunks found but recomputed, as loading them was estimated slower.
+        self.recomputed_chunks = 0
+        self._load_bytes_per_s = 0.0  # moving average over this tier's loads; 0 until one ends
         self._bytes = primary_kv_view.cast("B")
         self._jobs = ThreadPoolExecutor(workers, thread_name_prefix="kvcache-vllm")
         self._pending: set[Future[None]] = set()
@@ -192,12 +206,28 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                         "load" if job.is_promotion else "store", len(keys), e)
             ok = [False] * len(keys)
         done = [k for k, good in zip(keys, ok) if good]
+        elapsed = time.monotonic() - start
+        if job.is_promotion and done and elapsed > 0:
+            rate = len(done) * self.block_size_bytes / elapsed
+            self._load_bytes_per_s = rate if not self._load_bytes_per_s else (
+                self._load_bytes_per_s + 0.1 * (rate - self._load_bytes_per_s))
         failed = [k for k, good in zip(keys, ok) if not good] if job.is_promotion else []
         result = JobResult(job_id=job.job_id, success=all(ok),
                            successful_keys=tuple(done) if failed and done else None,
-                           transfer_time=time.monotonic() - start,
+                           transfer_time=elapsed,
                            transfer_bytes=len(done) * self.block_size_bytes)
         self._finished.put((result, failed))
+
+    def recompute_is_faster(self, location: PrefixLocation) -> bool:
+        """Whether prefilling the chunks ``location`` found beats loading them: the servers' read
+        estimate plus their bytes at this tier's recent load speed (none before a load has
+        ended), against their tokens at ``prefill_tokens_per_s``. False if either is unknown."""
+        if not self.prefill_tokens_per_s or location.load_s is None or not location.present:
+            return False
+        transfer = (location.present * self.block_size_bytes / self._load_bytes_per_s
+                    if self._load_bytes_per_s else 0.0)
+        prefill = location.present * self.tokens_per_chunk / self.prefill_tokens_per_s
+        return location.load_s + transfer > prefill
 
     def _store(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
         statuses = self.client.put_many(
@@ -251,15 +281,28 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
             pin = client.pin_prefix(block_keys, self._tier.pin_ms)
         except RequestError as e:  # too many pins open on a server: look up without one
             log.warning("kvcache: lookup without a pin: %s", e)
-            return client.lookup_prefix(block_keys)
+            where = client.locate_prefix(block_keys)
+            return 0 if self._recomputed(where) else where.present
         except KvCacheError as e:
             log.warning("kvcache: lookup of %d blocks failed: %s", len(keys), e)
+            return 0
+        if self._recomputed(pin.location):
+            pin.release()
             return 0
         if pin.present == 0:
             pin.release()
         else:
             self._tier._pins.add(req_id, keys[:pin.present], pin)
         return pin.present
+
+    def _recomputed(self, location: PrefixLocation) -> bool:
+        """Whether the chunks found are left to prefill, as loading them is estimated slower."""
+        if not self._tier.recompute_is_faster(location):
+            return False
+        log.debug("kvcache: %d chunks recomputed: loading them is estimated slower (%s)",
+                  location.present, location)
+        self._tier.recomputed_chunks += location.present
+        return True
 
 
 class _Pins:

@@ -178,9 +178,9 @@ def test_engine_keeps_serving_without_the_server(llm, server):
 
 # -- the tier's contract, driven as vLLM's tiering manager drives it ----------------------------
 
-def tier_under_test(server, rows, chunk):
+def tier_under_test(server, rows, chunk, **options):
     """A KvcacheTier over a host tier of ``rows`` chunks of ``chunk`` bytes, as vLLM's secondary
-    tier factory makes it, and its memory as a numpy array."""
+    tier factory makes it with ``options`` in its entry, and its memory as a numpy array."""
     import types
 
     import numpy as np
@@ -199,7 +199,7 @@ def tier_under_test(server, rows, chunk):
     memory = np.zeros((rows, chunk), dtype=np.uint8)
     tier = SecondaryTierFactory.create_secondary_tier(
         {"type": "KvcacheTier", "module_path": "kvcache.vllm", "servers": [server.address],
-         "timeout": 5}, memoryview(memory), types.SimpleNamespace(config=config))
+         "timeout": 5, **options}, memoryview(memory), types.SimpleNamespace(config=config))
     return tier, memory
 
 
@@ -271,3 +271,36 @@ def test_tier_loads_pinned_blocks_deleted_after_the_lookup(server):
         assert not tier.has_pending_work()
     finally:
         tier.shutdown()
+
+
+def test_tier_recomputes_what_is_estimated_faster_to_prefill_than_to_load(server):
+    import hashlib
+
+    import numpy as np
+    from vllm.v1.kv_offload.base import LookupResult, ReqContext, make_offload_key
+    from vllm.v1.kv_offload.tiering.base import TransferJob
+
+    n, chunk = 4, 64 << 10
+    keys = [make_offload_key(hashlib.sha256(b"prefill-or-load" + bytes([i])).digest(), 0)
+            for i in range(n)]
+    # an engine that prefills a token a second: loading 64 KiB chunks from RAM is faster
+    slow, memory = tier_under_test(server, n, chunk, prefill_tokens_per_s=1.0)
+    # an engine that prefills 10^15 tokens a second: nothing loads faster than that
+    fast, _ = tier_under_test(server, n, chunk, prefill_tokens_per_s=1e15)
+    try:
+        memory[:] = np.random.default_rng(1).integers(0, 256, (n, chunk), dtype=np.uint8)
+        slow.submit_store(TransferJob(1, keys, np.arange(n), False, ReqContext(req_id="store")))
+        assert finished(slow, 1).success
+        where = slow.client.locate_prefix([slow.block_key(k) for k in keys])
+        assert where.present == n and where.load_s is not None
+
+        assert looked_up(slow, keys, ReqContext(req_id="r1")) == [LookupResult.HIT] * n
+        assert slow.recomputed_chunks == 0
+        assert looked_up(fast, keys, ReqContext(req_id="r2")) == [LookupResult.MISS] * n
+        assert fast.recomputed_chunks == n
+        # the skipped lookup let go of its pin
+        slow.on_request_finished(ReqContext(req_id="r1"))
+        assert wait_until(lambda: server_metrics(server)["kvcache_leases_open"] == 0)
+    finally:
+        slow.shutdown()
+        fast.shutdown()
