@@ -40,11 +40,13 @@ class BatchGetController {
   private final KvCache cache;
   private final Namespaces namespaces;
   private final long maxBatchBytes;
+  private final ServedBlocks served;
 
-  BatchGetController(KvCache cache, Namespaces namespaces,
+  BatchGetController(KvCache cache, Namespaces namespaces, ServedBlocks served,
       @Value("${kvcache.max-batch-bytes:64MiB}") String maxBatchBytes) {
     this.cache = cache;
     this.namespaces = namespaces;
+    this.served = served;
     this.maxBatchBytes = SizeSetting.bytes("kvcache.max-batch-bytes", maxBatchBytes, 1);
   }
 
@@ -90,6 +92,7 @@ class BatchGetController {
       leases.forEach(BlockLease::close);
       throw e;
     }
+    served.served(namespace, leases.size());
     return HttpResponse.ok((ByteBuf) new LeaseBody(leases)).header(LENGTHS_HEADER, lengths);
   }
 }

@@ -54,6 +54,7 @@ class BlockController {
 
   private final KvCache cache;
   private final Namespaces namespaces;
+  private final ServedBlocks served;
   private final int maxBlockBytes;
   private final Scheduler blocking;
   private final Duration bodyTimeout;
@@ -62,8 +63,10 @@ class BlockController {
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
       @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
-      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json) {
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
+      ServedBlocks served) {
     this.cache = cache;
+    this.served = served;
     this.json = json;
     this.wire = wire;
     this.bodyTimeout = bodyTimeout;
@@ -174,10 +177,12 @@ class BlockController {
       lease.close(); // the length, stated, keeps an HTTP/1.1 connection open
       answer = HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, length);
     } else if (wire.encodesFor(request)) {
+      served.served(namespace, 1);
       answer = HttpResponse.ok(wire.encode(lease, blocking))
           .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
           .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING);
     } else {
+      served.served(namespace, 1);
       answer = HttpResponse.ok((ByteBuf) new LeaseBody(lease));
     }
     answer.header(LENGTH_HEADER, length);

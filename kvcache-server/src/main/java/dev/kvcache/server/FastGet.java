@@ -50,15 +50,17 @@ class FastGet implements MeterBinder {
   private final Namespaces namespaces;
   private final Tokens tokens;
   private final WireCodec wire;
+  private final ServedBlocks served;
   private final AtomicLong answered = new AtomicLong();
 
   FastGet(@Value("${kvcache.fast-get:true}") boolean enabled, KvCache cache, Namespaces namespaces,
-      Tokens tokens, WireCodec wire) {
+      Tokens tokens, WireCodec wire, ServedBlocks served) {
     this.enabled = enabled;
     this.cache = cache;
     this.namespaces = namespaces;
     this.tokens = tokens;
     this.wire = wire;
+    this.served = served;
   }
 
   /** Puts the fast path in front of the connection's frame listener (Micronaut's). */
@@ -127,6 +129,7 @@ class FastGet implements MeterBinder {
       lease.close();
       return null;
     }
+    served.served(namespace, 1);
     return lease;
   }
 

@@ -41,11 +41,13 @@ class LookupController {
   private final KvCache cache;
   private final Namespaces namespaces;
   private final PinRegistry pins;
+  private final ServedBlocks served;
 
-  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins) {
+  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served) {
     this.cache = cache;
     this.namespaces = namespaces;
     this.pins = pins;
+    this.served = served;
   }
 
   /**
@@ -169,6 +171,7 @@ class LookupController {
       body.release();
       throw e;
     }
+    served.served(namespace, 1);
     return HttpResponse.ok(body).header(BlockController.LENGTH_HEADER, Integer.toString(length));
   }
 
