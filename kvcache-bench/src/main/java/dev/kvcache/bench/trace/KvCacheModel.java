@@ -19,12 +19,26 @@ final class KvCacheModel implements PrefixCacheModel {
   static final int BLOCK_BYTES = 4096;
 
   private final KvCache cache;
-  private final ByteBuffer src = ByteBuffer.allocateDirect(BLOCK_BYTES);
-  private final ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK_BYTES);
+  private final ByteBuffer src;
+  private final ByteBuffer dst;
   private final List<BlockKey> keys = new ArrayList<>();
+  private final boolean missAfterLookupAllowed;
 
   KvCacheModel(KvCache cache) {
+    this(cache, BLOCK_BYTES, false);
+  }
+
+  /**
+   * A model whose blocks are {@code blockBytes} long (at least 8). With {@code
+   * missAfterLookupAllowed}, a block the lookup counted that is gone when loaded (a cache whose
+   * background threads drop blocks, such as a tiered cache whose spill failed) ends the request's
+   * hits there, as an engine would recompute from it; otherwise it is an error.
+   */
+  KvCacheModel(KvCache cache, int blockBytes, boolean missAfterLookupAllowed) {
     this.cache = cache;
+    this.src = ByteBuffer.allocateDirect(blockBytes);
+    this.dst = ByteBuffer.allocateDirect(blockBytes);
+    this.missAfterLookupAllowed = missAfterLookupAllowed;
   }
 
   /** RAM budget that holds {@code blocks} blocks of {@link #BLOCK_BYTES} beside the tier's headroom. */
@@ -46,6 +60,10 @@ final class KvCacheModel implements PrefixCacheModel {
     for (int i = 0; i < hits; i++) {
       dst.clear();
       GetStatus status = cache.getInto(keys.get(i), dst);
+      if (status == GetStatus.MISS && missAfterLookupAllowed) {
+        hits = i;
+        break;
+      }
       if (status != GetStatus.HIT) {
         throw new IllegalStateException("block " + ids[i] + " found by lookup, then " + status);
       }
