@@ -139,7 +139,7 @@ class GhostSlru:
             if x in self.P:
                 del self.P[x]
                 self.M[x] = None
-            else:
+            elif x in self.M:  # (not if the request's own new blocks evicted it)
                 self.M.move_to_end(x)
 
     def access(self, ids, k):

@@ -26,16 +26,16 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * Replays request traces through the disk tier alone, against exact LRU of the blocks the disk
- * tier holds, and through RAM over disk, against one LRU of their combined capacity, counting the
+ * Replays request traces through the disk tier alone, against exact LRU of its capacity and of
+ * the blocks it holds on average, and through RAM over disk, against one LRU of their combined capacity, counting the
  * hits each tier served. Blocks are 4,032 bytes, so that a block's record (64-byte header and
  * payload) is one 4 KiB page on disk and one 4 KiB granule in RAM: capacities count blocks.
  *
  * <p>The disk tier of N blocks has eight super-blocks of N / 8 records each (at least 15, the
  * smallest super-block), and room beside them for its index's journal (checkpointed at 1/32 of
- * the blocks' bytes) and checkpoint. It evicts an eighth of its blocks at once, oldest first, with a second
- * chance (rewritten forward by the reclaimer) for the blocks read since they were written. Its
- * reclaimer runs in the background as in production, unthrottled: how much of its second chance
+ * the blocks' bytes) and checkpoint. It evicts an eighth of its blocks at once, oldest first,
+ * with a second chance (rewritten forward by the reclaimer) for the blocks read since they were
+ * written. Its reclaimer runs in the background as in production, unthrottled: how much of its second chance
  * it gives before a put must drop a super-block depends on the thread timing, so figures move by
  * a little between runs. RAM over disk is the tiered cache with {@link Durability#RAM_FIRST}:
  * blocks reach the disk when RAM evicts them, so the two tiers hold different blocks and the LRU
@@ -85,7 +85,7 @@ public final class TierReplay implements Callable<Integer> {
   /** One replay: hits per tier, of a trace at a disk capacity, in blocks. */
   record Result(String trace, String model, int diskBlocks, long diskHeld, int ramBlocks,
       long accesses,
-      long ramHits, long spillHits, long diskHits, long lruHits) {
+      long ramHits, long spillHits, long diskHits, long lruHits, long lruHeldHits) {
     long hits() {
       return ramHits + spillHits + diskHits;
     }
@@ -102,8 +102,8 @@ public final class TierReplay implements Callable<Integer> {
           "--ram-fraction must be positive");
     }
     List<Result> results = new ArrayList<>();
-    System.out.printf(Locale.ROOT, "%-13s %-13s %8s %8s %8s %7s %7s %7s %7s %9s%n", "trace",
-        "model", "disk", "held", "RAM", "RAM", "spill", "disk", "total", "LRU same");
+    System.out.printf(Locale.ROOT, "%-13s %-13s %8s %8s %8s %7s %7s %7s %7s %9s %9s%n", "trace",
+        "model", "disk", "held", "RAM", "RAM", "spill", "disk", "total", "LRU same", "LRU held");
     for (Path file : traces) {
       MooncakeTrace trace = MooncakeTrace.load(file);
       for (int capacity : capacities) {
@@ -121,7 +121,7 @@ public final class TierReplay implements Callable<Integer> {
     return 0;
   }
 
-  private Result replay(MooncakeTrace trace, String model, int diskBlocks, int ramBlocks,
+  Result replay(MooncakeTrace trace, String model, int diskBlocks, int ramBlocks,
       int perSuperBlock) throws IOException {
     empty(dir);
     long journalBytes = Math.max(64 << 10, diskBlocks * PAGE / 32);
@@ -141,7 +141,8 @@ public final class TierReplay implements Callable<Integer> {
         .maxBlockBytes(BLOCK_BYTES)
         .lowerTier(disk)
         .durability(Durability.RAM_FIRST)
-        .spillQueueWait(Duration.ofSeconds(30)) // a replay outruns the spill thread: wait, drop nothing
+        // a replay outruns the spill thread: puts wait for it, so that nothing is dropped
+        .spillQueueWait(Duration.ofSeconds(30))
         .spillOnClose(false)
         .build();
     long accesses = 0;
@@ -164,25 +165,32 @@ public final class TierReplay implements Callable<Integer> {
       }
       tiers = cache instanceof TieredCache t ? t.tieredStats() : null;
     }
-    long lruHits = 0;
-    try (LruModel lru = new LruModel(diskBlocks + ramBlocks)) {
+    long diskHeld = heldSum / Math.max(1, samples / 16);
+    long lruHits = lruHits(trace, diskBlocks + ramBlocks);
+    long lruHeldHits = lruHits(trace, diskHeld + ramBlocks);
+    return tiers == null
+        ? new Result(trace.name(), model, diskBlocks, diskHeld, 0, accesses, 0, 0, hits, lruHits,
+            lruHeldHits)
+        : new Result(trace.name(), model, diskBlocks, diskHeld, ramBlocks, accesses,
+            tiers.ramHits(), tiers.spillHits(), tiers.lowerHits(), lruHits, lruHeldHits);
+  }
+
+  private static long lruHits(MooncakeTrace trace, long capacity) {
+    long hits = 0;
+    try (LruModel lru = new LruModel(Math.max(1, capacity))) {
       for (int[] ids : trace.requests()) {
-        lruHits += lru.serve(ids);
+        hits += lru.serve(ids);
       }
     }
-    long diskHeld = heldSum / Math.max(1, samples / 16);
-    return tiers == null
-        ? new Result(trace.name(), model, diskBlocks, diskHeld, 0, accesses, 0, 0, hits, lruHits)
-        : new Result(trace.name(), model, diskBlocks, diskHeld, ramBlocks, accesses,
-            tiers.ramHits(), tiers.spillHits(), tiers.lowerHits(), lruHits);
+    return hits;
   }
 
   private static Result print(Result r) {
     double n = r.accesses();
-    System.out.printf(Locale.ROOT, "%-13s %-13s %8d %8d %8d %7.4f %7.4f %7.4f %7.4f %9.4f%n",
-        r.trace(), r.model(), r.diskBlocks(), r.diskHeld(), r.ramBlocks(), r.ramHits() / n,
+    System.out.printf(Locale.ROOT,
+        "%-13s %-13s %8d %8d %8d %7.4f %7.4f %7.4f %7.4f %9.4f %9.4f%n", r.trace(), r.model(), r.diskBlocks(), r.diskHeld(), r.ramBlocks(), r.ramHits() / n,
         r.spillHits() / n,
-        r.diskHits() / n, r.hits() / n, r.lruHits() / n);
+        r.diskHits() / n, r.hits() / n, r.lruHits() / n, r.lruHeldHits() / n);
     return r;
   }
 
@@ -206,12 +214,13 @@ public final class TierReplay implements Callable<Integer> {
     }
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
       w.println("trace,model,disk_blocks,disk_blocks_held_mean,ram_blocks,accesses,ram_hits,"
-          + "spill_hits,disk_hits,hit_ratio,lru_same_capacity_hit_ratio");
+          + "spill_hits,disk_hits,hit_ratio,lru_same_capacity_hit_ratio,"
+          + "lru_capacity_held_hit_ratio");
       for (Result r : results) {
-        w.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.6f,%.6f%n", r.trace(), r.model(),
+        double n = r.accesses();
+        w.printf(Locale.ROOT, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f%n", r.trace(), r.model(),
             r.diskBlocks(), r.diskHeld(), r.ramBlocks(), r.accesses(), r.ramHits(), r.spillHits(),
-            r.diskHits(),
-            (double) r.hits() / r.accesses(), (double) r.lruHits() / r.accesses());
+            r.diskHits(), r.hits() / n, r.lruHits() / n, r.lruHeldHits() / n);
       }
     }
   }
