@@ -698,6 +698,58 @@ def trace_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def tier_tables(results_dir, out, img):
+    """Hits per tier of the disk tier alone and of RAM over disk on the request traces
+    (TierReplay's CSV), beside LRU of the same capacity and of the blocks the disk held."""
+    path = os.path.join(results_dir, "trace-tiers.csv")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    traces = sorted({r["trace"] for r in rows})
+    fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
+    for ax, t in zip(axes[0], traces):
+        name = t.replace("mooncake_", "").replace("_", " ")
+        mine = {(r["model"], int(r["disk_blocks"])): r for r in rows if r["trace"] == t}
+        caps = sorted({c for _, c in mine})
+        out.append(f"\n### Disk tier and RAM over disk, {name}\n")
+        out.append("| disk capacity (blocks) | disk alone | blocks it held (mean) | LRU, same capacity"
+                   " | LRU, blocks held | RAM over disk: RAM | spill | disk | total"
+                   " | LRU, RAM + disk capacity |")
+        out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        n = lambda r, col: int(r[col]) / int(r["accesses"])  # noqa: E731
+        for c in caps:
+            d, t2 = mine[("disk", c)], mine[("ram-over-disk", c)]
+            out.append(f"| {c:,} | {float(d['hit_ratio']):.3f} | {int(d['disk_blocks_held_mean']):,}"
+                       f" | {float(d['lru_same_capacity_hit_ratio']):.3f}"
+                       f" | {float(d['lru_capacity_held_hit_ratio']):.3f}"
+                       f" | {n(t2, 'ram_hits'):.3f} | {n(t2, 'spill_hits'):.3f} | {n(t2, 'disk_hits'):.3f}"
+                       f" | {float(t2['hit_ratio']):.3f} | {float(t2['lru_same_capacity_hit_ratio']):.3f} |")
+        series = [("disk tier alone", "disk", "hit_ratio", dict(marker="o", color="tab:blue")),
+                  ("LRU, disk's capacity", "disk", "lru_same_capacity_hit_ratio",
+                   dict(color="tab:blue", linestyle="--")),
+                  ("LRU, blocks the disk held", "disk", "lru_capacity_held_hit_ratio",
+                   dict(color="tab:blue", linestyle=":")),
+                  ("RAM (¼ of disk) over disk", "ram-over-disk", "hit_ratio",
+                   dict(marker="s", color="tab:orange")),
+                  ("LRU, RAM + disk capacity", "ram-over-disk", "lru_same_capacity_hit_ratio",
+                   dict(color="tab:orange", linestyle="--"))]
+        for label, model, col, style in series:
+            ax.plot(caps, [float(mine[(model, c)][col]) for c in caps], label=label, **style)
+        ax.bar(caps, [n(mine[("ram-over-disk", c)], "ram_hits") for c in caps],
+               width=[c * 0.25 for c in caps], color="tab:orange", alpha=0.3,
+               label="of which RAM served")
+        ax.set_xscale("log")
+        ax.set_xlabel("disk tier capacity (blocks of 512 tokens)")
+        ax.set_ylabel("block hit ratio")
+        ax.set_title("Mooncake " + name)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "trace-tiers.png"), dpi=110)
+    plt.close(fig)
+
+
 class ServerRuns:
     """The rows of a run-server-benchmarks.sh CSV, by (size, streams, connections, system, op):
     medians over the rounds of GB/s, of CPU µs per MiB moved and of cores kept busy, each for the
@@ -1304,6 +1356,7 @@ def main():
     durability_tables(rows, out, img)
     checksum_table(rows, out, img)
     trace_tables(results_dir, out, img)
+    tier_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
     setting_table(results_dir, out, img, "server-write-buffer", "buffer-1048576", size_label, "Socket write buffer")
