@@ -143,8 +143,9 @@ public final class RamTier implements Tier {
   /**
    * How fast this tier copies blocks: timed on one in {@value #TIMED_ONE_IN} of its {@link
    * #getInto} reads and of its {@link #put}s, which copy the same bytes the other way, and seeded
-   * with the speed at which it zeroed its memory when built, so that a tier read only through leases (which copy nothing) still has an
-   * estimate. Writers are not timed: their parts come at the pace of their source.
+   * with the speed at which it zeroed its memory when built, so that a tier read only through
+   * leases (which copy nothing) still has an estimate. Writers are not timed: their parts come at
+   * the pace of their source.
    */
   @Override
   public LoadRate loadRate() {
