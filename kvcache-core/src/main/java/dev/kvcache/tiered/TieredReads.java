@@ -104,7 +104,10 @@ final class TieredReads {
     SpillEntry queued = spills.find(key);
     if (queued != null && queued.tryRetain()) {
       spillHits.increment();
-      return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), queued::release));
+      return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), () -> {
+        queued.release();
+        counters.leaseClosed();
+      }));
     }
     return null;
   }

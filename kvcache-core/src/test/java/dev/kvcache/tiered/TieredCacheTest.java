@@ -339,6 +339,45 @@ class TieredCacheTest {
     lower.release();
   }
 
+  /** The first of blocks {@code from} to {@code to} that a read finds in {@code source}. */
+  private BlockKey foundIn(TieredRead.Source source, int from, int to) {
+    for (int i = from; i < to; i++) {
+      BlockKey k = Payloads.key(i);
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      if (cache.readAllInto(List.of(k), List.of(dst))[0].source() == source) {
+        return k;
+      }
+    }
+    throw new AssertionError("no block of " + from + " to " + to + " in " + source);
+  }
+
+  @Test
+  void everyLeasePathCountsItsLeaseClosed() throws Exception {
+    open(64, 32L << 20, Duration.ZERO, false);
+    putAll(cache, 0, 100, 1);
+    awaitSpills(); // the first blocks are on the lower tier only now
+    lower.hold();
+    putAllMayDrop(cache, 100, 200, 2); // what RAM evicts from now on waits in the queue
+    await(() -> lower.putsStarted.get() > 0);
+    BlockKey inLower = foundIn(TieredRead.Source.LOWER, 0, 100);
+    BlockKey queued = foundIn(TieredRead.Source.SPILL_QUEUE, 0, 200);
+    BlockKey inRam = foundIn(TieredRead.Source.RAM, 0, 200);
+
+    for (BlockKey key : List.of(inRam, queued, inLower)) {
+      try (BlockLease lease = cache.get(key)) {
+        assertThat(lease.status()).as(key.toString()).isEqualTo(GetStatus.HIT);
+        assertThat(cache.stats().leasesOpen()).isEqualTo(1);
+      }
+      assertThat(cache.stats().leasesOpen()).as("closed: " + key).isZero();
+    }
+    try (PrefixPin pin = cache.pinPrefix(List.of(inRam, queued), Duration.ofSeconds(30))) {
+      assertThat(pin.blocks()).isEqualTo(2);
+      assertThat(cache.stats().leasesOpen()).isEqualTo(2);
+    }
+    assertThat(cache.stats().leasesOpen()).as("after the pin").isZero();
+    lower.release();
+  }
+
   @Test
   void aFullSpillQueueDropsBlocksAndCountsThem() throws Exception {
     open(2, 32L << 20, Duration.ZERO);

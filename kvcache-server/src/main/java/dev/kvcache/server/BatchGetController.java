@@ -92,7 +92,7 @@ class BatchGetController {
       leases.forEach(BlockLease::close);
       throw e;
     }
-    served.served(namespace, leases.size());
-    return HttpResponse.ok((ByteBuf) new LeaseBody(leases)).header(LENGTHS_HEADER, lengths);
+    return HttpResponse.ok((ByteBuf) served.batchBody(namespace, leases))
+        .header(LENGTHS_HEADER, lengths);
   }
 }

@@ -182,8 +182,7 @@ class BlockController {
           .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
           .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING);
     } else {
-      served.served(namespace, 1);
-      answer = HttpResponse.ok((ByteBuf) new LeaseBody(lease));
+      answer = HttpResponse.ok((ByteBuf) served.getBody(namespace, lease));
     }
     answer.header(LENGTH_HEADER, length);
     if (crc.isPresent()) {

@@ -99,8 +99,11 @@ class FastGet implements MeterBinder {
     return new String[] {path.substring(PREFIX.length(), blocks), path.substring(blocks + BLOCKS.length())};
   }
 
+  /** A GET the fast path answers: its namespace and its block's lease. */
+  private record Hit(String namespace, BlockLease lease) {}
+
   /** The block's lease if this request is a GET the fast path answers, else null. */
-  private BlockLease hit(Http2Headers headers) {
+  private Hit hit(Http2Headers headers) {
     if (!AsciiString.contentEquals("GET", headers.method())) {
       return null;
     }
@@ -129,8 +132,7 @@ class FastGet implements MeterBinder {
       lease.close();
       return null;
     }
-    served.served(namespace, 1);
-    return lease;
+    return new Hit(namespace, lease);
   }
 
   private final class Listener extends RequestFrameStage {
@@ -153,10 +155,11 @@ class FastGet implements MeterBinder {
 
     /** Writes the answer if this is a GET of a cached block; flushed when the read completes. */
     private boolean answer(ChannelHandlerContext ctx, int streamId, Http2Headers request) {
-      BlockLease lease = hit(request);
-      if (lease == null) {
+      Hit hit = hit(request);
+      if (hit == null) {
         return false;
       }
+      BlockLease lease = hit.lease();
       String length = Integer.toString(lease.length());
       Http2Headers response = new DefaultHttp2Headers(false, 6)
           .status(OK)
@@ -168,7 +171,8 @@ class FastGet implements MeterBinder {
       if (crc.isPresent()) {
         response.add(CHECKSUM_HEADER, Crc32c.toHeader(crc.getAsInt()));
       }
-      ByteBuf body = new LeaseBody(lease); // the lease closes when Netty releases the body
+      // the lease closes when Netty releases the body
+      ByteBuf body = served.getBody(hit.namespace(), lease);
       encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());
       encoder.writeData(ctx, streamId, body, 0, true, ctx.voidPromise());
       answered.incrementAndGet();

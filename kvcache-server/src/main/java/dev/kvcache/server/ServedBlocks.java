@@ -1,10 +1,13 @@
 package dev.kvcache.server;
 
+import dev.kvcache.BlockLease;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micronaut.context.annotation.Context;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -13,7 +16,9 @@ import java.util.concurrent.atomic.LongAdder;
  * {@code kvcache_blocks_served_total{namespace}} for every namespace, and {@code
  * kvcache_prefill_tokens_avoided_total{namespace}} (blocks served times the namespace's tokens per
  * block) for the namespaces {@code kvcache.tokens-per-block} gives a size, as {@code
- * name=tokens} entries. A block counts once per GET, batch GET or pinned read that sent it.
+ * name=tokens} entries. A block counts once per GET, batch GET or pinned read that sent it. Also
+ * times the bodies of GETs and batch GETs until they are sent: {@code
+ * kvcache_get_body_seconds{request}}.
  */
 @Context // built at the start, so that a malformed kvcache.tokens-per-block stops it
 class ServedBlocks implements MeterBinder {
@@ -22,6 +27,8 @@ class ServedBlocks implements MeterBinder {
   private record Served(String namespace, LongAdder blocks, int tokensPerBlock) {}
 
   private final Map<String, Served> byNamespace = new HashMap<>();
+  private volatile Timer getBodies; // null until the registry binds this
+  private volatile Timer batchBodies;
 
   ServedBlocks(NamespaceSettings settings) {
     Map<String, Integer> tokensPerBlock = tokensPerBlock(settings);
@@ -33,6 +40,8 @@ class ServedBlocks implements MeterBinder {
 
   @Override
   public void bindTo(MeterRegistry registry) {
+    getBodies = bodyTimer(registry, "get");
+    batchBodies = bodyTimer(registry, "batch-get");
     for (Served s : byNamespace.values()) {
       FunctionCounter.builder("kvcache.blocks.served", s.blocks(), LongAdder::sum)
           .description("blocks sent to clients (GETs, batch GETs and pinned reads that hit)")
@@ -80,6 +89,28 @@ class ServedBlocks implements MeterBinder {
       }
     }
     return result;
+  }
+
+  private static Timer bodyTimer(MeterRegistry registry, String request) {
+    return Timer.builder("kvcache.get.body")
+        .description("time from a read finding its blocks to Netty releasing the body, after its"
+            + " last byte went to the socket (or its stream was reset): the server's part of a GET"
+            + " or batch GET, the body included")
+        .tag("request", request)
+        .publishPercentiles(0.5, 0.95, 0.99)
+        .register(registry);
+  }
+
+  /** A body of one block for a GET, timed; counts the block as served in {@code namespace}. */
+  LeaseBody getBody(String namespace, BlockLease lease) {
+    served(namespace, 1);
+    return new LeaseBody(lease, getBodies);
+  }
+
+  /** A body of the blocks of a batch GET, timed; counts them as served in {@code namespace}. */
+  LeaseBody batchBody(String namespace, List<BlockLease> leases) {
+    served(namespace, leases.size());
+    return new LeaseBody(leases, batchBodies);
   }
 
   /** Counts {@code blocks} blocks of {@code namespace} sent; an unknown namespace counts nothing. */

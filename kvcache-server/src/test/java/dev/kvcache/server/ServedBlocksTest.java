@@ -16,7 +16,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Blocks served and prefill tokens avoided, per namespace, as Prometheus counters. */
+/** Blocks served and prefill tokens avoided per namespace, and the time to send GET bodies. */
 class ServedBlocksTest {
 
   @TempDir Path dir;
@@ -74,7 +74,25 @@ class ServedBlocksTest {
       assertThat(metric(server, "kvcache_blocks_served_total", "default")).isEqualTo(1.0);
       assertThat(metric(server, "kvcache_prefill_tokens_avoided_total", "default"))
           .as("no tokens per block configured for it").isNull();
+
+      // each GET's body (two of llama's, one of default's) and the batch's, timed until sent
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (bodies(server, "get") < 3 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(bodies(server, "get")).isEqualTo(3);
+      assertThat(bodies(server, "batch-get")).isEqualTo(1);
     }
+  }
+
+  /** How many bodies {@code kvcache_get_body_seconds} timed for {@code request}. */
+  private static double bodies(TestServer server, String request) throws Exception {
+    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+    Matcher m = Pattern.compile("(?m)^kvcache_get_body_seconds_count\\{[^}]*request=\""
+        + request + "\"[^}]*\\} (\\S+)$").matcher(text);
+    assertThat(m.find()).as("kvcache_get_body_seconds_count{request=%s} in:%n%s", request, text)
+        .isTrue();
+    return Double.parseDouble(m.group(1));
   }
 
   @Test
