@@ -59,6 +59,14 @@ def gbps(r):
     return r["primaryMetric"]["score"] * size / 1e9, r["primaryMetric"]["scoreError"] * size / 1e9
 
 
+def bar_panel(ax, ylabel, title):
+    """Labels a panel of bars and puts its grid and legend on it."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def size_axis(ax, sizes, ylabel):
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
@@ -628,10 +636,7 @@ def tiered_tables(rows, out, img):
         ax.set_xticks([j + width * (len(stacks) - 1) / 2 for j in range(len(sizes))])
         ax.set_xticklabels([size_label(size) for size in sizes])
         ax.set_xlabel("block size")
-        ax.set_ylabel("GB/s")
-        ax.set_title(f"{m}: working set twice the RAM tier")
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+        bar_panel(ax, "GB/s", f"{m}: working set twice the RAM tier")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "tiered-vs-tiers.png"), dpi=110)
     plt.close(fig)
@@ -747,6 +752,40 @@ def tier_tables(results_dir, out, img):
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(img, "trace-tiers.png"), dpi=110)
+    plt.close(fig)
+
+
+def mlperf_tables(results_dir, out, img):
+    """The MLPerf Storage KV-cache benchmark (mlperf_kv.py's JSON): storage read and write latency
+    quantiles (total, device, host) and bandwidth of each run."""
+    path = os.path.join(results_dir, "mlperf-kv.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        runs = json.load(f)["runs"]
+    out.append("\n### MLPerf Storage KV-cache benchmark\n")
+    for op in ("read", "write"):
+        out.append(f"\n{op}s, ms (P50 / P95 / P99) and GiB/s\n")
+        out.append("| run | total | device | host | bandwidth |")
+        out.append("|---|---:|---:|---:|---:|")
+        for name, r in runs.items():
+            cells = [" / ".join(f"{r[f'storage_{op}{part}_{q}_ms']:.0f}" if r[f'storage_{op}{part}_{q}_ms'] >= 10
+                                else f"{r[f'storage_{op}{part}_{q}_ms']:.1f}" for q in ("p50", "p95", "p99"))
+                     for part in ("", "_device", "_host")]
+            out.append(f"| {name} | " + " | ".join(cells)
+                       + f" | {r[f'storage_{op}_bandwidth_gbps']:.2f} |")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)
+    names = list(runs)
+    for ax, op in zip(axes[0], ("read", "write")):
+        width = 0.8 / len(names)
+        for i, name in enumerate(names):
+            ax.bar([q + i * width for q in range(3)],
+                   [runs[name][f"storage_{op}_{q}_ms"] for q in ("p50", "p95", "p99")],
+                   width=width, label=name)
+        ax.set_xticks([q + 0.4 - width / 2 for q in range(3)], ["P50", "P95", "P99"])
+        bar_panel(ax, "ms per entry (total)", f"storage {op}s, tiny-1b, 8 users, 60 s")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "mlperf-kv.png"), dpi=110)
     plt.close(fig)
 
 
@@ -1357,6 +1396,7 @@ def main():
     checksum_table(rows, out, img)
     trace_tables(results_dir, out, img)
     tier_tables(results_dir, out, img)
+    mlperf_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
     setting_table(results_dir, out, img, "server-write-buffer", "buffer-1048576", size_label, "Socket write buffer")
