@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient", "AsyncPin", "AuthError", "BlockKey", "BufferTooSmallError", "Client",
-    "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation", "ProtocolError",
-    "PutStatus", "RequestError", "ServerError", "ServerUnavailableError", "TooLargeError",
-    "UnknownNamespaceError",
+    "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation",
+    "ProtocolError", "PutStatus", "RequestError", "ServerError", "ServerUnavailableError",
+    "TooLargeError", "UnknownNamespaceError",
 ]

@@ -113,7 +113,7 @@ class ServedBlocks implements MeterBinder {
     return new LeaseBody(leases, batchBodies);
   }
 
-  /** Counts {@code blocks} blocks of {@code namespace} sent; an unknown namespace counts nothing. */
+  /** Counts {@code blocks} blocks of {@code namespace} sent; an unknown namespace counts none. */
   void served(String namespace, int blocks) {
     Served s = byNamespace.get(namespace);
     if (s != null && blocks > 0) {

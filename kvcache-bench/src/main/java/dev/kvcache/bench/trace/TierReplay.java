@@ -27,19 +27,20 @@ import picocli.CommandLine.Parameters;
 
 /**
  * Replays request traces through the disk tier alone, against exact LRU of its capacity and of
- * the blocks it holds on average, and through RAM over disk, against one LRU of their combined capacity, counting the
- * hits each tier served. Blocks are 4,032 bytes, so that a block's record (64-byte header and
- * payload) is one 4 KiB page on disk and one 4 KiB granule in RAM: capacities count blocks.
+ * the blocks it holds on average, and through RAM over disk, against one LRU of their combined
+ * capacity, counting the hits each tier served. Blocks are 4,032 bytes, so that a block's record
+ * (64-byte header and payload) is one 4 KiB page on disk and one 4 KiB granule in RAM:
+ * capacities count blocks.
  *
  * <p>The disk tier of N blocks has eight super-blocks of N / 8 records each (at least 15, the
  * smallest super-block), and room beside them for its index's journal (checkpointed at 1/32 of
  * the blocks' bytes) and checkpoint. It evicts an eighth of its blocks at once, oldest first,
  * with a second chance (rewritten forward by the reclaimer) for the blocks read since they were
- * written. Its reclaimer runs in the background as in production, unthrottled: how much of its second chance
- * it gives before a put must drop a super-block depends on the thread timing, so figures move by
- * a little between runs. RAM over disk is the tiered cache with {@link Durability#RAM_FIRST}:
- * blocks reach the disk when RAM evicts them, so the two tiers hold different blocks and the LRU
- * reference has their sum of capacity.
+ * written. Its reclaimer runs in the background as in production, unthrottled: how much of its
+ * second chance it gives before a put must drop a super-block depends on the thread timing, so
+ * figures move by a little between runs. RAM over disk is the tiered cache with {@link
+ * Durability#RAM_FIRST}: blocks reach the disk when RAM evicts them, so the two tiers hold
+ * different blocks and the LRU reference has their sum of capacity.
  *
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
@@ -188,8 +189,8 @@ public final class TierReplay implements Callable<Integer> {
   private static Result print(Result r) {
     double n = r.accesses();
     System.out.printf(Locale.ROOT,
-        "%-13s %-13s %8d %8d %8d %7.4f %7.4f %7.4f %7.4f %9.4f %9.4f%n", r.trace(), r.model(), r.diskBlocks(), r.diskHeld(), r.ramBlocks(), r.ramHits() / n,
-        r.spillHits() / n,
+        "%-13s %-13s %8d %8d %8d %7.4f %7.4f %7.4f %7.4f %9.4f %9.4f%n", r.trace(), r.model(),
+        r.diskBlocks(), r.diskHeld(), r.ramBlocks(), r.ramHits() / n, r.spillHits() / n,
         r.diskHits() / n, r.hits() / n, r.lruHits() / n, r.lruHeldHits() / n);
     return r;
   }
