@@ -642,6 +642,16 @@ def tiered_tables(rows, out, img):
     plt.close(fig)
 
 
+def hit_ratio_panel(ax, xlabel, trace):
+    """Labels a panel of hit ratio against capacity (log scale) on a trace, with grid and legend."""
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("block hit ratio")
+    ax.set_title(trace.replace("mooncake_", "Mooncake ").replace("_", " "))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def trace_tables(results_dir, out, img):
     """Hit ratio against capacity on the request traces (TraceReplay's CSV), one panel per trace."""
     path = os.path.join(results_dir, "trace-hit-ratio.csv")
@@ -692,12 +702,7 @@ def trace_tables(results_dir, out, img):
         unlimited = ratio.get((t, 0, "lru"))
         if unlimited is not None:
             ax.axhline(unlimited, color="black", linestyle=":", linewidth=1, label="unlimited capacity")
-        ax.set_xscale("log")
-        ax.set_xlabel("capacity (blocks of 512 tokens)")
-        ax.set_ylabel("block hit ratio")
-        ax.set_title(t.replace("mooncake_", "Mooncake ").replace("_", " "))
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        hit_ratio_panel(ax, "capacity (blocks of 512 tokens)", t)
     fig.tight_layout()
     fig.savefig(os.path.join(img, "trace-hit-ratio.png"), dpi=110)
     plt.close(fig)
@@ -744,12 +749,7 @@ def tier_tables(results_dir, out, img):
         ax.bar(caps, [n(mine[("ram-over-disk", c)], "ram_hits") for c in caps],
                width=[c * 0.25 for c in caps], color="tab:orange", alpha=0.3,
                label="of which RAM served")
-        ax.set_xscale("log")
-        ax.set_xlabel("disk tier capacity (blocks of 512 tokens)")
-        ax.set_ylabel("block hit ratio")
-        ax.set_title("Mooncake " + name)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        hit_ratio_panel(ax, "disk tier capacity (blocks of 512 tokens)", t)
     fig.tight_layout()
     fig.savefig(os.path.join(img, "trace-tiers.png"), dpi=110)
     plt.close(fig)

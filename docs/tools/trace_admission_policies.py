@@ -27,25 +27,16 @@ first):
 """
 import collections
 import csv
-import json
 import random
-import subprocess
 import sys
 import zlib
 from collections import OrderedDict
 from pathlib import Path
 
+from trace_reuse_features import requests  # the same reader of the traces' hash_ids
+
 CAPACITIES = [1000, 5000, 10000, 30000, 50000]
 COPIES = 4
-
-
-def requests(path):
-    """The hash_ids of each request of a trace file."""
-    if path.suffix == ".zst":
-        text = subprocess.run(["zstdcat", str(path)], check=True, capture_output=True, text=True).stdout
-    else:
-        text = path.read_text()
-    return [json.loads(line)["hash_ids"] for line in text.splitlines() if line.strip()]
 
 
 def replay(policy, reqs, copies):

@@ -6,6 +6,7 @@ import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -13,11 +14,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A tier whose puts can be held back, to keep spills waiting, or refused as a full disk refuses
- * them; counts the puts (in all and per key), batch reads, lookups, pins and single-key probes it
- * receives.
+ * them, and whose single-key reads can be slowed, as a slow tier's; counts the puts (in all and per
+ * key), batch reads, lookups, pins and single-key probes it receives. It times its copying reads
+ * for its {@link #loadRate()}, delay included, as a real tier does.
  */
 final class GatedTier implements Tier {
 
@@ -33,6 +36,9 @@ final class GatedTier implements Tier {
   final AtomicInteger lookups = new AtomicInteger();
   final AtomicInteger pins = new AtomicInteger();
   final AtomicInteger probes = new AtomicInteger();
+  /** Milliseconds each {@code get} and {@code getInto} takes beyond the inner tier's. */
+  volatile long readDelayMillis;
+  private final LoadRate loadRate = new LoadRate();
 
   GatedTier(Tier inner) {
     this.inner = inner;
@@ -73,6 +79,18 @@ final class GatedTier implements Tier {
     return inner.getAllInto(keys, dsts);
   }
 
+  private void slowDown() {
+    long until = System.nanoTime() + readDelayMillis * 1_000_000;
+    while (System.nanoTime() < until) {
+      LockSupport.parkNanos(until - System.nanoTime());
+    }
+  }
+
+  @Override
+  public LoadRate loadRate() {
+    return loadRate;
+  }
+
   @Override
   public String name() {
     return "gated";
@@ -91,6 +109,7 @@ final class GatedTier implements Tier {
   @Override
   public BlockLease get(BlockKey key) {
     probes.incrementAndGet();
+    slowDown();
     return inner.get(key);
   }
 
@@ -108,7 +127,14 @@ final class GatedTier implements Tier {
 
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    return inner.getInto(key, dst);
+    long start = System.nanoTime();
+    int position = dst.position();
+    slowDown();
+    GetStatus status = inner.getInto(key, dst);
+    if (status == GetStatus.HIT) {
+      loadRate.record(dst.position() - position, System.nanoTime() - start);
+    }
+    return status;
   }
 
   @Override

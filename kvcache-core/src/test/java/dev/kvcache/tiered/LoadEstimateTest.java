@@ -5,20 +5,16 @@ import static org.assertj.core.api.Assertions.tuple;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
-import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixLocation.Run;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
-import dev.kvcache.spi.LoadRate;
-import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,13 +24,14 @@ class LoadEstimateTest {
 
   private static final int BLOCK = 64 << 10;
 
-  private SlowTier lower;
+  private GatedTier lower;
   private TieredCache cache;
   private int nextKey;
 
   @BeforeEach
   void open() {
-    lower = new SlowTier(new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(1 << 20)));
+    lower = new GatedTier(
+        new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(1 << 20)));
     cache = new TieredCache(RamTierConfig.ofCapacity(16L << 20).withMaxBlockBytes(1 << 20), lower,
         new TieredCacheConfig(64, Duration.ofSeconds(30), true, true, Durability.RAM_FIRST));
   }
@@ -77,10 +74,10 @@ class LoadEstimateTest {
     PrefixLocation location = cache.locatePrefix(keys);
 
     assertThat(location.runs()).extracting(Run::tier, Run::blocks)
-        .containsExactly(tuple("ram", 2), tuple("slow", 3));
+        .containsExactly(tuple("ram", 2), tuple("gated", 3));
     assertThat(location.blocks()).isEqualTo(cache.lookupPrefix(keys)).isEqualTo(5);
     assertThat(location.runs().get(0).estimatedLoad()).as("RAM timed its puts").isPresent();
-    assertThat(location.estimatedLoad()).as("the slow tier has not read anything yet").isEmpty();
+    assertThat(location.estimatedLoad()).as("the slowed tier has not read anything yet").isEmpty();
     assertThat(cache.locatePrefix(List.of(Payloads.key(2000)))).isEqualTo(PrefixLocation.NONE);
   }
 
@@ -88,19 +85,19 @@ class LoadEstimateTest {
   void estimateTracksADeliberatelySlowedTier() {
     List<BlockKey> prefix = List.of(inLowerOnly(), inLowerOnly(), inLowerOnly(), inLowerOnly());
 
-    lower.delayMillis = 2;
+    lower.readDelayMillis = 2;
     readThroughLeases(40);
-    long at2ms = estimatedMillis(prefix, "slow");
+    long at2ms = estimatedMillis(prefix, "gated");
     assertThat(at2ms).as("4 blocks at 2 ms each").isBetween(8L, 16L);
 
-    lower.delayMillis = 20;
+    lower.readDelayMillis = 20;
     readThroughLeases(40);
-    long at20ms = estimatedMillis(prefix, "slow");
+    long at20ms = estimatedMillis(prefix, "gated");
     assertThat(at20ms).as("4 blocks at 20 ms each").isBetween(75L, 110L);
 
-    lower.delayMillis = 0;
+    lower.readDelayMillis = 0;
     readThroughLeases(60);
-    assertThat(estimatedMillis(prefix, "slow")).as("fast again").isLessThan(at2ms);
+    assertThat(estimatedMillis(prefix, "gated")).as("fast again").isLessThan(at2ms);
 
     BlockKey inRam = Payloads.key(5000);
     cache.put(inRam, Payloads.of(inRam, 1, BLOCK));
@@ -112,93 +109,12 @@ class LoadEstimateTest {
   @Test
   void copyingReadsOfTheLowerTierCountToo() {
     List<BlockKey> prefix = List.of(inLowerOnly(), inLowerOnly());
-    lower.delayMillis = 5;
+    lower.readDelayMillis = 5;
     for (int i = 0; i < 30; i++) {
       BlockKey key = inLowerOnly();
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       assertThat(cache.getInto(key, dst)).isEqualTo(GetStatus.HIT);
     }
-    assertThat(estimatedMillis(prefix, "slow")).as("2 blocks at 5 ms each").isBetween(10L, 20L);
-  }
-
-  /** A tier that takes {@link #delayMillis} more for each block it reads, and times its copies. */
-  private static final class SlowTier implements Tier {
-    private final RamTier inner;
-    private final LoadRate rate = new LoadRate();
-    volatile long delayMillis;
-
-    SlowTier(RamTier inner) {
-      this.inner = inner;
-    }
-
-    private void pause() {
-      long until = System.nanoTime() + delayMillis * 1_000_000;
-      while (System.nanoTime() < until) {
-        LockSupport.parkNanos(until - System.nanoTime());
-      }
-    }
-
-    @Override
-    public LoadRate loadRate() {
-      return rate;
-    }
-
-    @Override
-    public BlockLease get(BlockKey key) {
-      pause();
-      return inner.get(key);
-    }
-
-    @Override
-    public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-      long start = System.nanoTime();
-      int position = dst.position();
-      pause();
-      GetStatus status = inner.getInto(key, dst);
-      if (status == GetStatus.HIT) {
-        rate.record(dst.position() - position, System.nanoTime() - start);
-      }
-      return status;
-    }
-
-    @Override
-    public PutStatus put(BlockKey key, ByteBuffer src) {
-      return inner.put(key, src);
-    }
-
-    @Override
-    public boolean contains(BlockKey key) {
-      return inner.contains(key);
-    }
-
-    @Override
-    public boolean delete(BlockKey key) {
-      return inner.delete(key);
-    }
-
-    @Override
-    public CacheStats stats() {
-      return inner.stats();
-    }
-
-    @Override
-    public String name() {
-      return "slow";
-    }
-
-    @Override
-    public long capacityBytes() {
-      return inner.capacityBytes();
-    }
-
-    @Override
-    public int maxBlockBytes() {
-      return inner.maxBlockBytes();
-    }
-
-    @Override
-    public void close() {
-      inner.close();
-    }
+    assertThat(estimatedMillis(prefix, "gated")).as("2 blocks at 5 ms each").isBetween(10L, 20L);
   }
 }
