@@ -39,6 +39,7 @@ public final class KvCacheBuilder {
   private boolean promoteOnLowerHit = true;
   private boolean spillOnClose = true;
   private Durability durability = Durability.RAM_FIRST;
+  private int spillThreads = TieredCacheConfig.DEFAULT_SPILL_THREADS;
 
   KvCacheBuilder() {}
 
@@ -122,6 +123,15 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * Threads that write blocks on their way from RAM to the lower tier; default {@value
+   * TieredCacheConfig#DEFAULT_SPILL_THREADS} (see {@link TieredCacheConfig#spillThreads()}).
+   */
+  public KvCacheBuilder spillThreads(int spillThreads) {
+    this.spillThreads = spillThreads;
+    return this;
+  }
+
+  /**
    * Reserves the memory and returns the cache.
    *
    * @throws IllegalArgumentException if a setting is out of range
@@ -136,6 +146,6 @@ public final class KvCacheBuilder {
       return new RamTier(config);
     }
     return new TieredCache(config, lowerTier, new TieredCacheConfig(spillQueueBlocks,
-        spillQueueWait, promoteOnLowerHit, spillOnClose, durability));
+        spillQueueWait, promoteOnLowerHit, spillOnClose, durability, spillThreads));
   }
 }

@@ -46,6 +46,7 @@ import java.util.TreeMap;
  *   <tr><td>{@code tiered.spill-on-close}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
  *   <tr><td>{@code tiered.durability}</td><td>{@code ram_first}, {@code write_behind} or
  *       {@code write_through}: see {@link Durability}</td><td>ram_first</td></tr>
+ *   <tr><td>{@code tiered.spill-threads}</td><td>see {@link TieredCacheConfig}</td><td>2</td></tr>
  *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
  * </table>
  *
@@ -74,10 +75,20 @@ public final class KvCacheConfig {
         settings.duration("tiered.spill-queue-wait", defaults.spillQueueWait()),
         settings.bool("tiered.promote-on-lower-hit", defaults.promoteOnLowerHit()),
         settings.bool("tiered.spill-on-close", defaults.spillOnClose()),
-        settings.choice("tiered.durability", Durability.class, defaults.durability()));
+        settings.choice("tiered.durability", Durability.class, defaults.durability()),
+        spillThreads(settings, defaults.spillThreads()));
     this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
     settings.requireAllRead();
     checkRam();
+  }
+
+  private static int spillThreads(TierSettings settings, int fallback) {
+    int threads = settings.integer("tiered.spill-threads", fallback);
+    if (threads < 1 || threads > TieredCacheConfig.MAX_SPILL_THREADS) {
+      throw new IllegalArgumentException("setting 'tiered.spill-threads' is " + threads
+          + ", expected 1 to " + TieredCacheConfig.MAX_SPILL_THREADS);
+    }
+    return threads;
   }
 
   /** Fails at once, naming the settings, if RAM's budget and largest block do not fit together. */
@@ -168,7 +179,8 @@ public final class KvCacheConfig {
         .spillQueueWait(tiered.spillQueueWait())
         .promoteOnLowerHit(tiered.promoteOnLowerHit())
         .spillOnClose(tiered.spillOnClose())
-        .durability(tiered.durability());
+        .durability(tiered.durability())
+        .spillThreads(tiered.spillThreads());
     if (lowerSettings != null) {
       Tier tier = factory(lower).open(lowerSettings, maxBlock);
       try {

@@ -8,6 +8,7 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,11 +48,15 @@ class KvCacheConfigTest {
   void tieredSettingsReachTheTieredConfig() {
     KvCacheConfig config = KvCacheConfig.of(Map.of(
         "tiered.spill-queue-blocks", "16", "tiered.spill-queue-wait", "2s",
-        "tiered.promote-on-lower-hit", "FALSE", "tiered.spill-on-close", "false"));
+        "tiered.promote-on-lower-hit", "FALSE", "tiered.spill-on-close", "false",
+        "tiered.spill-threads", "3"));
     assertThat(config.tiered().spillQueueBlocks()).isEqualTo(16);
     assertThat(config.tiered().spillQueueWait()).isEqualTo(Duration.ofSeconds(2));
     assertThat(config.tiered().promoteOnLowerHit()).isFalse();
     assertThat(config.tiered().spillOnClose()).isFalse();
+    assertThat(config.tiered().spillThreads()).isEqualTo(3);
+    assertThat(KvCacheConfig.of(Map.of()).tiered().spillThreads())
+        .isEqualTo(TieredCacheConfig.DEFAULT_SPILL_THREADS);
   }
 
   @Test
@@ -61,6 +66,8 @@ class KvCacheConfigTest {
         .hasMessage("setting 'ram.bytes' is 'lots', expected a size such as 512MiB or 8GiB");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-queue-wait", "5")))
         .hasMessageContaining("expected a duration such as 200ms");
+    assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-threads", "0")))
+        .hasMessage("setting 'tiered.spill-threads' is 0, expected 1 to 64");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-on-close", "yes")))
         .hasMessageContaining("expected true or false");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.byte", "1GiB", "rma.bytes", "1GiB")))

@@ -16,10 +16,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The blocks on their way from RAM to the lower tier, and the spill thread that writes them in the
+ * The blocks on their way from RAM to the lower tier, and the spill threads that write them in the
  * order they came: blocks RAM evicted, and copies of blocks RAM still holds that a {@link
  * Durability#WRITE_BEHIND} put queued. A {@link Durability#WRITE_THROUGH} put lists its copy here
  * too, so that readers and later puts of the key find it, but writes it on its own thread.
+ *
+ * <p><b>Threads.</b> Each spill thread takes the oldest block waiting and writes it, so that
+ * several blocks are written at once: a write into the page cache is a copy that keeps one core
+ * busy, and one thread alone cannot keep up with a fast device. The queue lists one block per key
+ * (a put or delete of the key cancels the one listed first, or waits for its write to end), so two
+ * writes of one key never run at once.
  *
  * <p><b>Bounds.</b> Evicted blocks wait only while fewer than {@code maxEvictedBlocks} do, and
  * while all waiting blocks keep at most {@code maxBytes} of RAM pinned (unless the evicting put
@@ -53,7 +59,7 @@ final class SpillQueue {
   private final AtomicLong bytes = new AtomicLong();
   /** Notified each time a write ends. */
   private final Object progress = new Object();
-  private final Thread thread;
+  private final Thread[] threads;
   private volatile boolean stopping;
   /** The last write's failure, until a write succeeds. */
   private volatile String lastFailure;
@@ -63,14 +69,19 @@ final class SpillQueue {
   private final LongAdder drops = new LongAdder();
   private final LongAdder failures = new LongAdder();
 
-  SpillQueue(Tier lower, int maxEvictedBlocks, long maxBytes, Consumer<BlockKey> copyStored) {
+  SpillQueue(Tier lower, int maxEvictedBlocks, long maxBytes, int threads,
+      Consumer<BlockKey> copyStored) {
     this.lower = lower;
     this.maxEvictedBlocks = maxEvictedBlocks;
     this.maxBytes = maxBytes;
     this.copyStored = copyStored;
-    this.thread = new Thread(this::run, "kvcache-spill-" + lower.name());
-    thread.setDaemon(true);
-    thread.start();
+    this.threads = new Thread[threads];
+    for (int i = 0; i < threads; i++) {
+      Thread t = new Thread(this::run, "kvcache-spill-" + lower.name() + "-" + i);
+      t.setDaemon(true);
+      this.threads[i] = t;
+      t.start();
+    }
   }
 
   /** The key's entry, or null. */
@@ -263,13 +274,15 @@ final class SpillQueue {
     return lastFailure;
   }
 
-  /** Stops the spill thread, then writes what is still queued on this thread. */
+  /** Stops the spill threads, then writes what is still queued on this thread. */
   void close() {
     stopping = true;
-    try {
-      thread.join();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    for (Thread t : threads) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     for (SpillEntry left; (left = queue.poll()) != null; ) {
       writeQueued(left);

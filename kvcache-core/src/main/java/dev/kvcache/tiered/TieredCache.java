@@ -107,7 +107,8 @@ public final class TieredCache implements Tier {
     this.lower = Objects.requireNonNull(lower, "lower");
     this.config = Objects.requireNonNull(config, "config");
     this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
-    this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes, this::copyStored);
+    this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes,
+        config.spillThreads(), this::copyStored);
     try {
       this.ram = new RamTier(ramConfig, this::onRamEviction);
     } catch (RuntimeException | Error e) {

@@ -23,33 +23,57 @@ import java.util.Objects;
  *     the lower tier already holds unchanged are not written again.
  * @param durability what a put's answer promises about the lower tier (default {@link
  *     Durability#RAM_FIRST})
+ * @param spillThreads threads that write queued blocks to the lower tier, each taking the oldest
+ *     block waiting (default {@value #DEFAULT_SPILL_THREADS}): a write into the page cache is a
+ *     copy that keeps a core busy, so one thread alone writes slower than a fast disk takes
  */
 public record TieredCacheConfig(
     int spillQueueBlocks, Duration spillQueueWait, boolean promoteOnLowerHit, boolean spillOnClose,
-    Durability durability) {
+    Durability durability, int spillThreads) {
 
   public static final int DEFAULT_SPILL_QUEUE_BLOCKS = 64;
   public static final Duration DEFAULT_SPILL_QUEUE_WAIT = Duration.ofMillis(200);
+  public static final int DEFAULT_SPILL_THREADS = 2;
+  /** The most spill threads a cache may have. */
+  public static final int MAX_SPILL_THREADS = 64;
 
   /** The defaults. */
   public static TieredCacheConfig defaults() {
     return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true, true,
-        Durability.RAM_FIRST);
+        Durability.RAM_FIRST, DEFAULT_SPILL_THREADS);
+  }
+
+  /** These settings with the default number of spill threads. */
+  public TieredCacheConfig(int spillQueueBlocks, Duration spillQueueWait,
+      boolean promoteOnLowerHit, boolean spillOnClose, Durability durability) {
+    this(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose, durability,
+        DEFAULT_SPILL_THREADS);
   }
 
   /** These settings with {@code durability}. */
   public TieredCacheConfig withDurability(Durability durability) {
     return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
-        durability);
+        durability, spillThreads);
+  }
+
+  /** These settings with {@code spillThreads}. */
+  public TieredCacheConfig withSpillThreads(int spillThreads) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
   }
 
   /**
-   * @throws IllegalArgumentException if {@code spillQueueBlocks} is not positive or {@code
-   *     spillQueueWait} is negative
+   * @throws IllegalArgumentException if {@code spillQueueBlocks} is not positive, {@code
+   *     spillQueueWait} is negative, or {@code spillThreads} is not between 1 and {@value
+   *     #MAX_SPILL_THREADS}
    */
   public TieredCacheConfig {
     if (spillQueueBlocks < 1) {
       throw new IllegalArgumentException("spillQueueBlocks must be positive, got " + spillQueueBlocks);
+    }
+    if (spillThreads < 1 || spillThreads > MAX_SPILL_THREADS) {
+      throw new IllegalArgumentException("spillThreads must be between 1 and " + MAX_SPILL_THREADS
+          + ", got " + spillThreads);
     }
     Objects.requireNonNull(spillQueueWait, "spillQueueWait");
     if (spillQueueWait.isNegative()) {

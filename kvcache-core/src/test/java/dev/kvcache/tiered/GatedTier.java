@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A tier whose puts can be held back, to keep spills waiting, or refused as a full disk refuses
- * them, and whose single-key reads can be slowed, as a slow tier's; counts the puts (in all and per
+ * A tier whose puts can be held back, to keep spills waiting, slowed, or refused as a full disk
+ * refuses them, and whose single-key reads can be slowed, as a slow tier's; counts the puts (in all and per
  * key), batch reads, lookups, pins and single-key probes it receives. It times its copying reads
  * for its {@link #loadRate()}, delay included, as a real tier does.
  */
@@ -36,6 +36,11 @@ final class GatedTier implements Tier {
   final AtomicInteger lookups = new AtomicInteger();
   final AtomicInteger pins = new AtomicInteger();
   final AtomicInteger probes = new AtomicInteger();
+  /** Milliseconds each {@code put} takes beyond the inner tier's. */
+  volatile long putDelayMillis;
+  private final AtomicInteger putsUnderWay = new AtomicInteger();
+  /** The most puts seen under way at once. */
+  final AtomicInteger maxPutsUnderWay = new AtomicInteger();
   /** Milliseconds each {@code get} and {@code getInto} takes beyond the inner tier's. */
   volatile long readDelayMillis;
   private final LoadRate loadRate = new LoadRate();
@@ -70,7 +75,13 @@ final class GatedTier implements Tier {
     putsStarted.incrementAndGet();
     putsByKey.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
     awaitRelease();
-    return full ? PutStatus.REJECTED_NO_SPACE : inner.put(key, src);
+    maxPutsUnderWay.accumulateAndGet(putsUnderWay.incrementAndGet(), Math::max);
+    try {
+      delay(putDelayMillis);
+      return full ? PutStatus.REJECTED_NO_SPACE : inner.put(key, src);
+    } finally {
+      putsUnderWay.decrementAndGet();
+    }
   }
 
   @Override
@@ -80,7 +91,11 @@ final class GatedTier implements Tier {
   }
 
   private void slowDown() {
-    long until = System.nanoTime() + readDelayMillis * 1_000_000;
+    delay(readDelayMillis);
+  }
+
+  private static void delay(long millis) {
+    long until = System.nanoTime() + millis * 1_000_000;
     while (System.nanoTime() < until) {
       LockSupport.parkNanos(until - System.nanoTime());
     }

@@ -24,6 +24,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class TieredCacheTest {
 
@@ -43,9 +45,15 @@ class TieredCacheTest {
   }
 
   private TieredCache open(int spillQueueBlocks, long lowerBytes, Duration spillQueueWait, boolean promote) {
+    return open(spillQueueBlocks, lowerBytes, spillQueueWait, promote,
+        TieredCacheConfig.DEFAULT_SPILL_THREADS);
+  }
+
+  private TieredCache open(int spillQueueBlocks, long lowerBytes, Duration spillQueueWait,
+      boolean promote, int spillThreads) {
     lower = new GatedTier(new RamTier(RamTierConfig.ofCapacity(lowerBytes).withMaxBlockBytes(1 << 20)));
     cache = new TieredCache(RAM, lower, new TieredCacheConfig(spillQueueBlocks, spillQueueWait,
-        promote, true, Durability.RAM_FIRST));
+        promote, true, Durability.RAM_FIRST, spillThreads));
     return cache;
   }
 
@@ -378,6 +386,20 @@ class TieredCacheTest {
     lower.release();
   }
 
+  @ParameterizedTest(name = "{0} spill threads")
+  @ValueSource(ints = {1, 3})
+  void spillThreadsWriteThatManyBlocksAtOnce(int spillThreads) throws Exception {
+    open(256, 32L << 20, Duration.ofSeconds(30), false, spillThreads);
+    lower.putDelayMillis = 20;
+    putAll(cache, 0, 100, 1); // 6.25 MiB through 4 MiB of RAM, each spill taking 20 ms
+    awaitSpills();
+    assertThat(lower.maxPutsUnderWay.get()).as("writes under way at once").isEqualTo(spillThreads);
+    assertThat(cache.tieredStats().spillDrops()).isZero();
+    for (int i = 0; i < 100; i++) {
+      assertThat(read(cache, i)).as("block %d", i).isEqualTo(1);
+    }
+  }
+
   @Test
   void aFullSpillQueueDropsBlocksAndCountsThem() throws Exception {
     open(2, 32L << 20, Duration.ZERO);
@@ -400,9 +422,11 @@ class TieredCacheTest {
    * read returns the last version put, or a miss, never an older version; a reader on other
    * writers' keys checks that bytes always belong to their key. Both tiers evict throughout.
    */
-  @Test
-  void concurrentPutsReadsAndDeletesNeverServeStaleOrForeignBytes() throws Exception {
-    open(8, 1L << 20);
+  @ParameterizedTest(name = "{0} spill threads")
+  @ValueSource(ints = {1, 4})
+  void concurrentPutsReadsAndDeletesNeverServeStaleOrForeignBytes(int spillThreads)
+      throws Exception {
+    open(8, 1L << 20, Duration.ofSeconds(30), true, spillThreads);
     runWriters(2, 64, 4000);
     TieredStats t = cache.tieredStats();
     assertThat(t.spills()).as("RAM spilled").isPositive();
@@ -413,9 +437,10 @@ class TieredCacheTest {
    * The same mix where the lower tier has room for everything: afterwards every key reads back
    * exactly as its writer last left it, so no acknowledged block was lost on its way down.
    */
-  @Test
-  void whileCapacityAllowsNoAcknowledgedBlockIsLost() throws Exception {
-    open(256, 32L << 20);
+  @ParameterizedTest(name = "{0} spill threads")
+  @ValueSource(ints = {1, 4})
+  void whileCapacityAllowsNoAcknowledgedBlockIsLost(int spillThreads) throws Exception {
+    open(256, 32L << 20, Duration.ofSeconds(30), true, spillThreads);
     long[][] last = runWriters(2, 48, 3000);
     awaitSpills();
     TieredStats t = cache.tieredStats();
