@@ -27,6 +27,7 @@ class CacheSettings {
   private String diskCodecFilter = "none";
   private String diskMinFree = "";
   private String durability = "write_behind";
+  private String spillThreads = "2";
 
   /**
    * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
@@ -45,7 +46,8 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-codec", "disk.codec", s -> s.diskCodec, true),
       new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
       new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
-      new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true));
+      new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
+      new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true));
 
   /**
    * The settings in the form {@link KvCacheConfig} reads.
@@ -145,6 +147,14 @@ class CacheSettings {
 
   public void setDurability(String durability) {
     this.durability = durability;
+  }
+
+  public String getSpillThreads() {
+    return spillThreads;
+  }
+
+  public void setSpillThreads(String spillThreads) {
+    this.spillThreads = spillThreads;
   }
 
   public String getDiskCodecFilter() {

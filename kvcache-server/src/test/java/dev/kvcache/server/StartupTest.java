@@ -50,6 +50,17 @@ class StartupTest {
   }
 
   @Test
+  void theSpillThreadsCanBeSetAndABadCountIsNamed() {
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.spill-threads", "3"))) {
+      assertThat(server.context.getBean(CacheSettings.class).toConfig().tiered().spillThreads())
+          .isEqualTo(3);
+    }
+    assertThatThrownBy(() ->
+        TestServer.start(dir.resolve("s"), Map.of("kvcache.cache.spill-threads", "0")))
+        .hasStackTraceContaining("setting 'kvcache.cache.spill-threads' is 0, expected 1 to 64");
+  }
+
+  @Test
   void theRamPolicyIsChosenByNameAndAnUnknownOneIsNamed() {
     try (TestServer server =
         TestServer.start(dir, Map.of("kvcache.cache.ram-policy", "w_tiny_lfu"))) {
