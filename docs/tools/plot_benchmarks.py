@@ -1344,6 +1344,74 @@ def durability_tables(rows, out, img):
     plt.close(fig)
 
 
+def spill_tables(rows, out, img):
+    """Writes that outrun the disk (SpillBackPressureBenchmark, sample mode, several threads): the
+    sustained rate (threads x block / mean time) against the raw file writer's, and the p95 latency
+    against a write + fsync of the same bytes, per block size."""
+    runs = {}  # (size, config) -> (GB/s, error, p50, p95, p99) in GB/s and ms
+    for r in rows:
+        if klass(r) != "SpillBackPressureBenchmark":
+            continue
+        size, stack = int(r["params"]["blockSizeBytes"]), r["params"]["stack"]
+        ram = {"ram-small+disk": "256 MiB", "ram+disk": "1 GiB", "ram-large+disk": "4 GiB"}
+        threads = r["params"].get("spillThreads")
+        config = f"{ram[stack]} RAM over disk, {threads} spill thread{'s' if threads != '1' else ''}" \
+            if stack in ram else {"disk": "disk tier alone"}.get(stack, stack)
+        m = r["primaryMetric"]
+        rate = r["threads"] * size / (m["score"] / 1e3) / 1e9
+        error = rate * m["scoreError"] / m["score"]
+        pct = m["scorePercentiles"]
+        runs.setdefault((size, config), (rate, error, pct["50.0"], pct["95.0"], pct["99.0"]))
+    if not runs:
+        return
+    sizes = sorted({k[0] for k in runs})
+    fixed = ["file", "file-fsync", "disk tier alone"]
+    by_ram = {"256": 0, "1 G": 1, "4 G": 2}
+    order = fixed + sorted({k[1] for k in runs} - set(fixed), key=lambda c: (by_ram[c[:3]], c))
+    for size in sizes:
+        file, fsync = runs.get((size, "file")), runs.get((size, "file-fsync"))
+        out.append(f"\n### Writes that outrun the disk, {size_label(size)} blocks, 8 threads\n")
+        out.append("| writer | GB/s | / file | p50 ms | p95 ms | p99 ms | p95 / file-fsync |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|")
+        for config in order:
+            v = runs.get((size, config))
+            if v is None:
+                continue
+            ratio = f"**{v[0] / file[0]:.2f}**" if file else "-"
+            p95 = f"**{v[3] / fsync[3]:.2f}**" if fsync else "-"
+            out.append(f"| {config} | {v[0]:.2f} ± {v[1]:.2f} | {ratio} | {v[2]:.0f} | {v[3]:.0f} "
+                       f"| {v[4]:.0f} | {p95} |")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    configs = [c for c in order if c not in ("file", "file-fsync")]
+    width = 0.8 / len(sizes)
+    for i, size in enumerate(sizes):
+        file, fsync = runs.get((size, "file")), runs.get((size, "file-fsync"))
+        xs = [j + i * width for j, c in enumerate(configs) if (size, c) in runs]
+        present = [c for c in configs if (size, c) in runs]
+        if file:
+            axes[0].bar(xs, [runs[(size, c)][0] / file[0] for c in present], width,
+                        yerr=[runs[(size, c)][1] / file[0] for c in present], capsize=3,
+                        label=size_label(size))
+        if fsync:
+            axes[1].bar(xs, [runs[(size, c)][3] / fsync[3] for c in present], width,
+                        label=size_label(size))
+    for ax, target, ylabel, title in (
+            (axes[0], 0.9, "sustained rate / FileChannel writer", "Sustained rate (higher is better)"),
+            (axes[1], 1.5, "p95 latency / write + fsync", "p95 latency (lower is better)")):
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.axhline(target, color="red", linewidth=0.8, linestyle="--", label=f"target {target}")
+        ax.set_xticks([j + width * (len(sizes) - 1) / 2 for j in range(len(configs))])
+        ax.set_xticklabels([c.replace(" RAM over disk, ", " RAM\n").replace(" spill thread", " thread")
+                            .replace("disk tier alone", "disk\nalone") for c in configs], fontsize=7)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "spill-back-pressure.png"), dpi=110)
+    plt.close(fig)
+
+
 def checksum_table(rows, out, img):
     """End-to-end CRC32C against none (EndToEndChecksumBenchmark in checksum-N.json): each arm's
     iterations pooled over the runs, the ratio of the pooled means and of each run's scores."""
@@ -1393,6 +1461,7 @@ def main():
     disk_writer_table(rows, out, img)
     tiered_tables(rows, out, img)
     durability_tables(rows, out, img)
+    spill_tables(rows, out, img)
     checksum_table(rows, out, img)
     trace_tables(results_dir, out, img)
     tier_tables(results_dir, out, img)
