@@ -3,7 +3,7 @@
 # docs/results/. All suites take about 45 minutes on 2 cores; run them on an otherwise idle machine.
 #
 #   kvcache-bench/run-benchmarks.sh                 # every suite
-#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, durability, remote, wire
+#   kvcache-bench/run-benchmarks.sh ram churn       # some suites: ram, churn, peers, memory, codec, disk, tiered, durability, spill, remote, wire
 #   kvcache-bench/run-benchmarks.sh remote-lookup   # part of the remote suite: lookups and pins
 #   kvcache-bench/run-benchmarks.sh durability-server   # part of the durability suite: the server
 #   kvcache-bench/run-benchmarks.sh disk-io disk-writer   # parts of the disk suite
@@ -114,6 +114,20 @@ for suite in "${suites[@]}"; do
         -p stack=ram+disk,ram+disk-write-behind,ram+disk-write-through,disk,ram+disk-write-through-sync,disk-sync
       run_durability_server ;;
     durability-server) run_durability_server ;;
+    spill)
+      # writes that outrun the disk: raw file writes, the disk tier, RAM over disk (8 threads,
+      # sample mode, iterations of 10 s so that the page cache fills)
+      saved=("${jmh_opts[@]}")
+      jmh_opts=(-t 8 -f 2 -wi 1 -w 10s -i 3 -r 10s)
+      run spill-back-pressure-64m-files SpillBackPressureBenchmark \
+        -p blockSizeBytes=67108864 -p stack=file,file-fsync,disk
+      run spill-back-pressure-64m-ram SpillBackPressureBenchmark \
+        -p blockSizeBytes=67108864 -p stack=ram-small+disk,ram+disk,ram-large+disk -p spillThreads=1,2
+      jmh_opts=(-t 8 -f 1 -wi 1 -w 10s -i 3 -r 10s)
+      run spill-back-pressure-2m SpillBackPressureBenchmark \
+        -p blockSizeBytes=2097152 -p stack=file,file-fsync,ram+disk -p spillThreads=1,2
+      jmh_opts=("${saved[@]}")
+      ;;
     checksum)
       # the server jar of today beside one built without checksums (git worktree add /tmp/before
       # d089890 && (cd /tmp/before && ./mvnw -q package -DskipTests -pl kvcache-server -am));
