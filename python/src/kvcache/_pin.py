@@ -8,6 +8,7 @@ from ._buffers import writable_view
 from ._http1 import Response
 from ._location import PrefixLocation
 from ._transport import ConnectionFailed, ServerLink
+from .errors import BufferTooSmallError
 
 if TYPE_CHECKING:
     from .client import Buffer, Client
@@ -18,7 +19,9 @@ class Pin:
     :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
 
     def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
-                 answers: dict[ServerLink, dict[str, Any]], location: PrefixLocation) -> None:
+                 answers: dict[ServerLink, dict[str, Any]], location: PrefixLocation,
+                 shared: Optional[list[Optional[tuple[str, int, int]]]] = None,
+                 deadline: float = 0.0) -> None:
         self._client = client
         #: The keys of the pinned blocks, in order.
         self.keys = keys
@@ -26,6 +29,8 @@ class Pin:
         self.location = location
         self._slots = slots
         self._answers = answers
+        self._shared = shared
+        self._deadline = deadline
         self._released = False
 
     @property
@@ -39,16 +44,25 @@ class Pin:
         return [s[3] for s in self._slots]
 
     def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
-        """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``.
+        """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``: copied straight out of
+        the server's RAM when the server offered its place in shared memory (a server on this host
+        with ``kvcache.cache.ram-shared-memory-dir``), through the socket otherwise.
 
         Returns:
             its length, or ``None`` if the pin was released or timed out, or its server is down.
         """
         if not 0 <= i < len(self._slots):
             raise IndexError(f"block {i} of a pin of {len(self._slots)}")
-        link, lease, j, _ = self._slots[i]
+        link, lease, j, length = self._slots[i]
         out = writable_view(buffer)
         c = self._client
+        where = self._shared[i] if self._shared is not None else None
+        if where is not None and c._shared is not None and not self._released:
+            if length > len(out):
+                raise BufferTooSmallError(length, len(out))
+            file, offset, _ = where
+            if c._shared.copy(file, offset, length, out, self._deadline):
+                return length
         return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out)
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:

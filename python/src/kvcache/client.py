@@ -9,6 +9,7 @@ import re
 import ssl
 import struct
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
@@ -20,6 +21,7 @@ from ._http1 import Response, ShortRead
 from ._location import PrefixLocation, locate
 from ._pin import Pin, prefix_length
 from ._servers import DEFAULT_PORT, ServerSet, parse_server
+from ._shm import SharedMemory, is_loopback, parse_slice
 from ._transport import ConnectionFailed, ServerLink, read_json
 from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex
@@ -76,6 +78,9 @@ class Client:
             in seconds; its keys are misses and its puts ``NOT_STORED`` meanwhile.
         idle_timeout: idle connections older than this many seconds are not reused (the server
             closes them after 60 s).
+        shared_memory: a pin's reads from a server on loopback whose RAM is in shared memory
+            (``kvcache.cache.ram-shared-memory-dir``) copy each block straight out of the server's
+            RAM files instead of through the socket; other blocks are read through the socket.
 
     Raises:
         ValueError: a malformed server, namespace or option, or a token in cleartext beyond
@@ -89,7 +94,7 @@ class Client:
                  allow_cleartext_token: bool = False, connect_timeout: float = 2.0,
                  timeout: float = 30.0, checksums: bool = True, max_workers: int = 4,
                  backoff: tuple[float, float] = (0.5, 30.0), resolve_interval: float = 30.0,
-                 idle_timeout: float = 30.0) -> None:
+                 idle_timeout: float = 30.0, shared_memory: bool = True) -> None:
         if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
             raise ValueError(
                 f"namespace {namespace!r} must be 1 to 64 of A-Z a-z 0-9 . _ - (as the server's)")
@@ -116,6 +121,7 @@ class Client:
         self.namespace = namespace
         self._prefix = f"/v1/namespaces/{namespace}"
         self._checksums = checksums
+        self._shared = SharedMemory() if shared_memory else None
         self._tls_context: Optional[ssl.SSLContext] = None
         if tls:
             ctx = ssl.create_default_context(cafile=ca_file)
@@ -363,6 +369,8 @@ class Client:
                 raise ValueError(f"{len(idx)} keys on {link.name}; a pinned lookup takes at most "
                                  f"{MAX_LOOKUP_KEYS} per server")
         answers: dict[ServerLink, dict[str, Any]] = {}
+        # a pin expires no earlier than this: its server starts the clock after the lookup arrives
+        deadline = time.monotonic() + ms / 1000
 
         def ask(link: ServerLink, idx: list[int]) -> None:
             got = self._lookup(link, [hexes[i] for i in idx], ms)
@@ -376,6 +384,7 @@ class Client:
         present = {link: a["present"] for link, a in answers.items()}
         n = prefix_length(hexes, groups, present)
         slots: list[tuple[ServerLink, str, int, int]] = []
+        shared: list[Optional[tuple[str, int, int]]] = []
         position = {link: 0 for link in groups}
         owners = self._servers.owners(hexes)
         for i in range(n):
@@ -384,8 +393,10 @@ class Client:
             position[link] += 1
             a = answers[link]
             slots.append((link, a["lease"], j, int(a["lengths"][j])))
+            shared.append(a["shared_memory"][j] if a.get("shared_memory") else None)
         location = locate(n, hexes, groups, {link: [a] for link, a in answers.items()})
-        return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers, location)
+        return Pin(self, [bytes.fromhex(h) for h in hexes[:n]], slots, answers, location,
+                   shared if any(shared) else None, deadline)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -467,6 +478,8 @@ class Client:
         request: dict[str, Any] = {"keys": hexes}
         if pin_ms is not None:
             request["pin_ms"] = pin_ms
+            if self._shared is not None and is_loopback(link.host):
+                request["shared_memory"] = True
         body = json.dumps(request).encode()
 
         def handle(r: Response) -> tuple[dict[str, Any], bool]:
@@ -480,6 +493,16 @@ class Client:
                     not isinstance(answer.get("lease"), str)
                     or len(answer.get("lengths") or []) != n):
                 raise ProtocolError(f"{link.name}: pinned lookup answer without its lease {answer!r}")
+            shared = answer.get("shared_memory") if pin_ms is not None else None
+            if shared is not None:
+                try:
+                    if not isinstance(shared, list) or len(shared) != n:
+                        raise ValueError(f"{shared!r}")
+                    answer["shared_memory"] = [parse_slice(e, int(answer["lengths"][j]))
+                                               for j, e in enumerate(shared)]
+                except ValueError as e:
+                    raise ProtocolError(f"{link.name}: pinned lookup answer with a bad "
+                                        f"shared_memory list: {e}") from None
             return answer, True
         # A pinned lookup is a write of sorts (it opens a lease): it is not retried.
         if pin_ms is not None:
@@ -543,6 +566,8 @@ class Client:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         self._servers.close()
+        if self._shared is not None:
+            self._shared.close()
 
     def __enter__(self) -> "Client":
         return self

@@ -1,6 +1,7 @@
 package dev.kvcache;
 
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
@@ -56,6 +57,15 @@ public interface BlockLease extends AutoCloseable {
    */
   default OptionalInt crc32c() {
     return OptionalInt.empty();
+  }
+
+  /**
+   * Where the block's bytes lie in shared memory that other processes on this host may map, while
+   * this lease is open; empty unless the tier keeps them there (a RAM tier configured with {@link
+   * dev.kvcache.ram.RamTierConfig#withSharedMemory}).
+   */
+  default Optional<SharedMemorySlice> sharedMemory() {
+    return Optional.empty();
   }
 
   @Override

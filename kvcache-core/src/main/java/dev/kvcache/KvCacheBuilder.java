@@ -7,6 +7,7 @@ import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -40,6 +41,7 @@ public final class KvCacheBuilder {
   private boolean spillOnClose = true;
   private Durability durability = Durability.RAM_FIRST;
   private int spillThreads = TieredCacheConfig.DEFAULT_SPILL_THREADS;
+  private Path ramSharedMemoryDir;
 
   KvCacheBuilder() {}
 
@@ -123,6 +125,16 @@ public final class KvCacheBuilder {
   }
 
   /**
+   * Reserves RAM as files in {@code dir} (a tmpfs such as {@code /dev/shm}) that other processes
+   * of the same user on this host may map, so that they copy leased blocks straight out of RAM;
+   * null (the default) for private memory (see {@link RamTierConfig#sharedMemoryDir()}).
+   */
+  public KvCacheBuilder ramSharedMemory(Path dir) {
+    this.ramSharedMemoryDir = dir;
+    return this;
+  }
+
+  /**
    * Threads that write blocks on their way from RAM to the lower tier; default {@value
    * TieredCacheConfig#DEFAULT_SPILL_THREADS} (see {@link TieredCacheConfig#spillThreads()}).
    */
@@ -138,7 +150,8 @@ public final class KvCacheBuilder {
    * @throws IllegalStateException if the direct memory cannot be reserved
    */
   public KvCache build() {
-    RamTierConfig config = RamTierConfig.ofCapacity(ramBytes).withPolicy(ramPolicy);
+    RamTierConfig config = RamTierConfig.ofCapacity(ramBytes).withPolicy(ramPolicy)
+        .withSharedMemory(ramSharedMemoryDir);
     if (maxBlockBytes != null) {
       config = config.withMaxBlockBytes(maxBlockBytes);
     }

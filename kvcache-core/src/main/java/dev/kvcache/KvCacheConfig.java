@@ -39,6 +39,8 @@ import java.util.TreeMap;
  *   <tr><td>{@code ram.bytes}</td><td>RAM budget</td><td>256MiB</td></tr>
  *   <tr><td>{@code ram.max-block-bytes}</td><td>largest block</td><td>64MiB, or the RAM budget if smaller</td></tr>
  *   <tr><td>{@code ram.policy}</td><td>{@code lru} or {@code w_tiny_lfu}: see {@link RamPolicy}</td><td>lru</td></tr>
+ *   <tr><td>{@code ram.shared-memory-dir}</td><td>a tmpfs directory where RAM is reserved as files
+ *       other local processes may map: see {@link RamTierConfig#sharedMemoryDir()}</td><td>none</td></tr>
  *   <tr><td>{@code lower}</td><td>{@code none}, or the kind of the tier below RAM ({@code disk})</td><td>none</td></tr>
  *   <tr><td>{@code tiered.spill-queue-blocks}</td><td>see {@link TieredCacheConfig}</td><td>64</td></tr>
  *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
@@ -58,6 +60,7 @@ public final class KvCacheConfig {
   private final long ramBytes;
   private final Integer maxBlockBytes;
   private final RamPolicy ramPolicy;
+  private final Path ramSharedMemoryDir;
   private final String lower;
   private final TieredCacheConfig tiered;
   private final TierSettings lowerSettings;
@@ -68,6 +71,7 @@ public final class KvCacheConfig {
         ? settings.intBytes("ram.max-block-bytes", 0)
         : null;
     this.ramPolicy = settings.choice("ram.policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY);
+    this.ramSharedMemoryDir = sharedMemoryDir(settings.string("ram.shared-memory-dir", ""));
     this.lower = settings.string("lower", "none");
     TieredCacheConfig defaults = TieredCacheConfig.defaults();
     this.tiered = new TieredCacheConfig(
@@ -80,6 +84,18 @@ public final class KvCacheConfig {
     this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
     settings.requireAllRead();
     checkRam();
+  }
+
+  private static Path sharedMemoryDir(String dir) {
+    if (dir.isBlank()) {
+      return null;
+    }
+    Path path = Path.of(dir);
+    if (!Files.isDirectory(path)) {
+      throw new IllegalArgumentException("setting 'ram.shared-memory-dir' is '" + dir
+          + "', which is not a directory (use a tmpfs such as /dev/shm)");
+    }
+    return path;
   }
 
   private static int spillThreads(TierSettings settings, int fallback) {
@@ -152,6 +168,11 @@ public final class KvCacheConfig {
     return ramPolicy;
   }
 
+  /** Where RAM is reserved as files other local processes may map; null for private memory. */
+  public Path ramSharedMemoryDir() {
+    return ramSharedMemoryDir;
+  }
+
   /** The kind of the tier below RAM, or {@code "none"}. */
   public String lower() {
     return lower;
@@ -175,6 +196,7 @@ public final class KvCacheConfig {
     KvCacheBuilder builder = KvCache.builder().ramBytes(ramBytes)
         .maxBlockBytes(maxBlock)
         .ramPolicy(ramPolicy)
+        .ramSharedMemory(ramSharedMemoryDir)
         .spillQueueBlocks(tiered.spillQueueBlocks())
         .spillQueueWait(tiered.spillQueueWait())
         .promoteOnLowerHit(tiered.promoteOnLowerHit())

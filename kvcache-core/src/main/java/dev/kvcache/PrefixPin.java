@@ -6,6 +6,7 @@ import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -148,6 +149,24 @@ public final class PrefixPin implements AutoCloseable {
     }
   }
 
+  /**
+   * Where pinned block {@code index} lies in shared memory that other processes on this host may
+   * map and copy from while the pin holds it (a RAM tier configured with {@link
+   * dev.kvcache.ram.RamTierConfig#withSharedMemory}); empty if it lies elsewhere, or once the pin
+   * was closed or expired. A reader must finish copying before it closes the pin.
+   *
+   * @throws IndexOutOfBoundsException if {@code index} is not below {@link #blocks()}
+   */
+  public Optional<SharedMemorySlice> sharedMemory(int index) {
+    Objects.checkIndex(index, blocks.blocks());
+    lock.readLock().lock();
+    try {
+      return released ? Optional.empty() : blocks.sharedMemory(index);
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
   /** Whether the pin has let go of its blocks, by {@link #close()} or by its timeout. */
   public boolean isReleased() {
     lock.readLock().lock();
@@ -213,6 +232,11 @@ public final class PrefixPin implements AutoCloseable {
     public boolean read(int index, Consumer<ByteBuffer> reader) {
       reader.accept(leases.get(index).bytes());
       return true;
+    }
+
+    @Override
+    public Optional<SharedMemorySlice> sharedMemory(int index) {
+      return leases.get(index).sharedMemory();
     }
 
     @Override

@@ -1,9 +1,11 @@
 package dev.kvcache.ram;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.SharedMemorySlice;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.spi.PinnedLease;
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /** A lease on a block in the RAM tier: one reference on its {@link OffHeapBlock}. */
@@ -27,6 +29,11 @@ final class RamLease extends PinnedLease {
   @Override
   public OptionalInt crc32c() {
     return block.checksum();
+  }
+
+  @Override
+  public Optional<SharedMemorySlice> sharedMemory() {
+    return block.sharedMemory();
   }
 
   @Override

@@ -104,7 +104,8 @@ public final class RamTier implements Tier {
     this.config = Objects.requireNonNull(config, "config");
     this.evictionListener = evictionListener;
     long startNanos = System.nanoTime();
-    this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes());
+    this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes(),
+        config.sharedMemoryDir());
     long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
         Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
@@ -462,6 +463,7 @@ public final class RamTier implements Tier {
       }
     }
     index.cleanUp();
+    memory.close();
   }
 
   void leaseClosed() {

@@ -1,6 +1,7 @@
 package dev.kvcache.ram;
 
 import dev.kvcache.internal.memory.OffHeapMemory;
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
@@ -13,9 +14,13 @@ import java.util.Objects;
  * @param arenaBytes the size of each contiguous region the capacity is reserved in; a multiple of
  *     4 KiB, at most 1 GiB.
  * @param policy which blocks the tier keeps when full; {@link RamPolicy#LRU} by default
+ * @param sharedMemoryDir null (the default) for private direct memory; or a directory on a tmpfs
+ *     (such as {@code /dev/shm}) where the memory is reserved as files that other processes of
+ *     the same user on this host may map, so that they copy a leased block straight out of RAM
+ *     ({@link dev.kvcache.BlockLease#sharedMemory()}) instead of receiving it through a socket
  */
 public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes,
-    RamPolicy policy) {
+    RamPolicy policy, Path sharedMemoryDir) {
 
   /** Default {@link #maxBlockBytes}: 64 MiB, or the capacity if smaller. */
   public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
@@ -51,9 +56,14 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
     }
   }
 
-  /** A configuration with the default policy. */
+  /** A configuration with the default policy, in private memory. */
   public RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes) {
     this(capacityBytes, maxBlockBytes, arenaBytes, DEFAULT_POLICY);
+  }
+
+  /** A configuration in private memory. */
+  public RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes, RamPolicy policy) {
+    this(capacityBytes, maxBlockBytes, arenaBytes, policy, null);
   }
 
   /** A configuration with the default block limit, arena size and policy. */
@@ -70,16 +80,25 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
 
   /** A copy with another block limit. */
   public RamTierConfig withMaxBlockBytes(int maxBlockBytes) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir);
   }
 
   /** A copy with another arena size. */
   public RamTierConfig withArenaBytes(int arenaBytes) {
-    return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes, policy);
+    return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes, policy,
+        sharedMemoryDir);
   }
 
   /** A copy with another policy. */
   public RamTierConfig withPolicy(RamPolicy policy) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir);
+  }
+
+  /**
+   * A copy whose memory is reserved as files in {@code dir} (a tmpfs such as {@code /dev/shm}),
+   * which other processes of the same user may map; null for private memory.
+   */
+  public RamTierConfig withSharedMemory(Path dir) {
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, dir);
   }
 }

@@ -3,7 +3,9 @@ package dev.kvcache.spi;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.SharedMemorySlice;
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -38,6 +40,14 @@ public interface PinnedBlocks {
    * @return false, without calling the reader, if the block is no longer held
    */
   boolean read(int index, Consumer<ByteBuffer> reader);
+
+  /**
+   * Where block {@code index} lies in shared memory other processes on this host may map, while
+   * the blocks are held; empty if it lies elsewhere (the default).
+   */
+  default Optional<SharedMemorySlice> sharedMemory(int index) {
+    return Optional.empty();
+  }
 
   /** Lets go of the blocks; called once. */
   void release();

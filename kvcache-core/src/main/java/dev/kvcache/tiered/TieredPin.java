@@ -4,10 +4,12 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.SharedMemorySlice;
 import dev.kvcache.spi.PinnedBlocks;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
@@ -88,6 +90,12 @@ final class TieredPin implements PinnedBlocks {
       reader.accept(view);
       promotion.accept(h.below.key(h.index), bytes);
     });
+  }
+
+  @Override
+  public Optional<SharedMemorySlice> sharedMemory(int index) {
+    Held h = held.get(index);
+    return h.lease != null ? h.lease.sharedMemory() : h.below.sharedMemory(h.index);
   }
 
   @Override

@@ -20,6 +20,7 @@ class CacheSettings {
   private String ramBytes = "1GiB";
   private String maxBlockBytes = "64MiB";
   private String ramPolicy = "lru";
+  private String ramSharedMemoryDir = "";
   private String diskDir = "kvcache-data";
   private String diskCapacity = "8GiB";
   private String diskSyncPolicy = "periodic";
@@ -40,6 +41,8 @@ class CacheSettings {
       new Setting("kvcache.cache.ram-bytes", "ram.bytes", s -> s.ramBytes, false),
       new Setting("kvcache.cache.max-block-bytes", "ram.max-block-bytes", s -> s.maxBlockBytes, false),
       new Setting("kvcache.cache.ram-policy", "ram.policy", s -> s.ramPolicy, false),
+      new Setting("kvcache.cache.ram-shared-memory-dir", "ram.shared-memory-dir",
+          s -> s.ramSharedMemoryDir, false),
       new Setting("kvcache.cache.disk-dir", "disk.dir", s -> s.diskDir, true),
       new Setting("kvcache.cache.disk-capacity", "disk.capacity", s -> s.diskCapacity, true),
       new Setting("kvcache.cache.disk-sync-policy", "disk.sync-policy", s -> s.diskSyncPolicy, true),
@@ -147,6 +150,14 @@ class CacheSettings {
 
   public void setDurability(String durability) {
     this.durability = durability;
+  }
+
+  public String getRamSharedMemoryDir() {
+    return ramSharedMemoryDir;
+  }
+
+  public void setRamSharedMemoryDir(String ramSharedMemoryDir) {
+    this.ramSharedMemoryDir = ramSharedMemoryDir;
   }
 
   public String getSpillThreads() {

@@ -8,6 +8,7 @@ import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import io.micronaut.core.annotation.Nullable;
+import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.MediaType;
@@ -19,6 +20,7 @@ import io.micronaut.http.annotation.Post;
 import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -55,9 +57,12 @@ class LookupController {
    *
    * @param keys hex keys, at most {@value LookupController#MAX_KEYS}
    * @param pinMillis if set, pin the blocks found for this long (at most 60 000 ms)
+   * @param sharedMemory with a pin, whether to answer where each pinned block lies in shared
+   *     memory, for a client on this host to copy from while the pin holds it
    */
   @Serdeable
-  record LookupRequest(List<String> keys, @Nullable @JsonProperty("pin_ms") Long pinMillis) {}
+  record LookupRequest(List<String> keys, @Nullable @JsonProperty("pin_ms") Long pinMillis,
+      @Nullable @JsonProperty("shared_memory") Boolean sharedMemory) {}
 
   /**
    * The answer of a lookup.
@@ -70,17 +75,21 @@ class LookupController {
    *     block found
    * @param expiresInMillis how long the pin holds
    * @param lengths the length in bytes of each block pinned, in order
+   * @param sharedMemory if asked for by a client on this host and the RAM tier is in shared
+   *     memory: where each pinned block lies there, in order (null for a block elsewhere, such as
+   *     on disk)
    */
   @Serdeable
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record LookupResponse(int present, List<TierRun> tiers,
       @Nullable @JsonProperty("load_us") Long loadMicros, @Nullable String lease,
       @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis,
-      @Nullable List<Integer> lengths) {
+      @Nullable List<Integer> lengths,
+      @Nullable @JsonProperty("shared_memory") List<SharedSlice> sharedMemory) {
 
     /** The answer for the blocks {@code location} finds, with no pin. */
     static LookupResponse of(PrefixLocation location) {
-      return pinned(location, null, null, null);
+      return pinned(location, null, null, null, null);
     }
 
     /**
@@ -89,14 +98,14 @@ class LookupController {
      * holds those).
      */
     static LookupResponse pinned(PrefixLocation location, String lease, Long expiresInMillis,
-        List<Integer> lengths) {
+        List<Integer> lengths, List<SharedSlice> sharedMemory) {
       List<TierRun> runs = new ArrayList<>(location.runs().size());
       for (PrefixLocation.Run run : location.runs()) {
         runs.add(new TierRun(run.tier(), run.blocks(), micros(run.estimatedLoad())));
       }
       int present = lengths == null ? location.blocks() : lengths.size();
       return new LookupResponse(present, runs, micros(location.estimatedLoad()), lease,
-          expiresInMillis, lengths);
+          expiresInMillis, lengths, sharedMemory);
     }
 
     private static Long micros(Optional<Duration> estimate) {
@@ -116,8 +125,18 @@ class LookupController {
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record TierRun(String tier, int blocks, @Nullable @JsonProperty("load_us") Long loadMicros) {}
 
+  /**
+   * Where a pinned block lies in shared memory.
+   *
+   * @param file the path of the file to map, read-only
+   * @param offset the block's first byte in it
+   * @param length the block's length
+   */
+  @Serdeable
+  record SharedSlice(String file, long offset, int length) {}
+
   @Post("/lookup")
-  LookupResponse lookup(String namespace, @Body LookupRequest request) {
+  LookupResponse lookup(HttpRequest<?> http, String namespace, @Body LookupRequest request) {
     if (request.keys() == null || request.keys().isEmpty()) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
           "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys");
@@ -144,9 +163,34 @@ class LookupController {
     for (int i = 0; i < pin.blocks(); i++) {
       lengths.add(pin.length(i));
     }
+    List<SharedSlice> shared = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http)
+        ? sharedSlices(pin)
+        : null;
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
-    return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths);
+    return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths,
+        shared);
+  }
+
+  /** Whether the request came over loopback: only then can its client map this host's files. */
+  private static boolean fromThisHost(HttpRequest<?> http) {
+    InetSocketAddress remote = http.getRemoteAddress();
+    return remote != null && remote.getAddress() != null
+        && remote.getAddress().isLoopbackAddress();
+  }
+
+  /** Each pinned block's place in shared memory (null where it has none); null if none has one. */
+  private static List<SharedSlice> sharedSlices(PrefixPin pin) {
+    List<SharedSlice> slices = new ArrayList<>(pin.blocks());
+    boolean any = false;
+    for (int i = 0; i < pin.blocks(); i++) {
+      SharedSlice slice = pin.sharedMemory(i)
+          .map(s -> new SharedSlice(s.file().toString(), s.offset(), s.length()))
+          .orElse(null);
+      any |= slice != null;
+      slices.add(slice);
+    }
+    return any ? slices : null;
   }
 
   /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */

@@ -1,6 +1,13 @@
 package dev.kvcache.internal.memory;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
 import java.util.TreeSet;
 
 /**
@@ -45,6 +52,8 @@ final class Arena {
   static final int ALIGNMENT_SLACK_BYTES = GRANULE_BYTES;
 
   final ByteBuffer memory;
+  /** The shared-memory file {@link #memory} maps; null for private direct memory. */
+  final Path file;
   /** A second view of {@link #memory} used as the copy source when compaction moves a block. */
   private final ByteBuffer moveSource;
 
@@ -57,14 +66,27 @@ final class Arena {
   private long compactions;
   private long bytesCompacted;
 
+  /** An arena of private direct memory. */
   Arena(int bytes) {
-    if (bytes <= 0 || bytes % GRANULE_BYTES != 0) {
-      throw new IllegalArgumentException(
-          "arena size must be a positive multiple of " + GRANULE_BYTES + ", got " + bytes);
-    }
-    // allocateDirect zeroes the memory, so every page is touched now rather than on the put path;
-    // the extra granule lets the region start on a page boundary.
-    this.memory = ByteBuffer.allocateDirect(bytes + ALIGNMENT_SLACK_BYTES).alignedSlice(GRANULE_BYTES);
+    this(checkSize(bytes), null,
+        // allocateDirect zeroes the memory, so every page is touched now rather than on the put
+        // path; the extra granule lets the region start on a page boundary.
+        ByteBuffer.allocateDirect(bytes + ALIGNMENT_SLACK_BYTES).alignedSlice(GRANULE_BYTES));
+  }
+
+  /**
+   * An arena in a new file {@code file} (on a tmpfs), which other processes may map: the file is
+   * written full of zeros first, so that a file system without room fails here, not on a put.
+   *
+   * @throws IOException if the file exists already, or cannot be written in full
+   */
+  Arena(int bytes, Path file) throws IOException {
+    this(checkSize(bytes), file, mapNewFile(file, bytes));
+  }
+
+  private Arena(int bytes, Path file, ByteBuffer memory) {
+    this.memory = memory;
+    this.file = file;
     this.moveSource = memory.duplicate();
     this.granules = bytes >>> GRANULE_SHIFT;
     this.runLength = new int[granules];
@@ -72,6 +94,30 @@ final class Arena {
     this.owner = new OffHeapBlock[granules];
     addFreeRun(0, granules);
     this.freeGranules = granules;
+  }
+
+  private static int checkSize(int bytes) {
+    if (bytes <= 0 || bytes % GRANULE_BYTES != 0) {
+      throw new IllegalArgumentException(
+          "arena size must be a positive multiple of " + GRANULE_BYTES + ", got " + bytes);
+    }
+    return bytes;
+  }
+
+  private static ByteBuffer mapNewFile(Path file, int bytes) throws IOException {
+    try (FileChannel ch = FileChannel.open(file, EnumSet.of(StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.READ, StandardOpenOption.WRITE),
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
+      ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
+      for (long at = 0; at < bytes; ) {
+        zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - at));
+        at += ch.write(zeros, at);
+      }
+      return ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+    } catch (IOException e) {
+      Files.deleteIfExists(file);
+      throw e;
+    }
   }
 
   static int granulesFor(int bytes) {

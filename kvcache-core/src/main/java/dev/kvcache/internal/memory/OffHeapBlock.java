@@ -1,8 +1,10 @@
 package dev.kvcache.internal.memory;
 
+import dev.kvcache.SharedMemorySlice;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
@@ -116,6 +118,16 @@ public final class OffHeapBlock {
     int pos = dst.position();
     dst.put(pos, arena.memory, offset(), length);
     dst.position(pos + length);
+  }
+
+  /**
+   * Where the block lies in its arena's shared-memory file; empty for an arena of private memory.
+   * Stable while a reference is held.
+   */
+  public Optional<SharedMemorySlice> sharedMemory() {
+    return arena.file == null
+        ? Optional.empty()
+        : Optional.of(new SharedMemorySlice(arena.file, offset(), length));
   }
 
   /** A new read-only view of the block's bytes. */

@@ -1,9 +1,14 @@
 package dev.kvcache.internal.memory;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The RAM tier's allocator: a fixed budget of direct memory, reserved and zeroed up front in
@@ -22,7 +27,11 @@ import java.util.Comparator;
  * Null means the caller must free something (evict) first, or give up.
  *
  * <p>The JVM's direct memory holds the capacity plus 4 KiB per arena, spent on aligning each
- * arena to a page.
+ * arena to a page. With a shared-memory directory, each arena is instead a file there (named
+ * {@code kvcache-ram-<pid>-<n>-<arena>}, readable by this user only), mapped, so that other
+ * processes of the user on this host can map it and copy a leased block out of it; the files are
+ * deleted on {@link #close()}, and files a process that is gone left behind are deleted when the
+ * next one starts.
  */
 public final class OffHeapMemory {
 
@@ -31,6 +40,9 @@ public final class OffHeapMemory {
 
   /** The largest arena: a direct buffer is int-indexed, and 1 GiB keeps compaction pauses short. */
   public static final int MAX_ARENA_BYTES = 1 << 30;
+
+  private static final String FILE_PREFIX = "kvcache-ram-";
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
 
   private final Arena[] arenas;
   private final long capacityBytes;
@@ -41,6 +53,17 @@ public final class OffHeapMemory {
    * @throws IllegalStateException if the JVM cannot reserve that much direct memory
    */
   public OffHeapMemory(long capacityBytes, int arenaBytes) {
+    this(capacityBytes, arenaBytes, null);
+  }
+
+  /**
+   * Reserves {@code capacityBytes} (rounded down to whole granules) of direct memory, or of files
+   * in {@code sharedDir} (a tmpfs such as {@code /dev/shm}) if not null.
+   *
+   * @throws IllegalStateException if the JVM cannot reserve that much direct memory, or the files
+   *     cannot be made
+   */
+  public OffHeapMemory(long capacityBytes, int arenaBytes, Path sharedDir) {
     if (arenaBytes < GRANULE_BYTES || arenaBytes > MAX_ARENA_BYTES) {
       throw new IllegalArgumentException(
           "arena size must be " + GRANULE_BYTES + " to " + MAX_ARENA_BYTES + " bytes, got "
@@ -55,23 +78,69 @@ public final class OffHeapMemory {
     long arenaCount = (granules + arenaGranules - 1) / arenaGranules;
     long slack = arenaCount * Arena.ALIGNMENT_SLACK_BYTES;
     long directBytes = granules * GRANULE_BYTES;
-    requireReservable(directBytes > Long.MAX_VALUE - slack ? Long.MAX_VALUE : directBytes + slack);
+    if (sharedDir == null) {
+      requireReservable(directBytes > Long.MAX_VALUE - slack ? Long.MAX_VALUE : directBytes + slack);
+    }
     if (arenaCount > Integer.MAX_VALUE) {
       throw cannotReserve(capacityBytes, arenaCount + " arenas");
     }
     int count = (int) arenaCount;
     this.arenas = new Arena[count];
+    String prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-" + INSTANCES.incrementAndGet()
+        + "-";
+    if (sharedDir != null) {
+      deleteStaleFiles(sharedDir);
+    }
     long left = granules;
     try {
       for (int i = 0; i < count; i++) {
-        long g = Math.min(arenaGranules, left);
-        arenas[i] = new Arena((int) (g * GRANULE_BYTES));
-        left -= g;
+        int bytes = (int) (Math.min(arenaGranules, left) * GRANULE_BYTES);
+        arenas[i] = sharedDir == null ? new Arena(bytes) : new Arena(bytes, sharedDir.resolve(prefix + i));
+        left -= bytes / GRANULE_BYTES;
       }
     } catch (OutOfMemoryError e) {
       throw cannotReserve(capacityBytes, e.getMessage());
+    } catch (IOException e) {
+      close();
+      throw new IllegalStateException("cannot make the RAM tier's " + directBytes + " bytes of"
+          + " shared memory in " + sharedDir + ": " + e, e);
     }
     this.capacityBytes = granules * GRANULE_BYTES;
+  }
+
+  /** Deletes the arena files of processes that are gone. */
+  private static void deleteStaleFiles(Path dir) {
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, FILE_PREFIX + "*")) {
+      for (Path f : files) {
+        String[] parts = f.getFileName().toString().substring(FILE_PREFIX.length()).split("-");
+        try {
+          long pid = Long.parseLong(parts[0]);
+          if (ProcessHandle.of(pid).isEmpty()) {
+            Files.deleteIfExists(f);
+          }
+        } catch (NumberFormatException | IOException e) {
+          // not ours, or no longer there: leave it
+        }
+      }
+    } catch (IOException e) {
+      // an unreadable directory fails when the arenas are made, with its reason
+    }
+  }
+
+  /**
+   * Deletes the shared-memory files, if any: processes that mapped them keep their mappings, and
+   * none can map them anew. The memory itself is freed once no view of it is reachable.
+   */
+  public void close() {
+    for (Arena arena : arenas) {
+      if (arena != null && arena.file != null) {
+        try {
+          Files.deleteIfExists(arena.file);
+        } catch (IOException e) {
+          // left for the next start to delete
+        }
+      }
+    }
   }
 
   /** Fails before touching any memory if the JVM's direct memory limit is below the request. */
