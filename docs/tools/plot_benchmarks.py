@@ -1412,6 +1412,44 @@ def spill_tables(rows, out, img):
     plt.close(fig)
 
 
+def ram_hit_tables(results_dir, out, img):
+    """A RAM hit read from Python beside a tmpfs file (python/benchmarks/ram_hit.py)."""
+    path = os.path.join(results_dir, "python-ram-hit.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    out.append("\n### A RAM hit from Python beside a tmpfs file (ms per block)\n")
+    out.append("| blocks | read | median | p90 | median / tmpfs |")
+    out.append("|---|---|---:|---:|---:|")
+    groups = []
+    for size, reads in results.items():
+        count, _, block = size.rpartition(" x ")
+        label = (f"{count} x " if count else "") + size_label(block)
+        base = next(iter(reads.values()))["median_ms"]
+        for name, r in reads.items():
+            out.append(f"| {label} | {name} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} "
+                       f"| **{r['median_ms'] / base:.2f}** |")
+        groups.append((label, {n: r["median_ms"] / base for n, r in reads.items()}))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    names = list(dict.fromkeys(n for _, g in groups for n in g))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        xs = [j + i * width for j, (_, g) in enumerate(groups) if name in g]
+        ax.bar(xs, [g[name] for _, g in groups if name in g], width, label=name)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(groups))])
+    ax.set_xticklabels([g[0] for g in groups])
+    ax.set_ylabel("time per block / tmpfs file (log)")
+    ax.set_title("A RAM hit from Python, against reading a tmpfs file (lower is better)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "python-ram-hit.png"), dpi=110)
+    plt.close(fig)
+
+
 def checksum_table(rows, out, img):
     """End-to-end CRC32C against none (EndToEndChecksumBenchmark in checksum-N.json): each arm's
     iterations pooled over the runs, the ratio of the pooled means and of each run's scores."""
@@ -1466,6 +1504,7 @@ def main():
     trace_tables(results_dir, out, img)
     tier_tables(results_dir, out, img)
     mlperf_tables(results_dir, out, img)
+    ram_hit_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
     setting_table(results_dir, out, img, "server-write-buffer", "buffer-1048576", size_label, "Socket write buffer")

@@ -24,6 +24,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -166,6 +167,10 @@ class LookupController {
     List<SharedSlice> shared = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http)
         ? sharedSlices(pin)
         : null;
+    if (shared != null) {
+      // the client copies these itself: they are served now, as a pinned read's block is
+      served.served(namespace, (int) shared.stream().filter(Objects::nonNull).count());
+    }
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
     return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths,

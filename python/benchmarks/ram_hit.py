@@ -1,0 +1,162 @@
+"""A RAM hit read from Python, beside reading the same bytes from a file on tmpfs.
+
+    python python/benchmarks/ram_hit.py --jar kvcache-server/target/kvcache-server.jar \
+        --out docs/results/python-ram-hit.json
+
+Starts kvcache-server on loopback with its RAM in shared memory (a directory under /dev/shm),
+puts one block of each size, and reads it, in interleaved rounds, four ways into the same
+preallocated buffer:
+
+* ``tmpfs file``: ``readinto`` from a file on /dev/shm holding the same bytes (the baseline);
+* ``get_into``: ``Client.get_into``, the bytes through the loopback socket;
+* ``pin, socket``: ``pin_prefix`` + ``Pin.get_into`` + release, with ``shared_memory=False``;
+* ``pin, shared memory``: the same, the block copied straight out of the server's RAM file;
+
+and, for an engine's load of a prefix, 32 blocks of 2 MiB: 32 files read in turn, one
+``get_many_into``, and one pin of the 32 read from shared memory (``Pin.read_into``), timed per
+block. Prints and writes the median and 90th percentile of each, in milliseconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import free_port, wait_for_port  # noqa: E402
+
+import kvcache  # noqa: E402
+
+SIZES = [2 << 20, 64 << 20]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jar", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--shm", default="/dev/shm", help="a tmpfs directory")
+    args = parser.parse_args()
+    work = os.path.join(args.shm, f"kvcache-ram-hit-{os.getpid()}")
+    os.makedirs(work)
+    port = free_port()
+    server = subprocess.Popen(
+        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}",
+         "-Dkvcache.cache.ram-bytes=512MiB", "-Dkvcache.cache.disk-dir=",
+         f"-Dkvcache.cache.ram-shared-memory-dir={work}", "-jar", args.jar],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server, "kvcache-server")
+        results = run(f"127.0.0.1:{port}", work, args.rounds)
+    finally:
+        server.terminate()
+        server.wait(60)
+        shutil.rmtree(work, ignore_errors=True)
+    with open(args.out, "w") as f:
+        json.dump({"rounds": args.rounds, "results": results}, f, indent=1)
+    print(f"{'block':>8} {'read':<20} {'median ms':>10} {'p90 ms':>8} {'/ tmpfs':>8}")
+    for size, reads in results.items():
+        base = next(iter(reads.values()))["median_ms"]
+        for name, r in reads.items():
+            print(f"{size:>8} {name:<20} {r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} "
+                  f"{r['median_ms'] / base:>8.2f}")
+
+
+def run(address: str, work: str, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    with kvcache.Client(address) as shared, kvcache.Client(address, shared_memory=False) as plain:
+        for size in SIZES:
+            block = os.urandom(size)
+            key = kvcache.BlockKey(os.urandom(16))
+            if shared.put(key, block) != kvcache.PutStatus.STORED:
+                sys.exit("the block was not stored")
+            path = os.path.join(work, f"file-{size}")
+            with open(path, "wb") as f:
+                f.write(block)
+            out = bytearray(size)
+
+            def file_read() -> None:
+                with open(path, "rb", buffering=0) as f:
+                    f.readinto(out)
+
+            def get_into() -> None:
+                plain.get_into(key, out)
+
+            def pinned(client: kvcache.Client) -> Callable[[], None]:
+                def read() -> None:
+                    with client.pin_prefix([key]) as pin:
+                        pin.get_into(0, out)
+                return read
+            reads: dict[str, Callable[[], None]] = {
+                "tmpfs file": file_read, "get_into": get_into,
+                "pin, socket": pinned(plain), "pin, shared memory": pinned(shared)}
+            times: dict[str, list[float]] = {name: [] for name in reads}
+            for name, read in reads.items():  # warm up, and check every way reads the block
+                out[:] = bytes(size)
+                read()
+                if out != block:
+                    sys.exit(f"{name} read other bytes")
+            for _ in range(rounds):
+                for name, read in reads.items():
+                    start = time.perf_counter()
+                    read()
+                    times[name].append((time.perf_counter() - start) * 1000)
+            results[str(size)] = summary(times)
+        results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds))
+    return results
+
+
+def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    return {name: {"median_ms": statistics.median(t), "p90_ms": sorted(t)[int(len(t) * 0.9)]}
+            for name, t in times.items()}
+
+
+def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str,
+           rounds: int) -> dict[str, list[float]]:
+    """A prefix of 32 blocks of 2 MiB read three ways; milliseconds per block."""
+    size, n = 2 << 20, 32
+    blocks = [os.urandom(size) for _ in range(n)]
+    keys = [kvcache.BlockKey(os.urandom(16)) for _ in range(n)]
+    if shared.put_many(list(zip(keys, blocks))) != [kvcache.PutStatus.STORED] * n:
+        sys.exit("the prefix was not stored")
+    paths = [os.path.join(work, f"prefix-{i}") for i in range(n)]
+    for path, block in zip(paths, blocks):
+        with open(path, "wb") as f:
+            f.write(block)
+    outs = [bytearray(size) for _ in range(n)]
+
+    def files() -> None:
+        for path, out in zip(paths, outs):
+            with open(path, "rb", buffering=0) as f:
+                f.readinto(out)
+
+    def batch() -> None:
+        plain.get_many_into(keys, outs)
+
+    def pinned() -> None:
+        with shared.pin_prefix(keys) as pin:
+            pin.read_into(outs)
+    reads = {"tmpfs file": files, "get_many_into": batch, "pin, shared memory": pinned}
+    times: dict[str, list[float]] = {name: [] for name in reads}
+    for name, read in reads.items():
+        for out in outs:
+            out[:] = bytes(size)
+        read()
+        if outs != [bytearray(b) for b in blocks]:
+            sys.exit(f"{name} read other bytes")
+    for _ in range(rounds):
+        for name, read in reads.items():
+            start = time.perf_counter()
+            read()
+            times[name].append((time.perf_counter() - start) * 1000 / n)
+    return times
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Pinned reads from a server on this host whose RAM is in shared memory: the client copies each
+block straight out of the server's RAM files, and never returns bytes the pin no longer holds."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import kvcache
+from conftest import KvServer, ram_only
+
+
+@pytest.fixture
+def shm_server(tmp_path):  # type: ignore[no-untyped-def]
+    s = KvServer(ram_only(**{"kvcache.cache.ram-bytes": "64MiB",
+                             "kvcache.cache.ram-shared-memory-dir": str(tmp_path)})).start()
+    yield s
+    s.stop()
+
+
+def test_pinned_blocks_are_copied_out_of_shared_memory(shm_server, unique_keys, tmp_path):
+    keys = unique_keys(3)
+    blocks = [os.urandom(n) for n in (4096, 300_000, 2 << 20)]
+    with kvcache.Client(shm_server.address) as c:
+        assert c.put_many(list(zip(keys, blocks))) == [kvcache.PutStatus.STORED] * 3
+        with c.pin_prefix(keys, ms=10_000) as pin:
+            assert pin.present == 3
+            c.delete(keys[1])  # the pin still holds its bytes
+            bufs = [bytearray(len(b)) for b in blocks]
+            assert pin.read_into(bufs) == [len(b) for b in blocks]
+            assert bufs == [bytearray(b) for b in blocks]
+            mapped = {os.path.dirname(f) for f in c._shared._maps}  # type: ignore[union-attr]
+            assert mapped == {str(tmp_path)}, "read through the server's RAM files"
+            small = bytearray(100)
+            with pytest.raises(kvcache.BufferTooSmallError):
+                pin.get_into(2, small)
+        assert pin.get_into(0, bytearray(4096)) is None, "released on exit"
+
+
+def test_a_client_without_shared_memory_reads_through_the_socket(shm_server, unique_keys):
+    key, = unique_keys(1)
+    block = os.urandom(100_000)
+    with kvcache.Client(shm_server.address, shared_memory=False) as c:
+        c.put(key, block)
+        with c.pin_prefix([key]) as pin:
+            out = bytearray(len(block))
+            assert pin.get_into(0, out) == len(block) and out == block
+        assert c._shared is None
+
+
+def test_a_pin_past_its_time_reads_nothing_from_shared_memory(shm_server, unique_keys):
+    key, = unique_keys(1)
+    with kvcache.Client(shm_server.address) as c:
+        c.put(key, b"x" * 8192)
+        pin = c.pin_prefix([key], ms=300)
+        assert pin.present == 1
+        time.sleep(0.8)
+        assert pin.get_into(0, bytearray(8192)) is None
+        pin.release()
