@@ -10,8 +10,10 @@ and replaces its file backend class (``kv_cache.cache.NVMeBackend``, the storage
 
 :class:`KvcacheBackend` cuts an entry into blocks of ``--block-mib`` (64 MiB: the server's
 largest block by default), stored and read with the kvcache Python client. Device time is the
-transfer (the PUTs or the batch GETs of the entry's blocks); host time is the conversion (the
-array's bytes cut into blocks; a buffer for the entry and the array over it). The harness's file
+transfer (the PUTs of the entry's blocks; on reads, a pin of them copied straight out of the
+server's RAM, which it keeps in shared memory under ``--shm``, or the batch GETs of those it has
+on disk); host time is the conversion (the array's bytes cut into blocks; a buffer for the entry
+and the array over it). The harness's file
 backend, for comparison: host is ``np.save`` into the page cache and device its ``fsync`` on
 writes; on reads, device is ``np.load`` after dropping the file's pages, host the rest.
 
@@ -88,7 +90,12 @@ class KvcacheBackend:
         keys = self._keys(key, nbytes)
         views = [out[i * self.block_bytes:(i + 1) * self.block_bytes] for i in range(len(keys))]
         allocated = time.perf_counter()
-        lengths = self.client.get_many_into(keys, views)
+        with self.client.pin_prefix(keys) as pin:
+            if pin.present == len(keys) and pin.in_shared_memory == len(keys):
+                lengths = pin.read_into(views)  # copied straight out of the server's RAM
+            else:
+                pin.release()
+                lengths = self.client.get_many_into(keys, views)
         received = time.perf_counter()
         if any(n != len(v) for n, v in zip(lengths, views)):
             raise KeyError(f"{key}: kvcache-server no longer holds all of its blocks")
@@ -127,11 +134,13 @@ def run(args: argparse.Namespace) -> None:
     cli.main()
 
 
-def start_server(jar: str, port: int, ram: str, data: str) -> subprocess.Popen[bytes]:
+def start_server(jar: str, port: int, ram: str, data: str, shm: str,
+                 log: str) -> subprocess.Popen[bytes]:
     p = subprocess.Popen(["java", "-Xmx1g", "-XX:MaxDirectMemorySize=6g",
                           f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
+                          f"-Dkvcache.cache.ram-shared-memory-dir={shm}",
                           f"-Dkvcache.cache.disk-dir={data}", "-Dkvcache.cache.disk-capacity=8GiB",
-                          "-jar", jar], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "-jar", jar], stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     wait_for_port(port, p, "kvcache-server")
     return p
 
@@ -170,9 +179,12 @@ def all_runs(args: argparse.Namespace) -> None:
         cache_dir = cache_dir or os.path.join(work, "unused")
         for d in (cache_dir, data):
             shutil.rmtree(d, ignore_errors=True)
+        shm = os.path.join(args.shm, f"kvcache-mlperf-{os.getpid()}")
         if backend == "kvcache":
             port = free_port()
-            server = start_server(args.jar, port, ram, data)
+            os.makedirs(shm, exist_ok=True)
+            server = start_server(args.jar, port, ram, data, shm,
+                                  os.path.join(work, f"server-{len(results)}.log"))
             command += ["--servers", f"127.0.0.1:{port}"]
         print(f"== {name}", flush=True)
         try:
@@ -181,8 +193,9 @@ def all_runs(args: argparse.Namespace) -> None:
         finally:
             if server is not None:
                 server.terminate()
-                server.wait(30)
+                server.wait(120)
             shutil.rmtree(cache_dir, ignore_errors=True)
+            shutil.rmtree(shm, ignore_errors=True)
         results[name] = summary(out)
     with open(args.out, "w") as f:
         json.dump({"workload": WORKLOAD, "harness": args.harness_commit, "runs": results}, f,
@@ -206,6 +219,8 @@ def main() -> None:
     every.add_argument("--tmpfs", required=True,
                        help="a directory on a tmpfs (not under /dev or /tmp: the harness refuses"
                             " those)")
+    every.add_argument("--shm", default="/dev/shm",
+                       help="a tmpfs where the server keeps its RAM, shared with the backend")
     every.add_argument("--out", required=True)
     every.add_argument("--harness-commit", default="", help="recorded with the results")
     args = parser.parse_args()

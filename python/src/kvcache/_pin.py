@@ -43,6 +43,14 @@ class Pin:
         """The pinned blocks' lengths, in order."""
         return [s[3] for s in self._slots]
 
+    @property
+    def in_shared_memory(self) -> int:
+        """How many pinned blocks :meth:`get_into` copies straight out of their server's RAM (a
+        server on this host with its RAM in shared memory); the others come through the socket."""
+        if self._shared is None or self._client._shared is None:
+            return 0
+        return sum(1 for s in self._shared if s is not None)
+
     def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
         """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``: copied straight out of
         the server's RAM when the server offered its place in shared memory (a server on this host
