@@ -3,6 +3,7 @@ block straight out of the server's RAM files, and never returns bytes the pin no
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -58,3 +59,35 @@ def test_a_pin_past_its_time_reads_nothing_from_shared_memory(shm_server, unique
         time.sleep(0.8)
         assert pin.get_into(0, bytearray(8192)) is None
         pin.release()
+
+
+def test_a_release_waits_for_a_copy_under_way(shm_server, unique_keys):
+    key, = unique_keys(1)
+    block = os.urandom(65536)
+    with kvcache.Client(shm_server.address) as c:
+        c.put(key, block)
+        pin = c.pin_prefix([key], ms=10_000)
+        assert pin.in_shared_memory == 1
+        shared = c._shared
+        assert shared is not None
+        copying, go_on = threading.Event(), threading.Event()
+        real_copy = shared.copy
+
+        def slow_copy(*args):  # type: ignore[no-untyped-def]
+            copying.set()
+            go_on.wait(10)
+            return real_copy(*args)
+        shared.copy = slow_copy  # type: ignore[method-assign]
+        out = bytearray(len(block))
+        reader = threading.Thread(target=lambda: pin.get_into(0, out))
+        reader.start()
+        assert copying.wait(10)
+        releaser = threading.Thread(target=pin.release)
+        releaser.start()
+        releaser.join(0.3)
+        assert releaser.is_alive(), "the release waits while the block is copied"
+        go_on.set()
+        reader.join(10)
+        releaser.join(10)
+        assert not releaser.is_alive() and out == block
+        assert pin.get_into(0, out) is None

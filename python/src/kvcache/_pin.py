@@ -1,6 +1,7 @@
 """A pinned prefix: :class:`Pin`."""
 from __future__ import annotations
 
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -32,6 +33,10 @@ class Pin:
         self._shared = shared
         self._deadline = deadline
         self._released = False
+        # copies out of shared memory under way: release waits for them, so that no copy reads a
+        # block its server may already have let go of
+        self._copies = threading.Condition()
+        self._copying = 0
 
     @property
     def present(self) -> int:
@@ -65,12 +70,20 @@ class Pin:
         out = writable_view(buffer)
         c = self._client
         where = self._shared[i] if self._shared is not None else None
-        if where is not None and c._shared is not None and not self._released:
+        if where is not None and c._shared is not None:
             if length > len(out):
                 raise BufferTooSmallError(length, len(out))
-            file, offset, _ = where
-            if c._shared.copy(file, offset, length, out, self._deadline):
-                return length
+            with self._copies:
+                if self._released:
+                    return None
+                self._copying += 1
+            try:
+                if c._shared.copy(where[0], where[1], length, out, self._deadline):
+                    return length
+            finally:
+                with self._copies:
+                    self._copying -= 1
+                    self._copies.notify_all()
         return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out)
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
@@ -85,10 +98,15 @@ class Pin:
         return out
 
     def release(self) -> None:
-        """Lets the servers drop the pinned blocks. Idempotent."""
-        if not self._released:
+        """Lets the servers drop the pinned blocks, once copies out of shared memory under way in
+        other threads are over. Idempotent."""
+        with self._copies:
+            if self._released:
+                return
             self._released = True
-            Pin._release_all(self._client, self._answers)
+            while self._copying:
+                self._copies.wait()
+        Pin._release_all(self._client, self._answers)
 
     @staticmethod
     def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
