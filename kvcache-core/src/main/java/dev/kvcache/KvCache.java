@@ -70,7 +70,7 @@ public interface KvCache extends AutoCloseable {
 
   /**
    * Opens a writer as {@link #writer} does, but only if that needs no waiting: empty if room for
-   * the block depends on another thread first (in a tiered cache, the spill thread writing blocks
+   * the block depends on another thread first (in a tiered cache, the spill threads writing blocks
    * RAM evicted down to the lower tier). The writer's commit does not wait for room either. For
    * callers on a thread that must not block, such as a network event loop: on empty, they open
    * the writer with {@link #writer} where waiting is fine.

@@ -83,7 +83,7 @@ public final class KvCacheBuilder {
   }
 
   /**
-   * How long a put may wait for the spill thread to make room; default 200 ms. Blocks evicted
+   * How long a put may wait for the spill threads to make room; default 200 ms. Blocks evicted
    * while the queue is still full are dropped (see {@link TieredCacheConfig#spillQueueWait()}).
    */
   public KvCacheBuilder spillQueueWait(Duration spillQueueWait) {

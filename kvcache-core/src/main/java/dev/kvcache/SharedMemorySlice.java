@@ -15,7 +15,9 @@ import java.util.Objects;
  */
 public record SharedMemorySlice(Path file, long offset, int length) {
 
-  /** @throws IllegalArgumentException if {@code offset} is negative or {@code length} not positive */
+  /**
+   * @throws IllegalArgumentException if {@code offset} is negative or {@code length} not positive
+   */
   public SharedMemorySlice {
     Objects.requireNonNull(file, "file");
     if (offset < 0 || length < 1) {

@@ -114,9 +114,11 @@ public final class RamTier implements Tier {
     // the speed at which the memory was zeroed is the estimate until the tier has copied a block
     long seedBytes = Math.min(config.maxBlockBytes(), memory.capacityBytes());
     loadRate.record(seedBytes, Math.max(1, zeroingNanos * seedBytes / memory.capacityBytes()));
-    log.info(
-        "RAM tier: reserved and zeroed {} MiB of direct memory in {} ms (largest block {} bytes)",
+    log.info("RAM tier: reserved and zeroed {} MiB of {} in {} ms (largest block {} bytes)",
         memory.capacityBytes() >> 20,
+        config.sharedMemoryDir() == null
+            ? "direct memory"
+            : "shared memory in " + config.sharedMemoryDir(),
         zeroingNanos / 1_000_000,
         config.maxBlockBytes());
   }

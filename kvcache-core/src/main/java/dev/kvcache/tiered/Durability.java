@@ -20,10 +20,10 @@ public enum Durability {
   RAM_FIRST,
 
   /**
-   * Every put is also queued to the lower tier, written by the spill thread in the background; the
+   * Every put is also queued to the lower tier, written by the spill threads in the background; the
    * put's answer does not wait for it, but a put that leaves more than {@link
    * TieredCacheConfig#spillQueueBlocks()} blocks waiting (or more than the queue's share of RAM,
-   * a quarter, in bytes) waits until the spill thread has written enough. So a crash loses at most
+   * a quarter, in bytes) waits until the spill threads have written enough. So a crash loses at most
    * that many of the latest puts. A write the lower tier refuses or fails is counted ({@link
    * TieredStats#writeFailures()}) and makes {@link TieredCache#health()} degraded; the block stays
    * in RAM and is written again when RAM evicts it.

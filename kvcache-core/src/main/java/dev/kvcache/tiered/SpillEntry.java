@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A block on its way to the lower tier: evicted from RAM, or a copy of a block RAM still holds,
  * written behind or through the put that stored it ({@link Durability}). It holds the RAM tier's
- * lease on its bytes, shared by the writer (the spill thread, or a write-through put's own thread)
+ * lease on its bytes, shared by the writer (a spill thread, or a write-through put's own thread)
  * and any reader that finds it meanwhile. The lease is closed when the last of them lets go.
  *
  * <p>A put or delete of the key cancels it. Cancelling a block no writer has claimed means it is

@@ -157,7 +157,7 @@ final class SpillQueue {
     write(entry, false);
   }
 
-  /** Queues a copy of a block RAM holds for the spill thread ({@link Durability#WRITE_BEHIND}). */
+  /** Queues a copy of a block RAM holds for the spill threads ({@link Durability#WRITE_BEHIND}). */
   void queueCopy(SpillEntry copy) {
     enqueue(copy);
   }

@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  * dev.kvcache.KvCache}.
  *
  * <p><b>Where a block is.</b> Puts go to RAM. Blocks RAM's policy evicts are handed, still pinned
- * in RAM, to a bounded spill queue; one spill thread writes them to the lower tier in eviction
- * order. Waiting blocks pin at most a quarter of RAM (and at most {@link
+ * in RAM, to a bounded spill queue; spill threads ({@link TieredCacheConfig#spillThreads()})
+ * write them to the lower tier in eviction order. Waiting blocks pin at most a quarter of RAM (and at most {@link
  * TieredCacheConfig#spillQueueBlocks()} blocks), so puts keep finding room. While a block waits,
  * reads find it in the queue's index, so a block is findable in some tier from the moment its put
  * returns until it is dropped: by the lower tier's own eviction, or because the queue was full
@@ -65,7 +65,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Threads.</b> All methods are thread-safe. RAM evictions run on the thread of the put that
  * causes them and never wait: a full queue drops the block instead. To keep that rare, a put that
  * finds the queue more than half full, or RAM's memory pinned by waiting blocks, first waits for
- * the spill thread, up to {@link TieredCacheConfig#spillQueueWait()}.
+ * the spill threads, up to {@link TieredCacheConfig#spillQueueWait()}.
  */
 public final class TieredCache implements Tier {
 
@@ -86,7 +86,7 @@ public final class TieredCache implements Tier {
   /** The most RAM bytes the spill queue may keep pinned. */
   private final long maxQueuedBytes;
   /**
-   * Set on a put's thread once it has waited for the spill thread as long as it may: from then on
+   * Set on a put's thread once it has waited for the spill threads as long as it may: from then on
    * the blocks it evicts past the queue's byte bound are dropped.
    */
   private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
@@ -408,7 +408,7 @@ public final class TieredCache implements Tier {
    * RAM's writer, reopened while it found no room only because the blocks it evicted went to the
    * spill queue, which keeps their memory pinned until written. Until then its victims join the
    * queue even past the queue's byte bound: evicting frees nothing at once, so dropping them would
-   * lose blocks for no room. It waits for the spill thread to write some (up to {@link
+   * lose blocks for no room. It waits for the spill threads to write some (up to {@link
    * TieredCacheConfig#spillQueueWait()}); after that it evicts further, and victims past the byte
    * bound are dropped and free their memory. What then still finds no room is pinned by leases.
    */
@@ -541,7 +541,7 @@ public final class TieredCache implements Tier {
       spillsSkipped.increment();
       lease.close();
     } else if (closed && config.spillOnClose()) {
-      // the spill thread is stopping; close() writes what RAM holds, and a block the policy evicts
+      // the spill threads are stopping; close() writes what RAM holds, and a block the policy evicts
       // meanwhile (Caffeine may finish pending maintenance inside the snapshot close iterates)
       // is written here, on the thread that evicted it
       spills.writeEvicted(lease);

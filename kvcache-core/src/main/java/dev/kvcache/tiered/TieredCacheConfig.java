@@ -9,7 +9,7 @@ import java.util.Objects;
  * @param spillQueueBlocks blocks evicted from RAM that may wait for the lower tier at once (default
  *     {@value #DEFAULT_SPILL_QUEUE_BLOCKS}); each keeps its RAM memory pinned until written, so
  *     waiting blocks are also held to a quarter of the RAM budget
- * @param spillQueueWait how long a put may wait for the spill thread (default {@link
+ * @param spillQueueWait how long a put may wait for the spill threads (default {@link
  *     #DEFAULT_SPILL_QUEUE_WAIT}): when it finds the queue more than half full, and when RAM's free
  *     memory is pinned by blocks waiting to be spilled. Blocks RAM evicts while the queue is still
  *     full are dropped and counted in {@link TieredStats#spillDrops()}; eviction runs inside RAM's

@@ -79,7 +79,8 @@ public final class OffHeapMemory {
     long slack = arenaCount * Arena.ALIGNMENT_SLACK_BYTES;
     long directBytes = granules * GRANULE_BYTES;
     if (sharedDir == null) {
-      requireReservable(directBytes > Long.MAX_VALUE - slack ? Long.MAX_VALUE : directBytes + slack);
+      requireReservable(
+          directBytes > Long.MAX_VALUE - slack ? Long.MAX_VALUE : directBytes + slack);
     }
     if (arenaCount > Integer.MAX_VALUE) {
       throw cannotReserve(capacityBytes, arenaCount + " arenas");
@@ -95,7 +96,9 @@ public final class OffHeapMemory {
     try {
       for (int i = 0; i < count; i++) {
         int bytes = (int) (Math.min(arenaGranules, left) * GRANULE_BYTES);
-        arenas[i] = sharedDir == null ? new Arena(bytes) : new Arena(bytes, sharedDir.resolve(prefix + i));
+        arenas[i] = sharedDir == null
+            ? new Arena(bytes)
+            : new Arena(bytes, sharedDir.resolve(prefix + i));
         left -= bytes / GRANULE_BYTES;
       }
     } catch (OutOfMemoryError e) {
