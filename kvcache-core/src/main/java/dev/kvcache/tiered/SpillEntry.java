@@ -24,6 +24,9 @@ final class SpillEntry {
 
   private final BlockLease lease;
   private final int size;
+  /** Its place among the blocks registered with the queue, and the bytes registered before it. */
+  private long sequence = -1;
+  private long bytesBefore;
   /** Whether RAM still holds the block (a copy written behind or through), not evicted it. */
   private final boolean copy;
   /** What the lower tier answered; null until written, and if the write threw. */
@@ -63,6 +66,22 @@ final class SpillEntry {
 
   int size() {
     return size;
+  }
+
+  /** Records the entry's place in the queue's order, once, when it is registered. */
+  void place(long sequence, long bytesBefore) {
+    this.sequence = sequence;
+    this.bytesBefore = bytesBefore;
+  }
+
+  /** Its place among the blocks registered with the queue, from 0. */
+  long sequence() {
+    return sequence;
+  }
+
+  /** The bytes of the blocks registered before it. */
+  long bytesBefore() {
+    return bytesBefore;
   }
 
   /** Claims the block for writing; false if a put or delete cancelled it first. */

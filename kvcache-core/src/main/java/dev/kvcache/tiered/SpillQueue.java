@@ -5,6 +5,8 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
 import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -57,6 +59,13 @@ final class SpillQueue {
   private final AtomicInteger waiting = new AtomicInteger();
   private final AtomicInteger evictedWaiting = new AtomicInteger();
   private final AtomicLong bytes = new AtomicLong();
+  /**
+   * The order entries were registered in: how many and how many bytes so far, and the entries not
+   * written yet by place, each with the bytes registered before it. Guarded by itself.
+   */
+  private final TreeMap<Long, Long> unwritten = new TreeMap<>();
+  private long registeredBlocks;
+  private long registeredBytes;
   /** Notified each time a write ends. */
   private final Object progress = new Object();
   private final Thread[] threads;
@@ -199,17 +208,41 @@ final class SpillQueue {
   }
 
   /**
-   * Waits until at most {@code maxBlocks} blocks wait to be written, holding at most the queue's
-   * bytes (or only one block does, whatever its size): the bound on what {@link
-   * Durability#WRITE_BEHIND} puts leave unwritten.
+   * Waits until at most {@code maxBlocks} blocks registered up to {@code mine} (or, if null, up to
+   * now) may still be unwritten, holding at most the queue's bytes (or only {@code mine} is,
+   * whatever its size): the bound on what {@link Durability#WRITE_BEHIND} puts leave unwritten.
+   * Blocks registered later do not count, so puts go on in the order they came: each waits for
+   * the blocks before its own, not for those of puts that came after it.
    */
-  void awaitBacklog(int maxBlocks) {
-    while (!stopping && (waiting.get() > maxBlocks
-        || (bytes.get() > maxBytes && waiting.get() > 1))) {
+  void awaitBacklog(SpillEntry mine, int maxBlocks) {
+    long last;
+    long end;
+    synchronized (unwritten) {
+      last = mine != null ? mine.sequence() : registeredBlocks - 1;
+      end = mine != null ? mine.bytesBefore() + mine.size() : registeredBytes;
+    }
+    while (!stopping && overBacklog(last, end, maxBlocks)) {
       if (!awaitProgress(System.nanoTime() + POLL_NANOS)) {
         return;
       }
     }
+  }
+
+  /**
+   * Whether the blocks from the oldest unwritten one up to place {@code last}, which end at {@code
+   * end} bytes, are more than {@code maxBlocks}, or more than one holding more than the queue's
+   * bytes. Written blocks among them count too: the bound holds however the threads finish.
+   */
+  private boolean overBacklog(long last, long end, int maxBlocks) {
+    long oldest;
+    long bytesBeforeOldest;
+    synchronized (unwritten) {
+      Map.Entry<Long, Long> first = unwritten.firstEntry();
+      oldest = first != null ? first.getKey() : registeredBlocks;
+      bytesBeforeOldest = first != null ? first.getValue() : registeredBytes;
+    }
+    long blocks = last + 1 - oldest;
+    return blocks > maxBlocks || (end - bytesBeforeOldest > maxBytes && blocks > 1);
   }
 
   /**
@@ -294,8 +327,14 @@ final class SpillQueue {
     queue.add(entry);
   }
 
-  /** Counts an entry as waiting to be written, until {@link #finish}. */
+  /** Counts an entry as waiting to be written, and gives it its place, until {@link #finish}. */
   private void register(SpillEntry entry) {
+    synchronized (unwritten) {
+      entry.place(registeredBlocks, registeredBytes);
+      unwritten.put(registeredBlocks, registeredBytes);
+      registeredBlocks++;
+      registeredBytes += entry.size();
+    }
     waiting.incrementAndGet();
     bytes.addAndGet(entry.size());
   }
@@ -379,6 +418,9 @@ final class SpillQueue {
     }
     if (!entry.isCopy()) {
       evictedWaiting.decrementAndGet();
+    }
+    synchronized (unwritten) {
+      unwritten.remove(entry.sequence());
     }
     waiting.decrementAndGet();
     bytes.addAndGet(-entry.size());

@@ -289,7 +289,7 @@ public final class TieredCache implements Tier {
       stripes.bump(stripe); // see promote(): also after the tiers changed
     }
     if (inRam && durability == Durability.WRITE_BEHIND) {
-      spills.awaitBacklog(config.spillQueueBlocks());
+      spills.awaitBacklog(copy, config.spillQueueBlocks());
     } else if (inRam && durability == Durability.WRITE_THROUGH) {
       status = writeThrough(key, status, copy, evicted);
     }

@@ -31,11 +31,15 @@ class DurabilityTest {
   private TieredCache cache;
 
   private TieredCache open(Durability durability) {
+    return open(durability, TieredCacheConfig.DEFAULT_SPILL_THREADS);
+  }
+
+  private TieredCache open(Durability durability, int spillThreads) {
     below = new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(1 << 20));
     lower = new GatedTier(below);
     lower.keepInnerOpen = true;
     cache = new TieredCache(RAM, lower, new TieredCacheConfig(QUEUE_BLOCKS, Duration.ofSeconds(30),
-        true, true, durability));
+        true, true, durability, spillThreads));
     return cache;
   }
 
@@ -134,6 +138,32 @@ class DurabilityTest {
     for (int i = 0; i < 3 * QUEUE_BLOCKS; i++) {
       assertThat(inLower(i)).as("block %d written behind", i).isEqualTo(1);
     }
+  }
+
+  /**
+   * A put waiting for the queue waits only for the blocks before its own: once the oldest is
+   * written it goes on, while a put that came after it still waits.
+   */
+  @Test
+  void writeBehindPutsGoOnInTheOrderTheyCame() throws Exception {
+    open(Durability.WRITE_BEHIND, 1); // one spill thread: the oldest block is the one written
+    lower.hold();
+    for (int i = 0; i < QUEUE_BLOCKS; i++) {
+      assertThat(cache.put(Payloads.key(i), block(i, 1))).isEqualTo(PutStatus.STORED);
+    }
+    CompletableFuture<PutStatus> first =
+        CompletableFuture.supplyAsync(() -> cache.put(Payloads.key(10), block(10, 1)));
+    Thread.sleep(100);
+    CompletableFuture<PutStatus> second =
+        CompletableFuture.supplyAsync(() -> cache.put(Payloads.key(11), block(11, 1)));
+    Thread.sleep(100);
+    assertThat(first).as("past the bound while nothing is written").isNotDone();
+    lower.allow(1);
+    assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo(PutStatus.STORED);
+    Thread.sleep(200); // time for the later put to be wrongly let go
+    assertThat(second).as("one block written: the later put is still past the bound").isNotDone();
+    lower.release();
+    assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo(PutStatus.STORED);
   }
 
   @Test

@@ -26,6 +26,8 @@ final class GatedTier implements Tier {
 
   private final Tier inner;
   private boolean held;
+  /** Puts that may pass while held. */
+  private int permits;
   /** Whether puts are answered {@link PutStatus#REJECTED_NO_SPACE}, as by a full disk. */
   volatile boolean full;
   /** Whether closing leaves the inner tier open, for a test to read what it holds afterwards. */
@@ -59,14 +61,23 @@ final class GatedTier implements Tier {
     notifyAll();
   }
 
+  /** Lets {@code n} more puts pass while held, the ones waiting first (in no set order). */
+  synchronized void allow(int n) {
+    permits += n;
+    notifyAll();
+  }
+
   private synchronized void awaitRelease() {
-    while (held) {
+    while (held && permits == 0) {
       try {
         wait();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
       }
+    }
+    if (held) {
+      permits--;
     }
   }
 
