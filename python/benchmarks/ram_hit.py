@@ -96,20 +96,28 @@ def run(address: str, work: str, rounds: int) -> dict[str, dict[str, dict[str, f
             reads: dict[str, Callable[[], None]] = {
                 "tmpfs file": file_read, "get_into": get_into,
                 "pin, socket": pinned(plain), "pin, shared memory": pinned(shared)}
-            times: dict[str, list[float]] = {name: [] for name in reads}
-            for name, read in reads.items():  # warm up, and check every way reads the block
-                out[:] = bytes(size)
-                read()
-                if out != block:
-                    sys.exit(f"{name} read other bytes")
-            for _ in range(rounds):
-                for name, read in reads.items():
-                    start = time.perf_counter()
-                    read()
-                    times[name].append((time.perf_counter() - start) * 1000)
-            results[str(size)] = summary(times)
+            results[str(size)] = summary(time_reads(reads, [out], [block], rounds))
         results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds))
     return results
+
+
+def time_reads(reads: dict[str, Callable[[], None]], outs: list[bytearray],
+               blocks: list[bytes], rounds: int) -> dict[str, list[float]]:
+    """Checks that each way of reading fills ``outs`` with ``blocks`` (which also warms it up),
+    then times them in interleaved rounds; milliseconds per block."""
+    for name, read in reads.items():
+        for out in outs:
+            out[:] = bytes(len(out))
+        read()
+        if outs != [bytearray(b) for b in blocks]:
+            sys.exit(f"{name} read other bytes")
+    times: dict[str, list[float]] = {name: [] for name in reads}
+    for _ in range(rounds):
+        for name, read in reads.items():
+            start = time.perf_counter()
+            read()
+            times[name].append((time.perf_counter() - start) * 1000 / len(outs))
+    return times
 
 
 def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
@@ -143,19 +151,7 @@ def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str,
         with shared.pin_prefix(keys) as pin:
             pin.read_into(outs)
     reads = {"tmpfs file": files, "get_many_into": batch, "pin, shared memory": pinned}
-    times: dict[str, list[float]] = {name: [] for name in reads}
-    for name, read in reads.items():
-        for out in outs:
-            out[:] = bytes(size)
-        read()
-        if outs != [bytearray(b) for b in blocks]:
-            sys.exit(f"{name} read other bytes")
-    for _ in range(rounds):
-        for name, read in reads.items():
-            start = time.perf_counter()
-            read()
-            times[name].append((time.perf_counter() - start) * 1000 / n)
-    return times
+    return time_reads(reads, outs, blocks, rounds)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,11 @@
 """Copies of pinned blocks straight out of a server's RAM on this host: :class:`SharedMemory`."""
 from __future__ import annotations
 
-import ipaddress
 import mmap
 import os
 import threading
 import time
 from typing import Any, Optional
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine over loopback, where the server's files can be mapped."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_slice(entry: Any, length: int) -> Optional[tuple[str, int, int]]:

@@ -20,8 +20,8 @@ from ._buffers import readable_view, writable_view
 from ._http1 import Response, ShortRead
 from ._location import PrefixLocation, locate
 from ._pin import Pin, prefix_length
-from ._servers import DEFAULT_PORT, ServerSet, parse_server
-from ._shm import SharedMemory, is_loopback, parse_slice
+from ._servers import DEFAULT_PORT, ServerSet, is_loopback, parse_server
+from ._shm import SharedMemory, parse_slice
 from ._transport import ConnectionFailed, ServerLink, read_json
 from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex

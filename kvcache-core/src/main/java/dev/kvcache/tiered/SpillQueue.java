@@ -55,9 +55,9 @@ final class SpillQueue {
   private final LinkedBlockingQueue<SpillEntry> queue = new LinkedBlockingQueue<>();
   /** Blocks queued, being written, or listed by a write-through put, by key. */
   private final ConcurrentHashMap<BlockKey, SpillEntry> byKey = new ConcurrentHashMap<>();
-  /** Entries registered and not yet written (queued or being written), in blocks and bytes. */
-  private final AtomicInteger waiting = new AtomicInteger();
+  /** Evicted blocks registered and not yet written (queued or being written). */
   private final AtomicInteger evictedWaiting = new AtomicInteger();
+  /** The bytes of all entries registered and not yet written. */
   private final AtomicLong bytes = new AtomicLong();
   /**
    * The order entries were registered in: how many and how many bytes so far, and the entries not
@@ -335,7 +335,6 @@ final class SpillQueue {
       registeredBlocks++;
       registeredBytes += entry.size();
     }
-    waiting.incrementAndGet();
     bytes.addAndGet(entry.size());
   }
 
@@ -422,7 +421,6 @@ final class SpillQueue {
     synchronized (unwritten) {
       unwritten.remove(entry.sequence());
     }
-    waiting.decrementAndGet();
     bytes.addAndGet(-entry.size());
     entry.release();
     synchronized (progress) {

@@ -56,12 +56,6 @@ public record TieredCacheConfig(
         durability, spillThreads);
   }
 
-  /** These settings with {@code spillThreads}. */
-  public TieredCacheConfig withSpillThreads(int spillThreads) {
-    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
-        durability, spillThreads);
-  }
-
   /**
    * @throws IllegalArgumentException if {@code spillQueueBlocks} is not positive, {@code
    *     spillQueueWait} is negative, or {@code spillThreads} is not between 1 and {@value

@@ -24,7 +24,6 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -165,12 +164,8 @@ class LookupController {
       lengths.add(pin.length(i));
     }
     List<SharedSlice> shared = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http)
-        ? sharedSlices(pin)
+        ? sharedSlices(namespace, pin)
         : null;
-    if (shared != null) {
-      // the client copies these itself: they are served now, as a pinned read's block is
-      served.served(namespace, (int) shared.stream().filter(Objects::nonNull).count());
-    }
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
     return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths,
@@ -184,18 +179,23 @@ class LookupController {
         && remote.getAddress().isLoopbackAddress();
   }
 
-  /** Each pinned block's place in shared memory (null where it has none); null if none has one. */
-  private static List<SharedSlice> sharedSlices(PrefixPin pin) {
+  /**
+   * Each pinned block's place in shared memory (null where it has none); null if none has one.
+   * The blocks that have one count as served now: the client copies them itself, as a pinned
+   * read's block is sent.
+   */
+  private List<SharedSlice> sharedSlices(String namespace, PrefixPin pin) {
     List<SharedSlice> slices = new ArrayList<>(pin.blocks());
-    boolean any = false;
+    int found = 0;
     for (int i = 0; i < pin.blocks(); i++) {
       SharedSlice slice = pin.sharedMemory(i)
           .map(s -> new SharedSlice(s.file().toString(), s.offset(), s.length()))
           .orElse(null);
-      any |= slice != null;
+      found += slice != null ? 1 : 0;
       slices.add(slice);
     }
-    return any ? slices : null;
+    served.served(namespace, found);
+    return found > 0 ? slices : null;
   }
 
   /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */
