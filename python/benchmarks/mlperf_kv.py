@@ -13,9 +13,9 @@ largest block by default), stored and read with the kvcache Python client. Devic
 transfer (the PUTs of the entry's blocks; on reads, a pin of them copied straight out of the
 server's RAM, which it keeps in shared memory under ``--shm``, or the batch GETs of those it has
 on disk); host time is the conversion (the array's bytes cut into blocks; a buffer for the entry
-and the array over it). The harness's file
-backend, for comparison: host is ``np.save`` into the page cache and device its ``fsync`` on
-writes; on reads, device is ``np.load`` after dropping the file's pages, host the rest.
+and the array over it). The harness's file backend, for comparison: host is ``np.save`` into the
+page cache and device its ``fsync`` on writes; on reads, device is ``np.load`` after dropping the
+file's pages, host the rest.
 
     python mlperf_kv.py --harness DIR all --out results.json     # the four runs, in turn
     python mlperf_kv.py --harness DIR run --backend kvcache --servers 127.0.0.1:7070 -- ARGS
