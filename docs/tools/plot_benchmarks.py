@@ -34,6 +34,15 @@ def load(results_dir):
     return rows
 
 
+def read_json(results_dir, name):
+    """The JSON document of one result file, or None if the run has not been made."""
+    path = os.path.join(results_dir, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
 def method(r):
     return r["benchmark"].rsplit(".", 1)[1]
 
@@ -758,11 +767,10 @@ def tier_tables(results_dir, out, img):
 def mlperf_tables(results_dir, out, img):
     """The MLPerf Storage KV-cache benchmark (mlperf_kv.py's JSON): storage read and write latency
     quantiles (total, device, host) and bandwidth of each run."""
-    path = os.path.join(results_dir, "mlperf-kv.json")
-    if not os.path.exists(path):
+    data = read_json(results_dir, "mlperf-kv.json")
+    if data is None:
         return
-    with open(path) as f:
-        runs = json.load(f)["runs"]
+    runs = data["runs"]
     out.append("\n### MLPerf Storage KV-cache benchmark\n")
     for op in ("read", "write"):
         out.append(f"\n{op}s, ms (P50 / P95 / P99) and GiB/s\n")
@@ -1160,11 +1168,9 @@ def client_tables(results_dir, out, img):
 def python_client_tables(results_dir, out, img):
     """The Python client beside redis-py (python/benchmarks/client_vs_redis.py: python-client.json),
     with the Java client's GB/s for the same sizes from RemoteClientBenchmark (remote-t<n>.json)."""
-    path = os.path.join(results_dir, "python-client.json")
-    if not os.path.exists(path):
+    run = read_json(results_dir, "python-client.json")
+    if run is None:
         return
-    with open(path) as f:
-        run = json.load(f)
     rows = {(r["store"], r["op"], r["size"], r["threads"]): r for r in run["throughput"]}
     java = {}
     for threads in (1, 4):
@@ -1418,11 +1424,10 @@ def spill_group(runs, out, img, group):
 
 def ram_hit_tables(results_dir, out, img):
     """A RAM hit read from Python beside a tmpfs file (python/benchmarks/ram_hit.py)."""
-    path = os.path.join(results_dir, "python-ram-hit.json")
-    if not os.path.exists(path):
+    data = read_json(results_dir, "python-ram-hit.json")
+    if data is None:
         return
-    with open(path) as f:
-        results = json.load(f)["results"]
+    results = data["results"]
     out.append("\n### A RAM hit from Python beside a tmpfs file (ms per block)\n")
     out.append("| blocks | read | median | p90 | median / tmpfs |")
     out.append("|---|---|---:|---:|---:|")
