@@ -91,3 +91,21 @@ def test_a_release_waits_for_a_copy_under_way(shm_server, unique_keys):
         releaser.join(10)
         assert not releaser.is_alive() and out == block
         assert pin.get_into(0, out) is None
+
+
+def test_blocks_stored_after_the_file_was_mapped_read_back_whole(shm_server, unique_keys):
+    """The client maps each RAM file once: blocks the server writes into it later, over the places
+    of deleted ones, read back as they were put."""
+    with kvcache.Client(shm_server.address) as c:
+        for round_ in range(4):
+            keys = unique_keys(6)
+            blocks = [os.urandom(4 << 20) for _ in keys]  # 24 MiB of the server's 64 MiB
+            assert c.put_many(list(zip(keys, blocks))) == [kvcache.PutStatus.STORED] * 6
+            with c.pin_prefix(keys, ms=10_000) as pin:
+                assert pin.in_shared_memory == 6
+                bufs = [bytearray(len(b)) for b in blocks]
+                assert pin.read_into(bufs) == [len(b) for b in blocks]
+                assert bufs == [bytearray(b) for b in blocks], f"round {round_}"
+            for k in keys:
+                c.delete(k)
+        assert len(c._shared._maps) >= 1  # type: ignore[union-attr]
