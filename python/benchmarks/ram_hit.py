@@ -14,7 +14,9 @@ preallocated buffer:
 
 and, for an engine's load of a prefix, 32 blocks of 2 MiB: 32 files read in turn, one
 ``get_many_into``, and one pin of the 32 read from shared memory (``Pin.read_into``), timed per
-block. Prints and writes the median and 90th percentile of each, in milliseconds.
+block. Each way is first run ``--warmup`` times untimed, so that the server's code is compiled, as
+in a server that has been serving. Prints and writes the median and 90th percentile of each, in
+milliseconds.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jar", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=200, help="untimed reads of each way first")
     parser.add_argument("--shm", default="/dev/shm", help="a tmpfs directory")
     args = parser.parse_args()
     work = os.path.join(args.shm, f"kvcache-ram-hit-{os.getpid()}")
@@ -53,13 +56,13 @@ def main() -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, server, "kvcache-server")
-        results = run(f"127.0.0.1:{port}", work, args.rounds)
+        results = run(f"127.0.0.1:{port}", work, args.rounds, args.warmup)
     finally:
         server.terminate()
         server.wait(60)
         shutil.rmtree(work, ignore_errors=True)
     with open(args.out, "w") as f:
-        json.dump({"rounds": args.rounds, "results": results}, f, indent=1)
+        json.dump({"rounds": args.rounds, "warmup": args.warmup, "results": results}, f, indent=1)
     print(f"{'block':>8} {'read':<20} {'median ms':>10} {'p90 ms':>8} {'/ tmpfs':>8}")
     for size, reads in results.items():
         base = next(iter(reads.values()))["median_ms"]
@@ -68,7 +71,8 @@ def main() -> None:
                   f"{r['median_ms'] / base:>8.2f}")
 
 
-def run(address: str, work: str, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
+def run(address: str, work: str, rounds: int,
+        warmup: int) -> dict[str, dict[str, dict[str, float]]]:
     results: dict[str, dict[str, dict[str, float]]] = {}
     with kvcache.Client(address) as shared, kvcache.Client(address, shared_memory=False) as plain:
         for size in SIZES:
@@ -96,21 +100,23 @@ def run(address: str, work: str, rounds: int) -> dict[str, dict[str, dict[str, f
             reads: dict[str, Callable[[], None]] = {
                 "tmpfs file": file_read, "get_into": get_into,
                 "pin, socket": pinned(plain), "pin, shared memory": pinned(shared)}
-            results[str(size)] = summary(time_reads(reads, [out], [block], rounds))
-        results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds))
+            results[str(size)] = summary(time_reads(reads, [out], [block], rounds, warmup))
+        results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds, warmup))
     return results
 
 
 def time_reads(reads: dict[str, Callable[[], None]], outs: list[bytearray],
-               blocks: list[bytes], rounds: int) -> dict[str, list[float]]:
-    """Checks that each way of reading fills ``outs`` with ``blocks`` (which also warms it up),
-    then times them in interleaved rounds; milliseconds per block."""
+               blocks: list[bytes], rounds: int, warmup: int) -> dict[str, list[float]]:
+    """Checks that each way of reading fills ``outs`` with ``blocks``, runs each ``warmup``
+    times, then times them in interleaved rounds; milliseconds per block."""
     for name, read in reads.items():
         for out in outs:
             out[:] = bytes(len(out))
         read()
         if outs != [bytearray(b) for b in blocks]:
             sys.exit(f"{name} read other bytes")
+        for _ in range(warmup):
+            read()
     times: dict[str, list[float]] = {name: [] for name in reads}
     for _ in range(rounds):
         for name, read in reads.items():
@@ -125,8 +131,8 @@ def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
             for name, t in times.items()}
 
 
-def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str,
-           rounds: int) -> dict[str, list[float]]:
+def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str, rounds: int,
+           warmup: int) -> dict[str, list[float]]:
     """A prefix of 32 blocks of 2 MiB read three ways; milliseconds per block."""
     size, n = 2 << 20, 32
     blocks = [os.urandom(size) for _ in range(n)]
@@ -151,7 +157,7 @@ def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str,
         with shared.pin_prefix(keys) as pin:
             pin.read_into(outs)
     reads = {"tmpfs file": files, "get_many_into": batch, "pin, shared memory": pinned}
-    return time_reads(reads, outs, blocks, rounds)
+    return time_reads(reads, outs, blocks, rounds, warmup)
 
 
 if __name__ == "__main__":

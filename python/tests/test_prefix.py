@@ -111,6 +111,32 @@ def test_a_pin_ends_after_its_time(client, unique_keys):
     pin.release()  # the lease is gone already: nothing raises
 
 
+def test_a_release_does_not_wait_and_the_next_request_reads_its_own_answer(small_batches,
+                                                                            unique_keys):
+    """The release's answer is read by the next request on the connection: that request gets its
+    own answer, on the same connection, and the server has let go of the pin (it holds at most 2)."""
+    keys = unique_keys(2)
+    blocks = [os.urandom(50_000), os.urandom(70_000)]
+    with kvcache.Client(small_batches.address, shared_memory=False) as c:
+        c.put_many(list(zip(keys, blocks)))
+        link = c._route(keys[0])[1]
+        connections = {id(conn) for conn, _ in link._idle}
+
+        def owed() -> int:
+            return sum(len(conn.owed) for conn, _ in link._idle)
+        for _ in range(5):
+            with c.pin_prefix(keys) as pin, c.pin_prefix(keys):
+                assert pin.present == 2
+            assert owed() == 1, "the second release read the first one's answer"
+            assert c.get(keys[1]) == blocks[1]
+            assert owed() == 0
+        expired = c.pin_prefix(keys, ms=100)
+        time.sleep(0.5)
+        expired.release()  # answered 404: the lease ended already
+        assert c.get(keys[0]) == blocks[0]
+        assert {id(conn) for conn, _ in link._idle} == connections, "no connection was dropped"
+
+
 def test_a_pin_of_nothing_cached(client, unique_keys):
     with client.pin_prefix(unique_keys(3)) as pin:
         assert pin.present == 0 and pin.lengths == []

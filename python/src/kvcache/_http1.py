@@ -110,6 +110,8 @@ class Connection:
         self._tls = tls
         self._server_name = server_name or host
         self.sock: Optional[socket.socket] = None
+        #: The methods of requests sent whose answers nobody has read yet, oldest first.
+        self.owed: list[str] = []
         self._buf = bytearray(_HEAD_READ)
         self._start = 0
         self._end = 0
@@ -125,6 +127,7 @@ class Connection:
             sock.close()
             raise
         self.sock = sock
+        self.owed = []
         self._start = self._end = 0
 
     def close(self) -> None:

@@ -6,7 +6,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._buffers import writable_view
-from ._http1 import Response
 from ._location import PrefixLocation
 from ._transport import ConnectionFailed, ServerLink
 from .errors import BufferTooSmallError
@@ -99,7 +98,8 @@ class Pin:
 
     def release(self) -> None:
         """Lets the servers drop the pinned blocks, once copies out of shared memory under way in
-        other threads are over. Idempotent."""
+        other threads are over. The releases are sent without waiting for their answers, which
+        the next requests on the same connections read. Idempotent."""
         with self._copies:
             if self._released:
                 return
@@ -110,15 +110,14 @@ class Pin:
 
     @staticmethod
     def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
+        """Sends each server the release of its lease, without waiting for the answers: a lease
+        whose release is lost ends when its time is up."""
         for link, answer in answers.items():
             lease = answer.get("lease")
             if not lease or not link.available():
                 continue
-
-            def handle(r: Response) -> None:
-                r.read()
             try:
-                link.exchange("DELETE", f"{client._prefix}/leases/{lease}", handle)
+                link.send_later("DELETE", f"{client._prefix}/leases/{lease}")
             except ConnectionFailed as e:
                 link.failed(e)
 

@@ -106,6 +106,8 @@ class ServerLink:
                 if not self._idle:
                     break
                 conn, since = self._idle.pop()
+            if conn.owed and not self._settle(conn):
+                continue
             # An idle connection the server closed (its idle timeout, a restart) reads as ready:
             # drop it rather than fail a request on it.
             if (now - since < self._idle_timeout and conn.sock is not None
@@ -113,6 +115,24 @@ class ServerLink:
                 return conn
             conn.close()
         return self._new_connection()
+
+    def _settle(self, conn: Connection) -> bool:
+        """Reads and drops the answers ``conn`` owes (:meth:`send_later`); False, with the
+        connection closed, if one does not come whole or ends the connection."""
+        try:
+            while conn.owed:
+                response = conn.read_response(conn.owed.pop(0))
+                if response.length is None and not response.chunked:
+                    break  # a body that runs to the end of the connection
+                response.read(_MAX_ERROR_BODY)
+                if response.will_close or not response.isclosed():
+                    break
+            else:
+                return True
+        except OSError:
+            pass
+        conn.close()
+        return False
 
     def _give_back(self, conn: Connection) -> None:
         if conn.sock is None:
@@ -176,6 +196,28 @@ class ServerLink:
         else:
             conn.close()
         return result
+
+    def send_later(self, method: str, path: str) -> None:
+        """Sends a bodiless request whose answer nobody waits for (the release of a pin). The
+        connection goes back to the pool owing the answer; the next request to take it reads and
+        drops the answer first.
+
+        Raises:
+            ConnectionFailed: as :meth:`exchange`.
+        """
+        conn = self._take()
+        try:
+            if conn.sock is None:
+                conn.connect()
+            conn.send(method, path, self.headers)
+        except OSError as e:
+            conn.close()
+            raise ConnectionFailed(f"{self.name}: {e}") from e
+        except BaseException:
+            conn.close()
+            raise
+        conn.owed.append(method)
+        self._give_back(conn)
 
     def error(self, response: Response) -> ServerError:
         """The exception for an error answer; reads its (small) body."""
