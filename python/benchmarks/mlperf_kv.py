@@ -10,9 +10,9 @@ and replaces its file backend class (``kv_cache.cache.NVMeBackend``, the storage
 
 :class:`KvcacheBackend` cuts an entry into blocks of ``--block-mib`` (64 MiB: the server's
 largest block by default), stored and read with the kvcache Python client. Device time is the
-transfer (the PUTs of the entry's blocks; on reads, a pin of them copied straight out of the
-server's RAM, which it keeps in shared memory under ``--shm``, or the batch GETs of those it has
-on disk); host time is the conversion (the array's bytes cut into blocks; a buffer for the entry
+transfer (the PUTs of the entry's blocks; on reads, ``get_many_into``, which copies the blocks
+in RAM straight out of the server's RAM, kept in shared memory under ``--shm``, and reads those on
+disk with batch GETs); host time is the conversion (the array's bytes cut into blocks; a buffer for the entry
 and the array over it). The harness's file backend, for comparison: host is ``np.save`` into the
 page cache and device its ``fsync`` on writes; on reads, device is ``np.load`` after dropping the
 file's pages, host the rest.
@@ -90,12 +90,9 @@ class KvcacheBackend:
         keys = self._keys(key, nbytes)
         views = [out[i * self.block_bytes:(i + 1) * self.block_bytes] for i in range(len(keys))]
         allocated = time.perf_counter()
-        with self.client.pin_prefix(keys) as pin:
-            if pin.present == len(keys) and pin.in_shared_memory == len(keys):
-                lengths = pin.read_into(views)  # copied straight out of the server's RAM
-            else:
-                pin.release()
-                lengths = self.client.get_many_into(keys, views)
+        # from shared memory, the blocks in RAM (copied straight out of it), the rest with
+        # batch GETs
+        lengths = self.client.get_many_into(keys, views)
         received = time.perf_counter()
         if any(n != len(v) for n, v in zip(lengths, views)):
             raise KeyError(f"{key}: kvcache-server no longer holds all of its blocks")

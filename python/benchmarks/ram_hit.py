@@ -4,19 +4,22 @@
         --out docs/results/python-ram-hit.json
 
 Starts kvcache-server on loopback with its RAM in shared memory (a directory under /dev/shm),
-puts one block of each size, and reads it, in interleaved rounds, four ways into the same
+puts one block of each size, and reads it, in interleaved rounds, five ways into the same
 preallocated buffer:
 
 * ``tmpfs file``: ``readinto`` from a file on /dev/shm holding the same bytes (the baseline);
-* ``get_into``: ``Client.get_into``, the bytes through the loopback socket;
+* ``get_into, socket``: ``Client.get_into`` with ``shared_memory=False``, the bytes through the
+  loopback socket;
+* ``get_into, shared memory``: ``Client.get_into``, the block pinned, copied straight out of the
+  server's RAM file, and let go;
 * ``pin, socket``: ``pin_prefix`` + ``Pin.get_into`` + release, with ``shared_memory=False``;
-* ``pin, shared memory``: the same, the block copied straight out of the server's RAM file;
+* ``pin, shared memory``: the same, copied straight out of the server's RAM file;
 
-and, for an engine's load of a prefix, 32 blocks of 2 MiB: 32 files read in turn, one
-``get_many_into``, and one pin of the 32 read from shared memory (``Pin.read_into``), timed per
-block. Each way is first run ``--warmup`` times untimed, so that the server's code is compiled, as
-in a server that has been serving. Prints and writes the median and 90th percentile of each, in
-milliseconds.
+and, for an engine's load of a prefix, 32 blocks of 2 MiB: 32 files read in turn,
+``get_many_into`` through the socket and from shared memory, and one pin of the 32 read from shared
+memory (``Pin.read_into``), timed per block. Each way is first run ``--warmup`` times untimed, so
+that the server's code is compiled, as in a server that has been serving. Prints and writes the
+median and 90th percentile of each, in milliseconds.
 """
 from __future__ import annotations
 
@@ -63,11 +66,11 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     with open(args.out, "w") as f:
         json.dump({"rounds": args.rounds, "warmup": args.warmup, "results": results}, f, indent=1)
-    print(f"{'block':>8} {'read':<20} {'median ms':>10} {'p90 ms':>8} {'/ tmpfs':>8}")
+    print(f"{'block':>8} {'read':<28} {'median ms':>10} {'p90 ms':>8} {'/ tmpfs':>8}")
     for size, reads in results.items():
         base = next(iter(reads.values()))["median_ms"]
         for name, r in reads.items():
-            print(f"{size:>8} {name:<20} {r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} "
+            print(f"{size:>8} {name:<28} {r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} "
                   f"{r['median_ms'] / base:>8.2f}")
 
 
@@ -89,8 +92,8 @@ def run(address: str, work: str, rounds: int,
                 with open(path, "rb", buffering=0) as f:
                     f.readinto(out)
 
-            def get_into() -> None:
-                plain.get_into(key, out)
+            def get_into(client: kvcache.Client) -> Callable[[], None]:
+                return lambda: client.get_into(key, out) and None
 
             def pinned(client: kvcache.Client) -> Callable[[], None]:
                 def read() -> None:
@@ -98,7 +101,8 @@ def run(address: str, work: str, rounds: int,
                         pin.get_into(0, out)
                 return read
             reads: dict[str, Callable[[], None]] = {
-                "tmpfs file": file_read, "get_into": get_into,
+                "tmpfs file": file_read, "get_into, socket": get_into(plain),
+                "get_into, shared memory": get_into(shared),
                 "pin, socket": pinned(plain), "pin, shared memory": pinned(shared)}
             results[str(size)] = summary(time_reads(reads, [out], [block], rounds, warmup))
         results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds, warmup))
@@ -133,7 +137,7 @@ def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
 
 def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str, rounds: int,
            warmup: int) -> dict[str, list[float]]:
-    """A prefix of 32 blocks of 2 MiB read three ways; milliseconds per block."""
+    """A prefix of 32 blocks of 2 MiB read four ways; milliseconds per block."""
     size, n = 2 << 20, 32
     blocks = [os.urandom(size) for _ in range(n)]
     keys = [kvcache.BlockKey(os.urandom(16)) for _ in range(n)]
@@ -150,13 +154,14 @@ def prefix(shared: kvcache.Client, plain: kvcache.Client, work: str, rounds: int
             with open(path, "rb", buffering=0) as f:
                 f.readinto(out)
 
-    def batch() -> None:
-        plain.get_many_into(keys, outs)
+    def batch(client: kvcache.Client) -> Callable[[], None]:
+        return lambda: client.get_many_into(keys, outs) and None
 
     def pinned() -> None:
         with shared.pin_prefix(keys) as pin:
             pin.read_into(outs)
-    reads = {"tmpfs file": files, "get_many_into": batch, "pin, shared memory": pinned}
+    reads = {"tmpfs file": files, "get_many_into, socket": batch(plain),
+             "get_many_into, shared memory": batch(shared), "pin, shared memory": pinned}
     return time_reads(reads, outs, blocks, rounds, warmup)
 
 

@@ -1,5 +1,6 @@
 """Answers that break the protocol, from a fake server: a block that arrives short, lengths that
-disagree, a damaged checksum. The caller's buffer is never reported filled."""
+disagree, a damaged checksum. The caller's buffer is never reported filled. The clients read through
+the socket (``shared_memory=False``): a fake server answers every request alike, lookups too."""
 import base64
 import logging
 import socket
@@ -79,7 +80,7 @@ def fake():
 
 def test_a_short_block_is_a_miss_after_one_retry(fake, caplog):
     s = fake(answer_with("200 OK", {"Content-Length": 1000, "Kvcache-Block-Length": 1000}, b"x" * 500, close=True))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         assert c.get_into(KEY, bytearray(1000)) is None
         assert s.requests == 2, "read once, retried once"
         assert c.get_into(KEY, bytearray(1000)) is None
@@ -89,7 +90,7 @@ def test_a_short_block_is_a_miss_after_one_retry(fake, caplog):
 
 def test_lengths_that_disagree_are_a_protocol_error(fake):
     s = fake(answer_with("200 OK", {"Content-Length": 1000, "Kvcache-Block-Length": 900}, b"x" * 1000))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         with pytest.raises(kvcache.ProtocolError, match="Kvcache-Block-Length 900"):
             c.get_into(KEY, bytearray(1000))
 
@@ -99,7 +100,7 @@ def test_a_damaged_block_is_read_again_then_a_miss(fake, caplog):
     body = b"y" * 1000
     bad = base64.b64encode(struct.pack(">I", crc32c.crc32c(body) ^ 1)).decode()
     s = fake(answer_with("200 OK", {"Content-Length": 1000, "x-amz-checksum-crc32c": bad}, body))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         assert c.get_into(KEY, bytearray(1000)) is None
         assert c.get(KEY) is None
         assert s.requests == 4
@@ -112,25 +113,25 @@ def test_a_good_checksum_passes(fake):
     body = b"z" * 5000
     good = base64.b64encode(struct.pack(">I", crc32c.crc32c(body))).decode()
     s = fake(answer_with("200 OK", {"Content-Length": 5000, "x-amz-checksum-crc32c": good}, body))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         out = bytearray(5000)
         assert c.get_into(KEY, out) == 5000 and out == body
 
 
 def test_a_lookup_answer_that_is_not_json(fake):
     s = fake(answer_with("200 OK", {"Content-Length": 5}, b"hello"))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         with pytest.raises(kvcache.ProtocolError, match="not JSON"):
             c.lookup_prefix([KEY])
     s = fake(answer_with("200 OK", {"Content-Length": 15}, b'{"present": 7} '))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         with pytest.raises(kvcache.ProtocolError, match="lookup answer"):
             c.lookup_prefix([KEY])
 
 
 def test_batch_lengths_that_do_not_add_up(fake):
     s = fake(answer_with("200 OK", {"Content-Length": 10, "Kvcache-Block-Lengths": "4,4"}, b"x" * 10))
-    with kvcache.Client(s.address) as c:
+    with kvcache.Client(s.address, shared_memory=False) as c:
         with pytest.raises(kvcache.ProtocolError, match="Kvcache-Block-Lengths"):
             c.get_many_into([KEY, KEY], [bytearray(10), bytearray(10)])
 

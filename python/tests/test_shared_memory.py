@@ -109,3 +109,45 @@ def test_blocks_stored_after_the_file_was_mapped_read_back_whole(shm_server, uni
             for k in keys:
                 c.delete(k)
         assert len(c._shared._maps) >= 1  # type: ignore[union-attr]
+
+
+def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_server, unique_keys):
+    keys = unique_keys(5)
+    blocks = [os.urandom(n) for n in (100_000, 2 << 20, 0, 300_000, 5000)]
+    with kvcache.Client(shm_server.address) as c:
+        stored = [keys[i] for i in (0, 1, 3, 4)]
+        c.put_many([(k, blocks[keys.index(k)]) for k in stored])
+        shared = c._shared
+        assert shared is not None
+        copied: list[int] = []
+        real_copy = shared.copy
+
+        def counting_copy(file, offset, length, out, deadline):  # type: ignore[no-untyped-def]
+            copied.append(length)
+            return real_copy(file, offset, length, out, deadline)
+        shared.copy = counting_copy  # type: ignore[method-assign]
+        bufs = [bytearray(max(len(b), 1)) for b in blocks]
+        got = c.get_many_into(keys, bufs)
+        assert got == [100_000, 2 << 20, None, 300_000, 5000]
+        assert all(bufs[i][:len(blocks[i])] == blocks[i] for i in (0, 1, 3, 4))
+        assert copied == [100_000, 2 << 20], "the prefix up to the miss came from shared memory"
+        one = bytearray(300_000)
+        assert c.get_into(keys[3], one) == 300_000 and one == blocks[3]
+        assert copied[-1] == 300_000
+        assert c.get_into(keys[2], one) is None
+        with pytest.raises(kvcache.BufferTooSmallError):
+            c.get_many_into(keys[:2], [bytearray(100_000), bytearray(10)])
+        with c.pin_prefix(keys[:2]) as pin:
+            assert pin.present == 2, "the reads let their pins go"
+
+
+def test_a_client_learns_that_a_local_server_has_no_shared_memory(server, unique_keys):
+    keys = unique_keys(2)
+    with kvcache.Client(server.address) as c:
+        c.put_many([(k, b"z" * 1000) for k in keys])
+        link = c._route(keys[0])[1]
+        assert link.shared_memory is None
+        bufs = [bytearray(1000), bytearray(1000)]
+        assert c.get_many_into(keys, bufs) == [1000, 1000] and bufs[1] == b"z" * 1000
+        assert link.shared_memory is False
+        assert not c._offers_shared_memory(link), "it reads with batch GETs alone from then on"

@@ -58,6 +58,9 @@ class ServerLink:
         self._down_until = 0.0
         self._down = False
         self._closed = False
+        #: Whether the server answers pinned lookups with places in shared memory (None until a
+        #: pinned lookup that found blocks tells).
+        self.shared_memory: Optional[bool] = None
 
     # -- health -----------------------------------------------------------------------------
 

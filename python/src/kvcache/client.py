@@ -23,7 +23,7 @@ from ._pin import Pin, prefix_length
 from ._servers import DEFAULT_PORT, ServerSet, is_loopback, parse_server
 from ._shm import SharedMemory, parse_slice
 from ._transport import ConnectionFailed, ServerLink, read_json
-from .errors import BufferTooSmallError, ProtocolError, ServerUnavailableError
+from .errors import BufferTooSmallError, ProtocolError, RequestError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex
 
 __all__ = ["Client", "PutStatus"]
@@ -35,6 +35,9 @@ _NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 MAX_LOOKUP_KEYS = 4096
 #: Keys one batch GET may carry (the server's limit).
 MAX_BATCH_KEYS = 256
+#: How long the pin of a read from shared memory (:meth:`Client.get_many_into`) may hold its
+#: blocks; it is released as soon as they are copied.
+_SHARED_READ_PIN_MS = 5000
 _CHECKSUM = "x-amz-checksum-crc32c"
 
 
@@ -226,6 +229,13 @@ class Client:
         """
         hexkey, link = self._route(key)
         out = writable_view(buffer)
+        if self._offers_shared_memory(link):
+            results: list[Optional[int]] = [None]
+            too_small: list[BufferTooSmallError] = []
+            if not self._read_shared(link, [0], [hexkey], [out], results, too_small):
+                if too_small:
+                    raise too_small[0]
+                return results[0]
         return self._read_block(link, f"{self._prefix}/blocks/{hexkey}", out)
 
     def get(self, key: KeyLike) -> Optional[bytes]:
@@ -294,7 +304,9 @@ class Client:
         """Reads many blocks, each into its buffer, with batch GETs (up to 256 keys each) to each
         server, the servers at once. A server that answers fewer keys than asked (its batch byte
         limit) is asked again for the rest; a batch that breaks is asked again once for the keys
-        not yet whole.
+        not yet whole. From a server on this host with its RAM in shared memory, the leading
+        blocks it holds in RAM are pinned and copied straight out of it instead (as a
+        :meth:`pin_prefix`), and only the others come through batch GETs.
 
         Returns:
             per key, its block's length, or ``None`` on a miss.
@@ -517,8 +529,60 @@ class Client:
         return self._read(link, f"{self._prefix}/lookup", handle, "POST", body,
                           {"Content-Type": "application/json"})
 
+    def _offers_shared_memory(self, link: ServerLink) -> bool:
+        """Whether reads from ``link`` may be copied out of its RAM: this client copies from
+        shared memory, the server is on this host, and has not answered without it."""
+        return (self._shared is not None and link.shared_memory is not False
+                and is_loopback(link.host))
+
+    def _read_shared(self, link: ServerLink, idx: list[int], hexes: list[str],
+                     views: list[memoryview], results: list[Optional[int]],
+                     too_small: list[BufferTooSmallError]) -> list[int]:
+        """Pins the leading keys of ``idx`` (up to 4096) that ``link`` holds, copies those in its
+        shared memory into their views, and lets the pin go. The first key it does not hold is a
+        miss. Returns the indices still to read another way: the keys after that one, the blocks
+        not in RAM, a copy that ended past the pin's time. A server at its limit of pins reads
+        them all another way."""
+        shared = self._shared
+        assert shared is not None
+        head = idx[:MAX_LOOKUP_KEYS]
+        deadline = time.monotonic() + _SHARED_READ_PIN_MS / 1000
+        try:
+            answer = self._lookup(link, [hexes[i] for i in head], _SHARED_READ_PIN_MS)
+        except RequestError as e:
+            if e.code == "too-many-pins":
+                return idx
+            raise
+        if answer is None:
+            return idx
+        present = answer["present"]
+        # the key after the pinned ones was missing when the server looked: a miss
+        after = idx[present + 1:] if present < len(head) else idx[present:]
+        if not present:
+            return after
+        slices = answer.get("shared_memory")
+        link.shared_memory = slices is not None
+        rest: list[int] = []
+        try:
+            for j, i in enumerate(head[:present]):
+                where = slices[j] if slices is not None else None
+                length = int(answer["lengths"][j])
+                if where is None:
+                    rest.append(i)
+                elif length > len(views[i]):
+                    too_small.append(BufferTooSmallError(length, len(views[i])))
+                elif shared.copy(where[0], where[1], length, views[i], deadline):
+                    results[i] = length
+                else:
+                    rest.append(i)
+        finally:
+            Pin._release_all(self, {link: answer})
+        return rest + after
+
     def _batch(self, link: ServerLink, idx: list[int], hexes: list[str], views: list[memoryview],
                results: list[Optional[int]], too_small: list[BufferTooSmallError]) -> None:
+        if self._offers_shared_memory(link):
+            idx = self._read_shared(link, idx, hexes, views, results, too_small)
         pending = list(idx)
         retried = False
         while pending and link.available():
