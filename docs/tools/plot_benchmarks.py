@@ -773,15 +773,15 @@ def mlperf_tables(results_dir, out, img):
     runs = data["runs"]
     out.append("\n### MLPerf Storage KV-cache benchmark\n")
     for op in ("read", "write"):
-        out.append(f"\n{op}s, ms (P50 / P95 / P99) and GiB/s\n")
-        out.append("| run | total | device | host | bandwidth |")
-        out.append("|---|---:|---:|---:|---:|")
+        out.append(f"\n{op}s, ms (P50 / P95 / P99), GiB/s, and entries in the run\n")
+        out.append("| run | total | device | host | bandwidth | entries |")
+        out.append("|---|---:|---:|---:|---:|---:|")
         for name, r in runs.items():
             cells = [" / ".join(f"{r[f'storage_{op}{part}_{q}_ms']:.0f}" if r[f'storage_{op}{part}_{q}_ms'] >= 10
                                 else f"{r[f'storage_{op}{part}_{q}_ms']:.1f}" for q in ("p50", "p95", "p99"))
                      for part in ("", "_device", "_host")]
             out.append(f"| {name} | " + " | ".join(cells)
-                       + f" | {r[f'storage_{op}_bandwidth_gbps']:.2f} |")
+                       + f" | {r[f'storage_{op}_bandwidth_gbps']:.2f} | {r.get(f'storage_{op}s', '')} |")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)
     names = list(runs)
     for ax, op in zip(axes[0], ("read", "write")):

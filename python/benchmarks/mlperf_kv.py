@@ -143,7 +143,7 @@ def start_server(jar: str, port: int, ram: str, data: str, shm: str,
 
 
 #: The figures each run reports, from the harness's JSON: latency quantiles of the storage tier's
-#: reads and writes (total, device, host) and its bandwidth.
+#: reads and writes (total, device, host), its bandwidth, and how many entries it read and wrote.
 def summary(path: str) -> dict[str, Any]:
     with open(path) as f:
         stats = json.load(f)["summary"]["cache_stats"]
@@ -154,6 +154,7 @@ def summary(path: str) -> dict[str, Any]:
                 name = f"storage_{op}{part}_{q}_ms"
                 out[name] = stats.get(name)
         out[f"storage_{op}_bandwidth_gbps"] = stats.get(f"tier_storage_{op}_bandwidth_gbps")
+        out[f"storage_{op}s"] = stats.get(f"{op}_iops")  # entries, in the whole run
     return out
 
 
