@@ -7,10 +7,13 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
@@ -43,6 +46,9 @@ public final class PrefixPin implements AutoCloseable {
   private final ReadWriteLock lock = new ReentrantReadWriteLock();
   private final ScheduledFuture<?> expiry;
   private boolean released; // guarded by lock
+  private boolean blocksReleased; // guarded by lock
+  /** Open leases {@link #share} handed out: the blocks are let go of once they are closed too. */
+  private final AtomicInteger shares = new AtomicInteger();
 
   private PrefixPin(PinnedBlocks blocks, Duration timeout) {
     this.blocks = blocks;
@@ -167,6 +173,34 @@ public final class PrefixPin implements AutoCloseable {
     }
   }
 
+  /**
+   * A lease on pinned block {@code index} that keeps its bytes, without a copy, until it is closed,
+   * even after the pin is closed or expires: for a reader that hands the bytes on later, as a
+   * server does when it writes them to a socket. The pin lets go of its blocks once it and every
+   * lease it shared are closed.
+   *
+   * @return empty if the pin was closed or expired, or if the block is not held by a lease of this
+   *     process (a remote tier's block: read it with {@link #getInto} or {@link #read})
+   * @throws IndexOutOfBoundsException if {@code index} is not below {@link #blocks()}
+   */
+  public Optional<BlockLease> share(int index) {
+    Objects.checkIndex(index, blocks.blocks());
+    lock.readLock().lock();
+    try {
+      if (released) {
+        return Optional.empty();
+      }
+      Optional<BlockLease> lease = blocks.lease(index);
+      if (lease.isEmpty()) {
+        return lease;
+      }
+      shares.incrementAndGet();
+      return Optional.of(new SharedLease(lease.get()));
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
   /** Whether the pin has let go of its blocks, by {@link #close()} or by its timeout. */
   public boolean isReleased() {
     lock.readLock().lock();
@@ -193,9 +227,79 @@ public final class PrefixPin implements AutoCloseable {
         return;
       }
       released = true;
-      blocks.release();
+      releaseBlocksIfUnshared();
     } finally {
       lock.writeLock().unlock();
+    }
+  }
+
+  /** Lets go of the blocks once the pin is released and no shared lease is open; under the lock. */
+  private void releaseBlocksIfUnshared() {
+    if (released && !blocksReleased && shares.get() == 0) {
+      blocksReleased = true;
+      blocks.release();
+    }
+  }
+
+  private void unshare() {
+    if (shares.decrementAndGet() == 0) {
+      lock.writeLock().lock();
+      try {
+        releaseBlocksIfUnshared();
+      } finally {
+        lock.writeLock().unlock();
+      }
+    }
+  }
+
+  /** A lease {@link #share} handed out: the pinned block's own lease, closed with the pin. */
+  private final class SharedLease implements BlockLease {
+    private final BlockLease lease;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    SharedLease(BlockLease lease) {
+      this.lease = lease;
+    }
+
+    @Override
+    public GetStatus status() {
+      return GetStatus.HIT;
+    }
+
+    @Override
+    public BlockKey key() {
+      return lease.key();
+    }
+
+    @Override
+    public int length() {
+      return lease.length();
+    }
+
+    @Override
+    public ByteBuffer bytes() {
+      if (closed.get()) {
+        throw new IllegalStateException("the lease of block " + lease.key() + " is closed");
+      }
+      return lease.bytes();
+    }
+
+    @Override
+    public OptionalInt crc32c() {
+      return lease.crc32c();
+    }
+
+    @Override
+    public Optional<SharedMemorySlice> sharedMemory() {
+      return lease.sharedMemory();
+    }
+
+    @Override
+    public void close() {
+      if (!closed.compareAndSet(false, true)) {
+        throw new IllegalStateException("the lease of block " + lease.key() + " is closed already");
+      }
+      unshare();
     }
   }
 
@@ -237,6 +341,11 @@ public final class PrefixPin implements AutoCloseable {
     @Override
     public Optional<SharedMemorySlice> sharedMemory(int index) {
       return leases.get(index).sharedMemory();
+    }
+
+    @Override
+    public Optional<BlockLease> lease(int index) {
+      return Optional.of(leases.get(index));
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.kvcache.spi;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.SharedMemorySlice;
@@ -46,6 +47,15 @@ public interface PinnedBlocks {
    * the blocks are held; empty if it lies elsewhere (the default).
    */
   default Optional<SharedMemorySlice> sharedMemory(int index) {
+    return Optional.empty();
+  }
+
+  /**
+   * The lease of this process that holds block {@code index}, if one does: its bytes stay valid
+   * until {@link #release()}. Empty for a block held another way (a remote server's lease), the
+   * default. {@link PrefixPin#share} hands it on without a copy.
+   */
+  default Optional<BlockLease> lease(int index) {
     return Optional.empty();
   }
 

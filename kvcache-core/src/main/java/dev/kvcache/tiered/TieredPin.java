@@ -99,6 +99,11 @@ final class TieredPin implements PinnedBlocks {
   }
 
   @Override
+  public Optional<BlockLease> lease(int index) {
+    return Optional.ofNullable(held.get(index).lease);
+  }
+
+  @Override
   public void release() {
     for (Held h : held) {
       if (h.lease != null) {

@@ -395,6 +395,39 @@ public abstract class TierContractTest {
     assertThat(tier.stats().leasesOpen()).isZero();
   }
 
+  @Test
+  void aSharedLeaseKeepsThePinnedBytesAfterThePinExpires() throws InterruptedException {
+    BlockKey key = Payloads.key(82);
+    tier.put(key, Payloads.of(key, 7, BLOCK));
+    PrefixPin pin = tier.pinPrefix(List.of(key), Duration.ofMillis(100));
+    Optional<BlockLease> shared = pin.share(0);
+    if (shared.isEmpty()) { // a tier whose pins hold blocks elsewhere (a remote server's lease)
+      pin.close();
+      return;
+    }
+    BlockLease lease = shared.get();
+    assertThat(lease.key()).isEqualTo(key);
+    assertThat(lease.length()).isEqualTo(BLOCK);
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (!pin.isReleased() && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(pin.isReleased()).isTrue();
+    assertThat(pin.share(0)).isEmpty();
+    assertThat(pin.getInto(0, ByteBuffer.allocateDirect(BLOCK))).isEqualTo(GetStatus.MISS);
+    tier.delete(key);
+    for (int i = 0; i < 3 * CAPACITY_BYTES / BLOCK; i++) { // would reuse memory let go of
+      BlockKey other = Payloads.key(2000 + i);
+      tier.put(other, Payloads.of(other, 1, BLOCK));
+    }
+    assertThat(Payloads.verify(key, lease.bytes())).as("the bytes shared").isEqualTo(7);
+    assertThat(tier.stats().leasesOpen()).isPositive();
+    lease.close();
+    assertThat(tier.stats().leasesOpen()).as("let go of with the last shared lease").isZero();
+    assertThatThrownBy(lease::close).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(lease::bytes).isInstanceOf(IllegalStateException.class);
+  }
+
   private static void sleepPast(Duration d) {
     try {
       Thread.sleep(d.toMillis());

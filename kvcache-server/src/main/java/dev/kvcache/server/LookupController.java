@@ -3,15 +3,18 @@ package dev.kvcache.server;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.spi.Crc32c;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.MediaType;
+import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.Body;
 import io.micronaut.http.annotation.Controller;
 import io.micronaut.http.annotation.Delete;
@@ -198,10 +201,14 @@ class LookupController {
     return found > 0 ? slices : null;
   }
 
-  /** Block {@code index} of a pinned lookup; 404 once the lease is released or expired. */
+  /**
+   * Block {@code index} of a pinned lookup, with its CRC32C when the tier kept one; 404 once the
+   * lease is released or expired. A block held in this process is sent from its own memory, which
+   * the pin keeps until the body is sent, even if it is released or expires meanwhile.
+   */
   @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM,
       consumes = MediaType.ALL)
-  HttpResponse<ByteBuf> pinned(String namespace, String lease, int index) {
+  HttpResponse<?> pinned(String namespace, String lease, int index) {
     namespaces.require(namespace);
     PrefixPin pin = pins.find(namespace, lease);
     if (index < 0 || index >= pin.blocks()) {
@@ -209,6 +216,16 @@ class LookupController {
           "lease " + lease + " holds blocks 0 to " + (pin.blocks() - 1) + ", not " + index);
     }
     int length = pin.length(index);
+    Optional<BlockLease> shared = pin.share(index);
+    if (shared.isPresent()) {
+      // the block's own memory, written to the socket; the pin holds it until the body is sent
+      BlockLease block = shared.get();
+      MutableHttpResponse<?> answer = HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block))
+          .header(BlockController.LENGTH_HEADER, Integer.toString(length));
+      block.crc32c().ifPresent(crc -> answer.header(Crc32c.HEADER, Crc32c.toHeader(crc)));
+      return answer;
+    }
+    // a block the pin holds another way (a remote tier's), copied out
     ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(length, length);
     try {
       if (pin.getInto(index, body.nioBuffer(0, length)) != GetStatus.HIT) {

@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.LongAdder;
  * kvcache_prefill_tokens_avoided_total{namespace}} (blocks served times the namespace's tokens per
  * block) for the namespaces {@code kvcache.tokens-per-block} gives a size, as {@code
  * name=tokens} entries. A block counts once per GET, batch GET or pinned read that sent it. Also
- * times the bodies of GETs and batch GETs until they are sent: {@code
- * kvcache_get_body_seconds{request}}.
+ * times the bodies of GETs, batch GETs and pinned reads of blocks held in this process until they
+ * are sent: {@code kvcache_get_body_seconds{request}}.
  */
 @Context // built at the start, so that a malformed kvcache.tokens-per-block stops it
 class ServedBlocks implements MeterBinder {
@@ -29,6 +29,7 @@ class ServedBlocks implements MeterBinder {
   private final Map<String, Served> byNamespace = new HashMap<>();
   private volatile Timer getBodies; // null until the registry binds this
   private volatile Timer batchBodies;
+  private volatile Timer pinnedBodies;
 
   ServedBlocks(NamespaceSettings settings) {
     Map<String, Integer> tokensPerBlock = tokensPerBlock(settings);
@@ -42,6 +43,7 @@ class ServedBlocks implements MeterBinder {
   public void bindTo(MeterRegistry registry) {
     getBodies = bodyTimer(registry, "get");
     batchBodies = bodyTimer(registry, "batch-get");
+    pinnedBodies = bodyTimer(registry, "pinned");
     for (Served s : byNamespace.values()) {
       FunctionCounter.builder("kvcache.blocks.served", s.blocks(), LongAdder::sum)
           .description("blocks sent to clients (GETs, batch GETs and pinned reads that hit)")
@@ -94,8 +96,8 @@ class ServedBlocks implements MeterBinder {
   private static Timer bodyTimer(MeterRegistry registry, String request) {
     return Timer.builder("kvcache.get.body")
         .description("time from a read finding its blocks to Netty releasing the body, after its"
-            + " last byte went to the socket (or its stream was reset): the server's part of a GET"
-            + " or batch GET, the body included")
+            + " last byte went to the socket (or its stream was reset): the server's part of a GET,"
+            + " batch GET or pinned read, the body included")
         .tag("request", request)
         .publishPercentiles(0.5, 0.95, 0.99)
         .register(registry);
@@ -105,6 +107,12 @@ class ServedBlocks implements MeterBinder {
   LeaseBody getBody(String namespace, BlockLease lease) {
     served(namespace, 1);
     return new LeaseBody(lease, getBodies);
+  }
+
+  /** A body of one pinned block, timed; counts it as served in {@code namespace}. */
+  LeaseBody pinnedBody(String namespace, BlockLease lease) {
+    served(namespace, 1);
+    return new LeaseBody(lease, pinnedBodies);
   }
 
   /** A body of the blocks of a batch GET, timed; counts them as served in {@code namespace}. */

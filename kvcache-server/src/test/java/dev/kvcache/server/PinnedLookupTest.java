@@ -7,12 +7,14 @@ import static dev.kvcache.server.BlockApiTest.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.tiered.TieredCache;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -67,8 +69,14 @@ class PinnedLookupTest {
 
     server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default", key(1)))).DELETE());
     assertThat(server.get("default", key(1)).statusCode()).isEqualTo(404);
-    assertThat(fetch(lease, 0).body()).isEqualTo(blocks[0]);
-    assertThat(fetch(lease, 1).body()).isEqualTo(blocks[1]);
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<byte[]> block = fetch(lease, i);
+      assertThat(block.body()).isEqualTo(blocks[i]);
+      CRC32C crc = new CRC32C();
+      crc.update(blocks[i]);
+      assertThat(block.headers().firstValue(Crc32c.HEADER)).as("checked end to end, as a GET's")
+          .contains(Crc32c.toHeader((int) crc.getValue()));
+    }
     assertError(fetch(lease, 2), 404, "no-block");
 
     HttpResponse<byte[]> release = server.send(HttpRequest.newBuilder(

@@ -75,13 +75,15 @@ class ServedBlocksTest {
       assertThat(metric(server, "kvcache_prefill_tokens_avoided_total", "default"))
           .as("no tokens per block configured for it").isNull();
 
-      // each GET's body (two of llama's, one of default's) and the batch's, timed until sent
+      // each GET's body (two of llama's, one of default's), the batch's and the pinned read's,
+      // timed until sent
       long deadline = System.nanoTime() + 5_000_000_000L;
       while (bodies(server, "get") < 3 && System.nanoTime() < deadline) {
         Thread.sleep(20);
       }
       assertThat(bodies(server, "get")).isEqualTo(3);
       assertThat(bodies(server, "batch-get")).isEqualTo(1);
+      assertThat(bodies(server, "pinned")).isEqualTo(1);
     }
   }
 
