@@ -1358,12 +1358,15 @@ def spill_tables(rows, out, img):
     for r in rows:
         if klass(r) != "SpillBackPressureBenchmark":
             continue
-        runs = groups.setdefault("ordered" if "ordered" in r["file"] else "", {})
+        group = next((g for g in ("ordered", "queue") if g in r["file"]), "")
+        runs = groups.setdefault(group, {})
         size, stack = int(r["params"]["blockSizeBytes"]), r["params"]["stack"]
         ram = {"ram-small+disk": "256 MiB", "ram+disk": "1 GiB", "ram-large+disk": "4 GiB"}
         threads = r["params"].get("spillThreads")
         config = f"{ram[stack]} RAM over disk, {threads} spill thread{'s' if threads != '1' else ''}" \
             if stack in ram else {"disk": "disk tier alone"}.get(stack, stack)
+        if group == "queue" and stack in ram:
+            config += f", {r['params']['spillQueueBlocks']} blocks unwritten at most"
         m = r["primaryMetric"]
         rate = r["threads"] * size / (m["score"] / 1e3) / 1e9
         error = rate * m["scoreError"] / m["score"]
@@ -1378,10 +1381,12 @@ def spill_group(runs, out, img, group):
     sizes = sorted({k[0] for k in runs})
     fixed = ["file", "file-fsync", "disk tier alone"]
     by_ram = {"256": 0, "1 G": 1, "4 G": 2}
-    order = fixed + sorted({k[1] for k in runs} - set(fixed), key=lambda c: (by_ram[c[:3]], c))
+    order = fixed + sorted({k[1] for k in runs} - set(fixed),
+                           key=lambda c: (by_ram[c[:3]], len(c), c))
     for size in sizes:
         file, fsync = runs.get((size, "file")), runs.get((size, "file-fsync"))
-        title = ", puts in the order they came" if group else ""
+        title = {"ordered": ", puts in the order they came",
+                 "queue": ", by the bound on unwritten blocks"}.get(group, "")
         out.append(f"\n### Writes that outrun the disk{title}, {size_label(size)} blocks, 8 threads\n")
         out.append("| writer | GB/s | / file | p50 ms | p95 ms | p99 ms | p95 / file-fsync |")
         out.append("|---|---:|---:|---:|---:|---:|---:|")
@@ -1414,6 +1419,7 @@ def spill_group(runs, out, img, group):
         ax.axhline(target, color="red", linewidth=0.8, linestyle="--", label=f"target {target}")
         ax.set_xticks([j + width * (len(sizes) - 1) / 2 for j in range(len(configs))])
         ax.set_xticklabels([c.replace(" RAM over disk, ", " RAM\n").replace(" spill thread", " thread")
+                            .replace(" blocks unwritten at most", " queued")
                             .replace("disk tier alone", "disk\nalone") for c in configs], fontsize=7)
         bar_panel(ax, ylabel, title)
     fig.tight_layout()

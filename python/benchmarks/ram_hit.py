@@ -5,7 +5,7 @@
 
 Starts kvcache-server on loopback with its RAM in shared memory (a directory under /dev/shm),
 puts one block of each size, and reads it, in interleaved rounds, five ways into the same
-preallocated buffer:
+preallocated buffer, beside one round trip:
 
 * ``tmpfs file``: ``readinto`` from a file on /dev/shm holding the same bytes (the baseline);
 * ``get_into, socket``: ``Client.get_into`` with ``shared_memory=False``, the bytes through the
@@ -14,6 +14,8 @@ preallocated buffer:
   server's RAM file, and let go;
 * ``pin, socket``: ``pin_prefix`` + ``Pin.get_into`` + release, with ``shared_memory=False``;
 * ``pin, shared memory``: the same, copied straight out of the server's RAM file;
+* ``head, one round trip``: ``Client.head``, which moves no block bytes: the floor of a read
+  through the server;
 
 and, for an engine's load of a prefix, 32 blocks of 2 MiB: 32 files read in turn,
 ``get_many_into`` through the socket and from shared memory, and one pin of the 32 read from shared
@@ -31,7 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_port, wait_for_port  # noqa: E402
@@ -104,26 +106,32 @@ def run(address: str, work: str, rounds: int,
                 "tmpfs file": file_read, "get_into, socket": get_into(plain),
                 "get_into, shared memory": get_into(shared),
                 "pin, socket": pinned(plain), "pin, shared memory": pinned(shared)}
-            results[str(size)] = summary(time_reads(reads, [out], [block], rounds, warmup))
+            round_trip = {"head, one round trip": lambda: shared.head(key) and None}
+            results[str(size)] = summary(time_reads(reads, [out], [block], rounds, warmup,
+                                                    round_trip))
         results["32 x 2097152"] = summary(prefix(shared, plain, work, rounds, warmup))
     return results
 
 
 def time_reads(reads: dict[str, Callable[[], None]], outs: list[bytearray],
-               blocks: list[bytes], rounds: int, warmup: int) -> dict[str, list[float]]:
-    """Checks that each way of reading fills ``outs`` with ``blocks``, runs each ``warmup``
-    times, then times them in interleaved rounds; milliseconds per block."""
-    for name, read in reads.items():
-        for out in outs:
-            out[:] = bytes(len(out))
-        read()
-        if outs != [bytearray(b) for b in blocks]:
-            sys.exit(f"{name} read other bytes")
+               blocks: list[bytes], rounds: int, warmup: int,
+               unchecked: Optional[dict[str, Callable[[], None]]] = None) -> dict[str, list[float]]:
+    """Checks that each way of reading fills ``outs`` with ``blocks``, runs each (and each of
+    ``unchecked``, requests that read no bytes) ``warmup`` times, then times them in interleaved
+    rounds; milliseconds per block."""
+    everything = {**reads, **(unchecked or {})}
+    for name, read in everything.items():
+        if name in reads:
+            for out in outs:
+                out[:] = bytes(len(out))
+            read()
+            if outs != [bytearray(b) for b in blocks]:
+                sys.exit(f"{name} read other bytes")
         for _ in range(warmup):
             read()
-    times: dict[str, list[float]] = {name: [] for name in reads}
+    times: dict[str, list[float]] = {name: [] for name in everything}
     for _ in range(rounds):
-        for name, read in reads.items():
+        for name, read in everything.items():
             start = time.perf_counter()
             read()
             times[name].append((time.perf_counter() - start) * 1000 / len(outs))

@@ -216,7 +216,9 @@ class Client:
 
     def get_into(self, key: KeyLike, buffer: Buffer) -> Optional[int]:
         """Reads the block of ``key`` into the start of ``buffer`` (a writable, C-contiguous buffer:
-        bytearray, numpy array, CPU torch tensor), copied once, from the socket into place.
+        bytearray, numpy array, CPU torch tensor), copied once, from the socket into place, or,
+        from a server on this host with its RAM in shared memory, straight out of its RAM (pinned
+        for the copy, then let go).
 
         Returns:
             the block's length, or ``None`` on a miss (not cached, or its server is down, or the

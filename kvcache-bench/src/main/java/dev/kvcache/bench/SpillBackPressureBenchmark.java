@@ -70,6 +70,10 @@ public class SpillBackPressureBenchmark {
   @Param({"2"})
   public int spillThreads;
 
+  /** How many blocks write-behind puts may leave unwritten (the stacks with RAM). */
+  @Param({"64"})
+  public int spillQueueBlocks;
+
   /** Where the files go: the work tree's disk by default. */
   @Param({"target/spill-back-pressure"})
   public String baseDir;
@@ -122,7 +126,8 @@ public class SpillBackPressureBenchmark {
 
   private KvCache ramOverDisk(long ramBytes) throws IOException {
     return KvCache.builder().ramBytes(ramBytes).maxBlockBytes(blockSizeBytes).lowerTier(disk())
-        .durability(Durability.WRITE_BEHIND).spillThreads(spillThreads).build();
+        .durability(Durability.WRITE_BEHIND).spillThreads(spillThreads)
+        .spillQueueBlocks(spillQueueBlocks).build();
   }
 
   private DiskTier disk() throws IOException {
