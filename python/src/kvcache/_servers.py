@@ -2,6 +2,7 @@
 over them."""
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -128,7 +129,10 @@ def parse_server(spec: str) -> tuple[str, str, int]:
     return scheme, host, port
 
 
+@functools.lru_cache(maxsize=1024)
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this host's loopback; remembered per host, as
+    reads ask it on every call."""
     if host == "localhost":
         return True
     try:

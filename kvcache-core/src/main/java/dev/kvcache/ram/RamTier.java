@@ -16,8 +16,11 @@ import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -121,6 +124,22 @@ public final class RamTier implements Tier {
             : "shared memory in " + config.sharedMemoryDir(),
         zeroingNanos / 1_000_000,
         config.maxBlockBytes());
+    Path shared = config.sharedMemoryDir();
+    if (shared != null && !isMemoryFileSystem(shared)) {
+      log.warn("RAM tier: {} is not on a tmpfs: the kernel writes the RAM tier's pages back to its"
+          + " device, which is slow and wears it; give a directory on a tmpfs, such as /dev/shm",
+          shared);
+    }
+  }
+
+  /** Whether {@code dir} lies on a file system kept in memory (tmpfs); true if that is unknown. */
+  static boolean isMemoryFileSystem(Path dir) {
+    try {
+      String type = Files.getFileStore(dir).type();
+      return type.equals("tmpfs") || type.equals("ramfs") || type.equals("hugetlbfs");
+    } catch (IOException | UnsupportedOperationException e) {
+      return true;
+    }
   }
 
   @Override

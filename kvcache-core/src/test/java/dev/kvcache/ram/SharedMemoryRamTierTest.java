@@ -2,6 +2,7 @@ package dev.kvcache.ram;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
@@ -21,6 +22,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -126,6 +128,17 @@ class SharedMemoryRamTierTest {
       assertThat(foreign).exists();
       assertThat(live).as("a file of a process still running").exists();
     }
+  }
+
+  @Test
+  void aTmpfsIsToldApartFromADisk() throws IOException {
+    Path shm = Path.of("/dev/shm");
+    assumeTrue(Files.isDirectory(shm) && Files.getFileStore(shm).type().equals("tmpfs"));
+    assertThat(RamTier.isMemoryFileSystem(shm)).isTrue();
+    Path root = Path.of("/");
+    String rootType = Files.getFileStore(root).type();
+    assumeTrue(Set.of("ext4", "xfs", "btrfs", "overlay").contains(rootType));
+    assertThat(RamTier.isMemoryFileSystem(root)).as("/ is on %s", rootType).isFalse();
   }
 
   @Test
