@@ -252,7 +252,10 @@ public final class PrefixPin implements AutoCloseable {
     }
   }
 
-  /** A lease {@link #share} handed out: the pinned block's own lease, closed with the pin. */
+  /**
+   * A lease {@link #share} handed out over the pinned block's own lease, which the pin closes once
+   * it and every shared lease are closed.
+   */
   private final class SharedLease implements BlockLease {
     private final BlockLease lease;
     private final AtomicBoolean closed = new AtomicBoolean();

@@ -36,6 +36,12 @@ class RemoteTierContractTest extends TierContractTest {
   @Override
   protected void assertNothingRetainedAfterClose(CacheStats stats) {}
 
+  /** A remote pin holds its blocks under the server's leases. */
+  @Override
+  protected boolean pinsHoldLocalLeases() {
+    return false;
+  }
+
   /** The server evicts, not the client: what the client sees is that early blocks are gone. */
   @Override
   @Test
