@@ -1367,6 +1367,8 @@ def spill_tables(rows, out, img):
             if stack in ram else {"disk": "disk tier alone"}.get(stack, stack)
         if group == "queue" and stack in ram:
             config += f", {r['params']['spillQueueBlocks']} blocks unwritten at most"
+            if r["params"].get("diskSync", "PERIODIC") != "PERIODIC":
+                config += f", disk sync {r['params']['diskSync']}"
         m = r["primaryMetric"]
         rate = r["threads"] * size / (m["score"] / 1e3) / 1e9
         error = rate * m["scoreError"] / m["score"]

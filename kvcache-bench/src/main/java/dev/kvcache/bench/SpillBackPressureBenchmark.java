@@ -74,6 +74,10 @@ public class SpillBackPressureBenchmark {
   @Param({"64"})
   public int spillQueueBlocks;
 
+  /** The disk tier's sync policy ({@code PERIODIC}: forced once a second). */
+  @Param({"PERIODIC"})
+  public String diskSync;
+
   /** Where the files go: the work tree's disk by default. */
   @Param({"target/spill-back-pressure"})
   public String baseDir;
@@ -132,7 +136,8 @@ public class SpillBackPressureBenchmark {
 
   private DiskTier disk() throws IOException {
     return DiskTier.open(DiskTierConfig.builder(base.resolve("disk"), capacityBytes)
-        .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.PERIODIC).build());
+        .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.valueOf(diskSync))
+        .build());
   }
 
   @Benchmark
