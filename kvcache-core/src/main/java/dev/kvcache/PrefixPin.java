@@ -1,6 +1,7 @@
 package dev.kvcache;
 
 import dev.kvcache.spi.PinnedBlocks;
+import dev.kvcache.spi.PinnedLease;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
@@ -12,7 +13,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -256,35 +256,22 @@ public final class PrefixPin implements AutoCloseable {
    * A lease {@link #share} handed out over the pinned block's own lease, which the pin closes once
    * it and every shared lease are closed.
    */
-  private final class SharedLease implements BlockLease {
+  private final class SharedLease extends PinnedLease {
     private final BlockLease lease;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     SharedLease(BlockLease lease) {
+      super(lease.key());
       this.lease = lease;
     }
 
     @Override
-    public GetStatus status() {
-      return GetStatus.HIT;
-    }
-
-    @Override
-    public BlockKey key() {
-      return lease.key();
+    protected ByteBuffer view() {
+      return lease.bytes();
     }
 
     @Override
     public int length() {
       return lease.length();
-    }
-
-    @Override
-    public ByteBuffer bytes() {
-      if (closed.get()) {
-        throw new IllegalStateException("the lease of block " + lease.key() + " is closed");
-      }
-      return lease.bytes();
     }
 
     @Override
@@ -298,10 +285,7 @@ public final class PrefixPin implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-      if (!closed.compareAndSet(false, true)) {
-        throw new IllegalStateException("the lease of block " + lease.key() + " is closed already");
-      }
+    protected void release() {
       unshare();
     }
   }
