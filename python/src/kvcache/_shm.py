@@ -56,8 +56,8 @@ class SharedMemory:
 
     The mapping is made and copied from through ``ctypes`` (``mmap``, ``memmove``), which lets
     other threads run Python while a block is copied: a copy out of a Python ``mmap`` object holds
-    the interpreter's lock for all of a 64 MiB block, and ``preadv`` on the file copies at half the
-    speed. A slice is valid only while the server's pin holds its block. :meth:`copy` therefore
+    the interpreter's lock for all of a 64 MiB block, and ``preadv`` on the file copies at a third of
+    the speed. A slice is valid only while the server's pin holds its block. :meth:`copy` therefore
     answers whether it finished before ``deadline``, the earliest time the pin can have expired:
     the time the lookup was sent plus the pin's duration. A file replaced since it was mapped (a
     restarted server) is mapped again."""
