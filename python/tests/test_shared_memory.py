@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -141,6 +142,12 @@ def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_serv
             assert pin.present == 2, "the reads let their pins go"
 
 
+def hits(server: KvServer) -> float:
+    text = urllib.request.urlopen(f"http://{server.address}/prometheus", timeout=5).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("kvcache_hits_total"))
+
+
 def test_a_client_learns_that_a_local_server_has_no_shared_memory(server, unique_keys):
     keys = unique_keys(2)
     with kvcache.Client(server.address) as c:
@@ -151,3 +158,10 @@ def test_a_client_learns_that_a_local_server_has_no_shared_memory(server, unique
         assert c.get_many_into(keys, bufs) == [1000, 1000] and bufs[1] == b"z" * 1000
         assert link.shared_memory is False
         assert not c._offers_shared_memory(link), "it reads with batch GETs alone from then on"
+    with kvcache.Client(server.address) as c:
+        with c.pin_prefix(keys) as pin:  # as an engine's lookup comes before its load
+            assert pin.present == 2
+        assert c._route(keys[0])[1].shared_memory is False, "learnt from the pin"
+        before = hits(server)
+        assert c.get_many_into(keys, bufs) == [1000, 1000]
+        assert hits(server) - before == 2, "one batch GET, no pinned lookup first"

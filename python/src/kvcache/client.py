@@ -508,6 +508,9 @@ class Client:
                     or len(answer.get("lengths") or []) != n):
                 raise ProtocolError(f"{link.name}: pinned lookup answer without its lease {answer!r}")
             shared = answer.get("shared_memory") if pin_ms is not None else None
+            if "shared_memory" in request and n > 0:
+                # a server that pinned blocks without their places has its RAM in private memory
+                link.shared_memory = shared is not None
             if shared is not None:
                 try:
                     if not isinstance(shared, list) or len(shared) != n:
@@ -563,7 +566,6 @@ class Client:
         if not present:
             return after
         slices = answer.get("shared_memory")
-        link.shared_memory = slices is not None
         rest: list[int] = []
         try:
             for j, i in enumerate(head[:present]):

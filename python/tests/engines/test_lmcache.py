@@ -35,6 +35,8 @@ def keys(n, model="tiny-llama", rank=0, salt=b""):
 
 
 def memory_obj(data):
+    """An LMCache memory object over ``data``. A task reads or fills the object's memory after it is
+    submitted, so the caller keeps the object (and ``data``) until the task completes."""
     meta = MemoryObjMetadata(shape=data.shape, dtype=data.dtype, address=0,
                              phy_size=data.numel() * data.element_size(), ref_count=1)
     return TensorMemoryObj(data, meta, None)
@@ -88,7 +90,8 @@ def test_the_factory_loads_it_and_chunks_round_trip(server):
         a.submit_unlock(ks)
 
         # a buffer of another length is not filled: a miss
-        short = wait(a.query_load_result, a.submit_load_task(ks[:1], [memory_obj(torch.zeros(100, dtype=torch.uint8))]))
+        small = [memory_obj(torch.zeros(100, dtype=torch.uint8))]
+        short = wait(a.query_load_result, a.submit_load_task(ks[:1], small))
         assert bits(short, 1) == [False]
 
         a.delete(ks[1:2])
@@ -102,7 +105,8 @@ def test_ranks_are_looked_up_separately(server):
     a = adapter(server)
     try:
         r0, r1 = keys(2, rank=0, salt=b"r"), keys(2, rank=1, salt=b"r")
-        stored(a, a.submit_store_task(r0 + r1[:1], [memory_obj(torch.ones(1000, dtype=torch.uint8)) for _ in range(3)]))
+        objs = [memory_obj(torch.ones(1000, dtype=torch.uint8)) for _ in range(3)]
+        stored(a, a.submit_store_task(r0 + r1[:1], objs))
         found = wait(a.query_lookup_and_lock_result, a.submit_lookup_and_lock_task(r0 + r1, {}))
         assert bits(found, 4) == [True, True, True, False]
     finally:
@@ -114,9 +118,11 @@ def test_a_server_that_goes_away_is_misses():
     a = adapter(s)
     try:
         ks = keys(2, salt=b"gone")
-        assert stored(a, a.submit_store_task(ks, [memory_obj(torch.ones(1000, dtype=torch.uint8)) for _ in ks])).is_successful()
+        objs = [memory_obj(torch.ones(1000, dtype=torch.uint8)) for _ in ks]
+        assert stored(a, a.submit_store_task(ks, objs)).is_successful()
         s.stop()
-        assert not stored(a, a.submit_store_task(keys(1, salt=b"after"), [memory_obj(torch.ones(10, dtype=torch.uint8))])).is_successful()
+        after = [memory_obj(torch.ones(10, dtype=torch.uint8))]
+        assert not stored(a, a.submit_store_task(keys(1, salt=b"after"), after)).is_successful()
         found = wait(a.query_lookup_and_lock_result, a.submit_lookup_and_lock_task(ks, {}))
         assert bits(found, 2) == [False, False]
         out = [memory_obj(torch.zeros(1000, dtype=torch.uint8)) for _ in ks]
