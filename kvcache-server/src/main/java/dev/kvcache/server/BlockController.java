@@ -170,12 +170,12 @@ class BlockController {
       }
       return miss;
     }
-    String length = Integer.toString(lease.length());
+    int length = lease.length();
     OptionalInt crc = lease.crc32c();
     MutableHttpResponse<?> answer;
     if (request.getMethod() == HttpMethod.HEAD) {
       lease.close(); // the length, stated, keeps an HTTP/1.1 connection open
-      answer = HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, length);
+      answer = HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, Integer.toString(length));
     } else if (wire.encodesFor(request)) {
       served.served(namespace, 1);
       answer = HttpResponse.ok(wire.encode(lease, blocking))
@@ -184,7 +184,16 @@ class BlockController {
     } else {
       answer = HttpResponse.ok((ByteBuf) served.getBody(namespace, lease));
     }
-    answer.header(LENGTH_HEADER, length);
+    return withBlockHeaders(answer, length, crc);
+  }
+
+  /**
+   * {@code answer} with the headers of a block's answer: its length ({@value #LENGTH_HEADER}),
+   * and its CRC32C ({@value Crc32c#HEADER}) if the tier kept one.
+   */
+  static MutableHttpResponse<?> withBlockHeaders(MutableHttpResponse<?> answer, int length,
+      OptionalInt crc) {
+    answer.header(LENGTH_HEADER, Integer.toString(length));
     if (crc.isPresent()) {
       answer.header(Crc32c.HEADER, Crc32c.toHeader(crc.getAsInt()));
     }

@@ -8,13 +8,11 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
-import dev.kvcache.spi.Crc32c;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.MediaType;
-import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.Body;
 import io.micronaut.http.annotation.Controller;
 import io.micronaut.http.annotation.Delete;
@@ -220,10 +218,8 @@ class LookupController {
     if (shared.isPresent()) {
       // the block's own memory, written to the socket; the pin holds it until the body is sent
       BlockLease block = shared.get();
-      MutableHttpResponse<?> answer = HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block))
-          .header(BlockController.LENGTH_HEADER, Integer.toString(length));
-      block.crc32c().ifPresent(crc -> answer.header(Crc32c.HEADER, Crc32c.toHeader(crc)));
-      return answer;
+      return BlockController.withBlockHeaders(
+          HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block)), length, block.crc32c());
     }
     // a block the pin holds another way (a remote tier's), copied out
     ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(length, length);
