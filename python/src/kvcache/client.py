@@ -81,9 +81,10 @@ class Client:
             in seconds; its keys are misses and its puts ``NOT_STORED`` meanwhile.
         idle_timeout: idle connections older than this many seconds are not reused (the server
             closes them after 60 s).
-        shared_memory: a pin's reads from a server on loopback whose RAM is in shared memory
-            (``kvcache.cache.ram-shared-memory-dir``) copy each block straight out of the server's
-            RAM files instead of through the socket; other blocks are read through the socket.
+        shared_memory: reads from a server on loopback whose RAM is in shared memory
+            (``kvcache.cache.ram-shared-memory-dir``), by a pin, ``get_into`` or
+            ``get_many_into``, copy each block in RAM straight out of the server's RAM files
+            instead of through the socket; other blocks are read through the socket.
 
     Raises:
         ValueError: a malformed server, namespace or option, or a token in cleartext beyond

@@ -87,10 +87,11 @@ public final class OffHeapMemory {
     }
     int count = (int) arenaCount;
     this.arenas = new Arena[count];
-    String prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-" + INSTANCES.incrementAndGet()
-        + "-";
+    String prefix = null;
     if (sharedDir != null) {
       deleteStaleFiles(sharedDir);
+      prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-" + INSTANCES.incrementAndGet()
+          + "-";
     }
     long left = granules;
     try {
