@@ -12,10 +12,10 @@ and replaces its file backend class (``kv_cache.cache.NVMeBackend``, the storage
 largest block by default), stored and read with the kvcache Python client. Device time is the
 transfer (the PUTs of the entry's blocks; on reads, ``get_many_into``, which copies the blocks
 in RAM straight out of the server's RAM, kept in shared memory under ``--shm``, and reads those on
-disk with batch GETs); host time is the conversion (the array's bytes cut into blocks; a buffer for the entry
-and the array over it). The harness's file backend, for comparison: host is ``np.save`` into the
-page cache and device its ``fsync`` on writes; on reads, device is ``np.load`` after dropping the
-file's pages, host the rest.
+disk with batch GETs); host time is the conversion (the array's bytes cut into blocks; a buffer
+for the entry and the array over it). The harness's file backend, for comparison: host is
+``np.save`` into the page cache and device its ``fsync`` on writes; on reads, device is
+``np.load`` after dropping the file's pages, host the rest.
 
     python mlperf_kv.py --harness DIR all --out results.json     # the four runs, in turn
     python mlperf_kv.py --harness DIR run --backend kvcache --servers 127.0.0.1:7070 -- ARGS
