@@ -46,14 +46,11 @@ public interface BlockLease extends AutoCloseable {
   ByteBuffer bytes();
 
   /**
-   * Releases the pin on the block.
-   *
-   * @throws IllegalStateException if this lease was already closed
-   */
-  /**
    * The CRC32C (Castagnoli) of the block's bytes, as the tier took it when the block was written
-   * (not computed on this read), or empty if the tier keeps none for this block. A server sends it
-   * with the block, so that its client can check the bytes it received end to end.
+   * (not computed on this read), or empty if the tier keeps none for this block. The tiers of this
+   * project keep one for every block (an LZ4-coded disk record's is computed as it is decoded). A
+   * server sends it with the block, so that its client can check the bytes it received end to end,
+   * and a copy of the block into another tier checks its bytes against it.
    */
   default OptionalInt crc32c() {
     return OptionalInt.empty();
@@ -68,6 +65,11 @@ public interface BlockLease extends AutoCloseable {
     return Optional.empty();
   }
 
+  /**
+   * Releases the pin on the block.
+   *
+   * @throws IllegalStateException if this lease was already closed
+   */
   @Override
   void close();
 

@@ -1,24 +1,38 @@
 package dev.kvcache.client;
 
 import dev.kvcache.GetStatus;
+import dev.kvcache.spi.Crc32c;
 import io.netty.buffer.ByteBuf;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.zip.CRC32C;
 
 /**
  * The blocks of a batch answer, each written as its bytes arrive into the caller's buffer for its
  * key, never past the length the server announced for it. A buffer's position moves only once its
- * whole block is in; a block too large for its buffer is read past. An answer that is not a 200 is
- * kept as text for the error.
+ * whole block is in and, when verifying, has the CRC32C the server sent for it ({@value
+ * #CHECKSUMS_HEADER}), computed on each part as it is copied; a damaged block is left unanswered
+ * and marked {@link #damaged}. A block too large for its buffer is read past. An answer that is
+ * not a 200 is kept as text for the error.
  */
 final class BatchSink implements ResponseSink {
 
   /** The answer's header: each key's block length in the body, 0 when not cached. */
   static final String LENGTHS_HEADER = "kvcache-block-lengths";
 
+  /** The answer's header: the CRC32C of each block in the body, in order. */
+  static final String CHECKSUMS_HEADER = "kvcache-block-crc32c";
+
   private final List<ByteBuffer> dsts;
   private final int maxBlockBytes;
+  private final boolean verify;
+  /** By key: the checksum the server sent for its block, when verifying. */
+  private int[] expected;
+  /** The checksum of the block being received so far, when verifying. */
+  private final CRC32C crc = new CRC32C();
+  /** By key: whether its block arrived damaged. */
+  private boolean[] damaged;
   private final ResponseSink.Text error = new ResponseSink.Text();
   private int status;
   private int[] lengths;
@@ -30,10 +44,14 @@ final class BatchSink implements ResponseSink {
   /** Where its bytes go; null when its buffer is too small. */
   private ByteBuffer target;
 
-  /** Into {@code dsts}, one buffer per key of the request, from each one's position. */
-  BatchSink(List<ByteBuffer> dsts, int maxBlockBytes) {
+  /**
+   * Into {@code dsts}, one buffer per key of the request, from each one's position; if {@code
+   * verify}, every block is checked against its checksum.
+   */
+  BatchSink(List<ByteBuffer> dsts, int maxBlockBytes, boolean verify) {
     this.dsts = dsts;
     this.maxBlockBytes = maxBlockBytes;
+    this.verify = verify;
   }
 
   @Override
@@ -57,6 +75,10 @@ final class BatchSink implements ResponseSink {
           + " bytes but its lengths add up to " + total);
     }
     results = new GetStatus[dsts.size()];
+    damaged = new boolean[dsts.size()];
+    if (verify) {
+      expected = parseChecksums(headers.get(CHECKSUMS_HEADER));
+    }
     nextBlock();
     return true;
   }
@@ -81,12 +103,48 @@ final class BatchSink implements ResponseSink {
     return parsed;
   }
 
+  /**
+   * The checksums of {@value #CHECKSUMS_HEADER}, spread by key: one for each block in the body.
+   *
+   * @throws IllegalStateException if the header is missing, malformed or of another count
+   */
+  private int[] parseChecksums(CharSequence header) {
+    if (header == null) {
+      throw new IllegalStateException("the server's batch answer has no " + CHECKSUMS_HEADER);
+    }
+    String text = header.toString().trim();
+    String[] parts = text.isEmpty() ? new String[0] : text.split(",");
+    int[] byKey = new int[lengths.length];
+    int next = 0;
+    for (int i = 0; i < lengths.length; i++) {
+      if (lengths[i] == 0) {
+        continue;
+      }
+      if (next == parts.length) {
+        throw new IllegalStateException("the server's batch answer has " + parts.length
+            + " checksums for more blocks");
+      }
+      try {
+        byKey[i] = Crc32c.fromHeader(parts[next++]);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalStateException("the server's batch answer has a malformed checksum: "
+            + e.getMessage(), e);
+      }
+    }
+    if (next != parts.length) {
+      throw new IllegalStateException("the server's batch answer has " + parts.length
+          + " checksums for " + next + " blocks");
+    }
+    return byKey;
+  }
+
   /** Moves to the next block with bytes, answering the keys not cached on the way. */
   private void nextBlock() {
     for (block++; block < lengths.length && lengths[block] == 0; block++) {
       results[block] = GetStatus.MISS;
     }
     received = 0;
+    crc.reset();
     if (block < lengths.length) {
       ByteBuffer dst = dsts.get(block);
       target = lengths[block] > dst.remaining() ? null : dst.duplicate();
@@ -110,12 +168,17 @@ final class BatchSink implements ResponseSink {
         ByteBuffer part = target.duplicate();
         part.limit(part.position() + n);
         content.readBytes(part);
-        target.position(part.position());
+        if (verify) {
+          crc.update(part.flip().position(target.position())); // just copied, still cached
+        }
+        target.position(part.limit());
       }
       received += n;
       if (received == lengths[block]) {
         if (target == null) {
           results[block] = GetStatus.BUFFER_TOO_SMALL;
+        } else if (verify && (int) crc.getValue() != expected[block]) {
+          damaged[block] = true; // left unanswered: its buffer's position stays
         } else {
           dsts.get(block).position(target.position());
           results[block] = GetStatus.HIT;
@@ -140,6 +203,11 @@ final class BatchSink implements ResponseSink {
   /** What became of key {@code i}: null if the server did not answer it (or not whole). */
   GetStatus result(int i) {
     return results == null ? null : results[i];
+  }
+
+  /** Whether key {@code i}'s block arrived whole but without its checksum's bytes. */
+  boolean damaged(int i) {
+    return damaged != null && damaged[i];
   }
 
   String errorText() {

@@ -44,8 +44,8 @@ final class BlockSink implements ResponseSink {
 
   /**
    * Into {@code dst} from its position, or into a new direct buffer if {@code dst} is null; if
-   * {@code verify}, an answer that carries a checksum ({@value Crc32c#HEADER}) is complete only if
-   * its bytes have it.
+   * {@code verify}, an answer must carry its block's checksum ({@value Crc32c#HEADER}), and is
+   * complete only if its bytes have it.
    */
   BlockSink(ByteBuffer dst, int maxBytes, boolean verify) {
     this.dst = dst;
@@ -61,6 +61,9 @@ final class BlockSink implements ResponseSink {
     }
     CharSequence coding = headers.get("content-encoding");
     if (coding != null) {
+      if (verify) {
+        expected = Crc32c.fromHeader(requireChecksum(headers)); // of the decoded block
+      }
       return beginEncoded(coding, headers.getLong(LENGTH_HEADER));
     }
     Long length = headers.getLong("content-length");
@@ -68,9 +71,8 @@ final class BlockSink implements ResponseSink {
       throw new IllegalStateException("the server answered a block of "
           + (length == null ? "unknown length" : length + " bytes"));
     }
-    CharSequence checksum = headers.get(Crc32c.HEADER);
-    if (verify && checksum != null) {
-      expected = Crc32c.fromHeader(checksum);
+    if (verify) {
+      expected = Crc32c.fromHeader(requireChecksum(headers));
       crc = new CRC32C();
     }
     if (dst == null) {
@@ -84,6 +86,19 @@ final class BlockSink implements ResponseSink {
     target = dst.duplicate();
     target.limit(target.position() + length.intValue());
     return true;
+  }
+
+  /**
+   * The checksum header of a block's answer, which the server sends with every block.
+   *
+   * @throws IllegalStateException if it is missing: the answer breaks the protocol
+   */
+  static CharSequence requireChecksum(Http2Headers headers) {
+    CharSequence checksum = headers.get(Crc32c.HEADER);
+    if (checksum == null) {
+      throw new IllegalStateException("the server answered a block without its " + Crc32c.HEADER);
+    }
+    return checksum;
   }
 
   private boolean beginEncoded(CharSequence coding, Long length) {
@@ -140,9 +155,7 @@ final class BlockSink implements ResponseSink {
         throw new IllegalStateException("the block ended " + target.remaining() + " bytes short");
       }
       if (crc != null && (int) crc.getValue() != expected) {
-        throw new IllegalStateException("the block's bytes have the CRC32C "
-            + Crc32c.toHeader((int) crc.getValue()) + ", the server sent "
-            + Crc32c.toHeader(expected) + ": damaged on the way");
+        throw new DamagedBlockException((int) crc.getValue(), expected);
       }
       if (dst != null) {
         dst.position(target.position());
@@ -155,8 +168,9 @@ final class BlockSink implements ResponseSink {
    * Decodes an encoded answer, once complete, into the caller's buffer (moving its position past
    * the block) or a new one; does nothing for an answer that came as it is.
    *
-   * @throws CorruptBlockException if the container is damaged or does not decode to the length the
-   *     server announced; the caller's buffer position does not move
+   * @throws CorruptBlockException if the container is damaged, does not decode to the length the
+   *     server announced, or (when verifying) to a block with the server's checksum; the caller's
+   *     buffer position does not move
    */
   void decode() throws CorruptBlockException {
     if (encoded == null) {
@@ -170,7 +184,15 @@ final class BlockSink implements ResponseSink {
           "the container holds " + length + " bytes, the server announced " + decodedLength);
     }
     target = dst == null ? ByteBuffer.allocateDirect(decodedLength) : dst.duplicate();
+    int start = target.position();
     BlockCodec.decode(container, target);
+    if (expected != null) {
+      int actual = Crc32c.of(target.duplicate().flip().position(start));
+      if (actual != expected) {
+        throw new CorruptBlockException(CorruptBlockException.Reason.CHECKSUM_MISMATCH, -1, 0,
+            new DamagedBlockException(actual, expected).getMessage());
+      }
+    }
     if (dst != null) {
       dst.position(target.position());
     }

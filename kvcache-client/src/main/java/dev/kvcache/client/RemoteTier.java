@@ -39,6 +39,7 @@ import java.util.Objects;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -83,6 +84,7 @@ public final class RemoteTier implements Tier {
   private final SslContext ssl;
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
+  private final LongAdder damagedBlocks = new LongAdder();
   private final String prefix;
   private volatile Servers servers;
   private volatile boolean closed;
@@ -421,6 +423,7 @@ public final class RemoteTier implements Tier {
       sink.decode();
       return true;
     } catch (CorruptBlockException e) {
+      damagedBlocks.increment();
       log.warn("block {} came back damaged from the server, counted as a miss: {}", key,
           e.getMessage());
       return false;
@@ -455,6 +458,7 @@ public final class RemoteTier implements Tier {
       positions[i] = dsts.get(i).position();
     }
     GetStatus[] result = new GetStatus[keys.size()];
+    int[] damage = new int[keys.size()];
     List<Integer> open = indexes(keys);
     boolean retryLeft = true;
     while (!open.isEmpty()) {
@@ -463,7 +467,7 @@ public final class RemoteTier implements Tier {
       RemoteTierException refused = null;
       for (Batch b : batches) {
         try {
-          failed |= !b.finish(keys, result);
+          failed |= !b.finish(keys, result, damage);
         } catch (RemoteTierException e) {
           refused = e; // thrown once every batch is done with the caller's buffers
         }
@@ -520,15 +524,16 @@ public final class RemoteTier implements Tier {
       // no retry inside the call: a second attempt would write again into buffers the first one
       // filled; getAllInto asks again for what is still missing instead
       this.call = new Call(link, "POST", prefix + "/batch-get", keysJson(keys, indexes), null,
-          () -> sink[0] = new BatchSink(targets, config.maxBlockBytes), false);
+          () -> sink[0] = new BatchSink(targets, config.maxBlockBytes, config.checksums), false);
     }
 
     /**
-     * Waits for the answer and records each key it answered in {@code result}.
+     * Waits for the answer and records each key it answered in {@code result}, and each block that
+     * arrived damaged in {@code damage}: the second time a key's block does, it is a miss.
      *
      * @return false if the request failed (the keys it did not answer whole are left open)
      */
-    boolean finish(List<BlockKey> keys, GetStatus[] result) {
+    boolean finish(List<BlockKey> keys, GetStatus[] result, int[] damage) {
       int status = call.await();
       BatchSink answer = sink[0];
       if (status == 401 || status == 403 || (status == 404 && !isNotCached(answer.errorText()))) {
@@ -536,9 +541,13 @@ public final class RemoteTier implements Tier {
       }
       if (answer != null) {
         for (int j = 0; j < indexes.size(); j++) {
+          int i = indexes.get(j);
           GetStatus got = answer.result(j);
           if (got != null) {
-            result[indexes.get(j)] = got;
+            result[i] = got;
+          } else if (answer.damaged(j) && ++damage[i] == 2) {
+            damaged(keys.get(i));
+            result[i] = GetStatus.MISS;
           }
         }
       }
@@ -888,6 +897,10 @@ public final class RemoteTier implements Tier {
             if (!retryLeft) {
               if (cause instanceof IOException) {
                 link.failed(cause);
+              } else if (cause instanceof DamagedBlockException) {
+                damagedBlocks.increment();
+                log.warn("{} {} on {}: {} twice; counted as a miss", method, path, link.name,
+                    cause.getMessage());
               } else {
                 log.warn("{} {} on {} failed: {}", method, path, link.name, cause.toString());
               }
@@ -922,6 +935,22 @@ public final class RemoteTier implements Tier {
     if (closed) {
       throw new IllegalStateException("the remote tier is closed");
     }
+  }
+
+  /**
+   * Blocks that arrived damaged twice (their bytes without the CRC32C the server sent, or an
+   * encoded block that did not decode to it) and were counted as misses; each is also logged as
+   * a warning.
+   */
+  public long damagedBlocks() {
+    return damagedBlocks.sum();
+  }
+
+  /** Counts a block that arrived damaged for the last time, and warns of it. */
+  private void damaged(BlockKey key) {
+    damagedBlocks.increment();
+    log.warn("block {} arrived damaged from {} twice: counted as a miss", key,
+        linkFor(key).name);
   }
 
   @Override

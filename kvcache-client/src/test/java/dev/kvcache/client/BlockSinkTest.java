@@ -48,7 +48,7 @@ class BlockSinkTest {
     BlockSink sink = new BlockSink(dst, 1 << 20, true);
     sink.begin(200, answer(block.length, crc));
     sink.accept(Unpooled.wrappedBuffer(block));
-    assertThatThrownBy(sink::end).hasMessageContaining("damaged on the way");
+    assertThatThrownBy(sink::end).isInstanceOf(DamagedBlockException.class);
     assertThat(sink.complete()).isFalse();
     assertThat(dst.position()).isZero();
   }
@@ -62,5 +62,15 @@ class BlockSinkTest {
     sink.end();
     assertThat(sink.complete()).isTrue();
     assertThat(sink.checksum()).isEmpty();
+  }
+
+  @Test
+  void anAnswerWithoutItsChecksumBreaksTheProtocolWhenChecking() {
+    Http2Headers bare = new DefaultHttp2Headers().status("200").setInt("content-length", 10);
+    BlockSink sink = new BlockSink(ByteBuffer.allocate(10), 1 << 20, true);
+    assertThatThrownBy(() -> sink.begin(200, bare)).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining(Crc32c.HEADER);
+    BlockSink unchecked = new BlockSink(ByteBuffer.allocate(10), 1 << 20, false);
+    assertThat(unchecked.begin(200, bare)).isTrue();
   }
 }

@@ -180,8 +180,7 @@ public final class RamTier implements Tier {
     boolean timed = timed();
     long start = timed ? System.nanoTime() : 0;
     int length = src.remaining();
-    // no checksum: a whole block from the caller's memory would be read a second time for it
-    PutStatus status = AbstractBlockWriter.writeWhole(writer(key, length, false), src);
+    PutStatus status = AbstractBlockWriter.writeWhole(writer(key, length), src);
     if (timed && status == PutStatus.STORED) {
       loadRate.record(length, System.nanoTime() - start);
     }
@@ -196,18 +195,12 @@ public final class RamTier implements Tier {
 
   /**
    * A writer into memory reserved now, making room as {@link #put} does. The block's bytes are
-   * copied straight into that memory; it joins the index, and the policy, on commit.
+   * copied straight into that memory, and their CRC32C computed slice by slice as they are copied,
+   * which the block keeps ({@link BlockLease#crc32c()}); it joins the index, and the policy, on
+   * commit.
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
-    return writer(key, length, true);
-  }
-
-  /**
-   * @param checksummed whether the block keeps the CRC32C of its bytes ({@link
-   *     BlockLease#crc32c()}), computed as each part is copied in
-   */
-  private BlockWriter writer(BlockKey key, int length, boolean checksummed) {
     ensureOpen();
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
@@ -217,7 +210,7 @@ public final class RamTier implements Tier {
       counters.rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
     }
-    return new RamWriter(key, block, checksummed);
+    return new RamWriter(key, block);
   }
 
   /** Publishes a block whose bytes are all written; the caller holds the writer's reference. */
@@ -244,8 +237,8 @@ public final class RamTier implements Tier {
   private final class RamWriter extends AbstractBlockWriter {
     private final OffHeapBlock block;
 
-    RamWriter(BlockKey key, OffHeapBlock block, boolean checksummed) {
-      super(key, block.length(), checksummed);
+    RamWriter(BlockKey key, OffHeapBlock block) {
+      super(key, block.length());
       this.block = block;
     }
 

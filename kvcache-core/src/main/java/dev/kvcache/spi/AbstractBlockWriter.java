@@ -18,6 +18,12 @@ import java.util.zip.CRC32C;
  */
 public abstract class AbstractBlockWriter implements BlockWriter {
 
+  /**
+   * The bytes copied, then checksummed, at a time: inside a core's L2 cache, and as large as the
+   * disk tier's gathered writes, so that a large part still reaches a file in large writes.
+   */
+  static final int CHECKSUM_SLICE_BYTES = 256 << 10;
+
   private final BlockKey key;
   private final int length;
   private final CRC32C crc;
@@ -34,8 +40,9 @@ public abstract class AbstractBlockWriter implements BlockWriter {
   }
 
   /**
-   * @param checksummed whether this class computes the CRC32C of what is written, on each part
-   *     right after it is copied in (while the part is in the CPU's caches); a subclass that passes
+   * @param checksummed whether this class computes the CRC32C of what is written, on each slice
+   *     of {@value #CHECKSUM_SLICE_BYTES} bytes right after it is copied in (while the slice is in
+   *     the CPU's caches); a subclass that passes
    *     false and has a checksum overrides {@link #crc32c()}
    * @throws IllegalArgumentException if {@code length} is not positive
    */
@@ -77,13 +84,22 @@ public abstract class AbstractBlockWriter implements BlockWriter {
       throw new IllegalArgumentException("a part of " + n + " bytes does not fit: block " + key
           + " has " + (length - written) + " of its " + length + " bytes left to write");
     }
-    copyIn(src, written);
-    written += n;
-    if (crc != null) {
-      crc.update(src); // to its limit
-    } else {
+    if (crc == null) {
+      copyIn(src, written);
+      written += n;
       src.position(src.limit());
+      return;
     }
+    // a slice at a time, each checksummed right after it is copied, while it is in the CPU's
+    // caches: a whole block of megabytes would be read from memory a second time
+    int end = src.limit();
+    for (int at = src.position(); at < end; at += CHECKSUM_SLICE_BYTES) {
+      ByteBuffer slice = src.limit(Math.min(end, at + CHECKSUM_SLICE_BYTES)).position(at);
+      copyIn(slice, written);
+      written += slice.remaining();
+      crc.update(slice); // to the slice's limit
+    }
+    src.limit(end).position(end);
   }
 
   @Override

@@ -1,7 +1,9 @@
 package dev.kvcache.spi;
 
+import dev.kvcache.BlockLease;
 import java.nio.ByteBuffer;
 import java.util.Base64;
+import java.util.OptionalInt;
 import java.util.zip.CRC32C;
 
 /**
@@ -20,6 +22,15 @@ public final class Crc32c {
     CRC32C crc = new CRC32C();
     crc.update(bytes.duplicate());
     return (int) crc.getValue();
+  }
+
+  /**
+   * The CRC32C of a leased block: the one its tier kept ({@link BlockLease#crc32c()}), or, for a
+   * tier that keeps none, computed now from its bytes.
+   */
+  public static int of(BlockLease lease) {
+    OptionalInt kept = lease.crc32c();
+    return kept.isPresent() ? kept.getAsInt() : of(lease.bytes());
   }
 
   /** The header value of a checksum. */

@@ -2,12 +2,12 @@ package dev.kvcache.tiered;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
-import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -17,9 +17,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The reads of a {@link TieredCache}: RAM first, then the spill queue, then the lower tier, whose
@@ -28,6 +31,8 @@ import java.util.function.BooleanSupplier;
  * says what they promise), and is closed when the cache is.
  */
 final class TieredReads {
+
+  private static final Logger log = LoggerFactory.getLogger(TieredReads.class);
 
   private final RamTier ram;
   private final Tier lower;
@@ -87,7 +92,7 @@ final class TieredReads {
       return BlockLease.miss(key);
     }
     lowerHits.increment();
-    if (promote(key, fromLower.bytes(), stripe, generation)) {
+    if (promote(key, fromLower.bytes(), fromLower.crc32c(), stripe, generation)) {
       // the copy into RAM read the lease's bytes: the lower tier's read, timed here
       lower.loadRate().record(fromLower.length(), System.nanoTime() - start);
     }
@@ -227,7 +232,8 @@ final class TieredReads {
   private TieredRead fromLower(BlockKey key, ByteBuffer dst, GetStatus status, int start,
       long generation) {
     if (status == GetStatus.HIT) {
-      promote(key, dst.duplicate().flip().position(start), KeyStripes.of(key), generation);
+      promote(key, dst.duplicate().flip().position(start), OptionalInt.empty(), KeyStripes.of(key),
+          generation);
     }
     return counted(status, Source.LOWER, lowerHits);
   }
@@ -249,9 +255,11 @@ final class TieredReads {
    * a put or delete in its stripe since {@code generation} may have made it stale. Puts and deletes
    * bump the generation both before and after they change the tiers, so a read that took the
    * generation while one was under way (and may have read the lower tier before it deleted the
-   * key there) finds it changed.
+   * key there) finds it changed. The copy's CRC32C, computed as it is made, must be {@code
+   * expected} when that is known: a copy whose bytes changed on the way is not kept.
    */
-  private boolean promote(BlockKey key, ByteBuffer bytes, int stripe, long generation) {
+  private boolean promote(BlockKey key, ByteBuffer bytes, OptionalInt expected, int stripe,
+      long generation) {
     if (!config.promoteOnLowerHit() || bytes.remaining() > ram.maxBlockBytes()
         || !spills.hasRoom(bytes.remaining())) {
       return false; // a promotion evicts: it must not push blocks out of a full spill queue
@@ -263,10 +271,18 @@ final class TieredReads {
       clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
       // through a writer, not put: RAM times its puts as its own copy speed, and these bytes may
       // still be in the lower tier's files
-      if (AbstractBlockWriter.writeWhole(ram.writer(key, bytes.remaining()), bytes)
-          == PutStatus.STORED) {
-        promotions.increment();
-        return true;
+      try (BlockWriter copy = ram.writer(key, bytes.remaining())) {
+        if (copy.rejection().isEmpty()) {
+          copy.write(bytes.duplicate());
+          if (expected.isPresent() && copy.crc32c().orElse(expected.getAsInt())
+              != expected.getAsInt()) {
+            log.warn("block {} changed while it was copied from the {} tier into RAM: not kept",
+                key, lower.name());
+          } else if (copy.commit() == PutStatus.STORED) {
+            promotions.increment();
+            return true;
+          }
+        }
       }
       clean.remove(key);
       return false;
@@ -346,7 +362,7 @@ final class TieredReads {
     long[] before = stripes.generations(); // a put or delete after this makes a pinned copy stale
     TieredPin pinned = new TieredPin((key, bytes) -> {
       int stripe = KeyStripes.of(key);
-      promote(key, bytes, stripe, before[stripe]);
+      promote(key, bytes, OptionalInt.empty(), stripe, before[stripe]);
     });
     try {
       int n = 0;

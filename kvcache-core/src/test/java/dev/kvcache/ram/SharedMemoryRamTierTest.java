@@ -11,6 +11,7 @@ import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.SharedMemorySlice;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.testkit.Payloads;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -71,7 +72,10 @@ class SharedMemoryRamTierTest {
       try (BlockLease lease = tier.get(key)) {
         SharedMemorySlice slice = lease.sharedMemory().orElseThrow();
         assertThat(slice.length()).isEqualTo(BLOCK);
-        assertThat(Payloads.verify(key, readAsAnotherProcess(slice))).isEqualTo(1);
+        ByteBuffer copied = readAsAnotherProcess(slice);
+        assertThat(Payloads.verify(key, copied)).isEqualTo(1);
+        assertThat(slice.crc32c()).as("a put of a whole block keeps its CRC32C")
+            .hasValue(Crc32c.of(Payloads.of(key, 1, BLOCK)));
         // the leased block cannot move or be reused while other blocks come and go
         for (int i = 0; i < 40; i++) {
           tier.delete(Payloads.key(i == 7 ? 99 : i));

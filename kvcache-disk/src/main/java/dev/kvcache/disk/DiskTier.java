@@ -1083,8 +1083,10 @@ public final class DiskTier implements Tier {
     loc.hit();
     counters.hit();
     counters.leaseOpened();
-    return new DiskLease(key, bytes, sb,
-        loc.encoding == ENCODING_RAW ? OptionalInt.of(loc.payloadCrc) : OptionalInt.empty());
+    // an encoded record's checksum is of its container: the block's own is computed once decoded,
+    // so that every lease carries the CRC32C of the bytes it shows
+    return new DiskLease(key, bytes, sb, OptionalInt.of(
+        loc.encoding == ENCODING_RAW ? loc.payloadCrc : Records.crc(bytes.duplicate())));
   }
 
   @Override

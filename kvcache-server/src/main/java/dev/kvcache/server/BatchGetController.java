@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.spi.Crc32c;
 import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpResponse;
@@ -25,7 +26,9 @@ import java.util.List;
  * <p>The answer's {@value #LENGTHS_HEADER} header gives, for each key in order, the length of its
  * block in the body, or 0 if it is not cached. It may cover fewer keys than were asked for, when
  * the blocks found would add up to more than {@code kvcache.max-batch-bytes}; the client asks
- * again for the rest. At least one key is always answered.
+ * again for the rest. At least one key is always answered. Its {@value #CHECKSUMS_HEADER} header
+ * gives the CRC32C of each block in the body, in the body's order (keys not cached have none), in
+ * the form of a single block's {@value Crc32c#HEADER}.
  */
 @Controller("/v1/namespaces/{namespace}")
 @Context // built at the start, so that a malformed kvcache.max-batch-bytes stops it
@@ -36,6 +39,9 @@ class BatchGetController {
 
   /** Header of a batch answer: each key's block length in the body, 0 when not cached. */
   static final String LENGTHS_HEADER = "Kvcache-Block-Lengths";
+
+  /** Header of a batch answer: the CRC32C of each block in the body, in order, comma-separated. */
+  static final String CHECKSUMS_HEADER = "Kvcache-Block-Crc32c";
 
   private final KvCache cache;
   private final Namespaces namespaces;
@@ -72,6 +78,7 @@ class BatchGetController {
     List<BlockKey> keys = namespaces.storageKeys(namespace, hexKeys);
     List<BlockLease> leases = new ArrayList<>(keys.size());
     StringBuilder lengths = new StringBuilder(keys.size() * 8);
+    StringBuilder checksums = new StringBuilder(keys.size() * 9);
     long total = 0;
     try {
       for (BlockKey key : keys) {
@@ -85,6 +92,8 @@ class BatchGetController {
         } else {
           leases.add(lease);
           total += length;
+          checksums.append(checksums.length() == 0 ? "" : ",")
+              .append(Crc32c.toHeader(Crc32c.of(lease)));
         }
         lengths.append(lengths.length() == 0 ? "" : ",").append(length);
       }
@@ -93,6 +102,7 @@ class BatchGetController {
       throw e;
     }
     return HttpResponse.ok((ByteBuf) served.batchBody(namespace, leases))
-        .header(LENGTHS_HEADER, lengths);
+        .header(LENGTHS_HEADER, lengths)
+        .header(CHECKSUMS_HEADER, checksums);
   }
 }

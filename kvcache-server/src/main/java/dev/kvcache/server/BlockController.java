@@ -171,9 +171,10 @@ class BlockController {
       return miss;
     }
     int length = lease.length();
-    OptionalInt crc = lease.crc32c();
+    boolean head = request.getMethod() == HttpMethod.HEAD;
+    OptionalInt crc = head ? lease.crc32c() : OptionalInt.of(Crc32c.of(lease));
     MutableHttpResponse<?> answer;
-    if (request.getMethod() == HttpMethod.HEAD) {
+    if (head) {
       lease.close(); // the length, stated, keeps an HTTP/1.1 connection open
       answer = HttpResponse.ok().header(HttpHeaders.CONTENT_LENGTH, Integer.toString(length));
     } else if (wire.encodesFor(request)) {
@@ -189,7 +190,7 @@ class BlockController {
 
   /**
    * {@code answer} with the headers of a block's answer: its length ({@value #LENGTH_HEADER}),
-   * and its CRC32C ({@value Crc32c#HEADER}) if the tier kept one.
+   * and its CRC32C ({@value Crc32c#HEADER}) if given: every answer with a block's bytes gives it.
    */
   static MutableHttpResponse<?> withBlockHeaders(MutableHttpResponse<?> answer, int length,
       OptionalInt crc) {

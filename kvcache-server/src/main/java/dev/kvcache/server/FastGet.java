@@ -20,7 +20,6 @@ import io.netty.handler.codec.http2.Http2FrameListener;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.util.AsciiString;
 import jakarta.inject.Singleton;
-import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -167,10 +166,7 @@ class FastGet implements MeterBinder {
           .add(HttpHeaderNames.CONTENT_LENGTH, length)
           .add(LENGTH_HEADER, length)
           .add(HttpHeaderNames.DATE, HttpDate.now());
-      OptionalInt crc = lease.crc32c();
-      if (crc.isPresent()) {
-        response.add(CHECKSUM_HEADER, Crc32c.toHeader(crc.getAsInt()));
-      }
+      response.add(CHECKSUM_HEADER, Crc32c.toHeader(Crc32c.of(lease)));
       // the lease closes when Netty releases the body
       ByteBuf body = served.getBody(hit.namespace(), lease);
       encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());

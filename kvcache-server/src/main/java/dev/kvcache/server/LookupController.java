@@ -8,6 +8,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.spi.Crc32c;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
@@ -26,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * Longest-prefix lookup: how many leading blocks of a request's chain are cached. A pinned lookup
@@ -132,9 +134,11 @@ class LookupController {
    * @param file the path of the file to map, read-only
    * @param offset the block's first byte in it
    * @param length the block's length
+   * @param crc32c the CRC32C of the block's bytes, as an unsigned 32-bit number: the client checks
+   *     its copy against it
    */
   @Serdeable
-  record SharedSlice(String file, long offset, int length) {}
+  record SharedSlice(String file, long offset, int length, long crc32c) {}
 
   @Post("/lookup")
   LookupResponse lookup(HttpRequest<?> http, String namespace, @Body LookupRequest request) {
@@ -189,8 +193,11 @@ class LookupController {
     List<SharedSlice> slices = new ArrayList<>(pin.blocks());
     int found = 0;
     for (int i = 0; i < pin.blocks(); i++) {
+      // a block kept without a checksum is sent through the socket, which computes one
       SharedSlice slice = pin.sharedMemory(i)
-          .map(s -> new SharedSlice(s.file().toString(), s.offset(), s.length()))
+          .filter(s -> s.crc32c().isPresent())
+          .map(s -> new SharedSlice(s.file().toString(), s.offset(), s.length(),
+              Integer.toUnsignedLong(s.crc32c().getAsInt())))
           .orElse(null);
       found += slice != null ? 1 : 0;
       slices.add(slice);
@@ -200,7 +207,7 @@ class LookupController {
   }
 
   /**
-   * Block {@code index} of a pinned lookup, with its CRC32C when the tier kept one; 404 once the
+   * Block {@code index} of a pinned lookup, with its CRC32C; 404 once the
    * lease is released or expired. A block held in this process is sent from its own memory, which
    * the pin keeps until the body is sent, even if it is released or expires meanwhile.
    */
@@ -219,22 +226,26 @@ class LookupController {
       // the block's own memory, written to the socket; the pin holds it until the body is sent
       BlockLease block = shared.get();
       return BlockController.withBlockHeaders(
-          HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block)), length, block.crc32c());
+          HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block)), length,
+          OptionalInt.of(Crc32c.of(block)));
     }
     // a block the pin holds another way (a remote tier's), copied out
     ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(length, length);
+    int crc;
     try {
       if (pin.getInto(index, body.nioBuffer(0, length)) != GetStatus.HIT) {
         throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
             "lease " + lease + " expired while the block was read");
       }
       body.writerIndex(length);
+      // the tier checked the copy as it made it; this checksum covers the way to the client
+      crc = Crc32c.of(body.nioBuffer(0, length));
     } catch (RuntimeException e) {
       body.release();
       throw e;
     }
     served.served(namespace, 1);
-    return HttpResponse.ok(body).header(BlockController.LENGTH_HEADER, Integer.toString(length));
+    return BlockController.withBlockHeaders(HttpResponse.ok(body), length, OptionalInt.of(crc));
   }
 
   /** Lets go of a pinned lookup's blocks before its time is up: 204, or 404 if not open. */

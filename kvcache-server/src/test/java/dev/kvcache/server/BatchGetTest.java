@@ -6,9 +6,11 @@ import static dev.kvcache.server.BlockApiTest.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.spi.Crc32c;
 import java.io.ByteArrayOutputStream;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -62,6 +65,11 @@ class BatchGetTest {
           batchGet(server, "default", keysJson(key(0), key(99), key(1), key(2), key(0)));
       assertThat(answer.statusCode()).isEqualTo(200);
       assertThat(lengths(answer)).isEqualTo("1000,0,307200,3145728,1000");
+      assertThat(answer.headers().firstValue(BatchGetController.CHECKSUMS_HEADER))
+          .as("one CRC32C per block in the body, in order")
+          .hasValue(Stream.of(blocks[0], blocks[1], blocks[2], blocks[0])
+              .map(b -> Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(b))))
+              .collect(Collectors.joining(",")));
       ByteArrayOutputStream expected = new ByteArrayOutputStream();
       for (byte[] b : new byte[][] {blocks[0], blocks[1], blocks[2], blocks[0]}) {
         expected.writeBytes(b);
@@ -72,6 +80,8 @@ class BatchGetTest {
       HttpResponse<byte[]> none = batchGet(server, "default", keysJson(key(98), key(99)));
       assertThat(none.statusCode()).isEqualTo(200);
       assertThat(lengths(none)).isEqualTo("0,0");
+      assertThat(none.headers().firstValue(BatchGetController.CHECKSUMS_HEADER).orElse(""))
+          .as("no block, no checksum").isEmpty();
       assertThat(none.body()).isEmpty();
     }
   }

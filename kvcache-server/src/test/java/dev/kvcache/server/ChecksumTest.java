@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -86,6 +87,31 @@ class ChecksumTest {
       HttpResponse<byte[]> got = get(again.http, again, 7, "GET");
       assertThat(got.body()).isEqualTo(block);
       assertThat(got.headers().firstValue(Crc32c.HEADER)).hasValue(expected);
+    }
+  }
+
+  @Test
+  void blocksStoredLz4CodedOnDiskComeBackWithTheirOwnChecksumFromEveryRead() throws Exception {
+    Map<String, Object> coded = Map.of("kvcache.cache.disk-codec", "lz4");
+    byte[] block = new byte[1 << 20]; // compressible: stored coded
+    for (int i = 0; i < block.length; i++) {
+      block[i] = (byte) (i % 251 < 200 ? 0 : i);
+    }
+    String expected = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
+    try (TestServer server = TestServer.start(dir, coded)) {
+      assertThat(put(server.http, server, 8, block, null).statusCode()).isEqualTo(201);
+    }
+    try (TestServer again = TestServer.start(dir, coded)) { // RAM starts empty: from the disk tier
+      HttpResponse<byte[]> got = get(again.http, again, 8, "GET");
+      assertThat(got.body()).isEqualTo(block);
+      assertThat(got.headers().firstValue(Crc32c.HEADER)).hasValue(expected);
+    }
+    try (TestServer third = TestServer.start(dir, coded)) { // and through a batch
+      HttpResponse<byte[]> batch = BatchGetTest.batchGet(third, "default",
+          BatchGetTest.keysJson(BlockApiTest.key(8)));
+      assertThat(batch.body()).isEqualTo(block);
+      assertThat(batch.headers().firstValue(BatchGetController.CHECKSUMS_HEADER))
+          .hasValue(expected);
     }
   }
 }

@@ -5,6 +5,7 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.server.BlockApiTest.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.spi.Crc32c;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
@@ -35,16 +36,16 @@ class SharedMemoryLookupTest {
         .POST(HttpRequest.BodyPublishers.ofString(json)));
   }
 
-  /** A slice of the answer's {@code shared_memory} list: file, offset, length. */
-  private record Slice(Path file, long offset, int length) {}
+  /** A slice of the answer's {@code shared_memory} list: file, offset, length, CRC32C. */
+  private record Slice(Path file, long offset, int length, int crc32c) {}
 
   private static List<Slice> slices(String answer) {
-    Matcher m = Pattern.compile("\\{\"file\":\"([^\"]+)\",\"offset\":(\\d+),\"length\":(\\d+)\\}")
-        .matcher(answer);
+    Matcher m = Pattern.compile("\\{\"file\":\"([^\"]+)\",\"offset\":(\\d+),\"length\":(\\d+),"
+        + "\"crc32c\":(\\d+)\\}").matcher(answer);
     List<Slice> slices = new ArrayList<>();
     while (m.find()) {
       slices.add(new Slice(Path.of(m.group(1)), Long.parseLong(m.group(2)),
-          Integer.parseInt(m.group(3))));
+          Integer.parseInt(m.group(3)), (int) Long.parseLong(m.group(4))));
     }
     return slices;
   }
@@ -77,6 +78,8 @@ class SharedMemoryLookupTest {
       for (int i = 0; i < 2; i++) {
         assertThat(slices.get(i).file()).startsWith(shm);
         assertThat(read(slices.get(i))).isEqualTo(blocks[i]);
+        assertThat(slices.get(i).crc32c()).as("the CRC32C to check a copy against")
+            .isEqualTo(Crc32c.of(ByteBuffer.wrap(blocks[i])));
       }
 
       assertThat(body(lookup(server, "{" + keys + ",\"pin_ms\":10000}")))

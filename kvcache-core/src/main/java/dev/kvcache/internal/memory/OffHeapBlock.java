@@ -127,7 +127,7 @@ public final class OffHeapBlock {
   public Optional<SharedMemorySlice> sharedMemory() {
     return arena.file == null
         ? Optional.empty()
-        : Optional.of(new SharedMemorySlice(arena.file, offset(), length));
+        : Optional.of(new SharedMemorySlice(arena.file, offset(), length, checksum));
   }
 
   /** A new read-only view of the block's bytes. */
