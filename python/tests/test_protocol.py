@@ -3,6 +3,7 @@ disagree, a damaged checksum. The caller's buffer is never reported filled. The 
 the socket (``shared_memory=False``): a fake server answers every request alike, lookups too."""
 import base64
 import logging
+import os
 import socket
 import struct
 import threading
@@ -48,7 +49,7 @@ class FakeServer:
                     name, _, value = h.decode().partition(":")
                     if name.lower() == "content-length":
                         length = int(value)
-                f.read(length)
+                self.last_body = f.read(length)
                 self.requests += 1
                 head, body, close = self.answer(method, path)
                 conn.sendall(head + body)
@@ -78,8 +79,14 @@ def fake():
         s.close()
 
 
+def checksum(body):
+    return base64.b64encode(struct.pack(">I", crc32c.crc32c(body))).decode()
+
+
 def test_a_short_block_is_a_miss_after_one_retry(fake, caplog):
-    s = fake(answer_with("200 OK", {"Content-Length": 1000, "Kvcache-Block-Length": 1000}, b"x" * 500, close=True))
+    s = fake(answer_with("200 OK", {"Content-Length": 1000, "Kvcache-Block-Length": 1000,
+                                    "x-amz-checksum-crc32c": checksum(b"x" * 1000)},
+                         b"x" * 500, close=True))
     with kvcache.Client(s.address, shared_memory=False) as c:
         assert c.get_into(KEY, bytearray(1000)) is None
         assert s.requests == 2, "read once, retried once"
@@ -101,18 +108,66 @@ def test_a_damaged_block_is_read_again_then_a_miss(fake, caplog):
     bad = base64.b64encode(struct.pack(">I", crc32c.crc32c(body) ^ 1)).decode()
     s = fake(answer_with("200 OK", {"Content-Length": 1000, "x-amz-checksum-crc32c": bad}, body))
     with kvcache.Client(s.address, shared_memory=False) as c:
-        assert c.get_into(KEY, bytearray(1000)) is None
+        out = bytearray(1000)
+        assert c.get_into(KEY, out) is None
         assert c.get(KEY) is None
         assert s.requests == 4
-    assert sum("CRC32C" in r.getMessage() for r in caplog.records) == 4
+        assert c.damaged_blocks == 2
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("read again" in m for m in messages) == 4
+    assert sum("twice: a miss" in m for m in messages) == 2
     with kvcache.Client(s.address, checksums=False) as c:
         assert c.get(KEY) == body
 
 
+def test_a_block_answer_without_its_checksum_is_a_protocol_error(fake):
+    s = fake(answer_with("200 OK", {"Content-Length": 1000}, b"y" * 1000))
+    with kvcache.Client(s.address, shared_memory=False) as c:
+        with pytest.raises(kvcache.ProtocolError, match="x-amz-checksum-crc32c"):
+            c.get_into(KEY, bytearray(1000))
+        with pytest.raises(kvcache.ProtocolError, match="x-amz-checksum-crc32c"):
+            c.get(KEY)
+    with kvcache.Client(s.address, shared_memory=False, checksums=False) as c:
+        assert c.get(KEY) == b"y" * 1000
+
+
+def test_a_damaged_block_of_a_batch_is_asked_for_again_then_a_miss(fake, caplog):
+    caplog.set_level(logging.WARNING, "kvcache")
+    good, damaged = os.urandom(3000), bytearray(os.urandom(2000))
+    checksums = checksum(good) + "," + checksum(bytes(damaged))
+    damaged[1000] ^= 8
+    body = good + bytes(damaged)
+    first = answer_with("200 OK", {"Content-Length": len(body), "Kvcache-Block-Lengths": "3000,0,2000",
+                                   "Kvcache-Block-Crc32c": checksums}, body)
+    again = answer_with("200 OK", {"Content-Length": 2000, "Kvcache-Block-Lengths": "2000",
+                                   "Kvcache-Block-Crc32c": checksums.split(",")[1]}, bytes(damaged))
+    s = fake(lambda method, path: (first if s.last_body.count(KEY.encode()) == 3 else again)(method, path))
+    with kvcache.Client(s.address, shared_memory=False) as c:
+        bufs = [bytearray(3000), bytearray(3000), bytearray(3000)]
+        assert c.get_many_into([KEY, KEY, KEY], bufs) == [3000, None, None]
+        assert bufs[0] == good
+        assert s.requests == 2, "the damaged block was asked for once more"
+        assert c.damaged_blocks == 1
+    assert sum("twice: a miss" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("checksums", [None, "", "AAAAAA==,AAAAAA==", "not base64"])
+def test_a_batch_answer_without_its_checksums_is_a_protocol_error(fake, checksums):
+    headers = {"Content-Length": 10, "Kvcache-Block-Lengths": "10"}
+    if checksums is not None:
+        headers["Kvcache-Block-Crc32c"] = checksums
+    s = fake(answer_with("200 OK", headers, b"x" * 10))
+    with kvcache.Client(s.address, shared_memory=False) as c:
+        with pytest.raises(kvcache.ProtocolError, match="Kvcache-Block-Crc32c"):
+            c.get_many_into([KEY], [bytearray(10)])
+    with kvcache.Client(s.address, shared_memory=False, checksums=False) as c:
+        assert c.get_many_into([KEY], [bytearray(10)]) == [10]
+
+
 def test_a_good_checksum_passes(fake):
     body = b"z" * 5000
-    good = base64.b64encode(struct.pack(">I", crc32c.crc32c(body))).decode()
-    s = fake(answer_with("200 OK", {"Content-Length": 5000, "x-amz-checksum-crc32c": good}, body))
+    s = fake(answer_with("200 OK", {"Content-Length": 5000, "x-amz-checksum-crc32c": checksum(body)},
+                         body))
     with kvcache.Client(s.address, shared_memory=False) as c:
         out = bytearray(5000)
         assert c.get_into(KEY, out) == 5000 and out == body

@@ -2,6 +2,7 @@
 block straight out of the server's RAM files, and never returns bytes the pin no longer holds."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -123,9 +124,9 @@ def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_serv
         copied: list[int] = []
         real_copy = shared.copy
 
-        def counting_copy(file, offset, length, out, deadline):  # type: ignore[no-untyped-def]
+        def counting_copy(file, offset, length, out, deadline, crc):  # type: ignore[no-untyped-def]
             copied.append(length)
-            return real_copy(file, offset, length, out, deadline)
+            return real_copy(file, offset, length, out, deadline, crc)
         shared.copy = counting_copy  # type: ignore[method-assign]
         bufs = [bytearray(max(len(b), 1)) for b in blocks]
         got = c.get_many_into(keys, bufs)
@@ -165,3 +166,47 @@ def test_a_client_learns_that_a_local_server_has_no_shared_memory(server, unique
         before = hits(server)
         assert c.get_many_into(keys, bufs) == [1000, 1000]
         assert hits(server) - before == 2, "one batch GET, no pinned lookup first"
+
+
+def damage(server: KvServer, key: kvcache.BlockKey, at: int) -> None:
+    """Flips a byte of ``key``'s block where the server keeps it: its RAM file, as any process
+    allowed to write the file could."""
+    request = urllib.request.Request(
+        f"http://{server.address}/v1/namespaces/default/lookup", method="POST",
+        headers={"Content-Type": "application/json"},
+        data=json.dumps({"keys": [key.hex()], "pin_ms": 1000, "shared_memory": True}).encode())
+    where = json.loads(urllib.request.urlopen(request, timeout=5).read())["shared_memory"][0]
+    with open(where["file"], "r+b") as f:
+        f.seek(where["offset"] + at)
+        byte = f.read(1)[0]
+        f.seek(where["offset"] + at)
+        f.write(bytes([byte ^ 0x40]))
+
+
+def test_a_block_damaged_in_shared_memory_is_never_reported_read(shm_server, unique_keys, caplog):
+    """The copy out of shared memory is checked against the block's CRC32C, then read once more
+    through the socket (which sends the same damaged bytes with the same checksum): a miss, on
+    every path that reads it."""
+    keys = unique_keys(3)
+    blocks = [os.urandom(1 << 20) for _ in keys]
+    with kvcache.Client(shm_server.address) as c:
+        assert c.put_many(list(zip(keys, blocks))) == [kvcache.PutStatus.STORED] * 3
+        damage(shm_server, keys[1], 700_000)
+        bufs = [bytearray(1 << 20) for _ in keys]
+        assert c.get_many_into(keys, bufs) == [1 << 20, None, 1 << 20]
+        assert bufs[0] == blocks[0] and bufs[2] == blocks[2]
+        assert c.damaged_blocks == 1
+        assert c.get_into(keys[1], bufs[1]) is None
+        assert c.get(keys[1]) is None
+        with c.pin_prefix(keys) as pin:
+            assert pin.in_shared_memory == 3
+            assert pin.get_into(1, bufs[1]) is None
+            assert pin.get_into(2, bufs[2]) == 1 << 20 and bufs[2] == blocks[2]
+        assert c.damaged_blocks == 4
+        with kvcache.Client(shm_server.address, checksums=False) as unchecked:
+            assert unchecked.get_into(keys[1], bufs[1]) == 1 << 20, "unchecked, damaged bytes"
+            assert bufs[1] != blocks[1]
+        # stored again, it reads whole
+        assert c.put(keys[1], blocks[1]) is kvcache.PutStatus.STORED
+        assert c.get_many_into(keys, bufs) == [1 << 20] * 3 and bufs[1] == blocks[1]
+    assert sum("twice: a miss" in r.getMessage() for r in caplog.records) == 4

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._buffers import writable_view
 from ._location import PrefixLocation
-from ._transport import ConnectionFailed, ServerLink
+from ._shm import Copy, Slice
+from ._transport import ConnectionFailed, ServerLink, warn_damaged
 from .errors import BufferTooSmallError
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ class Pin:
 
     def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
                  answers: dict[ServerLink, dict[str, Any]], location: PrefixLocation,
-                 shared: Optional[list[Optional[tuple[str, int, int]]]] = None,
+                 shared: Optional[list[Optional[Slice]]] = None,
                  deadline: float = 0.0) -> None:
         self._client = client
         #: The keys of the pinned blocks, in order.
@@ -58,10 +59,13 @@ class Pin:
     def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
         """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``: copied straight out of
         the server's RAM when the server offered its place in shared memory (a server on this host
-        with ``kvcache.cache.ram-shared-memory-dir``), through the socket otherwise.
+        with ``kvcache.cache.ram-shared-memory-dir``), through the socket otherwise. Either way the
+        bytes are checked against the block's CRC32C as they land (unless the client was made
+        with ``checksums=False``); a damaged block is read again once, then is a miss.
 
         Returns:
-            its length, or ``None`` if the pin was released or timed out, or its server is down.
+            its length, or ``None`` if the pin was released or timed out, its server is down, or
+            the block arrived damaged twice.
         """
         if not 0 <= i < len(self._slots):
             raise IndexError(f"block {i} of a pin of {len(self._slots)}")
@@ -69,6 +73,7 @@ class Pin:
         out = writable_view(buffer)
         c = self._client
         where = self._shared[i] if self._shared is not None else None
+        attempts = 2
         if where is not None and c._shared is not None:
             if length > len(out):
                 raise BufferTooSmallError(length, len(out))
@@ -77,13 +82,18 @@ class Pin:
                     return None
                 self._copying += 1
             try:
-                if c._shared.copy(where[0], where[1], length, out, self._deadline):
+                copied = c._shared.copy(where[0], where[1], length, out, self._deadline,
+                                        where[3] if c._checksums else None)
+                if copied is Copy.COPIED:
                     return length
+                if copied is Copy.DAMAGED:
+                    warn_damaged(link, f"block {j} of lease {lease}")
+                    attempts = 1
             finally:
                 with self._copies:
                     self._copying -= 1
                     self._copies.notify_all()
-        return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out)
+        return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out, attempts)
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""

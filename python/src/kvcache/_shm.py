@@ -2,25 +2,50 @@
 from __future__ import annotations
 
 import ctypes
+import enum
 import mmap
 import os
 import threading
 import time
 from typing import Any, Optional
 
+import crc32c as _crc32c
 
-def parse_slice(entry: Any, length: int) -> Optional[tuple[str, int, int]]:
-    """One entry of a pinned lookup's ``shared_memory`` list, as ``(file, offset, length)``, or
-    ``None`` for a block that lies elsewhere; ``ValueError`` if it is malformed."""
+#: Bytes copied, then checksummed, at a time: they are still in the CPU's caches when checked.
+CHECK_SLICE = 256 << 10
+
+#: Where a pinned block lies in shared memory: ``(file, offset, length, crc32c)``.
+Slice = tuple[str, int, int, int]
+
+
+def parse_slice(entry: Any, length: int) -> Optional[Slice]:
+    """One entry of a pinned lookup's ``shared_memory`` list, as ``(file, offset, length,
+    crc32c)``, or ``None`` for a block that lies elsewhere; ``ValueError`` if it is malformed or
+    lacks the block's checksum."""
     if entry is None:
         return None
     if not isinstance(entry, dict):
         raise ValueError(f"shared-memory slice {entry!r}")
     file, offset, n = entry.get("file"), entry.get("offset"), entry.get("length")
+    crc = entry.get("crc32c")
     if (not isinstance(file, str) or not isinstance(offset, int) or not isinstance(n, int)
             or offset < 0 or n != length):
         raise ValueError(f"shared-memory slice {entry!r} for a block of {length} bytes")
-    return file, offset, n
+    if not isinstance(crc, int) or not 0 <= crc < 1 << 32:
+        raise ValueError(f"shared-memory slice {entry!r} without the block's crc32c")
+    return file, offset, n, crc
+
+
+class Copy(enum.Enum):
+    """What became of a copy out of shared memory."""
+
+    #: The block is in the buffer, and has its checksum.
+    COPIED = "copied"
+    #: The block could not be copied (its file is gone, or the pin's time ran out): read it
+    #: another way. The buffer may hold anything.
+    ELSEWHERE = "elsewhere"
+    #: The bytes copied do not have the block's checksum: damaged where the server keeps them.
+    DAMAGED = "damaged"
 
 
 class _Libc:
@@ -67,25 +92,37 @@ class SharedMemory:
         self._maps: dict[str, _Mapping] = {}
         self._libc: Optional[_Libc] = None
 
-    def copy(self, file: str, offset: int, length: int, out: memoryview, deadline: float) -> bool:
-        """Copies ``length`` bytes at ``offset`` of ``file`` into ``out``; False if the file is
-        not there (or too short) or cannot be mapped, or the copy ended past ``deadline``
+    def copy(self, file: str, offset: int, length: int, out: memoryview, deadline: float,
+             crc: Optional[int] = None) -> Copy:
+        """Copies ``length`` bytes at ``offset`` of ``file`` into ``out`` and, if ``crc`` is
+        given, checks them against it, slice by slice as each is copied. ``ELSEWHERE`` if the file
+        is not there (or too short) or cannot be mapped, or the copy ended past ``deadline``
         (``time.monotonic()``), when ``out`` may hold another block's bytes and must be read again
-        another way."""
+        another way; ``DAMAGED`` if the bytes do not have the checksum."""
         held = self._acquire(file)
         if held is None:
-            return False
+            return Copy.ELSEWHERE
+        actual = 0
         try:
             if offset + length > held.size:
-                return False
+                return Copy.ELSEWHERE
             target = (ctypes.c_char * length).from_buffer(out)
             try:
-                ctypes.memmove(target, held.address + offset, length)
+                if crc is None:
+                    ctypes.memmove(target, held.address + offset, length)
+                else:
+                    base = ctypes.addressof(target)
+                    for at in range(0, length, CHECK_SLICE):
+                        n = min(CHECK_SLICE, length - at)
+                        ctypes.memmove(base + at, held.address + offset + at, n)
+                        actual = _crc32c.crc32c(out[at:at + n], actual)
             finally:
                 del target
         finally:
             self._let_go(held)
-        return time.monotonic() < deadline
+        if time.monotonic() >= deadline:
+            return Copy.ELSEWHERE
+        return Copy.DAMAGED if crc is not None and actual != crc else Copy.COPIED
 
     def _acquire(self, file: str) -> Optional[_Mapping]:
         try:

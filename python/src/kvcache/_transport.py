@@ -255,3 +255,9 @@ def read_json(response: Response, server: str) -> Any:
         return json.loads(raw)
     except ValueError as e:
         raise ProtocolError(f"{server}: the answer is not JSON ({e}): {raw[:200]!r}") from None
+
+
+def warn_damaged(link: ServerLink, what: str) -> None:
+    """Warns that ``link`` sent ``what`` with bytes other than its CRC32C's: it is read again."""
+    log.warning("kvcache: %s sent %s with a CRC32C other than its bytes'; read again",
+                link.name, what)

@@ -21,8 +21,8 @@ from ._http1 import Response, ShortRead
 from ._location import PrefixLocation, locate
 from ._pin import Pin, prefix_length
 from ._servers import DEFAULT_PORT, ServerSet, is_loopback, parse_server
-from ._shm import SharedMemory, parse_slice
-from ._transport import ConnectionFailed, ServerLink, read_json
+from ._shm import CHECK_SLICE, Copy, SharedMemory, Slice, parse_slice
+from ._transport import ConnectionFailed, ServerLink, read_json, warn_damaged
 from .errors import BufferTooSmallError, ProtocolError, RequestError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex
 
@@ -39,6 +39,8 @@ MAX_BATCH_KEYS = 256
 #: blocks; it is released as soon as they are copied.
 _SHARED_READ_PIN_MS = 5000
 _CHECKSUM = "x-amz-checksum-crc32c"
+#: Header of a batch answer: the CRC32C of each block in its body, in order.
+_BATCH_CHECKSUMS = "Kvcache-Block-Crc32c"
 
 
 class PutStatus(enum.Enum):
@@ -75,7 +77,11 @@ class Client:
         allow_cleartext_token: send the token without TLS to servers beyond loopback.
         connect_timeout: seconds to connect.
         timeout: seconds a request may wait on the socket without progress.
-        checksums: send each put's CRC32C, and check each get's against the server's.
+        checksums: send each put's CRC32C, and check every block read against the CRC32C the
+            server stored it with (through the socket, or copied out of shared memory), as its
+            bytes land in the buffer. A damaged block is read again once, then is a miss
+            (:attr:`damaged_blocks`); its bytes are never reported read. An answer without its
+            checksum is a :class:`ProtocolError`.
         max_workers: threads for batch operations across servers and for ``put_many``.
         backoff: a server that fails is left alone for a back-off doubling between these bounds
             in seconds; its keys are misses and its puts ``NOT_STORED`` meanwhile.
@@ -125,6 +131,7 @@ class Client:
         self.namespace = namespace
         self._prefix = f"/v1/namespaces/{namespace}"
         self._checksums = checksums
+        self._damaged = 0
         self._shared = SharedMemory() if shared_memory else None
         self._tls_context: Optional[ssl.SSLContext] = None
         if tls:
@@ -153,6 +160,13 @@ class Client:
                                   token_in_clear=bool(token) and not tls and not allow_cleartext_token)
 
     # -- servers ----------------------------------------------------------------------------
+
+    @property
+    def damaged_blocks(self) -> int:
+        """Blocks that arrived damaged on their second read too (their bytes without the CRC32C
+        the server stored them with, in its memory, on its disk or on the way) and were answered
+        as misses; each was logged as a warning."""
+        return self._damaged
 
     @property
     def servers(self) -> list[str]:
@@ -232,14 +246,16 @@ class Client:
         """
         hexkey, link = self._route(key)
         out = writable_view(buffer)
+        damage: dict[int, int] = {}
         if self._offers_shared_memory(link):
             results: list[Optional[int]] = [None]
             too_small: list[BufferTooSmallError] = []
-            if not self._read_shared(link, [0], [hexkey], [out], results, too_small):
+            if not self._read_shared(link, [0], [hexkey], [out], results, too_small, damage):
                 if too_small:
                     raise too_small[0]
                 return results[0]
-        return self._read_block(link, f"{self._prefix}/blocks/{hexkey}", out)
+        return self._read_block(link, f"{self._prefix}/blocks/{hexkey}", out,
+                                attempts=2 - damage.get(0, 0))
 
     def get(self, key: KeyLike) -> Optional[bytes]:
         """The bytes of ``key``'s block, or ``None`` on a miss (as :meth:`get_into`)."""
@@ -252,7 +268,7 @@ class Client:
             data = r.read()
             if len(data) != length:
                 raise ShortRead(f"{len(data)} of {length} bytes arrived")
-            return data, self._checksum_ok(r, memoryview(data), link, hexkey)
+            return data, self._intact(r, memoryview(data), self._expected(r, link), link, hexkey)
         return self._read(link, f"{self._prefix}/blocks/{hexkey}", handle)
 
     def head(self, key: KeyLike) -> Optional[int]:
@@ -399,7 +415,7 @@ class Client:
         present = {link: a["present"] for link, a in answers.items()}
         n = prefix_length(hexes, groups, present)
         slots: list[tuple[ServerLink, str, int, int]] = []
-        shared: list[Optional[tuple[str, int, int]]] = []
+        shared: list[Optional[Slice]] = []
         position = {link: 0 for link in groups}
         owners = self._servers.owners(hexes)
         for i in range(n):
@@ -425,35 +441,36 @@ class Client:
     def _read(self, link: ServerLink, path: str,
               handle: Callable[[Response], tuple[Optional[T], bool]],
               method: str = "GET", body: Any = None,
-              headers: Optional[dict[str, str]] = None) -> Optional[T]:
-        """A read: retried once on a new connection if the server fails or the answer arrives
-        damaged; a miss (``None``) after that, and the server is left alone if it failed."""
+              headers: Optional[dict[str, str]] = None, attempts: int = 2) -> Optional[T]:
+        """A read: retried once (``attempts`` 2) on a new connection if the server fails or the
+        answer arrives damaged; a miss (``None``) after that, and the server is left alone if it
+        failed, or the block counted as damaged if it arrived so."""
         if not link.available():
             return None
-        for attempt in (0, 1):
+        for attempt in range(attempts):
             try:
                 value, intact = link.exchange(method, path, handle, body, headers, fresh=attempt > 0)
             except ConnectionFailed as e:
-                if attempt:
+                if attempt == attempts - 1:
                     link.failed(e)
                     return None
                 continue
             if intact:
                 return value
+        self._count_damaged(link, path)
         return None
 
-    def _read_block(self, link: ServerLink, path: str, out: memoryview) -> Optional[int]:
+    def _read_block(self, link: ServerLink, path: str, out: memoryview,
+                    attempts: int = 2) -> Optional[int]:
         def handle(r: Response) -> tuple[Optional[int], bool]:
             length = self._block_length(r, link)
             if length is None:
                 return None, True
             if length > len(out):
                 raise BufferTooSmallError(length, len(out))
-            n = r.readinto(out[:length]) if length else 0
-            if n != length:
-                raise ShortRead(f"{n} of {length} bytes arrived")
-            return length, self._checksum_ok(r, out[:length], link, path)
-        return self._read(link, path, handle)
+            expected = self._expected(r, link)
+            return length, self._receive(r, out[:length], expected, link, path)
+        return self._read(link, path, handle, attempts=attempts)
 
     def _block_length(self, r: Response, link: ServerLink) -> Optional[int]:
         """The length of a ``200`` block answer, ``None`` for a miss; raises for errors."""
@@ -475,19 +492,50 @@ class Client:
             return None
         raise error
 
-    def _checksum_ok(self, r: Response, data: memoryview, link: ServerLink,
-                     what: str) -> bool:
+    def _expected(self, r: Response, link: ServerLink) -> Optional[int]:
+        """The CRC32C a block's answer carries, or ``None`` when not checking; a
+        ``ProtocolError`` if it carries none (the server sends one with every block)."""
         if not self._checksums:
-            return True
+            return None
         header = r.getheader(_CHECKSUM)
-        if header is None:
+        expected = None if header is None else _parse_checksum(header)
+        if expected is None:
+            raise ProtocolError(f"{link.name}: a block answer with {_CHECKSUM} {header!r}")
+        return expected
+
+    def _receive(self, r: Response, out: memoryview, expected: Optional[int], link: ServerLink,
+                 what: str) -> bool:
+        """Reads ``len(out)`` body bytes into ``out`` a slice at a time, each checksummed as it
+        lands (still in the CPU's caches); whether they have ``expected`` (``None``: unchecked)."""
+        crc = 0
+        for at in range(0, len(out), CHECK_SLICE):
+            part = out[at:at + CHECK_SLICE]
+            n = r.readinto(part)
+            if n != len(part):
+                raise ShortRead(f"{at + n} of {len(out)} bytes arrived")
+            if expected is not None:
+                crc = _crc32c.crc32c(part, crc)
+        return self._intact_crc(crc, expected, link, what)
+
+    def _intact(self, r: Response, data: memoryview, expected: Optional[int], link: ServerLink,
+                what: str) -> bool:
+        """Whether ``data`` has the checksum ``expected`` (``None``: unchecked)."""
+        crc = _crc32c.crc32c(data) if expected is not None else 0
+        return self._intact_crc(crc, expected, link, what)
+
+    @staticmethod
+    def _intact_crc(crc: int, expected: Optional[int], link: ServerLink, what: str) -> bool:
+        if expected is None or crc == expected:
             return True
-        expected = _parse_checksum(header)
-        if expected is None or _crc32c.crc32c(data) != expected:
-            log.warning("kvcache: %s sent %s with a CRC32C other than its bytes'; read again",
-                        link.name, what)
-            return False
-        return True
+        warn_damaged(link, what)
+        return False
+
+    def _count_damaged(self, link: ServerLink, what: str) -> None:
+        """Counts a block that arrived damaged on its last read, a miss, and warns of it."""
+        with self._lock:
+            self._damaged += 1
+        log.warning("kvcache: %s sent %s damaged (a CRC32C other than its bytes') twice: "
+                    "a miss", link.name, what)
 
     def _lookup(self, link: ServerLink, hexes: list[str], pin_ms: Optional[int]) -> Optional[dict[str, Any]]:
         request: dict[str, Any] = {"keys": hexes}
@@ -543,12 +591,13 @@ class Client:
 
     def _read_shared(self, link: ServerLink, idx: list[int], hexes: list[str],
                      views: list[memoryview], results: list[Optional[int]],
-                     too_small: list[BufferTooSmallError]) -> list[int]:
+                     too_small: list[BufferTooSmallError], damage: dict[int, int]) -> list[int]:
         """Pins the leading keys of ``idx`` (up to 4096) that ``link`` holds, copies those in its
-        shared memory into their views, and lets the pin go. The first key it does not hold is a
-        miss. Returns the indices still to read another way: the keys after that one, the blocks
-        not in RAM, a copy that ended past the pin's time. A server at its limit of pins reads
-        them all another way."""
+        shared memory into their views (each checked against its CRC32C as it is copied), and
+        lets the pin go. The first key it does not hold is a miss. Returns the indices still to
+        read another way: the keys after that one, the blocks not in RAM, a copy that ended past
+        the pin's time, a copy that arrived damaged (counted in ``damage``: its next read is its
+        last). A server at its limit of pins reads them all another way."""
         shared = self._shared
         assert shared is not None
         head = idx[:MAX_LOOKUP_KEYS]
@@ -576,18 +625,25 @@ class Client:
                     rest.append(i)
                 elif length > len(views[i]):
                     too_small.append(BufferTooSmallError(length, len(views[i])))
-                elif shared.copy(where[0], where[1], length, views[i], deadline):
-                    results[i] = length
                 else:
-                    rest.append(i)
+                    copied = shared.copy(where[0], where[1], length, views[i], deadline,
+                                         where[3] if self._checksums else None)
+                    if copied is Copy.COPIED:
+                        results[i] = length
+                    else:
+                        if copied is Copy.DAMAGED:
+                            warn_damaged(link, hexes[i])
+                            damage[i] = 1
+                        rest.append(i)
         finally:
             Pin._release_all(self, {link: answer})
         return rest + after
 
     def _batch(self, link: ServerLink, idx: list[int], hexes: list[str], views: list[memoryview],
                results: list[Optional[int]], too_small: list[BufferTooSmallError]) -> None:
+        damage: dict[int, int] = {}  # reads of a key that arrived damaged
         if self._offers_shared_memory(link):
-            idx = self._read_shared(link, idx, hexes, views, results, too_small)
+            idx = self._read_shared(link, idx, hexes, views, results, too_small, damage)
         pending = list(idx)
         retried = False
         while pending and link.available():
@@ -606,14 +662,17 @@ class Client:
                 if not 0 < len(lengths) <= len(chunk) or sum(lengths) != r.length:
                     raise ProtocolError(f"{link.name}: Kvcache-Block-Lengths {header!r} for "
                                         f"{len(chunk)} keys and a body of {r.length} bytes")
-                for i, length in zip(chunk, lengths):
+                expected = self._batch_checksums(r, lengths, link)
+                for i, length, crc in zip(chunk, lengths, expected):
                     if length > len(views[i]):
                         _skip(r, length)
                         too_small.append(BufferTooSmallError(length, len(views[i])))
+                    elif length and not self._receive(r, views[i][:length], crc, link, hexes[i]):
+                        damage[i] = damage.get(i, 0) + 1
+                        if damage[i] < 2:
+                            continue  # asked for again
+                        self._count_damaged(link, hexes[i])
                     elif length:
-                        n = r.readinto(views[i][:length])
-                        if n != length:
-                            raise ShortRead(f"{n} of {length} bytes arrived")
                         results[i] = length
                     done.append(i)
                 return len(lengths)
@@ -628,7 +687,23 @@ class Client:
                 finished = set(done)
                 pending = [i for i in pending if i not in finished]
                 continue
-            pending = pending[answered:]
+            finished = set(done)
+            pending = [i for i in chunk[:answered] if i not in finished] + pending[answered:]
+
+    def _batch_checksums(self, r: Response, lengths: list[int],
+                         link: ServerLink) -> list[Optional[int]]:
+        """Each answered key's CRC32C from a batch answer's header (``None`` for a key not cached,
+        or when not checking); a ``ProtocolError`` if the header is missing or malformed."""
+        if not self._checksums:
+            return [None] * len(lengths)
+        header = r.getheader(_BATCH_CHECKSUMS)
+        given = [] if header is None or not header.strip() else header.split(",")
+        crcs = [_parse_checksum(c.strip()) for c in given]
+        blocks = sum(1 for n in lengths if n)
+        if header is None or len(crcs) != blocks or None in crcs:
+            raise ProtocolError(f"{link.name}: {_BATCH_CHECKSUMS} {header!r} for {blocks} blocks")
+        found = iter(crcs)
+        return [next(found) if n else None for n in lengths]
 
     def close(self) -> None:
         """Closes the connections and the worker threads."""
