@@ -26,7 +26,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -433,21 +433,20 @@ public final class RamTier implements Tier {
 
   /**
    * Hands every block to {@code action}, hottest first by the eviction policy's ranking, as a
-   * read-only view valid only during the call; blocks put or removed meanwhile may or may not be
-   * seen. Counts no reads: for moving the tier's contents elsewhere, such as to a lower tier before
-   * a planned shutdown.
+   * lease (with the block's CRC32C) valid only during the call, closed after it; blocks put or
+   * removed meanwhile may or may not be seen. Counts no reads: for moving the tier's contents
+   * elsewhere, such as to a lower tier before a planned shutdown.
    */
-  public void forEachHottestFirst(BiConsumer<BlockKey, ByteBuffer> action) {
+  public void forEachHottestFirst(Consumer<BlockLease> action) {
     Objects.requireNonNull(action, "action");
     ensureOpen();
     Map<BlockKey, OffHeapBlock> hottest = index.hottestFirst();
     for (Map.Entry<BlockKey, OffHeapBlock> e : hottest.entrySet()) {
       OffHeapBlock block = e.getValue();
       if (block.tryRetain()) {
-        try {
-          action.accept(e.getKey(), block.readOnlyView());
-        } finally {
-          block.release();
+        counters.leaseOpened();
+        try (RamLease lease = new RamLease(this, e.getKey(), block)) {
+          action.accept(lease);
         }
       }
     }

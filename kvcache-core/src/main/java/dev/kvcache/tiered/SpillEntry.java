@@ -2,7 +2,9 @@ package dev.kvcache.tiered;
 
 import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.Crc32c;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -66,6 +68,16 @@ final class SpillEntry {
 
   int size() {
     return size;
+  }
+
+  /**
+   * Whether a block's bytes still have the CRC32C its lease says they were stored with (true if
+   * it gives none): checked before they are written to another tier, which would otherwise store
+   * bytes damaged in RAM under a checksum of its own, as if intact.
+   */
+  static boolean intact(BlockLease lease, ByteBuffer bytes) {
+    OptionalInt stored = lease.crc32c();
+    return stored.isEmpty() || Crc32c.of(bytes) == stored.getAsInt();
   }
 
   /** Records the entry's place in the queue's order, once, when it is registered. */

@@ -4,6 +4,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.Tier;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
@@ -373,7 +374,16 @@ final class SpillQueue {
     BlockKey key = entry.lease().key();
     PutStatus status = null;
     try {
-      status = lower.put(key, entry.bytes());
+      ByteBuffer bytes = entry.bytes();
+      if (!SpillEntry.intact(entry.lease(), bytes)) {
+        if (!entry.isCopy()) {
+          drops.increment();
+        }
+        log.warn("{} not written to the {} tier: its bytes in RAM no longer have their CRC32C",
+            key, lower.name());
+        return;
+      }
+      status = lower.put(key, bytes);
       if (status == PutStatus.STORED) {
         lastFailure = null;
         if (entry.isCopy()) {

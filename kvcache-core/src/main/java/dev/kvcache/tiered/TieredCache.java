@@ -637,8 +637,15 @@ public final class TieredCache implements Tier {
     long start = System.nanoTime();
     long[] written = {0, 0};
     try {
-      ram.forEachHottestFirst((key, bytes) -> {
+      ram.forEachHottestFirst(lease -> {
+        BlockKey key = lease.key();
+        ByteBuffer bytes = lease.bytes();
         if (clean.contains(key) && lower.contains(key)) {
+          return;
+        }
+        if (!SpillEntry.intact(lease, bytes)) {
+          log.warn("{} not written to the {} tier on close: its bytes in RAM no longer have their"
+              + " CRC32C", key, lower.name());
           return;
         }
         if (lower.put(key, bytes) == PutStatus.STORED) {
