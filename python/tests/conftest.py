@@ -1,6 +1,8 @@
 """Starts real kvcache-server processes (the jar the Maven build makes) on loopback ports."""
 from __future__ import annotations
 
+import glob
+import mmap
 import os
 import re
 import shutil
@@ -107,6 +109,26 @@ def unique_keys() -> Iterator[object]:
     def make(n: int) -> list[kvcache.BlockKey]:
         return [kvcache.BlockKey(os.urandom(16)) for _ in range(n)]
     yield make
+
+
+def damage_ram_files(directory: str) -> int:
+    """Flips a byte in every 4 KiB of a server's RAM files in ``directory`` (its
+    ``kvcache.cache.ram-shared-memory-dir``), as failing memory or another process writing them
+    would: every block the server holds in RAM is damaged. Returns how many files."""
+    files = glob.glob(os.path.join(directory, "kvcache-ram-*"))
+    damage_files(files)
+    return len(files)
+
+
+def damage_files(paths: list[str]) -> None:
+    """Flips a byte in every 4 KiB of each file."""
+    for path in paths:
+        size = os.path.getsize(path)
+        if not size:
+            continue
+        with open(path, "r+b") as f, mmap.mmap(f.fileno(), size) as m:
+            for at in range(100, size, 4096):
+                m[at] ^= 0x5A
 
 
 def wait_until(condition, timeout: float = 10.0, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]

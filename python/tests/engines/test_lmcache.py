@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import KvServer, ram_only, wait_until
+from conftest import KvServer, damage_ram_files, ram_only, wait_until
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("lmcache")
@@ -111,6 +111,26 @@ def test_ranks_are_looked_up_separately(server):
         assert bits(found, 4) == [True, True, True, False]
     finally:
         a.close()
+
+
+def test_chunks_damaged_in_the_servers_memory_are_not_loaded(tmp_path):
+    s = KvServer(ram_only(**{"kvcache.cache.ram-bytes": "64MiB",
+                             "kvcache.cache.ram-shared-memory-dir": str(tmp_path)})).start()
+    a = adapter(s)
+    try:
+        ks = keys(3, salt=b"damaged")
+        data = [torch.randint(0, 256, (CHUNK,), dtype=torch.uint8) for _ in ks]
+        assert stored(a, a.submit_store_task(ks, [memory_obj(d) for d in data])).is_successful()
+        assert damage_ram_files(str(tmp_path))
+        found = wait(a.query_lookup_and_lock_result, a.submit_lookup_and_lock_task(ks, {}))
+        assert bits(found, 3) == [True] * 3  # the server still holds them
+        out = [torch.zeros(CHUNK, dtype=torch.uint8) for _ in ks]
+        loaded = wait(a.query_load_result, a.submit_load_task(ks, [memory_obj(o) for o in out]))
+        assert bits(loaded, 3) == [False] * 3, "damaged chunks are never reported loaded"
+        a.submit_unlock(ks)
+    finally:
+        a.close()
+        s.stop()
 
 
 def test_a_server_that_goes_away_is_misses():

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from conftest import KvServer, ram_only
+from conftest import KvServer, damage_ram_files, ram_only
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sglang")
@@ -114,6 +114,24 @@ def test_the_v0_interface_with_flat_pages(server):
     assert b.set(keys[0], pages[0]) is True
     with pytest.raises(NotImplementedError):
         b.clear()
+
+
+def test_pages_damaged_in_the_servers_memory_are_not_loaded(tmp_path):
+    s = KvServer(ram_only(**{"kvcache.cache.ram-bytes": "64MiB",
+                             "kvcache.cache.ram-shared-memory-dir": str(tmp_path)})).start()
+    try:
+        host = host_pool()
+        b = backend(s, host)
+        keys = page_hashes(3, b"damaged")
+        host.kv_buffer.copy_(torch.randn(host.kv_buffer.shape).to(torch.bfloat16))
+        assert b.batch_set_v1(keys, slots(3)) == [True] * 3
+        assert damage_ram_files(str(tmp_path))
+        assert b.batch_exists(keys) == 3  # the server still holds them
+        assert b.batch_get_v1(keys, slots(3, first=8)) == [False] * 3, \
+            "damaged pages are never reported loaded"
+        b.close()
+    finally:
+        s.stop()
 
 
 def test_a_server_that_goes_away_is_misses_and_failed_writes(caplog):

@@ -1,20 +1,25 @@
 """kvcache.vllm inside a real vLLM engine: vLLM's offloading connector, tiering spec and secondary
 tier factory load ``KvcacheTier`` from the documented ``kv_transfer_config``; a prompt run twice,
 with the engine's prefix cache and its host tier emptied in between, is served the second time
-from kvcache-server, and the output is the same token for token.
+from kvcache-server, and the output is the same token for token. The server keeps its RAM in
+shared memory, as beside an engine, so loads copy blocks straight out of it; blocks damaged there
+or on the server's disk between the runs are recomputed, never loaded.
 
 The model is a random-weight Llama made here (no hub); vLLM runs on the CPU, its host copies done
 by the ``HostCopyTieringSpec`` of ``vllm_cpu.py`` (vLLM's own copy worker needs CUDA)."""
+import contextlib
 import glob
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 import urllib.request
 
 import pytest
 
-from conftest import KvServer, ram_only, wait_until
+from conftest import KvServer, damage_files, damage_ram_files, ram_only, wait_until
 
 pytest.importorskip("torch")
 pytest.importorskip("vllm")
@@ -37,8 +42,16 @@ TIER = "1:KvcacheTier"
 
 
 @pytest.fixture(scope="module")
-def server():
-    s = KvServer(ram_only()).start()
+def shm():
+    """A directory on tmpfs for the server's RAM files."""
+    path = tempfile.mkdtemp(prefix="kvcache-vllm-test-", dir="/dev/shm")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(shm):
+    s = KvServer(ram_only(**{"kvcache.cache.ram-shared-memory-dir": shm})).start()
     yield s
     s.stop()
 
@@ -304,3 +317,55 @@ def test_tier_recomputes_what_is_estimated_faster_to_prefill_than_to_load(server
     finally:
         slow.shutdown()
         fast.shutdown()
+
+
+# -- damaged blocks ------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def serving(server, settings):
+    """The engine's tier served, on the same port, by a server of other settings, then by the
+    module's again (emptied by its restart)."""
+    server.stop()
+    other = KvServer(settings, port=server.port).start()
+    try:
+        yield other
+    finally:
+        other.stop()
+        server.start()
+
+
+def load_of_damaged_blocks(llm, p, first):
+    """Runs ``p`` again, with the engine's own caches emptied, and checks that the tier found
+    every block but loaded none (they arrive damaged) and that the engine recomputed them to
+    ``first``'s tokens."""
+    forget(llm)
+    hits = engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits")
+    read = engine_metric(llm, "vllm:kv_offload_tiering_read_bytes")
+    second, _ = run(llm, p)
+    assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") - hits == CHUNKS, \
+        "the lookups found every block"
+    assert engine_metric(llm, "vllm:kv_offload_tiering_read_bytes") == read, "none was loaded"
+    assert second == first
+
+
+def test_blocks_damaged_in_the_servers_memory_are_recomputed(llm, server, shm, caplog):
+    p = prompt(4)
+    first, _ = run_and_store(llm, server, p)
+    assert damage_ram_files(shm)
+    load_of_damaged_blocks(llm, p, first)
+    assert any("twice: a miss" in r.getMessage() for r in caplog.records)
+    server.restart()  # empty: no damaged block left for the next tests
+
+
+def test_blocks_damaged_on_the_servers_disk_are_recomputed(llm, server, shm, tmp_path):
+    disk = tmp_path / "disk"
+    with serving(server, ram_only(**{"kvcache.cache.ram-shared-memory-dir": shm,
+                                     "kvcache.cache.disk-dir": str(disk),
+                                     "kvcache.cache.disk-capacity": "256MiB",
+                                     "kvcache.cache.max-block-bytes": "8MiB"})) as on_disk:
+        p = prompt(5)
+        first, _ = run_and_store(llm, on_disk, p)
+        on_disk.restart()  # RAM written to disk on the way down; the blocks are read from there
+        damage_files(glob.glob(str(disk / "sb-*.kvsb")))
+        load_of_damaged_blocks(llm, p, first)
+        assert any("is damaged" in line for line in on_disk.log), "the disk tier found them"

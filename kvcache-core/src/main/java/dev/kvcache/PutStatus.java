@@ -19,5 +19,13 @@ public enum PutStatus {
    * listener has not closed yet) or in-flight writes. The block was not stored, though colder
    * blocks may have been evicted while looking for room; retry after leases are closed.
    */
-  REJECTED_NO_SPACE
+  REJECTED_NO_SPACE,
+  /**
+   * The put could not keep its durability mode's promise, so the block was not stored: under
+   * {@link dev.kvcache.tiered.Durability#WRITE_BEHIND}, the lower tier's writes fail (a full or
+   * failing disk) and as many acknowledged blocks as the mode's window allows are already held by
+   * RAM alone. The key's older block is gone too. Puts are taken again once a write to the lower
+   * tier succeeds; the cache's health says why meanwhile.
+   */
+  REJECTED_NOT_DURABLE
 }

@@ -268,7 +268,8 @@ public final class RemoteTier implements Tier {
         return PutStatus.REJECTED_TOO_LARGE;
       case 507:
         counters.rejection();
-        return PutStatus.REJECTED_NO_SPACE;
+        return answer.toString().contains("\"not-durable\"")
+            ? PutStatus.REJECTED_NOT_DURABLE : PutStatus.REJECTED_NO_SPACE;
       default:
         throw unexpected(method, key, status, answer.toString());
     }

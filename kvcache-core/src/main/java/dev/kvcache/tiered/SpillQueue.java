@@ -7,6 +7,7 @@ import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -40,19 +41,34 @@ import org.slf4j.LoggerFactory;
  * PutStatus#REJECTED_NO_SPACE}: a full disk, or a device whose writes fail) or that throws is
  * counted ({@link #failures()}) and kept as {@link #lastFailure()} until a write succeeds. An
  * evicted block that fails is lost; a copy that fails stays in RAM, not clean, so that its
- * eviction tries again.
+ * eviction tries again, and counts as not safely written ({@link #failedCopies()}) until a write
+ * of its key succeeds, a put or delete replaces it, or RAM evicts it. While writes fail, a spill
+ * thread with nothing to do tries one such copy again now and then ({@link #RETRY_NANOS}), so
+ * that the queue learns when the lower tier has recovered even if no put comes.
  */
 final class SpillQueue {
 
   private static final Logger log = LoggerFactory.getLogger(SpillQueue.class);
   /** Longest single wait for progress: a notification missed costs no more than this. */
   private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+  /** How often an idle spill thread tries a failed copy again while writes fail. */
+  static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final Tier lower;
   private final int maxEvictedBlocks;
   private final long maxBytes;
   /** Called on the writer's thread once a copy is stored below, before cancellers may go on. */
   private final Consumer<BlockKey> copyStored;
+  /** Queues a copy of a key RAM holds again, for a retry while writes fail. */
+  private final Consumer<BlockKey> retryCopy;
+  /**
+   * Keys whose copy the lower tier refused or failed to write, and that RAM still holds: their
+   * puts were acknowledged, and RAM has the only copy.
+   */
+  private final Set<BlockKey> failedCopies = ConcurrentHashMap.newKeySet();
+  /** Copies registered and not yet written (queued, being written, or listed). */
+  private final AtomicInteger copiesWaiting = new AtomicInteger();
+  private volatile long lastRetryNanos = System.nanoTime();
   private final LinkedBlockingQueue<SpillEntry> queue = new LinkedBlockingQueue<>();
   /** Blocks queued, being written, or listed by a write-through put, by key. */
   private final ConcurrentHashMap<BlockKey, SpillEntry> byKey = new ConcurrentHashMap<>();
@@ -80,11 +96,12 @@ final class SpillQueue {
   private final LongAdder failures = new LongAdder();
 
   SpillQueue(Tier lower, int maxEvictedBlocks, long maxBytes, int threads,
-      Consumer<BlockKey> copyStored) {
+      Consumer<BlockKey> copyStored, Consumer<BlockKey> retryCopy) {
     this.lower = lower;
     this.maxEvictedBlocks = maxEvictedBlocks;
     this.maxBytes = maxBytes;
     this.copyStored = copyStored;
+    this.retryCopy = retryCopy;
     this.threads = new Thread[threads];
     for (int i = 0; i < threads; i++) {
       Thread t = new Thread(this::run, "kvcache-spill-" + lower.name() + "-" + i);
@@ -130,11 +147,26 @@ final class SpillQueue {
    */
   boolean cancel(BlockKey key) {
     SpillEntry entry = byKey.remove(key);
-    if (entry == null) {
-      return false;
+    if (entry != null) {
+      entry.cancel(); // waits out a write under way, whose failure would list the key below
     }
-    entry.cancel();
-    return true;
+    failedCopies.remove(key); // replaced or deleted: no longer an acknowledged block at risk
+    return entry != null;
+  }
+
+  /**
+   * Whether a {@link Durability#WRITE_BEHIND} put must be refused rather than stored: the lower
+   * tier's writes fail, and {@code window} blocks already acknowledged are not safely written
+   * (copies waiting, and copies that failed). Storing it would leave one more acknowledged block
+   * that only RAM holds, past the bound the mode promises.
+   */
+  boolean refusesWriteBehind(int window) {
+    return lastFailure != null && failedCopies.size() + copiesWaiting.get() >= window;
+  }
+
+  /** Acknowledged blocks whose copy the lower tier refused or failed to write, still in RAM. */
+  int failedCopies() {
+    return failedCopies.size();
   }
 
   /**
@@ -330,6 +362,9 @@ final class SpillQueue {
 
   /** Counts an entry as waiting to be written, and gives it its place, until {@link #finish}. */
   private void register(SpillEntry entry) {
+    if (entry.isCopy()) {
+      copiesWaiting.incrementAndGet();
+    }
     synchronized (unwritten) {
       entry.place(registeredBlocks, registeredBytes);
       unwritten.put(registeredBlocks, registeredBytes);
@@ -341,6 +376,7 @@ final class SpillQueue {
 
   private void drop(SpillEntry entry, String why) {
     drops.increment();
+    failedCopies.remove(entry.lease().key()); // evicted: RAM no longer holds it
     log.debug("dropped {} on its way to the {} tier: {}", entry.lease().key(), lower.name(), why);
     entry.release();
   }
@@ -356,6 +392,23 @@ final class SpillQueue {
       if (entry != null) {
         writeQueued(entry);
       } else if (stopping) {
+        return;
+      } else {
+        retryFailedCopy();
+      }
+    }
+  }
+
+  /** While writes fail, queues one failed copy again, at most every {@link #RETRY_NANOS}. */
+  private void retryFailedCopy() {
+    long now = System.nanoTime();
+    if (lastFailure == null || failedCopies.isEmpty() || now - lastRetryNanos < RETRY_NANOS) {
+      return;
+    }
+    lastRetryNanos = now;
+    for (BlockKey key : failedCopies) {
+      if (!byKey.containsKey(key)) {
+        retryCopy.accept(key);
         return;
       }
     }
@@ -386,6 +439,7 @@ final class SpillQueue {
       status = lower.put(key, bytes);
       if (status == PutStatus.STORED) {
         lastFailure = null;
+        failedCopies.remove(key);
         if (entry.isCopy()) {
           copies.increment();
           copyStored.accept(key);
@@ -408,6 +462,14 @@ final class SpillQueue {
       }
       log.warn("writing {} to the {} tier failed: {}", key, lower.name(), e.toString());
     } finally {
+      if (!entry.isCopy() && status != PutStatus.STORED) {
+        failedCopies.remove(key); // evicted: RAM no longer holds it
+      } else if (entry.isCopy() && !keepListed
+          && (status == null || status == PutStatus.REJECTED_NO_SPACE)) {
+        // written behind and failed: RAM keeps the only copy of an acknowledged block (a copy
+        // written through fails its put instead, which takes the block out of RAM)
+        failedCopies.add(key);
+      }
       entry.finishWriting(status);
       finish(entry, keepListed);
     }
@@ -425,7 +487,9 @@ final class SpillQueue {
     if (!keepListed) {
       byKey.remove(entry.lease().key(), entry);
     }
-    if (!entry.isCopy()) {
+    if (entry.isCopy()) {
+      copiesWaiting.decrementAndGet();
+    } else {
       evictedWaiting.decrementAndGet();
     }
     synchronized (unwritten) {

@@ -95,6 +95,7 @@ public final class TieredCache implements Tier {
 
   private final TierCounters counters = new TierCounters();
   private final LongAdder spillsSkipped = new LongAdder();
+  private final LongAdder notDurablePuts = new LongAdder();
   private final TieredReads reads;
 
   /**
@@ -108,7 +109,7 @@ public final class TieredCache implements Tier {
     this.config = Objects.requireNonNull(config, "config");
     this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
     this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes,
-        config.spillThreads(), this::copyStored);
+        config.spillThreads(), this::copyStored, this::retryCopy);
     try {
       this.ram = new RamTier(ramConfig, this::onRamEviction);
     } catch (RuntimeException | Error e) {
@@ -266,7 +267,10 @@ public final class TieredCache implements Tier {
       removeAbove(key);
       if (inRam) {
         lower.delete(key);
-        status = store.get();
+        status = durability == Durability.WRITE_BEHIND
+            && spills.refusesWriteBehind(config.spillQueueBlocks())
+            ? PutStatus.REJECTED_NOT_DURABLE // the writer's room is freed when it is closed
+            : store.get();
         if (status == PutStatus.STORED && durability != Durability.RAM_FIRST) {
           copy = copyInRam(key);
         }
@@ -298,7 +302,26 @@ public final class TieredCache implements Tier {
     } else {
       counters.rejection();
     }
+    if (status == PutStatus.REJECTED_NOT_DURABLE) {
+      notDurablePuts.increment();
+    }
     return status;
+  }
+
+  /**
+   * Queues a copy of a block whose copy failed, while writes to the lower tier fail: if it goes
+   * through, the lower tier has recovered. Nothing if RAM no longer holds it or it is queued.
+   */
+  private void retryCopy(BlockKey key) {
+    synchronized (stripes.lock(KeyStripes.of(key))) {
+      if (closed || spills.holds(key)) {
+        return;
+      }
+      SpillEntry copy = copyInRam(key);
+      if (copy != null) {
+        spills.queueCopy(copy);
+      }
+    }
   }
 
   /**
@@ -566,7 +589,7 @@ public final class TieredCache implements Tier {
   public TieredStats tieredStats() {
     return new TieredStats(reads.ramHits(), reads.spillHits(), reads.lowerHits(),
         stats().misses(), spills.spills(), spillsSkipped.sum(), spills.drops(), reads.promotions(),
-        spills.copies(), spills.failures());
+        spills.copies(), spills.failures(), spills.failedCopies(), notDurablePuts.sum());
   }
 
   /** The RAM tier's own counters. */
@@ -604,10 +627,20 @@ public final class TieredCache implements Tier {
   public CacheHealth health() {
     CacheHealth health = ram.health().and(lower.name(), lower.health());
     String failure = spills.lastFailure();
-    if (failure == null || health.degraded()) {
+    if (failure == null) {
       return health;
     }
-    return CacheHealth.degraded("writes to the " + lower.name() + " tier fail: " + failure);
+    if (!health.degraded()) { // the lower tier's own health may already say why
+      health = CacheHealth.degraded("writes to the " + lower.name() + " tier fail: " + failure);
+    }
+    int onlyInRam = spills.failedCopies();
+    if (onlyInRam == 0) {
+      return health;
+    }
+    return health.and("write-behind", CacheHealth.degraded(onlyInRam
+        + " blocks written behind are in RAM only"
+        + (spills.refusesWriteBehind(config.spillQueueBlocks())
+            ? ", and puts are refused until a write succeeds" : "")));
   }
 
   /**

@@ -17,6 +17,10 @@ package dev.kvcache.tiered;
  *     ({@link Durability})
  * @param writeFailures writes to the lower tier (spills and copies) that it refused for lack of room
  *     (a full disk, a device whose writes fail) or that threw
+ * @param failedCopies acknowledged blocks (written behind) whose copy the lower tier refused or
+ *     failed to write and that only RAM holds now: a gauge, not a counter
+ * @param notDurablePuts puts refused ({@link dev.kvcache.PutStatus#REJECTED_NOT_DURABLE}) because
+ *     the lower tier's writes failed and the write-behind window was full of blocks only RAM holds
  */
 public record TieredStats(
     long ramHits,
@@ -28,4 +32,6 @@ public record TieredStats(
     long spillDrops,
     long promotions,
     long copies,
-    long writeFailures) {}
+    long writeFailures,
+    long failedCopies,
+    long notDurablePuts) {}

@@ -180,6 +180,44 @@ class DurabilityTest {
     assertThat(inLower(0)).isEqualTo(1);
   }
 
+  @Test
+  void writeBehindRefusesPutsOnceTheWindowHoldsOnlyFailedBlocksUntilAWriteSucceeds()
+      throws Exception {
+    open(Durability.WRITE_BEHIND);
+    lower.full = true; // every write below fails, as on a full or failing disk
+    int taken = 0;
+    PutStatus status;
+    while ((status = cache.put(Payloads.key(taken), block(taken, 1))) == PutStatus.STORED) {
+      taken++;
+      assertThat(taken).as("puts taken while every write below fails").isLessThanOrEqualTo(
+          QUEUE_BLOCKS);
+      assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+    }
+    assertThat(status).isEqualTo(PutStatus.REJECTED_NOT_DURABLE);
+    assertThat(taken).as("the window's blocks are taken before any is refused")
+        .isEqualTo(QUEUE_BLOCKS);
+    assertThat(read(taken)).as("a refused put is not readable").isEqualTo(-1);
+    for (int i = 0; i < taken; i++) {
+      assertThat(read(i)).as("acknowledged block %d, still in RAM", i).isEqualTo(1);
+    }
+    TieredStats stats = cache.tieredStats();
+    assertThat(stats.failedCopies()).isEqualTo(QUEUE_BLOCKS);
+    assertThat(stats.notDurablePuts()).isEqualTo(1);
+    assertThat(cache.health().problems()).anySatisfy(p -> assertThat(p)
+        .contains(QUEUE_BLOCKS + " blocks written behind are in RAM only")
+        .contains("puts are refused"));
+
+    lower.full = false; // the disk recovers: an idle spill thread tries a failed copy again
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (cache.put(Payloads.key(taken), block(taken, 2)) != PutStatus.STORED) {
+      assertThat(System.nanoTime()).as("puts are taken again").isLessThan(deadline);
+      Thread.sleep(50);
+    }
+    assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
+    assertThat(cache.health().degraded()).isFalse();
+    assertThat(inLower(taken)).as("written behind again").isEqualTo(2);
+  }
+
   @ParameterizedTest
   @EnumSource(Durability.class)
   void eachBlockIsWrittenBelowOnce(Durability durability) throws Exception {

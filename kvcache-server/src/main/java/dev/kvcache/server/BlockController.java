@@ -129,9 +129,20 @@ class BlockController {
         throw tooLarge(length);
       case REJECTED_NO_SPACE:
         throw new ApiException(HttpStatus.INSUFFICIENT_STORAGE, "no-space", noRoom(cache));
+      case REJECTED_NOT_DURABLE:
+        throw new ApiException(HttpStatus.INSUFFICIENT_STORAGE, NOT_DURABLE, notDurable(cache));
       default:
         throw new IllegalStateException("unexpected put status " + status);
     }
+  }
+
+  /** The error code of a PUT refused because it could not be kept as durably as promised. */
+  static final String NOT_DURABLE = "not-durable";
+
+  /** Why a PUT was refused as {@link PutStatus#REJECTED_NOT_DURABLE}. */
+  static String notDurable(KvCache cache) {
+    return "not stored: the block could not be written behind as the durability mode promises ("
+        + String.join("; ", cache.health().problems()) + ")";
   }
 
   /**

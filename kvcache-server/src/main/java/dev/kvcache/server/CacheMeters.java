@@ -53,6 +53,13 @@ class CacheMeters implements MeterBinder {
       tieredCounter(registry, tiered, "kvcache.lower.copies",
           "blocks written to the disk tier as they were put (written behind or through)",
           TieredStats::copies);
+      tieredCounter(registry, tiered, "kvcache.puts.not.durable",
+          "PUTs refused (507 not-durable): writes to the disk tier failed and the write-behind"
+              + " window was full of blocks only RAM holds", TieredStats::notDurablePuts);
+      Gauge.builder("kvcache.lower.failed.copies", tiered, t -> t.tieredStats().failedCopies())
+          .description("blocks written behind whose write to the disk tier failed, held by RAM"
+              + " alone")
+          .register(registry);
     } else {
       tierHits(registry, cache, "ram", c -> c.stats().hits());
       tierBytes(registry, cache, "ram", KvCache::stats);

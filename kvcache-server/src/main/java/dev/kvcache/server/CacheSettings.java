@@ -29,6 +29,7 @@ class CacheSettings {
   private String diskMinFree = "";
   private String durability = "write_behind";
   private String spillThreads = "2";
+  private String spillQueueBlocks = "64";
 
   /**
    * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
@@ -50,7 +51,9 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
       new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
       new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
-      new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true));
+      new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true),
+      new Setting("kvcache.cache.spill-queue-blocks", "tiered.spill-queue-blocks",
+          s -> s.spillQueueBlocks, true));
 
   /**
    * The settings in the form {@link KvCacheConfig} reads.
@@ -166,6 +169,14 @@ class CacheSettings {
 
   public void setSpillThreads(String spillThreads) {
     this.spillThreads = spillThreads;
+  }
+
+  public String getSpillQueueBlocks() {
+    return spillQueueBlocks;
+  }
+
+  public void setSpillQueueBlocks(String spillQueueBlocks) {
+    this.spillQueueBlocks = spillQueueBlocks;
   }
 
   public String getDiskCodecFilter() {

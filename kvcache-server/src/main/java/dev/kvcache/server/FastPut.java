@@ -252,6 +252,8 @@ class FastPut implements MeterBinder {
         case NOT_ADMITTED -> respondStored(ctx, streamId, 202, "not-admitted");
         case REJECTED_TOO_LARGE -> respond(ctx, streamId, 413, "too-large", "a block of "
             + writer.length() + " bytes is larger than this server's largest, " + maxBlockBytes);
+        case REJECTED_NOT_DURABLE -> respond(ctx, streamId, 507, BlockController.NOT_DURABLE,
+            BlockController.notDurable(cache));
         default -> respond(ctx, streamId, 507, "no-space", BlockController.noRoom(cache));
       }
       answered.incrementAndGet();

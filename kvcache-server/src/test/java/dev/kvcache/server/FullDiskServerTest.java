@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.testkit.Tmpfs;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -72,6 +73,48 @@ class FullDiskServerTest {
       assertThat(health(server)).as("once space is back").contains("\"status\":\"UP\"");
       assertThat(metrics(server)).contains("kvcache_degraded 0.0");
       assertThat(metrics(server)).containsPattern("kvcache_lower_write_failures_total [1-9]");
+    }
+  }
+
+  @Test
+  void writeBehindTakesNoMorePutsThanItsWindowWhileTheDiskFailsThenRecovers() throws Exception {
+    int window = 4;
+    Path filler = small.path().resolve("filler");
+    try (TestServer server = TestServer.start(small.path().resolve("data"), Map.of(
+        "kvcache.cache.disk-capacity", "128MiB",
+        "kvcache.cache.durability", "write_behind",
+        "kvcache.cache.spill-queue-blocks", Integer.toString(window)))) {
+      Tmpfs.fill(filler); // every write to the disk fails from now on
+      byte[] block = new byte[BLOCK];
+      new Random(5).nextBytes(block);
+      int stored = 0;
+      HttpResponse<byte[]> answer;
+      while ((answer = server.put("default", BlockApiTest.key(stored), block)).statusCode() == 201) {
+        stored++;
+        assertThat(stored).as("PUTs answered 201 while the disk fails").isLessThanOrEqualTo(window);
+        Thread.sleep(100); // for its copy to be tried, and fail
+      }
+      assertThat(stored).isEqualTo(window);
+      assertThat(answer.statusCode()).isEqualTo(507);
+      assertThat(new String(answer.body())).contains("\"error\":\"not-durable\"");
+      assertThat(server.get("default", BlockApiTest.key(stored)).statusCode())
+          .as("a PUT refused is not readable").isEqualTo(404);
+      for (int i = 0; i < stored; i++) {
+        assertThat(server.get("default", BlockApiTest.key(i)).body()).as("acknowledged block %d", i)
+            .isEqualTo(block);
+      }
+      assertThat(health(server)).contains("\"status\":\"DEGRADED\"")
+          .contains(window + " blocks written behind are in RAM only");
+      assertThat(metrics(server)).containsPattern("kvcache_puts_not_durable_total [1-9]")
+          .contains("kvcache_lower_failed_copies " + window + ".0");
+
+      Files.delete(filler);
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      while (server.put("default", BlockApiTest.key(stored), block).statusCode() != 201) {
+        assertThat(System.nanoTime()).as("PUTs taken again once the disk has room").isLessThan(deadline);
+        Thread.sleep(100);
+      }
+      assertThat(health(server)).contains("\"status\":\"UP\"");
     }
   }
 }
