@@ -70,7 +70,17 @@ public interface BlockWriter extends AutoCloseable {
    */
   PutStatus commit();
 
-  /** Drops the block unless it was committed, freeing its room. Closing twice does nothing. */
+  /**
+   * Whether {@link #commit()} may have to wait now: for a lower tier's write or delete, for a
+   * write-behind backlog to drain, or for another thread's write of the same key. A caller on a
+   * thread that must not block (a network event loop) commits elsewhere when it is true. A writer
+   * from {@link KvCache#tryWriter} answers false unless the cache changed since it was opened;
+   * the default is false, for tiers whose commit never waits.
+   */
+  default boolean commitMayWait() {
+    return false;
+  }
+
   /**
    * The CRC32C (Castagnoli) of the bytes written so far, computed as they are written; once all
    * are written, the block's checksum, which the tier keeps with the block ({@link
@@ -81,6 +91,7 @@ public interface BlockWriter extends AutoCloseable {
     return OptionalInt.empty();
   }
 
+  /** Drops the block unless it was committed, freeing its room. Closing twice does nothing. */
   @Override
   void close();
 

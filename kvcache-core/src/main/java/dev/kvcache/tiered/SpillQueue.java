@@ -170,6 +170,17 @@ final class SpillQueue {
   }
 
   /**
+   * The blocks a write-behind put registered now would count in {@link #awaitBacklog}, itself
+   * excluded: those registered since the oldest one not yet written.
+   */
+  long backlog() {
+    synchronized (unwritten) {
+      Map.Entry<Long, Long> first = unwritten.firstEntry();
+      return first == null ? 0 : registeredBlocks - first.getKey();
+    }
+  }
+
+  /**
    * Takes a block RAM evicted, on the evicting thread, without waiting: queues it, or drops it if
    * the queue is full ({@code pastWait}: the evicting put has waited as long as it may, so the byte
    * bound holds too).

@@ -81,20 +81,22 @@ final class BodyWriter {
       int length, Scheduler blocking, Integer checksum) {
     return Mono.fromCallable(() -> cache.tryWriter(key, length))
         .flatMap(now -> now.isPresent()
-            ? write(now.get(), body, Schedulers.immediate(), checksum)
+            ? write(now.get(), body, Schedulers.immediate(), blocking, checksum)
             : Mono.fromCallable(() -> cache.writer(key, length))
                 .subscribeOn(blocking)
                 .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
-                .flatMap(writer -> write(writer, body, blocking, checksum)));
+                .flatMap(writer -> write(writer, body, blocking, blocking, checksum)));
   }
 
   /**
    * Writes the body's chunks and commits, on {@code on}: where the body arrives for a writer
    * opened there, else on the thread that opened it, since such a writer may write to disk (a
-   * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file).
+   * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file). A
+   * commit where the body arrives (an event loop) that may wait ({@link
+   * BlockWriter#commitMayWait}) runs on {@code blocking} instead.
    */
   private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on,
-      Integer checksum) {
+      Scheduler blocking, Integer checksum) {
     if (writer.rejection().isPresent()) {
       return Mono.just(writer.rejection().get());
     }
@@ -103,7 +105,8 @@ final class BodyWriter {
         : body.publishOn(on, CHUNKS_IN_FLIGHT)
             .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
     return chunks.doOnNext(chunk -> append(writer, chunk))
-        .then(Mono.fromCallable(() -> commit(writer, checksum)).subscribeOn(on))
+        .then(Mono.defer(() -> Mono.fromCallable(() -> commit(writer, checksum))
+            .subscribeOn(on == Schedulers.immediate() && writer.commitMayWait() ? blocking : on)))
         .doFinally(signal -> writer.close());
   }
 

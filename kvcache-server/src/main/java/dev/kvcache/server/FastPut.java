@@ -10,6 +10,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micronaut.context.annotation.Value;
+import io.micronaut.scheduling.TaskExecutors;
 import io.micronaut.json.JsonMapper;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -24,6 +25,8 @@ import io.netty.handler.codec.http2.Http2FrameListener;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
+import jakarta.inject.Named;
+import jakarta.inject.Provider;
 import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,6 +35,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -47,6 +51,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * reset; a reset or closed stream drops what it had written and frees its room. Everything else
  * goes to Micronaut: no length, another content type or coding, a token that may not write the
  * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
+ * A commit that may wait ({@link BlockWriter#commitMayWait}: a write-behind backlog, a delete on
+ * the disk tier) runs on the blocking executor, and its answer is written back on the event
+ * loop: no put waits on an event loop, where it would stall every connection it serves.
  * Off with {@code kvcache.fast-put: false}; counted in {@code kvcache_fast_puts_total}.
  */
 @Singleton
@@ -64,12 +71,16 @@ class FastPut implements MeterBinder {
   private final Tokens tokens;
   private final long timeoutNanos;
   private final JsonMapper json;
+  /** Looked up on first use: this is a meter binder, and the executor's metrics need the meters. */
+  private final Provider<ExecutorService> blocking;
   private final AtomicLong answered = new AtomicLong();
 
   FastPut(@Value("${kvcache.fast-put:true}") boolean enabled, KvCache cache, KvCacheConfig config,
       Namespaces namespaces, Tokens tokens,
-      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json) {
+      @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
+      @Named(TaskExecutors.BLOCKING) Provider<ExecutorService> blocking) {
     this.enabled = enabled;
+    this.blocking = blocking;
     this.cache = cache;
     this.maxBlockBytes = config.maxBlockBytes();
     this.namespaces = namespaces;
@@ -240,11 +251,45 @@ class FastPut implements MeterBinder {
       }
       uploads.remove(streamId);
       upload.timeout.cancel(false);
-      PutStatus status;
+      if (!writer.commitMayWait()) {
+        commitAndAnswer(ctx, streamId, writer);
+        return;
+      }
+      blocking.get().execute(() -> {
+        PutStatus status;
+        RuntimeException failure = null;
+        try (writer) {
+          status = writer.commit();
+        } catch (RuntimeException e) {
+          status = null;
+          failure = e;
+        }
+        PutStatus committed = status;
+        RuntimeException failed = failure;
+        ctx.executor().execute(() -> {
+          answer(ctx, streamId, writer, committed, failed);
+          handler.flush(ctx); // not in a read: nothing else flushes it
+        });
+      });
+    }
+
+    /** Commits on the event loop, which the writer said cannot wait, and answers. */
+    private void commitAndAnswer(ChannelHandlerContext ctx, int streamId, BlockWriter writer) {
+      PutStatus status = null;
+      RuntimeException failure = null;
       try (writer) {
         status = writer.commit();
       } catch (RuntimeException e) {
-        respond(ctx, streamId, 500, "internal", "the block could not be stored: " + e);
+        failure = e;
+      }
+      answer(ctx, streamId, writer, status, failure);
+    }
+
+    /** Answers a commit's {@code status}, or its {@code failure}. */
+    private void answer(ChannelHandlerContext ctx, int streamId, BlockWriter writer,
+        PutStatus status, RuntimeException failure) {
+      if (failure != null) {
+        respond(ctx, streamId, 500, "internal", "the block could not be stored: " + failure);
         return;
       }
       switch (status) {
