@@ -1,7 +1,6 @@
 package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.netty.handler.codec.http2.Http2Headers;
 import java.io.ByteArrayOutputStream;
@@ -9,6 +8,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.ConnectException;
+import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -33,8 +33,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code SIGTERM} to a server child process while PUTs and GETs are under way over HTTP/1.1 and
- * HTTP/2: every request that started before the signal completes, new connections are refused,
- * HTTP/2 clients get a GOAWAY, and the cache is closed (every block stored is on disk) at the end.
+ * HTTP/2: every request that started before the signal completes, HTTP/2 clients get a GOAWAY, new
+ * connections are refused (by the kernel, not accepted and reset) from the GOAWAY on, and the cache
+ * is closed (every block stored is on disk) at the end.
  */
 class GracefulStopTest {
 
@@ -44,6 +45,11 @@ class GracefulStopTest {
   private static final int SHARED = 1000;
   /** A loader's request that began this long before the signal was on the wire when it came. */
   private static final long ON_THE_WIRE_NANOS = 30_000_000L;
+  /**
+   * How long after the drain began new connections are tried: longer than the 100 ms during which
+   * a port closed by the stop used to keep completing connections that were then reset.
+   */
+  private static final long REFUSED_FOR_NANOS = 300_000_000L;
 
   @TempDir Path dir;
 
@@ -79,7 +85,7 @@ class GracefulStopTest {
       h1PutOut.flush();
       Socket h1Get = new Socket();
       h1Get.setReceiveBufferSize(64 << 10); // the 8 MiB answer stays on its way until read
-      h1Get.connect(new java.net.InetSocketAddress(base.getHost(), base.getPort()));
+      h1Get.connect(new InetSocketAddress(base.getHost(), base.getPort()));
       h1Get.setSoTimeout(20_000);
       h1Get.getOutputStream().write(head("GET", 0, null));
       RawHttp2 h2 = new RawHttp2(base.getHost(), base.getPort());
@@ -106,10 +112,22 @@ class GracefulStopTest {
 
       long signal = System.nanoTime();
       server.terminate();
-      Thread.sleep(1000);
+      // the GOAWAY shows the stop draining the connections: its port is closed by then, so the
+      // kernel refuses new connections instead of completing them for the server to reset
+      Streams streams = new Streams(h2);
+      RawHttp2.Frame goAway = streams.readUntil(() -> streams.goAway != null);
+      assertThat(goAway).as("GOAWAY on the HTTP/2 connection").isNotNull();
+      List<String> attempts = new ArrayList<>();
+      for (long drain = System.nanoTime(); System.nanoTime() - drain < REFUSED_FOR_NANOS; ) {
+        attempts.add(connectDuringStop(base));
+        Thread.sleep(5);
+      }
+      assertThat(attempts).as("new connections while requests are under way").isNotEmpty()
+          .containsOnly("refused");
+      Thread.sleep(Math.max(0, 1000 - (System.nanoTime() - signal) / 1_000_000));
       assertThat(server.process.isAlive()).as("the server waits for the requests under way").isTrue();
-      assertThatThrownBy(() -> new Socket(base.getHost(), base.getPort()).close())
-          .as("a new connection after the signal").isInstanceOf(ConnectException.class);
+      assertThat(connectDuringStop(base)).as("a new connection a second after the signal")
+          .isEqualTo("refused");
       stop.set(true);
       loaders.shutdown();
       assertThat(loaders.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
@@ -121,9 +139,6 @@ class GracefulStopTest {
       assertThat(h1PutAnswer).startsWith("HTTP/1.1 201").containsIgnoringCase("connection: close");
       assertSameBytes(readAnswer(h1Get.getInputStream()), big, "the HTTP/1.1 GET under way");
 
-      Streams streams = new Streams(h2);
-      RawHttp2.Frame goAway = streams.readUntil(() -> streams.goAway != null);
-      assertThat(goAway).as("GOAWAY on the HTTP/2 connection").isNotNull();
       int lastStream = ByteBuffer.wrap(goAway.payload()).getInt() & 0x7fffffff;
       assertThat(lastStream).as("the GOAWAY's last stream").isGreaterThanOrEqualTo(3);
       h2.data(1, Arrays.copyOfRange(h2Block, h2Block.length / 2, h2Block.length), true);
@@ -403,6 +418,27 @@ class GracefulStopTest {
     @Override
     public String toString() {
       return "HTTP/2";
+    }
+  }
+
+  /**
+   * Opens a new connection to a stopping server: {@code refused} if the kernel refused it (nothing
+   * listens on the port), else what became of a request sent on it.
+   */
+  private static String connectDuringStop(URI base) {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress(base.getHost(), base.getPort()), 5_000);
+      s.setSoTimeout(5_000);
+      try {
+        s.getOutputStream().write(head("GET", SHARED, null));
+        return "accepted, then " + (s.getInputStream().read() < 0 ? "closed" : "answered");
+      } catch (IOException e) {
+        return "accepted, then " + e;
+      }
+    } catch (ConnectException e) {
+      return e.getMessage() != null && e.getMessage().contains("refused") ? "refused" : e.toString();
+    } catch (IOException e) {
+      return e.toString();
     }
   }
 
