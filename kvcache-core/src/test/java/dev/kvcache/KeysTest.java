@@ -225,7 +225,7 @@ class KeysTest {
     void fieldsThatAreNotValidUnicodeAreRejected() {
       // an unpaired surrogate has no UTF-8 encoding; encoding it as '?' would let "t\uD800" and
       // "t?" share keys
-      assertThat(Namespace.of("m", "bf16", "tp0of1", "t?")).isNotNull();
+      assertThat(Namespace.of("m", "bf16", "tp0of1", "t?").tenant()).isEqualTo("t?");
       assertThatThrownBy(() -> Namespace.of("m", "bf16", "tp0of1", "t\uD800"))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("tenant")
@@ -378,7 +378,8 @@ class KeysTest {
           .isInstanceOf(IndexOutOfBoundsException.class);
       assertThatThrownBy(() -> prefix.next(null, new int[15], 0))
           .isInstanceOf(IndexOutOfBoundsException.class);
-      assertThat(prefix.next(null, t, 24)).isNotNull(); // the last block that fits
+      assertThat(prefix.next(null, t, 24)).as("the last block that fits")
+          .isEqualTo(prefix.keysFor(Arrays.copyOfRange(t, 24, 40)).get(0));
       assertThatThrownBy(() -> prefix.next(null, null, 0))
           .isInstanceOf(NullPointerException.class);
     }

@@ -42,6 +42,12 @@ class RemoteTierContractTest extends TierContractTest {
     return false;
   }
 
+  /** The remote tier offers none (the default {@code tryWriter}): its writers go to a server. */
+  @Override
+  protected boolean offersWritersWithoutWaiting() {
+    return false;
+  }
+
   /** The server evicts, not the client: what the client sees is that early blocks are gone. */
   @Override
   @Test

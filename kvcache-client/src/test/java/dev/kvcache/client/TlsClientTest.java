@@ -8,13 +8,18 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.TierSettings;
 import io.netty.handler.ssl.util.SelfSignedCertificate;
+import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.cert.Certificate;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -82,6 +87,19 @@ class TlsClientTest {
     return back.array();
   }
 
+  /** What was logged (slf4j-simple writes to {@code System.err}) while {@code action} ran. */
+  private static String loggedWhile(Runnable action) {
+    PrintStream stderr = System.err;
+    ByteArrayOutputStream logged = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(logged, true, StandardCharsets.UTF_8));
+    try {
+      action.run();
+    } finally {
+      System.setErr(stderr);
+    }
+    return logged.toString(StandardCharsets.UTF_8);
+  }
+
   @Test
   void withTheServersCertificateTrustedBlocksGoAndComeBack() {
     try (RemoteTier tier = new RemoteTier(config("localhost").trustedCertificates(certificate).build())) {
@@ -105,15 +123,34 @@ class TlsClientTest {
 
   @Test
   void aServerWhoseCertificateIsNotTrustedOrNamesAnotherHostIsDown() {
-    for (RemoteTierConfig c : new RemoteTierConfig[] {
-        config("localhost").tls(true).build(), // the JVM's CAs never signed it
-        config("127.0.0.1").trustedCertificates(certificate).build()}) { // it names localhost
-      try (RemoteTier tier = new RemoteTier(c)) {
-        BlockKey key = BlockKey.of(0, 3);
-        assertThat(tier.put(key, ByteBuffer.allocate(1000))).as(c.toString())
-            .isEqualTo(PutStatus.NOT_ADMITTED);
-        assertThat(tier.getInto(key, ByteBuffer.allocate(1000))).as(c.toString()).isEqualTo(GetStatus.MISS);
-      }
+    Map<RemoteTierConfig, String> refusals = new LinkedHashMap<>();
+    // the JVM's CAs never signed it
+    refusals.put(config("localhost").tls(true).build(),
+        "localhost:" + port + " is down (java.io.IOException: TLS handshake failed: PKIX path"
+        + " building failed");
+    // it names localhost
+    refusals.put(config("127.0.0.1").trustedCertificates(certificate).build(),
+        "127.0.0.1:" + port + " is down (java.io.IOException: TLS handshake failed: No subject"
+        + " alternative");
+    BlockKey key = BlockKey.of(0, 3);
+    refusals.forEach((c, reason) -> {
+      String logged = loggedWhile(() -> {
+        try (RemoteTier tier = new RemoteTier(c)) {
+          assertThat(tier.put(key, ByteBuffer.allocate(1000))).as(c.toString())
+              .isEqualTo(PutStatus.NOT_ADMITTED);
+          assertThat(tier.getInto(key, ByteBuffer.allocate(1000))).as(c.toString())
+              .isEqualTo(GetStatus.MISS);
+        }
+      });
+      assertThat(logged).as("what %s logged", c).contains(reason);
+    });
+    // the server was up, and the refused connections sent it nothing
+    try (RemoteTier trusted =
+        new RemoteTier(config("localhost").trustedCertificates(certificate).build())) {
+      assertThat(trusted.contains(key)).as("the block put over the refused connections").isFalse();
+      byte[] block = new byte[200_000];
+      new java.util.SplittableRandom(4).nextBytes(block);
+      assertThat(roundTrip(trusted, 4)).isEqualTo(block);
     }
   }
 
@@ -122,12 +159,31 @@ class TlsClientTest {
     assertThatThrownBy(() -> RemoteTierConfig.builder().server("192.0.2.10", 7070).token(TOKEN).build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("cleartext to 192.0.2.10");
-    assertThat(RemoteTierConfig.builder().server("192.0.2.10", 7070).token(TOKEN)
-        .allowCleartextToken(true).build()).isNotNull();
-    assertThat(RemoteTierConfig.builder().server("192.0.2.10", 7070).token(TOKEN).tls(true).build())
-        .isNotNull();
-    assertThat(RemoteTierConfig.builder().server("localhost", 7070).server("127.0.0.1", 7071)
-        .token(TOKEN).build()).isNotNull();
-    assertThat(RemoteTierConfig.builder().server("192.0.2.10", 7070).build()).isNotNull();
+    // beyond this host: in cleartext when allowed, over TLS, or in cleartext without a token
+    RemoteTierConfig allowed = RemoteTierConfig.builder().server("192.0.2.10", 7070).token(TOKEN)
+        .allowCleartextToken(true).build();
+    assertThat(allowed.token).isEqualTo(TOKEN);
+    assertThat(allowed.tls).isFalse();
+    RemoteTierConfig overTls = RemoteTierConfig.builder().server("192.0.2.10", 7070).token(TOKEN)
+        .tls(true).build();
+    assertThat(overTls.token).isEqualTo(TOKEN);
+    assertThat(overTls.tls).isTrue();
+    RemoteTierConfig noToken = RemoteTierConfig.builder().server("192.0.2.10", 7070).build();
+    assertThat(noToken.token).isNull();
+    assertThat(noToken.servers).extracting(InetSocketAddress::getHostString)
+        .containsExactly("192.0.2.10");
+
+    // on this host, by name or by address, the token goes in cleartext, and the server takes it
+    try (LocalServer cleartext = LocalServer.start(dir.resolve("cleartext"), 0, 8 << 20, Map.of(
+        "kvcache.auth.tokens.engine.secret", TOKEN,
+        "kvcache.auth.tokens.engine.read", "default",
+        "kvcache.auth.tokens.engine.write", "default"));
+        RemoteTier tier = new RemoteTier(RemoteTierConfig.builder()
+            .server("localhost", cleartext.port).server("127.0.0.1", cleartext.port)
+            .token(TOKEN).build())) {
+      byte[] block = new byte[200_000];
+      new java.util.SplittableRandom(5).nextBytes(block);
+      assertThat(roundTrip(tier, 5)).isEqualTo(block);
+    }
   }
 }

@@ -41,5 +41,11 @@ class DurabilityContractTest {
     protected Tier newTier(long capacityBytes, int maxBlockBytes) {
       return tiered(capacityBytes, maxBlockBytes, Durability.WRITE_THROUGH);
     }
+
+    /** A commit writes to the lower tier on the caller's thread: no writer is offered at once. */
+    @Override
+    protected boolean offersWritersWithoutWaiting() {
+      return false;
+    }
   }
 }

@@ -29,6 +29,12 @@ class DiskTierContractTest extends TierContractTest {
     }
   }
 
+  /** The disk tier offers none (the default {@code tryWriter}): its writers may wait for room. */
+  @Override
+  protected boolean offersWritersWithoutWaiting() {
+    return false;
+  }
+
   /** The files stay on disk after close, within the capacity. */
   @Override
   protected void assertNothingRetainedAfterClose(CacheStats stats) {

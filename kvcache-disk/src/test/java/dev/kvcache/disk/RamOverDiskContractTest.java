@@ -18,4 +18,10 @@ class RamOverDiskContractTest extends DiskTierContractTest {
     return new TieredCache(RamTierConfig.ofCapacity(ram).withMaxBlockBytes(maxBlockBytes), disk,
         TieredCacheConfig.defaults());
   }
+
+  /** Blocks go to RAM, which has room at once on an empty cache. */
+  @Override
+  protected boolean offersWritersWithoutWaiting() {
+    return true;
+  }
 }
