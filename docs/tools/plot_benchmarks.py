@@ -1469,6 +1469,33 @@ def ram_hit_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def checked_reads_tables(results_dir, out, img):
+    """What checking every block costs the Python client (python/benchmarks/checked_reads.py)."""
+    data = read_json(results_dir, "python-checked-reads.json")
+    if data is None:
+        return
+    results = data["results"]
+    out.append("\n### Checked reads and puts from Python, beside unchecked (ms)\n")
+    out.append("| way | checked median | p90 | unchecked median | p90 | checked / unchecked |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    ratios = {}
+    for way, arms in results.items():
+        c, u = arms["checked"], arms["unchecked"]
+        ratios[way] = c["median_ms"] / u["median_ms"]
+        out.append(f"| {way} | {c['median_ms']:.2f} | {c['p90_ms']:.2f} | {u['median_ms']:.2f} "
+                   f"| {u['p90_ms']:.2f} | **{ratios[way]:.2f}** |")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.bar(range(len(ratios)), list(ratios.values()), 0.6, label="checked / unchecked, medians")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(ratios)))
+    ax.set_xticklabels([w.replace(", ", "\n") for w in ratios], fontsize=8)
+    bar_panel(ax, "time, checked / unchecked",
+              "What checking every block's CRC32C costs the Python client (lower is better)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "python-checked-reads.png"), dpi=110)
+    plt.close(fig)
+
+
 def checksum_table(rows, out, img):
     """End-to-end CRC32C against none (EndToEndChecksumBenchmark in checksum-N.json): each arm's
     iterations pooled over the runs, the ratio of the pooled means and of each run's scores."""
@@ -1524,6 +1551,7 @@ def main():
     tier_tables(results_dir, out, img)
     mlperf_tables(results_dir, out, img)
     ram_hit_tables(results_dir, out, img)
+    checked_reads_tables(results_dir, out, img)
     server_tables(results_dir, out, img)
     pinned_server_table(results_dir, out, img)
     setting_table(results_dir, out, img, "server-write-buffer", "buffer-1048576", size_label, "Socket write buffer")

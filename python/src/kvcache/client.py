@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
 import crc32c as _crc32c
 
+from . import _batch
+from ._batch import parse_checksum, parse_framing
 from ._buffers import readable_view, writable_view
 from ._http1 import Response, ShortRead
 from ._location import PrefixLocation, locate
@@ -39,8 +41,6 @@ MAX_BATCH_KEYS = 256
 #: blocks; it is released as soon as they are copied.
 _SHARED_READ_PIN_MS = 5000
 _CHECKSUM = "x-amz-checksum-crc32c"
-#: Header of a batch answer: the CRC32C of each block in its body, in order.
-_BATCH_CHECKSUMS = "Kvcache-Block-Crc32c"
 
 
 class PutStatus(enum.Enum):
@@ -498,7 +498,7 @@ class Client:
         if not self._checksums:
             return None
         header = r.getheader(_CHECKSUM)
-        expected = None if header is None else _parse_checksum(header)
+        expected = None if header is None else parse_checksum(header)
         if expected is None:
             raise ProtocolError(f"{link.name}: a block answer with {_CHECKSUM} {header!r}")
         return expected
@@ -654,15 +654,12 @@ class Client:
             def handle(r: Response) -> int:
                 if r.status != 200:
                     raise link.error(r)
-                header = r.getheader("Kvcache-Block-Lengths") or ""
                 try:
-                    lengths = [int(x) for x in header.split(",")]
-                except ValueError:
-                    raise ProtocolError(f"{link.name}: Kvcache-Block-Lengths {header!r}") from None
-                if not 0 < len(lengths) <= len(chunk) or sum(lengths) != r.length:
-                    raise ProtocolError(f"{link.name}: Kvcache-Block-Lengths {header!r} for "
-                                        f"{len(chunk)} keys and a body of {r.length} bytes")
-                expected = self._batch_checksums(r, lengths, link)
+                    lengths, expected = parse_framing(
+                        r.getheader(_batch.LENGTHS), r.getheader(_batch.CHECKSUMS), len(chunk),
+                        r.length, self._checksums)
+                except ValueError as e:
+                    raise ProtocolError(f"{link.name}: {e}") from None
                 for i, length, crc in zip(chunk, lengths, expected):
                     if length > len(views[i]):
                         _skip(r, length)
@@ -689,21 +686,6 @@ class Client:
                 continue
             finished = set(done)
             pending = [i for i in chunk[:answered] if i not in finished] + pending[answered:]
-
-    def _batch_checksums(self, r: Response, lengths: list[int],
-                         link: ServerLink) -> list[Optional[int]]:
-        """Each answered key's CRC32C from a batch answer's header (``None`` for a key not cached,
-        or when not checking); a ``ProtocolError`` if the header is missing or malformed."""
-        if not self._checksums:
-            return [None] * len(lengths)
-        header = r.getheader(_BATCH_CHECKSUMS)
-        given = [] if header is None or not header.strip() else header.split(",")
-        crcs = [_parse_checksum(c.strip()) for c in given]
-        blocks = sum(1 for n in lengths if n)
-        if header is None or len(crcs) != blocks or None in crcs:
-            raise ProtocolError(f"{link.name}: {_BATCH_CHECKSUMS} {header!r} for {blocks} blocks")
-        found = iter(crcs)
-        return [next(found) if n else None for n in lengths]
 
     def close(self) -> None:
         """Closes the connections and the worker threads."""
@@ -735,11 +717,3 @@ def _skip(r: Response, length: int) -> None:
 
 def _checksum_header(crc: int) -> str:
     return base64.b64encode(struct.pack(">I", crc)).decode("ascii")
-
-
-def _parse_checksum(header: str) -> Optional[int]:
-    try:
-        raw = base64.b64decode(header, validate=True)
-    except ValueError:
-        return None
-    return struct.unpack(">I", raw)[0] if len(raw) == 4 else None

@@ -13,6 +13,8 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
 import java.util.zip.CRC32C;
@@ -124,7 +126,9 @@ public final class Checkpoint {
           return null;
         }
         long count = m.getLong(ENTRY_COUNT_OFFSET);
-        if (count < 0 || FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES != size) {
+        // compared by division: a count near Long.MAX_VALUE / 64 must not wrap into the file's size
+        if (count < 0 || (size - FILE_HEADER_BYTES) % ENTRY_BYTES != 0
+            || count != (size - FILE_HEADER_BYTES) / ENTRY_BYTES - 1) {
           return null;
         }
         int trailer = (int) (size - ENTRY_BYTES);
@@ -135,11 +139,15 @@ public final class Checkpoint {
             || m.getInt(trailer + ENTRIES_CRC_OFFSET) != (int) crc.getValue()) {
           return null;
         }
+        List<JournalEntry> read = new ArrayList<>((int) Math.min(count, 1 << 20));
         for (int at = FILE_HEADER_BYTES; at < trailer; at += ENTRY_BYTES) {
           JournalEntry e = JournalEntry.read(m, at);
           if (e == null || e.type != TYPE_PUT) {
-            return null; // cannot happen when the entries' checksum matched
+            return null; // a writer never writes one: all of the checkpoint is refused
           }
+          read.add(e);
+        }
+        for (JournalEntry e : read) {
           entries.accept(e.key, e.location);
         }
         return new Header(m.getLong(GENERATION_OFFSET), m.getLong(MAX_SEQUENCE_OFFSET), count);
