@@ -11,11 +11,10 @@ from typing import Any, Optional
 
 import crc32c as _crc32c
 
-#: Bytes copied, then checksummed, at a time. Copies of 512 KiB and more take the C library's
-#: streaming path, which here ran at full speed whatever the buffers' alignment, where smaller
-#: ones ran 5-8 times slower into a buffer 16 bytes past a page boundary (a ``bytearray``'s);
-#: checking 1 MiB at a time cost 1.3-1.7 times the unchecked copy (``docs/benchmarks.md``,
-#: "Checked reads from Python").
+#: Bytes copied (or received), then checksummed, at a time. Copies of 512 KiB and more take the C
+#: library's streaming path, which here ran at full speed whatever the buffers' alignment, where
+#: smaller ones ran 5-8 times slower into a buffer 16 bytes past a page boundary (a
+#: ``bytearray``'s) (``docs/benchmarks.md``, "What every block's checksum costs").
 CHECK_SLICE = 1 << 20
 
 #: Where a pinned block lies in shared memory: ``(file, offset, length, crc32c)``.
