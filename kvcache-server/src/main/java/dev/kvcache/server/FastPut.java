@@ -54,7 +54,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * A commit that may wait ({@link BlockWriter#commitMayWait}: a write-behind backlog, a delete on
  * the disk tier) runs on the blocking executor, and its answer is written back on the event
  * loop: no put waits on an event loop, where it would stall every connection it serves.
- * Off with {@code kvcache.fast-put: false}; counted in {@code kvcache_fast_puts_total}.
+ * Off with {@code kvcache.fast-put: false}. Every PUT it answers, stored or refused (a checksum
+ * that does not match, a body too slow), counts in {@code kvcache_fast_puts_total}: none of them
+ * reaches Micronaut's {@code http_server_requests}.
  */
 @Singleton
 class FastPut implements MeterBinder {
@@ -103,7 +105,7 @@ class FastPut implements MeterBinder {
     }
   }
 
-  /** PUTs answered here. */
+  /** PUTs answered here, stored or refused. */
   long answered() {
     return answered.get();
   }
@@ -111,7 +113,7 @@ class FastPut implements MeterBinder {
   @Override
   public void bindTo(MeterRegistry registry) {
     FunctionCounter.builder("kvcache.fast.puts", answered, AtomicLong::get)
-        .description("PUTs of blocks taken ahead of Micronaut's routing")
+        .description("PUTs of blocks answered ahead of Micronaut's routing, stored or refused")
         .register(registry);
   }
 
@@ -317,6 +319,7 @@ class FastPut implements MeterBinder {
       upload.timeout.cancel(false);
       upload.writer.close();
       respond(ctx, streamId, status, code, message);
+      answered.incrementAndGet();
       handler.flush(ctx);
     }
 
