@@ -10,6 +10,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.spi.Crc32c;
 import io.micronaut.context.annotation.Value;
+import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpMethod;
 import io.micronaut.http.HttpRequest;
@@ -85,7 +86,7 @@ class BlockController {
    */
   @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
-      @Body Publisher<ByteBuf> streamed) {
+      @Body @Nullable Publisher<ByteBuf> streamed) {
     if (request.getContentType().isEmpty()) {
       throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type",
           "a PUT's body needs Content-Type: application/octet-stream");
@@ -97,6 +98,11 @@ class BlockController {
       throw tooLarge(declared);
     }
     Integer checksum = checksum(request.getHeaders().get(Crc32c.HEADER));
+    if (streamed == null) {
+      // no body at all (a length of 0, or an HTTP/2 request that ended with its headers), which
+      // Micronaut would refuse as a missing argument: answered as an empty body is
+      throw BodyWriter.emptyBlock();
+    }
     Publisher<ByteBuf> body = RequestBody.of(streamed);
     Mono<PutStatus> stored = encoded
         ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking, checksum)

@@ -265,7 +265,8 @@ final class BodyWriter {
     }
   }
 
-  private static ApiException emptyBlock() {
+  /** The error for a PUT whose body is empty: a block has at least one byte. */
+  static ApiException emptyBlock() {
     return new ApiException(HttpStatus.BAD_REQUEST, "empty-block", "a block cannot be empty");
   }
 }
