@@ -50,6 +50,8 @@ import org.slf4j.LoggerFactory;
  *       twice the largest block is still to come, so that its client can finish sending and take
  *       the answer; otherwise its stream is reset with {@code NO_ERROR}, so that its client stops
  *       sending ({@link UnreadBody}).
+ *   <li>A request that expects {@code 100-continue} gets its {@code 100} at once, whoever takes
+ *       it ({@link ExpectContinue}).
  *   <li>A connection closes only once the answers written to it have gone out, for at most the
  *       graceful stop's grace period ({@link FlushBeforeClose}).
  * </ul>
@@ -148,6 +150,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
         fastGet.install(handler);
         fastPut.install(handler);
         UnreadBody.install(handler, ctx.pipeline().context(handler), drainLimit);
+        ExpectContinue.install(handler);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null
           && ctx.pipeline().get(HttpServerCodec.class) != null) {

@@ -51,6 +51,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * reset; a reset or closed stream drops what it had written and frees its room. Everything else
  * goes to Micronaut: no length, another content type or coding, a token that may not write the
  * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
+ * A request that expects {@code 100-continue} has had its {@code 100} from {@link ExpectContinue}.
  * A commit that may wait ({@link BlockWriter#commitMayWait}: a write-behind backlog, a delete on
  * the disk tier) runs on the blocking executor, and its answer is written back on the event
  * loop: no put waits on an event loop, where it would stall every connection it serves.
