@@ -8,6 +8,10 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
 
 /**
  * HTTP/1.1 written by hand, for requests no well-behaved client sends: lying lengths, bodies cut
@@ -45,6 +49,81 @@ final class RawHttp {
       }
       out.write("0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
     }, false);
+  }
+
+  /** As {@link #exchange}, with {@code body} sent as it is after the head. */
+  static String exchange(URL server, String head, byte[] body, boolean cutShort)
+      throws IOException {
+    return exchange(server, head, out -> out.write(body), cutShort);
+  }
+
+  /**
+   * One answer as it came over the wire: the statuses of the interim (1xx) answers before it; its
+   * status, headers (names in lower case, in order) and body (de-chunked); and what the server sent
+   * after it.
+   */
+  record Answer(List<Integer> informational, int status, List<String[]> headers, byte[] body,
+      String after) {}
+
+  /**
+   * The first answer in what {@link #exchange} received, or null if nothing came.
+   *
+   * @param head whether it answers a HEAD, whose answer has no body whatever its headers say
+   */
+  static Answer parse(String received, boolean head) {
+    List<Integer> informational = new ArrayList<>();
+    int end;
+    String[] lines;
+    int status;
+    while (true) {
+      end = received.indexOf("\r\n\r\n");
+      if (end < 0) {
+        return null;
+      }
+      lines = received.substring(0, end).split("\r\n");
+      status = Integer.parseInt(lines[0].split(" ")[1]);
+      if (status >= 200) {
+        break;
+      }
+      informational.add(status);
+      received = received.substring(end + 4);
+    }
+    List<String[]> headers = new ArrayList<>();
+    long length = -1;
+    boolean chunked = false;
+    for (String line : Arrays.asList(lines).subList(1, lines.length)) {
+      int colon = line.indexOf(':');
+      String name = line.substring(0, colon).trim().toLowerCase(Locale.ROOT);
+      String value = line.substring(colon + 1).trim();
+      headers.add(new String[] {name, value});
+      if (name.equals("content-length")) {
+        length = Long.parseLong(value);
+      } else if (name.equals("transfer-encoding") && value.equalsIgnoreCase("chunked")) {
+        chunked = true;
+      }
+    }
+    String rest = received.substring(end + 4);
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    int at = 0;
+    if (head) {
+      // no body, whatever the headers say
+    } else if (chunked) {
+      while (true) {
+        int lineEnd = rest.indexOf("\r\n", at);
+        int size = Integer.parseInt(rest.substring(at, lineEnd).split(";")[0].trim(), 16);
+        at = lineEnd + 2;
+        if (size == 0) {
+          at = rest.indexOf("\r\n\r\n", at - 2) + 4; // past any trailers
+          break;
+        }
+        body.writeBytes(rest.substring(at, at + size).getBytes(StandardCharsets.ISO_8859_1));
+        at += size + 2;
+      }
+    } else {
+      at = length < 0 ? rest.length() : (int) Math.min(length, rest.length());
+      body.writeBytes(rest.substring(0, at).getBytes(StandardCharsets.ISO_8859_1));
+    }
+    return new Answer(informational, status, headers, body.toByteArray(), rest.substring(at));
   }
 
   private interface Body {

@@ -13,6 +13,9 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * An HTTP/2 cleartext connection spoken frame by frame over a plain socket, for clients that
@@ -52,6 +55,9 @@ final class RawHttp2 implements AutoCloseable {
   private final DataInputStream in;
   private final String authority;
   private final DefaultHttp2HeadersDecoder decoder = new DefaultHttp2HeadersDecoder(false);
+  /** Bytes the server lets this client send, on the connection and on a new stream. */
+  private int connectionSendWindow = 65_535;
+  private int initialStreamSendWindow = 65_535;
 
   RawHttp2(String host, int port) throws IOException {
     socket = new Socket(host, port);
@@ -112,6 +118,144 @@ final class RawHttp2 implements AutoCloseable {
       }
     }
     return null;
+  }
+
+  /**
+   * An answer read by {@link #exchange}: the statuses of any interim (1xx) answers before it, its
+   * headers (null if none came) and its body, and the RST_STREAM or GOAWAY frame that ended the
+   * stream instead, if one did.
+   */
+  record Answer(List<String> informational, Http2Headers headers, byte[] body, Frame ended) {}
+
+  /**
+   * Sends a request as a well-behaved client would and reads its answer: the body goes out in DATA
+   * frames of 16 KiB within the windows the server gives, and every DATA frame read gives its
+   * window back. Only the pseudo-headers are added to {@code headers} (name, value, ...; names in
+   * lower case). Sending stops once the stream is answered or reset; a stream still open then (a
+   * body not all sent, or {@code end} false) is reset with {@code CANCEL}.
+   *
+   * @param body the request's body, or null for none
+   * @param end whether the request ends after the body (END_STREAM); if not, the stream stays
+   *     open until the server answers or resets it
+   */
+  Answer exchange(int stream, String method, String path, byte[] body, boolean end,
+      String... headers) throws IOException, Http2Exception {
+    byte[] block = concat(literal(":method", method), literal(":scheme", "http"),
+        literal(":path", path), literal(":authority", authority));
+    for (int i = 0; i < headers.length; i += 2) {
+      block = concat(block, literal(headers[i], headers[i + 1]));
+    }
+    boolean noData = body == null || body.length == 0;
+    frame(HEADERS, END_HEADERS | (noData && end ? END_STREAM : 0), stream, block);
+    Reading reading = new Reading(stream);
+    int sent = 0;
+    while (!noData && sent < body.length && !reading.done()) {
+      int n = Math.min(16_384, body.length - sent);
+      if (n > connectionSendWindow || n > reading.sendWindow) {
+        out.flush();
+        Frame f = next();
+        if (f == null) {
+          break;
+        }
+        reading.read(f);
+        continue;
+      }
+      boolean last = sent + n == body.length;
+      frame(DATA, last && end ? END_STREAM : 0, stream, Arrays.copyOfRange(body, sent, sent + n));
+      connectionSendWindow -= n;
+      reading.sendWindow -= n;
+      sent += n;
+    }
+    out.flush();
+    for (Frame f; !reading.done() && (f = next()) != null; ) {
+      reading.read(f);
+    }
+    if (reading.ended == null && (!end || (!noData && sent < body.length))) {
+      reset(stream);
+      out.flush();
+    }
+    return new Answer(reading.informational, reading.headers, reading.body.toByteArray(),
+        reading.ended);
+  }
+
+  /** What has come of one exchange's stream so far. */
+  private final class Reading {
+    final int stream;
+    int sendWindow = initialStreamSendWindow;
+    final List<String> informational = new ArrayList<>();
+    Http2Headers headers;
+    final ByteArrayOutputStream body = new ByteArrayOutputStream();
+    boolean answered;
+    Frame ended;
+
+    Reading(int stream) {
+      this.stream = stream;
+    }
+
+    boolean done() {
+      return answered || ended != null;
+    }
+
+    void read(Frame f) throws IOException, Http2Exception {
+      boolean endsStream = (f.flags() & END_STREAM) != 0;
+      switch (f.type()) {
+        case HEADERS -> {
+          if ((f.flags() & END_HEADERS) == 0) {
+            throw new IOException("headers continued in CONTINUATION frames: not read here");
+          }
+          Http2Headers h = headers(f);
+          if (f.stream() == stream) {
+            if (headers == null && h.status() != null && h.status().charAt(0) == '1') {
+              informational.add(h.status().toString());
+            } else if (headers == null) {
+              headers = h;
+            }
+            answered |= endsStream;
+          }
+        }
+        case DATA -> {
+          if (f.stream() == stream) {
+            body.write(f.payload());
+            answered |= endsStream;
+          }
+          if (f.payload().length > 0) {
+            window(0, f.payload().length);
+            if (!endsStream) {
+              window(f.stream(), f.payload().length);
+            }
+            out.flush();
+          }
+        }
+        case RST_STREAM -> {
+          if (f.stream() == stream) {
+            ended = f;
+          }
+        }
+        case GOAWAY -> ended = f;
+        case SETTINGS -> {
+          for (int at = 0; (f.flags() & 0x1) == 0 && at + 6 <= f.payload().length; at += 6) {
+            int id = ((f.payload()[at] & 0xff) << 8) | (f.payload()[at + 1] & 0xff);
+            if (id == 4) {
+              byte[] p = f.payload();
+              int value = ((p[at + 2] & 0xff) << 24) | ((p[at + 3] & 0xff) << 16)
+                  | ((p[at + 4] & 0xff) << 8) | (p[at + 5] & 0xff);
+              sendWindow += value - initialStreamSendWindow;
+              initialStreamSendWindow = value;
+            }
+          }
+        }
+        case WINDOW_UPDATE -> {
+          if (f.stream() == 0) {
+            connectionSendWindow += f.windowIncrement();
+          } else if (f.stream() == stream) {
+            sendWindow += f.windowIncrement();
+          }
+        }
+        default -> {
+          // PING is answered by nobody here; nothing else matters to one exchange
+        }
+      }
+    }
   }
 
   void data(int stream, byte[] bytes, boolean last) throws IOException {
