@@ -22,14 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, wait_for_port  # noqa: E402
+from loopback import shm_server  # noqa: E402
 from ram_hit import summary  # noqa: E402
 
 import kvcache  # noqa: E402
@@ -46,21 +44,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100, help="untimed runs of each way first")
     parser.add_argument("--shm", default="/dev/shm", help="a tmpfs directory")
     args = parser.parse_args()
-    work = os.path.join(args.shm, f"kvcache-checked-{os.getpid()}")
-    os.makedirs(work)
-    port = free_port()
-    server = subprocess.Popen(
-        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}",
-         "-Dkvcache.cache.ram-bytes=512MiB", "-Dkvcache.cache.disk-dir=",
-         f"-Dkvcache.cache.ram-shared-memory-dir={work}", "-jar", args.jar],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, server, "kvcache-server")
-        results = run(f"127.0.0.1:{port}", args.rounds, args.warmup)
-    finally:
-        server.terminate()
-        server.wait(60)
-        shutil.rmtree(work, ignore_errors=True)
+    with shm_server(args.jar, args.shm, "kvcache-checked") as (address, _):
+        results = run(address, args.rounds, args.warmup)
     with open(args.out, "w") as f:
         json.dump({"rounds": args.rounds, "warmup": args.warmup, "results": results}, f, indent=1)
     print(f"{'way':<28} {'checked ms':>11} {'unchecked ms':>13} {'ratio':>7}")

@@ -1,10 +1,14 @@
 """Servers the benchmarks start on loopback: a free port, and waiting until one listens."""
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+from typing import Iterator
 
 
 def free_port() -> int:
@@ -26,3 +30,25 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> Non
         except OSError:
             time.sleep(0.1)
     sys.exit(f"{what} did not listen on {port} within 60 s")
+
+
+@contextlib.contextmanager
+def shm_server(jar: str, shm: str, name: str) -> Iterator[tuple[str, str]]:
+    """A RAM-only kvcache-server of 512 MiB with its RAM in shared memory, in a new directory
+    ``name-<pid>`` under the tmpfs directory ``shm``; yields its address and that directory (where
+    a benchmark may keep files of its own), then stops it and removes the directory."""
+    work = os.path.join(shm, f"{name}-{os.getpid()}")
+    os.makedirs(work)
+    port = free_port()
+    server = subprocess.Popen(
+        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}",
+         "-Dkvcache.cache.ram-bytes=512MiB", "-Dkvcache.cache.disk-dir=",
+         f"-Dkvcache.cache.ram-shared-memory-dir={work}", "-jar", jar],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server, "kvcache-server")
+        yield f"127.0.0.1:{port}", work
+    finally:
+        server.terminate()
+        server.wait(60)
+        shutil.rmtree(work, ignore_errors=True)

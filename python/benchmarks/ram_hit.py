@@ -28,15 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, wait_for_port  # noqa: E402
+from loopback import shm_server  # noqa: E402
 
 import kvcache  # noqa: E402
 
@@ -51,21 +49,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=200, help="untimed reads of each way first")
     parser.add_argument("--shm", default="/dev/shm", help="a tmpfs directory")
     args = parser.parse_args()
-    work = os.path.join(args.shm, f"kvcache-ram-hit-{os.getpid()}")
-    os.makedirs(work)
-    port = free_port()
-    server = subprocess.Popen(
-        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}",
-         "-Dkvcache.cache.ram-bytes=512MiB", "-Dkvcache.cache.disk-dir=",
-         f"-Dkvcache.cache.ram-shared-memory-dir={work}", "-jar", args.jar],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, server, "kvcache-server")
-        results = run(f"127.0.0.1:{port}", work, args.rounds, args.warmup)
-    finally:
-        server.terminate()
-        server.wait(60)
-        shutil.rmtree(work, ignore_errors=True)
+    with shm_server(args.jar, args.shm, "kvcache-ram-hit") as (address, work):
+        results = run(address, work, args.rounds, args.warmup)
     with open(args.out, "w") as f:
         json.dump({"rounds": args.rounds, "warmup": args.warmup, "results": results}, f, indent=1)
     print(f"{'block':>8} {'read':<28} {'median ms':>10} {'p90 ms':>8} {'/ tmpfs':>8}")

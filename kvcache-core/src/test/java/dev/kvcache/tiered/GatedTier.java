@@ -22,7 +22,7 @@ import java.util.concurrent.locks.LockSupport;
  * key), batch reads, lookups, pins and single-key probes it receives. It times its copying reads
  * for its {@link #loadRate()}, delay included, as a real tier does.
  */
-final class GatedTier implements Tier {
+public final class GatedTier implements Tier {
 
   private final Tier inner;
   private boolean held;
@@ -39,7 +39,7 @@ final class GatedTier implements Tier {
   final AtomicInteger pins = new AtomicInteger();
   final AtomicInteger probes = new AtomicInteger();
   /** Milliseconds each {@code put} takes beyond the inner tier's. */
-  volatile long putDelayMillis;
+  public volatile long putDelayMillis;
   private final AtomicInteger putsUnderWay = new AtomicInteger();
   /** The most puts seen under way at once. */
   final AtomicInteger maxPutsUnderWay = new AtomicInteger();
@@ -47,7 +47,7 @@ final class GatedTier implements Tier {
   volatile long readDelayMillis;
   private final LoadRate loadRate = new LoadRate();
 
-  GatedTier(Tier inner) {
+  public GatedTier(Tier inner) {
     this.inner = inner;
   }
 
