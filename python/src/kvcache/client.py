@@ -52,7 +52,8 @@ class PutStatus(enum.Enum):
     NOT_ADMITTED = "not-admitted"
     #: The block is larger than the server's largest (``413``).
     TOO_LARGE = "too-large"
-    #: The server is down, or had no room (``507``); nothing was stored.
+    #: The server is down, had no room, or could not keep the block as durably as its mode
+    #: promises while its disk fails (``507``); nothing was stored.
     NOT_STORED = "not-stored"
 
 
