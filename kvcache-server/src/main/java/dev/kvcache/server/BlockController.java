@@ -34,6 +34,7 @@ import java.time.Duration;
 import java.util.OptionalInt;
 import java.util.concurrent.ExecutorService;
 import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -97,14 +98,25 @@ class BlockController {
     if (declared > (encoded ? BlockCodec.maxContainerLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
-    Integer checksum = checksum(request.getHeaders().get(Crc32c.HEADER));
+    ApiException badChecksum = null;
+    Integer checksum = null;
+    try {
+      checksum = checksum(request.getHeaders().get(Crc32c.HEADER));
+    } catch (ApiException e) {
+      badChecksum = e;
+    }
     if (streamed == null) {
       // no body at all (a length of 0, or an HTTP/2 request that ended with its headers), which
       // Micronaut would refuse as a missing argument: answered as an empty body is
-      throw BodyWriter.emptyBlock();
+      throw badChecksum != null ? badChecksum : BodyWriter.emptyBlock();
     }
     Publisher<ByteBuf> body = RequestBody.of(streamed);
-    Mono<PutStatus> stored = encoded
+    // a malformed checksum is answered once the body is read, as a mismatched one is: over
+    // HTTP/1.1 an answer sent while the client still sends can be lost to the connection's reset
+    ApiException refused = badChecksum;
+    Mono<PutStatus> stored = refused != null
+        ? Flux.from(body).doOnNext(ByteBuf::release).then(Mono.error(refused))
+        : encoded
         ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking, checksum)
             .doOnNext(done -> wire.received())
         : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking, checksum);
