@@ -150,6 +150,18 @@ class FastPut implements MeterBinder {
     return writer;
   }
 
+  /** What a commit gave: its status, or the exception it threw. */
+  private record Committed(PutStatus status, RuntimeException failure) {
+    /** Commits and closes {@code writer}. */
+    static Committed of(BlockWriter writer) {
+      try (writer) {
+        return new Committed(writer.commit(), null);
+      } catch (RuntimeException e) {
+        return new Committed(null, e);
+      }
+    }
+  }
+
   /** A body on its way into a writer, and the checksum its client sent (or null). */
   private static final class Upload {
     final BlockWriter writer;
@@ -255,47 +267,27 @@ class FastPut implements MeterBinder {
       uploads.remove(streamId);
       upload.timeout.cancel(false);
       if (!writer.commitMayWait()) {
-        commitAndAnswer(ctx, streamId, writer);
+        answer(ctx, streamId, writer, Committed.of(writer));
         return;
       }
       blocking.get().execute(() -> {
-        PutStatus status;
-        RuntimeException failure = null;
-        try (writer) {
-          status = writer.commit();
-        } catch (RuntimeException e) {
-          status = null;
-          failure = e;
-        }
-        PutStatus committed = status;
-        RuntimeException failed = failure;
+        Committed committed = Committed.of(writer);
         ctx.executor().execute(() -> {
-          answer(ctx, streamId, writer, committed, failed);
+          answer(ctx, streamId, writer, committed);
           handler.flush(ctx); // not in a read: nothing else flushes it
         });
       });
     }
 
-    /** Commits on the event loop, which the writer said cannot wait, and answers. */
-    private void commitAndAnswer(ChannelHandlerContext ctx, int streamId, BlockWriter writer) {
-      PutStatus status = null;
-      RuntimeException failure = null;
-      try (writer) {
-        status = writer.commit();
-      } catch (RuntimeException e) {
-        failure = e;
-      }
-      answer(ctx, streamId, writer, status, failure);
-    }
-
-    /** Answers a commit's {@code status}, or its {@code failure}. */
+    /** Answers a commit's status, or the exception it threw. */
     private void answer(ChannelHandlerContext ctx, int streamId, BlockWriter writer,
-        PutStatus status, RuntimeException failure) {
-      if (failure != null) {
-        respond(ctx, streamId, 500, "internal", "the block could not be stored: " + failure);
+        Committed committed) {
+      if (committed.failure() != null) {
+        respond(ctx, streamId, 500, "internal",
+            "the block could not be stored: " + committed.failure());
         return;
       }
-      switch (status) {
+      switch (committed.status()) {
         case STORED -> respondStored(ctx, streamId, 201, "stored");
         case NOT_ADMITTED -> respondStored(ctx, streamId, 202, "not-admitted");
         case REJECTED_TOO_LARGE -> respond(ctx, streamId, 413, "too-large", "a block of "
