@@ -1,4 +1,9 @@
-"""The blocking client: :class:`Client` and :class:`PutStatus`."""
+"""The blocking client: :class:`Client` and :class:`PutStatus`.
+
+This module is past the size the project splits modules at, and is not split yet: reads from
+shared memory (``_read_shared``) and batch reads (``_batch``) are to move beside the shared-memory
+mapping (``_shm``) and the batch framing (``_batch``), leaving the client the front.
+"""
 from __future__ import annotations
 
 import base64

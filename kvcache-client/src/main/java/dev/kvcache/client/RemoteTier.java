@@ -63,6 +63,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@link #capacityBytes()} and the gauges in {@link #stats()} are 0: the servers report their
  * own on {@code /prometheus}.
+ *
+ * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
+ * yet: its concerns are the server directory (DNS and rendezvous), one request with its retry and
+ * time-out ({@code Call}), the protocol (paths, statuses, the answers' JSON), batch reads ({@code
+ * Batch}), pins and the writer; each is to become a class of its own, with this one the front.
  */
 public final class RemoteTier implements Tier {
 

@@ -66,6 +66,11 @@ import org.slf4j.LoggerFactory;
  * causes them and never wait: a full queue drops the block instead. To keep that rare, a put that
  * finds the queue more than half full, or RAM's memory pinned by waiting blocks, first waits for
  * the spill threads, up to {@link TieredCacheConfig#spillQueueWait()}.
+ *
+ * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
+ * yet: the durability mode's branches in {@code commit} are to become a strategy value, and the
+ * coherence of copies (key stripes, the clean set, dropping old copies) a class that the reads
+ * ({@code TieredReads}) and the writes share.
  */
 public final class TieredCache implements Tier {
 

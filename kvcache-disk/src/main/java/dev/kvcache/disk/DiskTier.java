@@ -89,6 +89,11 @@ import org.slf4j.LoggerFactory;
  * PutStatus#REJECTED_NO_SPACE}, and takes puts again once space returns. A write that fails (the
  * file system full, an I/O error) loses only the block being written, and is counted ({@link
  * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
+ *
+ * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
+ * yet: recovery, space and roll-over, compaction, the commit of records, reads and health are
+ * each to become a class of their own, over a storage-device seam that every file operation
+ * goes through.
  */
 public final class DiskTier implements Tier {
 
