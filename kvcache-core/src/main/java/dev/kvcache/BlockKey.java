@@ -4,6 +4,7 @@ import dev.kvcache.internal.keys.KeyHashing;
 import java.nio.ByteBuffer;
 import java.util.HexFormat;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * The 128-bit identity of a cached block, derived by SHA-256 from its {@link Namespace} and either
@@ -14,7 +15,15 @@ import java.util.Objects;
  * #lo()} are those bytes read big-endian, and {@link #toHex()} prints them in order. The exact
  * derivation is specified, with test vectors, in {@code docs/keys.md}.
  *
- * <p>Instances are immutable, compare by value and take 32 bytes of heap.
+ * <p><b>The namespace travels with the key.</b> A key derived here ({@link #ofRaw}, {@link
+ * PrefixKeys}) remembers its namespace, and {@link #namespace()} returns it: a tier that groups
+ * blocks by namespace (the object-storage tier names its objects by it) learns it from the key it
+ * is handed. The namespace is not part of the key's identity: keys compare by their 16 bytes alone,
+ * and a key rebuilt from its bytes ({@link #of(long, long)}, {@link #fromBytes}, {@link #fromHex})
+ * has none, unless rebuilt with {@link #of(Namespace, long, long)}.
+ *
+ * <p>Instances are immutable, compare by value and take 32 bytes of heap (with compressed
+ * references, the JVM's default below 32 GiB of heap; the namespace field fills what was padding).
  */
 public final class BlockKey {
 
@@ -31,10 +40,13 @@ public final class BlockKey {
 
   private final long hi;
   private final long lo;
+  /** The namespace the key was derived in, or null when it was rebuilt from its bytes alone. */
+  private final Namespace namespace;
 
-  private BlockKey(long hi, long lo) {
+  private BlockKey(long hi, long lo, Namespace namespace) {
     this.hi = hi;
     this.lo = lo;
+    this.namespace = namespace;
   }
 
   /**
@@ -53,7 +65,13 @@ public final class BlockKey {
           "raw key is " + raw.length + " bytes; it must be " + MIN_RAW_BYTES + " to "
               + MAX_RAW_BYTES + " bytes (a hash of at least 128 bits)");
     }
-    return fromBytes(KeyHashing.rawKey(KeyHashing.sha256(), namespace.digestNoCopy(), raw));
+    return of(namespace, KeyHashing.rawKey(KeyHashing.sha256(), namespace.digestNoCopy(), raw));
+  }
+
+  /** The key of 16 digest bytes derived in {@code namespace}. */
+  static BlockKey of(Namespace namespace, byte[] bytes) {
+    ByteBuffer b = ByteBuffer.wrap(bytes);
+    return new BlockKey(b.getLong(0), b.getLong(8), namespace);
   }
 
   /**
@@ -82,13 +100,25 @@ public final class BlockKey {
       throw new IllegalArgumentException(
           "a block key is " + BYTES + " bytes, got " + bytes.length);
     }
-    ByteBuffer b = ByteBuffer.wrap(bytes);
-    return new BlockKey(b.getLong(0), b.getLong(8));
+    return of(null, bytes);
   }
 
-  /** A key from its two halves, as returned by {@link #hi()} and {@link #lo()}. */
+  /**
+   * A key from its two halves, as returned by {@link #hi()} and {@link #lo()}. It has no {@link
+   * #namespace()}.
+   */
   public static BlockKey of(long hi, long lo) {
-    return new BlockKey(hi, lo);
+    return new BlockKey(hi, lo, null);
+  }
+
+  /**
+   * A key from its two halves together with the namespace it was derived in, for a tier that reads
+   * back keys it stored with their namespace. The pairing is the caller's word: it is not checked
+   * (the key's bytes are a one-way digest of the namespace), and a wrong one files the block under
+   * another namespace, where its own namespace's readers do not look.
+   */
+  public static BlockKey of(Namespace namespace, long hi, long lo) {
+    return new BlockKey(hi, lo, Objects.requireNonNull(namespace, "namespace"));
   }
 
   /**
@@ -102,7 +132,7 @@ public final class BlockKey {
       throw new IllegalArgumentException(
           "a block key is " + 2 * BYTES + " hex digits, got " + hex.length() + ": '" + hex + "'");
     }
-    return new BlockKey(parseHex(hex, 0), parseHex(hex, 16));
+    return new BlockKey(parseHex(hex, 0), parseHex(hex, 16), null);
   }
 
   private static long parseHex(String hex, int from) {
@@ -127,6 +157,15 @@ public final class BlockKey {
   /** The last 8 key bytes, big-endian. */
   public long lo() {
     return lo;
+  }
+
+  /**
+   * The namespace the key was derived in, when the key knows it: keys from {@link #ofRaw}, {@link
+   * PrefixKeys} and {@link #of(Namespace, long, long)} do, keys rebuilt from their bytes alone do
+   * not.
+   */
+  public Optional<Namespace> namespace() {
+    return Optional.ofNullable(namespace);
   }
 
   /** The 16 key bytes. */

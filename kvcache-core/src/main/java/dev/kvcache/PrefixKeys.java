@@ -65,7 +65,7 @@ public final class PrefixKeys {
     byte[] parent = Arrays.copyOf(nsDigest, KeyHashing.KEY_BYTES);
     for (int b = 0; b < blocks; b++) {
       parent = KeyHashing.blockKey(md, nsDigest, parent, tokenIds, b * blockSizeTokens, blockSizeTokens);
-      keys.add(BlockKey.fromBytes(parent));
+      keys.add(BlockKey.of(namespace, parent));
     }
     return keys;
   }
@@ -85,7 +85,7 @@ public final class PrefixKeys {
     byte[] nsDigest = namespace.digestNoCopy();
     byte[] parentBytes =
         parent == null ? Arrays.copyOf(nsDigest, KeyHashing.KEY_BYTES) : parent.toBytes();
-    return BlockKey.fromBytes(
+    return BlockKey.of(namespace,
         KeyHashing.blockKey(KeyHashing.sha256(), nsDigest, parentBytes, tokenIds, from, blockSizeTokens));
   }
 }

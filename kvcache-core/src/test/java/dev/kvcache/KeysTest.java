@@ -82,6 +82,26 @@ class KeysTest {
       assertThat(a).isNotEqualTo(HEX);
     }
 
+
+    @Test
+    void derivedKeysKnowTheirNamespaceAndRebuiltOnesDoNot() {
+      BlockKey raw = BlockKey.ofRaw(NS, raw(16, 1));
+      BlockKey named = BlockKey.ofRaw(NS, "lmcache@key@0123456789abcdef");
+      PrefixKeys prefix = PrefixKeys.of(NS, 4);
+      List<BlockKey> chain = prefix.keysFor(tokens(8, 1));
+      BlockKey next = prefix.next(chain.get(0), tokens(8, 1), 4);
+
+      for (BlockKey k : List.of(raw, named, chain.get(0), chain.get(1), next)) {
+        assertThat(k.namespace()).contains(NS);
+      }
+      BlockKey rebuilt = BlockKey.fromBytes(raw.toBytes());
+      assertThat(rebuilt.namespace()).isEmpty();
+      assertThat(BlockKey.fromHex(raw.toHex()).namespace()).isEmpty();
+      assertThat(BlockKey.of(raw.hi(), raw.lo()).namespace()).isEmpty();
+      assertThat(rebuilt).isEqualTo(raw).hasSameHashCodeAs(raw);
+      assertThat(BlockKey.of(NS, raw.hi(), raw.lo()).namespace()).contains(NS);
+      assertThat(BlockKey.of(NS, raw.hi(), raw.lo())).isEqualTo(raw);
+    }
     @Test
     void wrongLengthHexIsRejectedWithItsLength() {
       assertThatThrownBy(() -> BlockKey.fromHex(HEX.substring(1)))
