@@ -1,0 +1,85 @@
+package dev.kvcache.s3;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
+
+/** Builds the AWS SDK client a tier's settings describe. */
+final class S3Clients {
+
+  private S3Clients() {}
+
+  /**
+   * A client for the settings. Checksums are the tier's: the SDK computes none on requests and
+   * checks none on answers (the tier sends each block's CRC32C, computed where the block was
+   * written, and checks what it receives as it copies it). The SDK does not retry: the tier backs
+   * off a failing store itself, and a read that fails is a miss.
+   *
+   * @throws IOException if the CA file cannot be read
+   */
+  static S3AsyncClient of(S3TierConfig config) throws IOException {
+    NettyNioAsyncHttpClient.Builder http = NettyNioAsyncHttpClient.builder()
+        .maxConcurrency(config.concurrency())
+        .connectionTimeout(config.connectTimeout())
+        .connectionAcquisitionTimeout(config.requestTimeout())
+        .readTimeout(config.requestTimeout())
+        .writeTimeout(config.requestTimeout());
+    if (config.caFile().isPresent()) {
+      TrustManager[] trust = trustManagers(config);
+      http.tlsTrustManagersProvider(() -> trust);
+    }
+    S3AsyncClientBuilder b = S3AsyncClient.builder()
+        .httpClientBuilder(http)
+        .region(Region.of(config.region()))
+        .forcePathStyle(config.pathStyle())
+        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+        .overrideConfiguration(o -> o
+            .apiCallTimeout(config.requestTimeout())
+            .retryStrategy(r -> r.maxAttempts(1)));
+    config.endpoint().ifPresent(b::endpointOverride);
+    if (config.accessKeyId().isPresent()) {
+      b.credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(
+          config.accessKeyId().get(), config.secretAccessKey().get())));
+    } else {
+      b.credentialsProvider(DefaultCredentialsProvider.builder().build());
+    }
+    return b.build();
+  }
+
+  private static TrustManager[] trustManagers(S3TierConfig config) throws IOException {
+    try (InputStream in = Files.newInputStream(config.caFile().get())) {
+      KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+      store.load(null, null);
+      int n = 0;
+      for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+        store.setCertificateEntry("ca-" + n++, c);
+      }
+      if (n == 0) {
+        throw new IOException("the CA file " + config.caFile().get() + " holds no certificate");
+      }
+      TrustManagerFactory f = TrustManagerFactory.getInstance(
+          TrustManagerFactory.getDefaultAlgorithm());
+      f.init(store);
+      return f.getTrustManagers();
+    } catch (GeneralSecurityException e) {
+      throw new IOException("the CA file " + config.caFile().get() + " cannot be read as PEM"
+          + " certificates: " + e.getMessage(), e);
+    }
+  }
+}

@@ -1,0 +1,562 @@
+package dev.kvcache.s3;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.CacheHealth;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.s3.internal.DeleteQueue;
+import dev.kvcache.s3.internal.Download;
+import dev.kvcache.s3.internal.Folders;
+import dev.kvcache.s3.internal.Lister;
+import dev.kvcache.s3.internal.ObjectIndex;
+import dev.kvcache.s3.internal.ObjectIndex.Entry;
+import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.internal.ObjectNames.Folder;
+import dev.kvcache.s3.internal.Requests;
+import dev.kvcache.s3.internal.Requests.Op;
+import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.spi.Crc32c;
+import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.PutChecks;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.core.async.AsyncRequestBody;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+
+/**
+ * A tier of blocks in an S3-compatible object store (AWS S3, Ceph RGW, SeaweedFS, Versity, MinIO):
+ * the bottom of RAM → disk → object store, shared by every server of a fleet.
+ *
+ * <p><b>Names.</b> A block is the object {@code <prefix><folder>/<key>}, where the folder is its
+ * namespace's ({@link BlockKey#namespace()}); every server, and a restarted one, finds what any
+ * of them wrote. Each folder holds a descriptor naming its namespace.
+ *
+ * <p><b>Never wrong bytes.</b> Each block is uploaded with its CRC32C as the object's {@code
+ * x-amz-checksum-crc32c}, which the store checks on arrival, and in the object's metadata for stores
+ * that keep no checksums. Every read checks the bytes as it copies them; an object that does not
+ * match is a miss, counted ({@link S3Stats#damagedBlocks()}), and deleted if it is still the object
+ * read (a conditional delete on its ETag, so that another server's fresh copy survives).
+ *
+ * <p><b>Lookups.</b> A presence index ({@link S3TierConfig#indexEntries()} objects at most) knows
+ * the objects this tier wrote and read and those a listing of the bucket found, at start and every
+ * {@link S3TierConfig#listInterval()}. A lookup asks the store (HEAD) about keys the index does not
+ * know for at most {@link S3TierConfig#lookupBudget()}.
+ *
+ * <p><b>Bounded.</b> The index holds at most {@link S3TierConfig#capacityBytes()}; past it, the
+ * least recently used objects are deleted, in bulk, by a thread of the tier's.
+ *
+ * <p><b>Faults.</b> A store that is unreachable, slow or failing never makes a call throw: reads
+ * are misses and puts answer {@link PutStatus#NOT_ADMITTED}, and after a failure the tier sends
+ * nothing for a pause that grows while failures go on ({@link #health()} says so).
+ */
+public final class S3Tier implements Tier {
+
+  private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
+  /** The most HEAD requests one lookup has under way at once. */
+  private static final int LOOKUP_PARALLELISM = 8;
+
+  private final S3TierConfig config;
+  private final S3AsyncClient s3;
+  private final ObjectNames names;
+  private final ObjectIndex index;
+  private final StoreState store = new StoreState();
+  private final Requests requests = new Requests();
+  private final DeleteQueue deletes;
+  private final Folders folders;
+  private final Lister lister;
+  private final ScheduledExecutorService listing;
+  private final TierCounters counters = new TierCounters();
+  private final LoadRate loadRate = new LoadRate();
+  private final LongAdder bytesUploaded = new LongAdder();
+  private final LongAdder bytesDownloaded = new LongAdder();
+  private final LongAdder damaged = new LongAdder();
+  private final LongAdder notStored = new LongAdder();
+  private volatile boolean closed;
+
+  private S3Tier(S3TierConfig config, S3AsyncClient s3) {
+    this.config = config;
+    this.s3 = s3;
+    this.names = new ObjectNames(config.prefix());
+    this.index = new ObjectIndex(config.capacityBytes(), config.indexEntries());
+    this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
+    this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
+    this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
+        this::storeFailed);
+    this.listing = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "kvcache-s3-listing");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /**
+   * Opens a tier and starts listing the bucket in the background; the tier serves at once (keys
+   * not listed yet are found by HEAD requests).
+   *
+   * @throws IOException if the TLS settings cannot be read
+   */
+  public static S3Tier open(S3TierConfig config) throws IOException {
+    Objects.requireNonNull(config, "config");
+    S3Tier tier = new S3Tier(config, S3Clients.of(config));
+    long every = config.listInterval().toMillis();
+    if (every > 0) {
+      tier.listing.scheduleWithFixedDelay(tier::listQuietly, 0, every, TimeUnit.MILLISECONDS);
+    } else {
+      tier.listing.execute(tier::listQuietly);
+    }
+    log.info("object tier opened: {}", config);
+    return tier;
+  }
+
+  private void listQuietly() {
+    if (!closed && store.available()) {
+      try {
+        lister.list();
+      } catch (RuntimeException e) {
+        log.warn("listing the object store failed", e);
+      }
+    }
+  }
+
+  /**
+   * Lists the bucket now, in the caller's thread, after a listing under way ends.
+   *
+   * @return whether the listing went through the whole bucket
+   */
+  public boolean listNow() {
+    ensureOpen();
+    return lister.list();
+  }
+
+  @Override
+  public String name() {
+    return "s3";
+  }
+
+  @Override
+  public long capacityBytes() {
+    return config.capacityBytes();
+  }
+
+  @Override
+  public int maxBlockBytes() {
+    return config.maxBlockBytes();
+  }
+
+  @Override
+  public LoadRate loadRate() {
+    return loadRate;
+  }
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    ensureOpen();
+    if (!PutChecks.fits(key, src.remaining(), config.maxBlockBytes(), counters)) {
+      return PutStatus.REJECTED_TOO_LARGE;
+    }
+    return upload(key, src.duplicate(), Crc32c.of(src));
+  }
+
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    return new S3Writer(this, key, length);
+  }
+
+  /**
+   * Uploads a block from {@code body} (position to limit, read in place) under its key's name,
+   * with its checksum; evicts what no longer fits.
+   */
+  PutStatus upload(BlockKey key, ByteBuffer body, int crc32c) {
+    ensureOpen();
+    if (!store.available()) {
+      notStored.increment();
+      return PutStatus.NOT_ADMITTED;
+    }
+    Folder folder = ObjectNames.folder(key);
+    folders.describe(folder);
+    String name = names.block(folder, key);
+    Entry old = index.peek(key);
+    try {
+      deletes.makeWay(name);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      notStored.increment();
+      return PutStatus.NOT_ADMITTED;
+    }
+    int length = body.remaining();
+    PutObjectRequest request = PutObjectRequest.builder()
+        .bucket(config.bucket())
+        .key(name)
+        .contentLength((long) length)
+        .contentType("application/octet-stream")
+        .checksumCRC32C(Crc32c.toHeader(crc32c))
+        .metadata(Map.of(Download.CRC_METADATA, String.format("%08x", crc32c)))
+        .build();
+    long start = System.nanoTime();
+    try {
+      s3.putObject(request, AsyncRequestBody.fromRemainingByteBufferUnsafe(body)).join();
+      requests.sent(Op.PUT, System.nanoTime() - start);
+      store.succeeded();
+    } catch (CompletionException e) {
+      requests.sent(Op.PUT, System.nanoTime() - start);
+      if (storeFailed(e.getCause())) {
+        requests.failed(Op.PUT);
+      } else {
+        log.warn("the object store refused block {}: {}", key, e.getCause().toString());
+      }
+      notStored.increment();
+      return PutStatus.NOT_ADMITTED;
+    }
+    bytesUploaded.add(length);
+    if (old != null && !old.folder().id().equals(folder.id())) {
+      deletes.delete(names.block(old.folder(), key)); // the key's copy under another name
+    }
+    for (Entry cold : index.add(key, folder, length)) {
+      counters.eviction();
+      deletes.delete(names.block(cold.folder(), cold.key()));
+    }
+    counters.put();
+    return PutStatus.STORED;
+  }
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    Download d = download(key, null);
+    if (d == null || d.outcome() != Download.Outcome.INTACT) {
+      return BlockLease.miss(key);
+    }
+    return new S3Lease(key, d.bytes(), d.crc32c(), counters);
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    ensureOpen();
+    if (dst.isReadOnly()) {
+      throw new ReadOnlyBufferException();
+    }
+    Entry known = index.peek(key);
+    if (known != null && known.length() > dst.remaining()) {
+      return GetStatus.BUFFER_TOO_SMALL;
+    }
+    Download d = download(key, dst);
+    if (d == null) {
+      return GetStatus.MISS;
+    }
+    return d.outcome() == Download.Outcome.INTACT ? GetStatus.HIT : GetStatus.BUFFER_TOO_SMALL;
+  }
+
+  /**
+   * Downloads a block into {@code dst} (or a buffer of its own if null) and checks it: the
+   * download, {@link Download.Outcome#INTACT} or (for a {@code dst} too small, left as it was)
+   * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was.
+   */
+  private Download download(BlockKey key, ByteBuffer dst) {
+    if (!store.available()) {
+      counters.miss();
+      return null;
+    }
+    Entry known = index.use(key);
+    Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
+    String name = names.block(folder, key);
+    if (deletes.pending(name)) {
+      counters.miss();
+      return null;
+    }
+    GetObjectRequest request = GetObjectRequest.builder()
+        .bucket(config.bucket())
+        .key(name)
+        // the stored checksum comes back in the answer's headers; the tier checks it itself
+        .overrideConfiguration(o -> o.putHeader("x-amz-checksum-mode", "ENABLED"))
+        .build();
+    Download d = new Download(dst, config.maxBlockBytes());
+    long start = System.nanoTime();
+    try {
+      s3.getObject(request, d).join();
+      requests.sent(Op.GET, System.nanoTime() - start);
+      store.succeeded();
+    } catch (CompletionException e) {
+      d.abandon();
+      requests.sent(Op.GET, System.nanoTime() - start);
+      if (missing(e.getCause())) {
+        index.remove(key);
+      } else if (storeFailed(e.getCause())) {
+        requests.failed(Op.GET);
+      }
+      counters.miss();
+      return null;
+    }
+    switch (d.outcome()) {
+      case INTACT -> {
+        long nanos = System.nanoTime() - start;
+        int length = d.response().contentLength().intValue();
+        loadRate.record(length, nanos);
+        bytesDownloaded.add(length);
+        if (known == null) {
+          for (Entry cold : index.add(key, folder, length)) {
+            counters.eviction();
+            deletes.delete(names.block(cold.folder(), cold.key()));
+          }
+        }
+        counters.hit();
+        return d;
+      }
+      case DAMAGED -> {
+        d.abandon();
+        refuseDamaged(key, name, d);
+      }
+      case TOO_LARGE -> {
+        d.abandon();
+        if (dst != null) {
+          return d;
+        }
+      }
+    }
+    counters.miss();
+    return null;
+  }
+
+  private void refuseDamaged(BlockKey key, String name, Download d) {
+    damaged.increment();
+    index.remove(key);
+    String etag = d.response().eTag();
+    log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",
+        name);
+    long start = System.nanoTime();
+    s3.deleteObject(b -> b.bucket(config.bucket()).key(name).ifMatch(etag))
+        .handle((ok, error) -> {
+          requests.sent(Op.DELETE, System.nanoTime() - start);
+          if (error != null && !missing(error) && !conditionFailed(error)) {
+            // a store that does not take conditional deletes: delete it all the same
+            deletes.delete(name);
+          }
+          return null;
+        });
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return lookupPrefix(List.of(key)) == 1;
+  }
+
+  /**
+   * Counts the leading keys the store holds: those the index knows, and those the store says it
+   * holds when asked (HEAD, {@value #LOOKUP_PARALLELISM} at a time) within the lookup budget.
+   */
+  @Override
+  public int lookupPrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    long deadline = System.nanoTime() + config.lookupBudget().toNanos();
+    int n = 0;
+    while (n < keys.size()) {
+      BlockKey key = keys.get(n);
+      Entry known = index.peek(key);
+      if (known != null && !deletes.pending(names.block(known.folder(), key))) {
+        n++;
+        continue;
+      }
+      int found = askStore(keys.subList(n, Math.min(keys.size(), n + LOOKUP_PARALLELISM)),
+          deadline);
+      n += found;
+      if (found < Math.min(keys.size() - (n - found), LOOKUP_PARALLELISM)) {
+        break;
+      }
+    }
+    return n;
+  }
+
+  /** HEADs keys the index does not know, at once; the number of leading keys present. */
+  private int askStore(List<BlockKey> keys, long deadline) {
+    if (!store.available() || config.lookupBudget().isZero()) {
+      return 0;
+    }
+    List<CompletableFuture<HeadObjectResponse>> heads = new ArrayList<>(keys.size());
+    List<Folder> where = new ArrayList<>(keys.size());
+    long start = System.nanoTime();
+    for (BlockKey key : keys) {
+      Entry known = index.peek(key);
+      Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
+      String name = names.block(folder, key);
+      if (deletes.pending(name)) {
+        break; // as good as gone
+      }
+      where.add(folder);
+      heads.add(known != null ? null : s3.headObject(b -> b.bucket(config.bucket()).key(name)));
+    }
+    int found = 0;
+    for (int i = 0; i < heads.size(); i++) {
+      CompletableFuture<HeadObjectResponse> head = heads.get(i);
+      if (head == null) {
+        found++;
+        continue;
+      }
+      try {
+        long left = Math.max(0, deadline - System.nanoTime());
+        HeadObjectResponse answer = head.get(left, TimeUnit.NANOSECONDS);
+        requests.sent(Op.HEAD, System.nanoTime() - start);
+        store.succeeded();
+        if (answer.contentLength() == null || answer.contentLength() < 1
+            || answer.contentLength() > config.maxBlockBytes()) {
+          break;
+        }
+        index.listed(where.get(i).key(keys.get(i)), where.get(i),
+            answer.contentLength().intValue());
+        found++;
+      } catch (TimeoutException e) {
+        break; // out of budget: unknown counts as absent
+      } catch (java.util.concurrent.ExecutionException e) {
+        requests.sent(Op.HEAD, System.nanoTime() - start);
+        if (!missing(e.getCause()) && storeFailed(e.getCause())) {
+          requests.failed(Op.HEAD);
+        }
+        break;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    for (int i = found; i < heads.size(); i++) {
+      if (heads.get(i) != null) {
+        heads.get(i).cancel(true);
+      }
+    }
+    return found;
+  }
+
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    Entry known = index.remove(key);
+    Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
+    deletes.delete(names.block(folder, key));
+    if (known != null) {
+      counters.delete();
+    }
+    return known != null;
+  }
+
+  @Override
+  public CacheStats stats() {
+    return counters.snapshot(index.size(), index.bytes(), config.capacityBytes(), 0, 0);
+  }
+
+  /** What the tier has asked of the store, and how it fared. */
+  public S3Stats s3Stats() {
+    return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
+        bytesUploaded.sum(), bytesDownloaded.sum(), damaged.sum(), notStored.sum(),
+        deletes.deleted(), deletes.backlog(), lister.listings(), lister.lastSeconds(),
+        lister.lastObjects());
+  }
+
+  @Override
+  public CacheHealth health() {
+    return store.problem().map(CacheHealth::degraded).orElse(CacheHealth.OK);
+  }
+
+  /**
+   * Waits until the objects queued for deletion are deleted, up to {@code millis}.
+   *
+   * @return whether none is left
+   */
+  public boolean awaitDeletes(long millis) throws InterruptedException {
+    return deletes.awaitEmpty(millis);
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    listing.shutdownNow();
+    try {
+      if (!deletes.awaitEmpty(TimeUnit.SECONDS.toMillis(5))) {
+        log.warn("{} objects queued for deletion were not deleted before close",
+            deletes.backlog());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    deletes.close();
+    s3.close();
+  }
+
+  /**
+   * Records a failed request: the store's failure (unreachable, timed out, throttled, 5xx, refused
+   * credentials) starts or lengthens the back-off; a missing object or a refused condition does
+   * not.
+   *
+   * @return whether it was the store's failure
+   */
+  private boolean storeFailed(Throwable error) {
+    if (missing(error) || conditionFailed(error)) {
+      return false;
+    }
+    if (error instanceof AwsServiceException s && s.statusCode() == 400) {
+      return false; // a request the store refused (a checksum that does not match): not an outage
+    }
+    if (error instanceof AwsServiceException || error instanceof SdkClientException) {
+      store.failed(error.getClass().getSimpleName() + ": " + error.getMessage());
+      return true;
+    }
+    store.failed(error.toString());
+    return true;
+  }
+
+  private static boolean missing(Throwable error) {
+    return error instanceof AwsServiceException s && s.statusCode() == 404;
+  }
+
+  private static boolean conditionFailed(Throwable error) {
+    return error instanceof AwsServiceException s && s.statusCode() == 412;
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("the object tier is closed");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "S3Tier[" + config + "]";
+  }
+}

@@ -1,0 +1,380 @@
+package dev.kvcache.s3;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Settings of an {@link S3Tier}, validated by {@link Builder#build()}.
+ *
+ * <pre>{@code
+ * S3TierConfig config = S3TierConfig.builder("kv-fleet", 2L << 40)
+ *     .endpoint(URI.create("http://rgw.internal:7480"))
+ *     .prefix("prod/")
+ *     .build();
+ * }</pre>
+ *
+ * <p>Credentials are the AWS SDK's default provider chain (environment, system properties, profile
+ * files, container and instance roles) unless {@link Builder#credentials} sets a key pair.
+ */
+public final class S3TierConfig {
+
+  /** Default {@link #prefix()}: {@code kvcache/}. */
+  public static final String DEFAULT_PREFIX = "kvcache/";
+  /** Default {@link #region()}: {@code us-east-1}, which S3-compatible stores accept. */
+  public static final String DEFAULT_REGION = "us-east-1";
+  /** Default {@link #maxBlockBytes()}: 64 MiB, the cache's default. */
+  public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
+  /** Default {@link #concurrency()}: 32 requests at once. */
+  public static final int DEFAULT_CONCURRENCY = 32;
+  /** Default {@link #connectTimeout()}: 2 s. */
+  public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
+  /** Default {@link #requestTimeout()}: 30 s, room for a 64 MiB block at 20 MB/s. */
+  public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
+  /** Default {@link #lookupBudget()}: 20 ms. */
+  public static final Duration DEFAULT_LOOKUP_BUDGET = Duration.ofMillis(20);
+  /** Default {@link #listInterval()}: 1 minute. */
+  public static final Duration DEFAULT_LIST_INTERVAL = Duration.ofMinutes(1);
+  /** Default {@link #indexEntries()}: one million objects (about 150 MiB of heap). */
+  public static final int DEFAULT_INDEX_ENTRIES = 1_000_000;
+
+  /** How requests name the bucket. */
+  public enum Addressing {
+    /** {@code https://endpoint/bucket/key}: MinIO, Ceph RGW, SeaweedFS and most local stores. */
+    PATH,
+    /** {@code https://bucket.endpoint/key}: AWS S3's own form. */
+    VIRTUAL_HOST,
+    /** Path style when an endpoint is set, virtual host style for AWS S3 itself. */
+    AUTO
+  }
+
+  private final String bucket;
+  private final long capacityBytes;
+  private final URI endpoint;
+  private final String prefix;
+  private final String region;
+  private final Addressing addressing;
+  private final String accessKeyId;
+  private final String secretAccessKey;
+  private final Path caFile;
+  private final int concurrency;
+  private final Duration connectTimeout;
+  private final Duration requestTimeout;
+  private final Duration lookupBudget;
+  private final Duration listInterval;
+  private final int indexEntries;
+  private final int maxBlockBytes;
+
+  private S3TierConfig(Builder b) {
+    this.bucket = b.bucket;
+    this.capacityBytes = b.capacityBytes;
+    this.endpoint = b.endpoint;
+    this.prefix = b.prefix;
+    this.region = b.region;
+    this.addressing = b.addressing;
+    this.accessKeyId = b.accessKeyId;
+    this.secretAccessKey = b.secretAccessKey;
+    this.caFile = b.caFile;
+    this.concurrency = b.concurrency;
+    this.connectTimeout = b.connectTimeout;
+    this.requestTimeout = b.requestTimeout;
+    this.lookupBudget = b.lookupBudget;
+    this.listInterval = b.listInterval;
+    this.indexEntries = b.indexEntries;
+    this.maxBlockBytes = b.maxBlockBytes;
+  }
+
+  /**
+   * A builder for a tier in {@code bucket} that keeps at most {@code capacityBytes} of blocks.
+   *
+   * @throws IllegalArgumentException if the bucket is not a valid S3 bucket name or the capacity is
+   *     not positive
+   */
+  public static Builder builder(String bucket, long capacityBytes) {
+    return new Builder(bucket, capacityBytes);
+  }
+
+  /** The bucket. */
+  public String bucket() {
+    return bucket;
+  }
+
+  /** The most bytes of blocks the tier keeps in the bucket under its prefix. */
+  public long capacityBytes() {
+    return capacityBytes;
+  }
+
+  /** The store's endpoint; empty for AWS S3 in {@link #region()}. */
+  public Optional<URI> endpoint() {
+    return Optional.ofNullable(endpoint);
+  }
+
+  /** What every object name starts with: empty, or ending in {@code /}. */
+  public String prefix() {
+    return prefix;
+  }
+
+  /** The region requests are signed for. */
+  public String region() {
+    return region;
+  }
+
+  /** Whether requests name the bucket in the path; {@link Addressing#AUTO} resolved. */
+  public boolean pathStyle() {
+    return addressing == Addressing.PATH || (addressing == Addressing.AUTO && endpoint != null);
+  }
+
+  /** The access key id set with {@link Builder#credentials}; empty for the default chain. */
+  public Optional<String> accessKeyId() {
+    return Optional.ofNullable(accessKeyId);
+  }
+
+  /** The secret key set with {@link Builder#credentials}; empty for the default chain. */
+  Optional<String> secretAccessKey() {
+    return Optional.ofNullable(secretAccessKey);
+  }
+
+  /** A PEM file of certificates to trust for TLS instead of the JVM's; empty for the JVM's. */
+  public Optional<Path> caFile() {
+    return Optional.ofNullable(caFile);
+  }
+
+  /** The most requests under way at once. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  /** How long opening a connection may take. */
+  public Duration connectTimeout() {
+    return connectTimeout;
+  }
+
+  /** How long one request may take, from its start to the last byte of its answer. */
+  public Duration requestTimeout() {
+    return requestTimeout;
+  }
+
+  /**
+   * How long one prefix lookup may spend asking the store about keys the tier's index does not
+   * know (HEAD requests); past it, an unknown key counts as absent.
+   */
+  public Duration lookupBudget() {
+    return lookupBudget;
+  }
+
+  /** How often the tier lists the bucket to learn of objects other servers wrote; zero: never. */
+  public Duration listInterval() {
+    return listInterval;
+  }
+
+  /** The most objects the tier's presence index holds, and so the most objects it keeps. */
+  public int indexEntries() {
+    return indexEntries;
+  }
+
+  /** The largest block the tier takes. */
+  public int maxBlockBytes() {
+    return maxBlockBytes;
+  }
+
+  @Override
+  public String toString() {
+    return "S3TierConfig[bucket " + bucket + ", prefix '" + prefix + "', capacity " + capacityBytes
+        + " bytes, endpoint " + (endpoint == null ? "AWS S3 " + region : endpoint)
+        + (pathStyle() ? ", path style" : ", virtual host style") + "]";
+  }
+
+  /** Builds an {@link S3TierConfig}. */
+  public static final class Builder {
+
+    private final String bucket;
+    private final long capacityBytes;
+    private URI endpoint;
+    private String prefix = DEFAULT_PREFIX;
+    private String region = DEFAULT_REGION;
+    private Addressing addressing = Addressing.AUTO;
+    private String accessKeyId;
+    private String secretAccessKey;
+    private Path caFile;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+    private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
+    private Duration lookupBudget = DEFAULT_LOOKUP_BUDGET;
+    private Duration listInterval = DEFAULT_LIST_INTERVAL;
+    private int indexEntries = DEFAULT_INDEX_ENTRIES;
+    private int maxBlockBytes = DEFAULT_MAX_BLOCK_BYTES;
+
+    private Builder(String bucket, long capacityBytes) {
+      Objects.requireNonNull(bucket, "bucket");
+      if (!bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")) {
+        throw new IllegalArgumentException("'" + bucket + "' is not an S3 bucket name (3 to 63 of"
+            + " a-z 0-9 . -, starting and ending with a letter or digit)");
+      }
+      if (capacityBytes <= 0) {
+        throw new IllegalArgumentException(
+            "the object tier's capacity must be positive, got " + capacityBytes);
+      }
+      this.bucket = bucket;
+      this.capacityBytes = capacityBytes;
+    }
+
+    /**
+     * The store's endpoint, such as {@code http://127.0.0.1:9000}; by default AWS S3 in the
+     * region.
+     *
+     * @throws IllegalArgumentException if it is not an http or https URI with a host
+     */
+    public Builder endpoint(URI endpoint) {
+      Objects.requireNonNull(endpoint, "endpoint");
+      if (endpoint.getHost() == null
+          || !("http".equals(endpoint.getScheme()) || "https".equals(endpoint.getScheme()))) {
+        throw new IllegalArgumentException(
+            "the S3 endpoint must be an http or https URI with a host, got '" + endpoint + "'");
+      }
+      this.endpoint = endpoint;
+      return this;
+    }
+
+    /**
+     * What every object name starts with, so that a bucket can hold other data or several caches;
+     * a {@code /} is added if missing. Empty: the bucket's root.
+     *
+     * @throws IllegalArgumentException if it starts with {@code /} or is longer than 512 bytes
+     */
+    public Builder prefix(String prefix) {
+      Objects.requireNonNull(prefix, "prefix");
+      if (prefix.startsWith("/") || prefix.length() > 512) {
+        throw new IllegalArgumentException(
+            "the object prefix must not start with '/' and be at most 512 characters, got '"
+                + prefix + "'");
+      }
+      this.prefix = prefix.isEmpty() || prefix.endsWith("/") ? prefix : prefix + "/";
+      return this;
+    }
+
+    /** The region requests are signed for; {@value #DEFAULT_REGION} by default. */
+    public Builder region(String region) {
+      this.region = requireText("region", region);
+      return this;
+    }
+
+    /** How requests name the bucket; {@link Addressing#AUTO} by default. */
+    public Builder addressing(Addressing addressing) {
+      this.addressing = Objects.requireNonNull(addressing, "addressing");
+      return this;
+    }
+
+    /** A static key pair instead of the SDK's default credentials chain. */
+    public Builder credentials(String accessKeyId, String secretAccessKey) {
+      this.accessKeyId = requireText("access key id", accessKeyId);
+      this.secretAccessKey = requireText("secret access key", secretAccessKey);
+      return this;
+    }
+
+    /**
+     * A PEM file of the certificates to trust for TLS (a private CA), instead of the JVM's.
+     *
+     * @throws IllegalArgumentException if the file is not readable
+     */
+    public Builder caFile(Path caFile) {
+      Objects.requireNonNull(caFile, "caFile");
+      if (!java.nio.file.Files.isReadable(caFile)) {
+        throw new IllegalArgumentException("the CA file " + caFile + " is not a readable file");
+      }
+      this.caFile = caFile;
+      return this;
+    }
+
+    /** The most requests under way at once, 1 to 1024; {@value #DEFAULT_CONCURRENCY} by default. */
+    public Builder concurrency(int concurrency) {
+      if (concurrency < 1 || concurrency > 1024) {
+        throw new IllegalArgumentException("concurrency must be 1 to 1024, got " + concurrency);
+      }
+      this.concurrency = concurrency;
+      return this;
+    }
+
+    /** How long opening a connection may take; 2 s by default. */
+    public Builder connectTimeout(Duration timeout) {
+      this.connectTimeout = requirePositive("connect timeout", timeout);
+      return this;
+    }
+
+    /** How long one request may take; 30 s by default. */
+    public Builder requestTimeout(Duration timeout) {
+      this.requestTimeout = requirePositive("request timeout", timeout);
+      return this;
+    }
+
+    /** How long a prefix lookup may ask the store about unknown keys; 20 ms by default. */
+    public Builder lookupBudget(Duration budget) {
+      Objects.requireNonNull(budget, "lookup budget");
+      if (budget.isNegative()) {
+        throw new IllegalArgumentException("the lookup budget must not be negative, got " + budget);
+      }
+      this.lookupBudget = budget;
+      return this;
+    }
+
+    /** How often the bucket is listed; zero never; 1 minute by default. */
+    public Builder listInterval(Duration interval) {
+      Objects.requireNonNull(interval, "list interval");
+      if (interval.isNegative()) {
+        throw new IllegalArgumentException("the list interval must not be negative, got "
+            + interval);
+      }
+      this.listInterval = interval;
+      return this;
+    }
+
+    /** The most objects the presence index holds; one million by default. */
+    public Builder indexEntries(int entries) {
+      if (entries < 1) {
+        throw new IllegalArgumentException("index entries must be positive, got " + entries);
+      }
+      this.indexEntries = entries;
+      return this;
+    }
+
+    /** The largest block the tier takes; 64 MiB by default. */
+    public Builder maxBlockBytes(int maxBlockBytes) {
+      if (maxBlockBytes < 1) {
+        throw new IllegalArgumentException(
+            "the largest block must be positive, got " + maxBlockBytes);
+      }
+      this.maxBlockBytes = maxBlockBytes;
+      return this;
+    }
+
+    /**
+     * The settings.
+     *
+     * @throws IllegalArgumentException if the largest block exceeds the capacity
+     */
+    public S3TierConfig build() {
+      if (maxBlockBytes > capacityBytes) {
+        throw new IllegalArgumentException("the largest block (" + maxBlockBytes
+            + " bytes) exceeds the object tier's capacity (" + capacityBytes + " bytes)");
+      }
+      return new S3TierConfig(this);
+    }
+
+    private static String requireText(String what, String value) {
+      Objects.requireNonNull(value, what);
+      if (value.isBlank()) {
+        throw new IllegalArgumentException("the " + what + " must not be blank");
+      }
+      return value;
+    }
+
+    private static Duration requirePositive(String what, Duration d) {
+      Objects.requireNonNull(d, what);
+      if (d.isZero() || d.isNegative()) {
+        throw new IllegalArgumentException("the " + what + " must be positive, got " + d);
+      }
+      return d;
+    }
+  }
+}

@@ -1,0 +1,140 @@
+package dev.kvcache.s3.internal;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.s3.internal.ObjectNames.Folder;
+import dev.kvcache.s3.internal.ObjectNames.Named;
+import dev.kvcache.s3.internal.Requests.Op;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * Lists the tier's objects in the bucket into its index: at start, so that a restarted server finds
+ * what it and the others stored, and then periodically, to learn of what other servers wrote and
+ * deleted. The first listing enters objects in the order they were written (oldest least recently
+ * used); later ones add objects new to the index as recently used and drop entries of objects
+ * that are gone.
+ */
+public final class Lister {
+
+  private static final Logger log = LoggerFactory.getLogger(Lister.class);
+  private static final int PROGRESS_EVERY = 100_000;
+
+  private final S3AsyncClient s3;
+  private final String bucket;
+  private final ObjectNames names;
+  private final Folders folders;
+  private final ObjectIndex index;
+  private final Requests requests;
+  private final Predicate<Throwable> storeFailure;
+  private volatile long listings;
+  private volatile double lastSeconds;
+  private volatile long lastObjects;
+  private boolean listedOnce;
+
+  /**
+   * @param storeFailure records a failed request with the store's state; true if it was the
+   *     store's failure
+   */
+  public Lister(S3AsyncClient s3, String bucket, ObjectNames names, Folders folders,
+      ObjectIndex index, Requests requests, Predicate<Throwable> storeFailure) {
+    this.s3 = s3;
+    this.bucket = bucket;
+    this.names = names;
+    this.folders = folders;
+    this.index = index;
+    this.requests = requests;
+    this.storeFailure = storeFailure;
+  }
+
+  private record Listed(BlockKey key, Folder folder, int length, Instant written) {}
+
+  /**
+   * Lists every object under the prefix once.
+   *
+   * @return whether the listing went through the whole bucket
+   */
+  public synchronized boolean list() {
+    long start = System.nanoTime();
+    boolean first = !listedOnce;
+    int number = index.startListing();
+    List<Listed> found = new ArrayList<>();
+    long objects = 0;
+    String token = null;
+    do {
+      ListObjectsV2Response page;
+      String continuation = token;
+      long t = System.nanoTime();
+      try {
+        page = s3.listObjectsV2(b -> b.bucket(bucket).prefix(names.prefix())
+            .continuationToken(continuation)).join();
+        requests.sent(Op.LIST, System.nanoTime() - t);
+      } catch (CompletionException e) {
+        requests.sent(Op.LIST, System.nanoTime() - t);
+        if (storeFailure.test(e.getCause())) {
+          requests.failed(Op.LIST);
+        }
+        log.warn("listing the object store failed after {} objects: {}", objects,
+            e.getCause().toString());
+        return false;
+      }
+      for (S3Object o : page.contents()) {
+        Optional<Named> named = names.parse(o.key());
+        if (named.isEmpty() || o.size() == null || o.size() < 1 || o.size() > Integer.MAX_VALUE) {
+          continue;
+        }
+        Folder folder = folders.folder(named.get().folder());
+        Listed l = new Listed(folder.key(named.get().key()), folder, o.size().intValue(),
+            o.lastModified());
+        if (first) {
+          found.add(l);
+        } else {
+          index.listed(l.key(), l.folder(), l.length());
+        }
+        if (++objects % PROGRESS_EVERY == 0) {
+          log.info("listed {} objects of the bucket {} so far", objects, bucket);
+        }
+      }
+      token = Boolean.TRUE.equals(page.isTruncated()) ? page.nextContinuationToken() : null;
+    } while (token != null);
+    if (first) {
+      found.sort(Comparator.comparing(Listed::written,
+          Comparator.nullsFirst(Comparator.naturalOrder())));
+      found.forEach(l -> index.listed(l.key(), l.folder(), l.length()));
+    }
+    int gone = index.endListing(number);
+    listedOnce = true;
+    listings++;
+    lastObjects = objects;
+    lastSeconds = (System.nanoTime() - start) / 1e9;
+    if (first || gone > 0) {
+      log.info("listed {} objects under {}/{} in {} s; {} known objects are gone", objects, bucket,
+          names.prefix(), String.format("%.2f", lastSeconds), gone);
+    }
+    return true;
+  }
+
+  /** Complete listings made. */
+  public long listings() {
+    return listings;
+  }
+
+  /** How long the last complete listing took. */
+  public double lastSeconds() {
+    return lastSeconds;
+  }
+
+  /** Objects the last complete listing found. */
+  public long lastObjects() {
+    return lastObjects;
+  }
+}
