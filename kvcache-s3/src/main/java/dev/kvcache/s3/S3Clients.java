@@ -7,6 +7,7 @@ import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
+import java.util.concurrent.TimeUnit;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -15,14 +16,16 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
+import software.amazon.awssdk.http.nio.netty.SdkEventLoopGroup;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
 
-/** Builds the AWS SDK client a tier's settings describe. */
-final class S3Clients {
-
-  private S3Clients() {}
+/**
+ * The AWS SDK client a tier's settings describe, with the event loops it runs on: closing it stops
+ * them at once, where the SDK's own would linger for a quiet period of two seconds.
+ */
+record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoCloseable {
 
   /**
    * A client for the settings. Checksums are the tier's: the SDK computes none on requests and
@@ -32,8 +35,12 @@ final class S3Clients {
    *
    * @throws IOException if the CA file cannot be read
    */
-  static S3AsyncClient of(S3TierConfig config) throws IOException {
+  static S3Clients of(S3TierConfig config) throws IOException {
+    SdkEventLoopGroup loops = SdkEventLoopGroup.builder()
+        .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
+        .build();
     NettyNioAsyncHttpClient.Builder http = NettyNioAsyncHttpClient.builder()
+        .eventLoopGroup(loops)
         .maxConcurrency(config.concurrency())
         .connectionTimeout(config.connectTimeout())
         .connectionAcquisitionTimeout(config.requestTimeout())
@@ -59,7 +66,13 @@ final class S3Clients {
     } else {
       b.credentialsProvider(DefaultCredentialsProvider.builder().build());
     }
-    return b.build();
+    return new S3Clients(b.build(), loops);
+  }
+
+  @Override
+  public void close() {
+    s3.close();
+    loops.eventLoopGroup().shutdownGracefully(50, 5_000, TimeUnit.MILLISECONDS);
   }
 
   private static TrustManager[] trustManagers(S3TierConfig config) throws IOException {

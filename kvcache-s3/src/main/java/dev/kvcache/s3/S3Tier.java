@@ -80,6 +80,7 @@ public final class S3Tier implements Tier {
   private static final int LOOKUP_PARALLELISM = 8;
 
   private final S3TierConfig config;
+  private final S3Clients client;
   private final S3AsyncClient s3;
   private final ObjectNames names;
   private final ObjectIndex index;
@@ -97,9 +98,10 @@ public final class S3Tier implements Tier {
   private final LongAdder notStored = new LongAdder();
   private volatile boolean closed;
 
-  private S3Tier(S3TierConfig config, S3AsyncClient s3) {
+  private S3Tier(S3TierConfig config, S3Clients client) {
     this.config = config;
-    this.s3 = s3;
+    this.client = client;
+    this.s3 = client.s3();
     this.names = new ObjectNames(config.prefix());
     this.index = new ObjectIndex(config.capacityBytes(), config.indexEntries());
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
@@ -516,7 +518,7 @@ public final class S3Tier implements Tier {
       Thread.currentThread().interrupt();
     }
     deletes.close();
-    s3.close();
+    client.close();
   }
 
   /**
