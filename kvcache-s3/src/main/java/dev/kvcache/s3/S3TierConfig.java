@@ -25,7 +25,7 @@ public final class S3TierConfig {
   public static final String DEFAULT_PREFIX = "kvcache/";
   /** Default {@link #region()}: {@code us-east-1}, which S3-compatible stores accept. */
   public static final String DEFAULT_REGION = "us-east-1";
-  /** Default {@link #maxBlockBytes()}: 64 MiB, the cache's default. */
+  /** Default {@link #maxBlockBytes()}: 64 MiB, the cache's default, or the capacity if smaller. */
   public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
   /** Default {@link #concurrency()}: 32 requests at once. */
   public static final int DEFAULT_CONCURRENCY = 32;
@@ -33,8 +33,8 @@ public final class S3TierConfig {
   public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
   /** Default {@link #requestTimeout()}: 30 s, room for a 64 MiB block at 20 MB/s. */
   public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
-  /** Default {@link #lookupBudget()}: 20 ms. */
-  public static final Duration DEFAULT_LOOKUP_BUDGET = Duration.ofMillis(20);
+  /** Default {@link #lookupBudget()}: 50 ms, a few HEAD requests' time on AWS S3. */
+  public static final Duration DEFAULT_LOOKUP_BUDGET = Duration.ofMillis(50);
   /** Default {@link #listInterval()}: 1 minute. */
   public static final Duration DEFAULT_LIST_INTERVAL = Duration.ofMinutes(1);
   /** Default {@link #indexEntries()}: one million objects (about 150 MiB of heap). */
@@ -94,6 +94,26 @@ public final class S3TierConfig {
    */
   public static Builder builder(String bucket, long capacityBytes) {
     return new Builder(bucket, capacityBytes);
+  }
+
+  /** A builder holding these settings, to change some of them. */
+  public Builder toBuilder() {
+    Builder b = new Builder(bucket, capacityBytes);
+    b.endpoint = endpoint;
+    b.prefix = prefix;
+    b.region = region;
+    b.addressing = addressing;
+    b.accessKeyId = accessKeyId;
+    b.secretAccessKey = secretAccessKey;
+    b.caFile = caFile;
+    b.concurrency = concurrency;
+    b.connectTimeout = connectTimeout;
+    b.requestTimeout = requestTimeout;
+    b.lookupBudget = lookupBudget;
+    b.listInterval = listInterval;
+    b.indexEntries = indexEntries;
+    b.maxBlockBytes = maxBlockBytes;
+    return b;
   }
 
   /** The bucket. */
@@ -204,7 +224,7 @@ public final class S3TierConfig {
     private Duration lookupBudget = DEFAULT_LOOKUP_BUDGET;
     private Duration listInterval = DEFAULT_LIST_INTERVAL;
     private int indexEntries = DEFAULT_INDEX_ENTRIES;
-    private int maxBlockBytes = DEFAULT_MAX_BLOCK_BYTES;
+    private int maxBlockBytes;
 
     private Builder(String bucket, long capacityBytes) {
       Objects.requireNonNull(bucket, "bucket");
@@ -308,7 +328,7 @@ public final class S3TierConfig {
       return this;
     }
 
-    /** How long a prefix lookup may ask the store about unknown keys; 20 ms by default. */
+    /** How long a prefix lookup may ask the store about unknown keys; 50 ms by default. */
     public Builder lookupBudget(Duration budget) {
       Objects.requireNonNull(budget, "lookup budget");
       if (budget.isNegative()) {
@@ -338,7 +358,7 @@ public final class S3TierConfig {
       return this;
     }
 
-    /** The largest block the tier takes; 64 MiB by default. */
+    /** The largest block the tier takes; 64 MiB, or the capacity if smaller, by default. */
     public Builder maxBlockBytes(int maxBlockBytes) {
       if (maxBlockBytes < 1) {
         throw new IllegalArgumentException(
@@ -354,6 +374,9 @@ public final class S3TierConfig {
      * @throws IllegalArgumentException if the largest block exceeds the capacity
      */
     public S3TierConfig build() {
+      if (maxBlockBytes == 0) {
+        maxBlockBytes = (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, capacityBytes);
+      }
       if (maxBlockBytes > capacityBytes) {
         throw new IllegalArgumentException("the largest block (" + maxBlockBytes
             + " bytes) exceeds the object tier's capacity (" + capacityBytes + " bytes)");

@@ -5,6 +5,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
 import org.gaul.s3proxy.nio2blob.TransientNio2BlobStore;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * A real S3-compatible server in the test's JVM: S3Proxy over an in-memory store, on a loopback
@@ -19,15 +24,20 @@ final class InProcessS3 implements AutoCloseable {
 
   private static final AtomicInteger prefixes = new AtomicInteger();
 
-  private final S3Proxy proxy;
+  private final TransientNio2BlobStore store = new TransientNio2BlobStore();
   private final URI endpoint;
+  private S3Proxy proxy;
 
   InProcessS3() throws Exception {
-    TransientNio2BlobStore store = new TransientNio2BlobStore();
     store.createContainer(BUCKET);
+    endpoint = URI.create("http://127.0.0.1:" + start(0));
+  }
+
+  /** Starts serving the store on {@code port} (0: any); returns the port. */
+  private int start(int port) throws Exception {
     proxy = S3Proxy.builder()
         .blobStore(store)
-        .endpoint(URI.create("http://127.0.0.1:0"))
+        .endpoint(URI.create("http://127.0.0.1:" + port))
         .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
         .build();
     proxy.start();
@@ -35,7 +45,29 @@ final class InProcessS3 implements AutoCloseable {
     while (!"STARTED".equals(proxy.getState()) && System.nanoTime() < deadline) {
       Thread.sleep(10);
     }
-    endpoint = URI.create("http://127.0.0.1:" + proxy.getPort());
+    return proxy.getPort();
+  }
+
+  /** Stops answering: connections to the endpoint are refused. The objects are kept. */
+  void stop() throws Exception {
+    proxy.stop();
+  }
+
+  /** Answers again, on the same endpoint, with the objects it had. */
+  void restart() throws Exception {
+    start(endpoint.getPort());
+  }
+
+  /** A plain SDK client of this server, to look into the bucket as any S3 user would. */
+  S3AsyncClient client() {
+    return S3AsyncClient.builder()
+        .endpointOverride(endpoint)
+        .region(Region.US_EAST_1)
+        .forcePathStyle(true)
+        .credentialsProvider(StaticCredentialsProvider.create(
+            AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+        .httpClientBuilder(NettyNioAsyncHttpClient.builder())
+        .build();
   }
 
   URI endpoint() {

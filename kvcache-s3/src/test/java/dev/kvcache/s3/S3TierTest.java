@@ -1,0 +1,243 @@
+package dev.kvcache.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.Namespace;
+import dev.kvcache.PrefixKeys;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.core.async.AsyncRequestBody;
+import software.amazon.awssdk.core.async.AsyncResponseTransformer;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/** What the object tier promises beyond the tier contract, against a real S3 server on loopback. */
+class S3TierTest {
+
+  private static final int BLOCK = 64 << 10;
+  private static final Namespace LLAMA = Namespace.of("llama-3.1-8b", "bf16", "tp0of1", "team-a");
+  private static InProcessS3 server;
+  private static S3AsyncClient bucket;
+
+  @BeforeAll
+  static void startStore() throws Exception {
+    server = new InProcessS3();
+    bucket = server.client();
+  }
+
+  @AfterAll
+  static void stopStore() throws Exception {
+    bucket.close();
+    server.close();
+  }
+
+  private S3Tier first;
+  private S3Tier second;
+
+  @AfterEach
+  void closeTiers() {
+    for (S3Tier t : new S3Tier[] {first, second}) {
+      if (t != null) {
+        t.close();
+      }
+    }
+  }
+
+  private static List<BlockKey> prompt(int blocks, int seed) {
+    int[] tokens = IntStream.range(0, blocks * 16).map(i -> seed * 100_000 + i).toArray();
+    return PrefixKeys.of(LLAMA, 16).keysFor(tokens);
+  }
+
+  private static List<String> names(String prefix) {
+    return bucket.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
+        .contents().stream().map(S3Object::key).sorted().toList();
+  }
+
+  @Test
+  void objectsAreNamedByNamespaceAndKeyAndTheFolderDescribesItsNamespace() throws Exception {
+    S3TierConfig config = server.config(64L << 20).build();
+    first = S3Tier.open(config);
+    BlockKey key = prompt(1, 1).get(0);
+    assertThat(first.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+
+    List<String> names = names(config.prefix());
+    assertThat(names).hasSize(2);
+    String blockName = names.stream().filter(n -> n.endsWith(key.toHex())).findFirst().orElseThrow();
+    String folder = blockName.substring(0, blockName.length() - key.toHex().length());
+    assertThat(folder).matches(java.util.regex.Pattern.quote(config.prefix()) + "[0-9a-f]{16}/");
+    assertThat(names).contains(folder + "namespace.json");
+
+    String descriptor = new String(bucket.getObject(b -> b.bucket(InProcessS3.BUCKET)
+        .key(folder + "namespace.json"),
+        AsyncResponseTransformer.toBytes()).join().asByteArray(), StandardCharsets.UTF_8);
+    assertThat(descriptor).contains("\"model\" : \"llama-3.1-8b\"", "\"dtype\" : \"bf16\"",
+        "\"layout\" : \"tp0of1\"", "\"tenant\" : \"team-a\"", "kvcache-s3/1");
+
+    GetObjectResponse head = bucket.getObject(b -> b.bucket(InProcessS3.BUCKET).key(blockName),
+        AsyncResponseTransformer.toBytes()).join().response();
+    assertThat(head.metadata()).containsKey("kvcache-crc32c");
+  }
+
+  @Test
+  void anotherServerFindsTheBlocksByLookupAndAfterListing() throws Exception {
+    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO)
+        .lookupBudget(Duration.ofSeconds(5)).build(); // this test is about finding, not budgets
+    first = S3Tier.open(config);
+    List<BlockKey> keys = prompt(6, 2);
+    for (int i = 0; i < 4; i++) {
+      assertThat(first.put(keys.get(i), Payloads.of(keys.get(i), 3, BLOCK)))
+          .isEqualTo(PutStatus.STORED);
+    }
+
+    second = S3Tier.open(config);
+    assertThat(second.lookupPrefix(keys)).as("found by asking the store").isEqualTo(4);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(second.getInto(keys.get(3), dst)).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(keys.get(3), dst.flip())).isEqualTo(3);
+    second.close();
+
+    second = S3Tier.open(config.toBuilder().lookupBudget(Duration.ZERO).build());
+    assertThat(second.listNow()).isTrue();
+    assertThat(second.stats().blocks()).isEqualTo(4);
+    assertThat(second.stats().bytesUsed()).isEqualTo(4L * BLOCK);
+    assertThat(second.lookupPrefix(keys)).as("known from the listing, without asking")
+        .isEqualTo(4);
+    assertThat(second.s3Stats().requests().get("HEAD")).isZero();
+  }
+
+  @Test
+  void aDamagedObjectIsAMissIsCountedAndIsDeleted() throws Exception {
+    S3TierConfig config = server.config(64L << 20).build();
+    first = S3Tier.open(config);
+    BlockKey key = prompt(1, 3).get(0);
+    first.put(key, Payloads.of(key, 5, BLOCK));
+    String name = names(config.prefix()).stream().filter(n -> n.endsWith(key.toHex()))
+        .findFirst().orElseThrow();
+    // the same length and metadata, one byte changed: as a disk's bit rot would leave it
+    GetObjectResponse stored = bucket.getObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
+        AsyncResponseTransformer.toBytes()).join().response();
+    ByteBuffer damaged = Payloads.of(key, 5, BLOCK);
+    damaged.put(1000, (byte) (damaged.get(1000) ^ 0x10));
+    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(name).metadata(stored.metadata()),
+        AsyncRequestBody.fromByteBuffer(damaged)).join();
+
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(first.getInto(key, dst)).isEqualTo(GetStatus.MISS);
+    assertThat(dst.position()).as("nothing handed over").isZero();
+    try (BlockLease lease = first.get(key)) {
+      assertThat(lease.status()).isEqualTo(GetStatus.MISS);
+    }
+    assertThat(first.s3Stats().damagedBlocks()).isEqualTo(1);
+    assertThat(first.contains(key)).isFalse();
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (names(config.prefix()).contains(name) && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(names(config.prefix())).as("the damaged copy is deleted").doesNotContain(name);
+  }
+
+  @Test
+  void anObjectWithoutAChecksumIsNeverServed() throws Exception {
+    S3TierConfig config = server.config(64L << 20).build();
+    first = S3Tier.open(config);
+    BlockKey key = prompt(1, 4).get(0);
+    first.put(key, Payloads.of(key, 5, BLOCK));
+    String name = names(config.prefix()).stream().filter(n -> n.endsWith(key.toHex()))
+        .findFirst().orElseThrow();
+    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
+        AsyncRequestBody.fromByteBuffer(Payloads.of(key, 5, BLOCK))).join();
+
+    assertThat(first.getInto(key, ByteBuffer.allocateDirect(BLOCK))).isEqualTo(GetStatus.MISS);
+    assertThat(first.s3Stats().damagedBlocks()).isEqualTo(1);
+  }
+
+  @Test
+  void evictionKeepsTheBucketWithinCapacityByRecencyWithBulkDeletes() throws Exception {
+    S3TierConfig config = server.config(8L * BLOCK).build();
+    first = S3Tier.open(config);
+    List<BlockKey> keys = prompt(12, 5);
+    for (int i = 0; i < 8; i++) {
+      first.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
+    }
+    assertThat(first.getInto(keys.get(0), ByteBuffer.allocateDirect(BLOCK)))
+        .isEqualTo(GetStatus.HIT); // key 0 is now the most recently used
+    for (int i = 8; i < 12; i++) {
+      first.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
+    }
+    assertThat(first.awaitDeletes(5_000)).isTrue();
+
+    assertThat(first.stats().bytesUsed()).isEqualTo(8L * BLOCK);
+    assertThat(first.stats().evictions()).isEqualTo(4);
+    List<String> left = names(config.prefix());
+    assertThat(left.stream().filter(n -> !n.endsWith("namespace.json"))).hasSize(8);
+    for (int i : new int[] {1, 2, 3, 4}) {
+      assertThat(left).noneMatch(n -> n.endsWith(keys.get(i).toHex()));
+    }
+    assertThat(left).anyMatch(n -> n.endsWith(keys.get(0).toHex()));
+    assertThat(first.s3Stats().requests().get("DELETE")).as("in bulk").isLessThan(4);
+    assertThat(first.s3Stats().objectsDeleted()).isEqualTo(4);
+  }
+
+  @Test
+  void aStoreThatStopsAnsweringGivesMissesAndNotStoredThenRecovers() throws Exception {
+    S3TierConfig config = server.config(64L << 20).requestTimeout(Duration.ofSeconds(2)).build();
+    first = S3Tier.open(config);
+    List<BlockKey> keys = prompt(3, 6);
+    first.put(keys.get(0), Payloads.of(keys.get(0), 1, BLOCK));
+    server.stop();
+    try {
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      assertThat(first.getInto(keys.get(0), dst)).isEqualTo(GetStatus.MISS);
+      assertThat(first.put(keys.get(1), Payloads.of(keys.get(1), 1, BLOCK)))
+          .isEqualTo(PutStatus.NOT_ADMITTED);
+      assertThat(first.health().degraded()).isTrue();
+      assertThat(first.health().problems().get(0)).contains("object store");
+      assertThat(first.s3Stats().notStored()).isEqualTo(1);
+    } finally {
+      server.restart();
+    }
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    PutStatus status = PutStatus.NOT_ADMITTED;
+    while (status != PutStatus.STORED && System.nanoTime() < deadline) {
+      Thread.sleep(100);
+      status = first.put(keys.get(2), Payloads.of(keys.get(2), 1, BLOCK));
+    }
+    assertThat(status).as("stored once the store answers again").isEqualTo(PutStatus.STORED);
+    assertThat(first.health().degraded()).isFalse();
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(first.getInto(keys.get(0), dst)).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(keys.get(0), dst.flip())).isEqualTo(1);
+  }
+
+  @Test
+  void settingsAreCheckedWithClearErrors() {
+    assertThatThrownBy(() -> S3TierConfig.builder("Not_A_Bucket", 1 << 20))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bucket name");
+    assertThatThrownBy(() -> S3TierConfig.builder("kv", 0))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> S3TierConfig.builder("kvcache", 1 << 20)
+        .endpoint(java.net.URI.create("ftp://host/")))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("http");
+    assertThatThrownBy(() -> S3TierConfig.builder("kvcache", 1 << 20).maxBlockBytes(2 << 20)
+        .build()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("capacity");
+    assertThat(S3TierConfig.builder("kvcache", 1 << 20).prefix("fleet").build().prefix())
+        .isEqualTo("fleet/");
+    assertThat(S3TierConfig.builder("kvcache", 1 << 20).build().pathStyle()).isFalse();
+    assertThat(S3TierConfig.builder("kvcache", 1 << 20)
+        .endpoint(java.net.URI.create("http://127.0.0.1:9000")).build().pathStyle()).isTrue();
+  }
+}
