@@ -6,12 +6,17 @@ import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.StackedTier;
+import dev.kvcache.tiered.StackedTierConfig;
 import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.ServiceLoader;
@@ -20,7 +25,9 @@ import java.util.TreeMap;
 /**
  * A cache described by string settings, as a properties file or a server's configuration holds
  * them: RAM only, or RAM over a lower tier opened by the {@link TierFactory} of its kind (the disk
- * tier's comes with kvcache-disk).
+ * tier's comes with kvcache-disk, the object tier's with kvcache-s3). Several lower tiers, listed
+ * top to bottom ({@code lower = disk, s3}), stack: each is the upper tier of a {@link StackedTier}
+ * over the ones below it.
  *
  * <pre>
  * ram.bytes = 8GiB
@@ -41,7 +48,8 @@ import java.util.TreeMap;
  *   <tr><td>{@code ram.policy}</td><td>{@code lru} or {@code w_tiny_lfu}: see {@link RamPolicy}</td><td>lru</td></tr>
  *   <tr><td>{@code ram.shared-memory-dir}</td><td>a tmpfs directory where RAM is reserved as files
  *       other local processes may map: see {@link RamTierConfig#sharedMemoryDir()}</td><td>none</td></tr>
- *   <tr><td>{@code lower}</td><td>{@code none}, or the kind of the tier below RAM ({@code disk})</td><td>none</td></tr>
+ *   <tr><td>{@code lower}</td><td>{@code none}, or the kinds of the tiers below RAM, top to bottom
+ *       ({@code disk}; {@code disk, s3})</td><td>none</td></tr>
  *   <tr><td>{@code tiered.spill-queue-blocks}</td><td>see {@link TieredCacheConfig}</td><td>64</td></tr>
  *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
  *   <tr><td>{@code tiered.promote-on-lower-hit}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
@@ -49,6 +57,9 @@ import java.util.TreeMap;
  *   <tr><td>{@code tiered.durability}</td><td>{@code ram_first}, {@code write_behind} or
  *       {@code write_through}: see {@link Durability}</td><td>ram_first</td></tr>
  *   <tr><td>{@code tiered.spill-threads}</td><td>see {@link TieredCacheConfig}</td><td>2</td></tr>
+ *   <tr><td>{@code stacked.upload-queue-blocks}</td><td>see {@link StackedTierConfig}</td><td>1024</td></tr>
+ *   <tr><td>{@code stacked.upload-threads}</td><td>see {@link StackedTierConfig}</td><td>8</td></tr>
+ *   <tr><td>{@code stacked.close-wait}</td><td>see {@link StackedTierConfig}</td><td>30s</td></tr>
  *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
  * </table>
  *
@@ -61,9 +72,10 @@ public final class KvCacheConfig {
   private final Integer maxBlockBytes;
   private final RamPolicy ramPolicy;
   private final Path ramSharedMemoryDir;
-  private final String lower;
+  private final List<String> lower;
   private final TieredCacheConfig tiered;
-  private final TierSettings lowerSettings;
+  private final StackedTierConfig stacked;
+  private final List<TierSettings> lowerSettings = new ArrayList<>();
 
   private KvCacheConfig(TierSettings settings) {
     this.ramBytes = settings.bytes("ram.bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
@@ -72,7 +84,7 @@ public final class KvCacheConfig {
         : null;
     this.ramPolicy = settings.choice("ram.policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY);
     this.ramSharedMemoryDir = sharedMemoryDir(settings.string("ram.shared-memory-dir", ""));
-    this.lower = settings.string("lower", "none");
+    this.lower = kinds(settings.string("lower", "none"));
     TieredCacheConfig defaults = TieredCacheConfig.defaults();
     this.tiered = new TieredCacheConfig(
         settings.integer("tiered.spill-queue-blocks", defaults.spillQueueBlocks()),
@@ -81,9 +93,36 @@ public final class KvCacheConfig {
         settings.bool("tiered.spill-on-close", defaults.spillOnClose()),
         settings.choice("tiered.durability", Durability.class, defaults.durability()),
         spillThreads(settings, defaults.spillThreads()));
-    this.lowerSettings = "none".equals(lower) ? null : settings.group(lower);
+    StackedTierConfig stackedDefaults = StackedTierConfig.defaults();
+    this.stacked = lower.size() < 2 ? stackedDefaults : new StackedTierConfig(
+        settings.integer("stacked.upload-queue-blocks", stackedDefaults.uploadQueueBlocks()),
+        settings.integer("stacked.upload-threads", stackedDefaults.uploadThreads()),
+        settings.duration("stacked.close-wait", stackedDefaults.closeWait()));
+    for (String kind : lower) {
+      lowerSettings.add(settings.group(kind));
+    }
     settings.requireAllRead();
     checkRam();
+  }
+
+  /** The kinds a {@code lower} setting lists, top to bottom; empty for {@code none}. */
+  private static List<String> kinds(String lower) {
+    if (lower.isBlank() || "none".equals(lower.strip())) {
+      return List.of();
+    }
+    List<String> kinds = new ArrayList<>();
+    for (String kind : lower.split(",")) {
+      String k = kind.strip();
+      if (!k.matches("[a-z0-9-]+") || "none".equals(k)) {
+        throw new IllegalArgumentException("setting 'lower' is '" + lower
+            + "': expected 'none' or tier kinds separated by commas, such as 'disk, s3'");
+      }
+      kinds.add(k);
+    }
+    if (new HashSet<>(kinds).size() != kinds.size()) {
+      throw new IllegalArgumentException("setting 'lower' names a tier twice: '" + lower + "'");
+    }
+    return List.copyOf(kinds);
   }
 
   private static Path sharedMemoryDir(String dir) {
@@ -173,9 +212,14 @@ public final class KvCacheConfig {
     return ramSharedMemoryDir;
   }
 
-  /** The kind of the tier below RAM, or {@code "none"}. */
-  public String lower() {
+  /** The kinds of the tiers below RAM, top to bottom; empty for none. */
+  public List<String> lower() {
     return lower;
+  }
+
+  /** How stacked lower tiers upload blocks to the ones below them. */
+  public StackedTierConfig stacked() {
+    return stacked;
   }
 
   /** How blocks move between RAM and the lower tier. */
@@ -203,16 +247,29 @@ public final class KvCacheConfig {
         .spillOnClose(tiered.spillOnClose())
         .durability(tiered.durability())
         .spillThreads(tiered.spillThreads());
-    if (lowerSettings != null) {
-      Tier tier = factory(lower).open(lowerSettings, maxBlock);
-      try {
-        return builder.lowerTier(tier).build();
-      } catch (RuntimeException e) {
-        tier.close();
-        throw e;
-      }
+    if (lower.isEmpty()) {
+      return builder.build();
     }
-    return builder.build();
+    List<Tier> opened = new ArrayList<>();
+    try {
+      for (int i = 0; i < lower.size(); i++) {
+        opened.add(factory(lower.get(i)).open(lowerSettings.get(i), maxBlock));
+      }
+      Tier tier = opened.get(opened.size() - 1);
+      for (int i = opened.size() - 2; i >= 0; i--) {
+        tier = new StackedTier(opened.get(i), tier, stacked);
+      }
+      return builder.lowerTier(tier).build();
+    } catch (IOException | RuntimeException e) {
+      for (Tier t : opened) {
+        try {
+          t.close();
+        } catch (RuntimeException closing) {
+          e.addSuppressed(closing);
+        }
+      }
+      throw e;
+    }
   }
 
   private static TierFactory factory(String kind) {
@@ -221,8 +278,9 @@ public final class KvCacheConfig {
         return f;
       }
     }
-    throw new IllegalStateException("setting 'lower' is '" + kind + "', but no tier of that kind is"
-        + " on the class path (the disk tier comes with kvcache-disk)");
+    throw new IllegalStateException("setting 'lower' names '" + kind + "', but no tier of that kind"
+        + " is on the class path (the disk tier comes with kvcache-disk, the object tier with"
+        + " kvcache-s3)");
   }
 
   @Override

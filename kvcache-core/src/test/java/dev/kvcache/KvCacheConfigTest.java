@@ -23,7 +23,7 @@ class KvCacheConfigTest {
   void ramOnlyFromSettingsWithUnits() throws IOException {
     KvCacheConfig config = KvCacheConfig.of(Map.of("ram.bytes", "16MiB", "ram.max-block-bytes", "1 MiB"));
     assertThat(config.ramBytes()).isEqualTo(16L << 20);
-    assertThat(config.lower()).isEqualTo("none");
+    assertThat(config.lower()).isEmpty();
     try (KvCache cache = config.open()) {
       assertThat(cache).isInstanceOf(RamTier.class);
       assertThat(((Tier) cache).capacityBytes()).isEqualTo(16L << 20);

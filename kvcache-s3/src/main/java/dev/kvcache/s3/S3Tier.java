@@ -64,7 +64,7 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * <p><b>Lookups.</b> A presence index ({@link S3TierConfig#indexEntries()} objects at most) knows
  * the objects this tier wrote and read and those a listing of the bucket found, at start and every
  * {@link S3TierConfig#listInterval()}. A lookup asks the store (HEAD) about keys the index does not
- * know for at most {@link S3TierConfig#lookupBudget()}.
+ * know for at most {@link S3TierConfig#lookupBudget()}; {@link #contains} asks the index alone.
  *
  * <p><b>Bounded.</b> The index holds at most {@link S3TierConfig#capacityBytes()}; past it, the
  * least recently used objects are deleted, in bulk, by a thread of the tier's.
@@ -370,11 +370,16 @@ public final class S3Tier implements Tier {
         });
   }
 
+  /**
+   * Whether the index knows the key: no request is sent, so a block another server stored since
+   * the last listing is not seen here (a prefix lookup asks the store about it).
+   */
   @Override
   public boolean contains(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    return lookupPrefix(List.of(key)) == 1;
+    Entry known = index.peek(key);
+    return known != null && !deletes.pending(names.block(known.folder(), key));
   }
 
   /**

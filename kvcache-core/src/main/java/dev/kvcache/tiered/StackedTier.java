@@ -1,0 +1,417 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.CacheHealth;
+import dev.kvcache.CacheStats;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PrefixLocation;
+import dev.kvcache.PutStatus;
+import dev.kvcache.spi.PutChecks;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierCounters;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+
+/**
+ * A tier over a backing tier, such as the disk tier over the object-storage tier: the lower tier of
+ * a {@link TieredCache} that stacks three tiers (RAM → disk → object store).
+ *
+ * <p><b>Writes.</b> A put stores the block in the upper tier, then queues its upload: upload
+ * threads read it back from the upper tier (a disk tier's lease maps the file, so nothing is
+ * copied) and put it in the backing tier ({@link StackedTierConfig}). A block the upper tier no
+ * longer holds when its turn comes, or that finds the queue full, is not uploaded ({@link
+ * StackedStats#uploadsDropped()}).
+ *
+ * <p><b>Reads.</b> The upper tier first, then the backing tier. A block of the backing tier is not
+ * copied into the upper one: the RAM tier above keeps it while it is hot.
+ *
+ * <p><b>Never stale bytes.</b> From a put or delete of a key until the backing tier has the new
+ * block, or has dropped its older one, reads do not look in the backing tier for that key. Uploads
+ * of one key never run at once, and a delete waits for an upload of its key under way.
+ *
+ * <p>Closing uploads what is queued, then closes both tiers.
+ */
+public final class StackedTier implements Tier {
+
+  private final Tier upper;
+  private final Tier backing;
+  private final StackedTierConfig config;
+  private final KeyStripes stripes = new KeyStripes();
+  /**
+   * Keys whose copy in the backing tier may be older than the upper tier's, by the version of the
+   * put or delete that made it so: reads do not look for them in the backing tier.
+   */
+  private final ConcurrentHashMap<BlockKey, Long> unsettled = new ConcurrentHashMap<>();
+  private final AtomicLong versions = new AtomicLong();
+  private final UploadQueue uploads;
+  private final TierCounters counters = new TierCounters();
+  private final LongAdder uploaded = new LongAdder();
+  private final LongAdder uploadFailures = new LongAdder();
+  /** Upper-tier leases the upload threads hold: not the caller's. */
+  private final AtomicInteger uploadLeases = new AtomicInteger();
+  private volatile boolean closed;
+
+  /**
+   * A tier of {@code upper} over {@code backing}, which it now owns: closing it closes both.
+   */
+  public StackedTier(Tier upper, Tier backing, StackedTierConfig config) {
+    this.upper = Objects.requireNonNull(upper, "upper");
+    this.backing = Objects.requireNonNull(backing, "backing");
+    this.config = Objects.requireNonNull(config, "config");
+    this.uploads = new UploadQueue(config.uploadQueueBlocks(), config.uploadThreads(),
+        upper.name() + "-to-" + backing.name(), this::upload);
+  }
+
+  @Override
+  public String name() {
+    return upper.name() + "+" + backing.name();
+  }
+
+  /** The sum of the tiers' budgets. */
+  @Override
+  public long capacityBytes() {
+    return upper.capacityBytes() + backing.capacityBytes();
+  }
+
+  /** The upper tier's limit: every block goes there first. */
+  @Override
+  public int maxBlockBytes() {
+    return upper.maxBlockBytes();
+  }
+
+  @Override
+  public PutStatus put(BlockKey key, ByteBuffer src) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    ensureOpen();
+    if (!PutChecks.fits(key, src.remaining(), maxBlockBytes(), counters)) {
+      return PutStatus.REJECTED_TOO_LARGE; // nothing changes
+    }
+    return store(key, () -> upper.put(key, src));
+  }
+
+  @Override
+  public BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    BlockWriter inUpper = upper.writer(key, length);
+    return inUpper.rejection().isPresent() ? inUpper : new UploadingWriter(inUpper);
+  }
+
+  /** Stores a block in the upper tier with {@code put}, and queues its upload. */
+  private PutStatus store(BlockKey key, Supplier<PutStatus> put) {
+    long version;
+    synchronized (stripes.lock(KeyStripes.of(key))) {
+      version = versions.incrementAndGet();
+      unsettled.put(key, version);
+    }
+    PutStatus status;
+    try {
+      status = put.get();
+    } catch (RuntimeException e) {
+      unsettled.remove(key, version); // nothing changed
+      throw e;
+    }
+    if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
+      counters.put();
+    } else {
+      counters.rejection();
+    }
+    if (status != PutStatus.STORED || !uploads.offer(key)) {
+      // not in the upper tier, or no room to queue its upload: the backing tier's copy, if any,
+      // is older than what was put
+      settleByDeleting(key, version);
+    }
+    return status;
+  }
+
+  /** An upload thread's turn for a key. */
+  private void upload(BlockKey key) {
+    Long version = unsettled.get(key);
+    if (version == null) {
+      return;
+    }
+    uploadLeases.incrementAndGet(); // before the lease opens: never counted as the caller's
+    try (BlockLease lease = upper.get(key)) {
+      if (lease.status() != GetStatus.HIT) {
+        uploads.dropped();
+        settleByDeleting(key, version);
+        return;
+      }
+      PutStatus status;
+      try {
+        status = backing.put(key, lease.bytes());
+      } catch (RuntimeException e) {
+        status = null;
+      }
+      if (status == PutStatus.STORED) {
+        uploaded.increment();
+      } else {
+        uploadFailures.increment();
+        backing.delete(key); // it may hold an older copy
+      }
+      // a put that came meanwhile queued its own upload, which leaves its version; a delete waits
+      // for this upload to end before it deletes
+      unsettled.remove(key, version);
+    } finally {
+      uploadLeases.decrementAndGet();
+    }
+  }
+
+  /** Deletes the key's copy in the backing tier, then lets reads look there again. */
+  private void settleByDeleting(BlockKey key, long version) {
+    backing.delete(key);
+    unsettled.remove(key, version);
+  }
+
+  /**
+   * Deletes the key from both tiers. An upload of it that is queued is cancelled, and one under
+   * way is waited for, so that it cannot bring the block back into the backing tier.
+   */
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    long version;
+    synchronized (stripes.lock(KeyStripes.of(key))) {
+      version = versions.incrementAndGet();
+      unsettled.put(key, version);
+    }
+    try {
+      uploads.cancel(key);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
+    }
+    boolean removed = upper.delete(key);
+    removed |= backing.delete(key);
+    unsettled.remove(key, version);
+    if (removed) {
+      counters.delete();
+    }
+    return removed;
+  }
+
+  @Override
+  public BlockLease get(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    BlockLease lease = upper.get(key);
+    if (lease.status() != GetStatus.HIT && !unsettled.containsKey(key)) {
+      lease.close();
+      lease = backing.get(key);
+    }
+    count(lease.status());
+    return lease;
+  }
+
+  @Override
+  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dst, "dst");
+    ensureOpen();
+    GetStatus status = upper.getInto(key, dst);
+    if (status == GetStatus.MISS && !unsettled.containsKey(key)) {
+      status = backing.getInto(key, dst);
+    }
+    count(status);
+    return status;
+  }
+
+  private void count(GetStatus status) {
+    if (status == GetStatus.HIT) {
+      counters.hit();
+    } else if (status == GetStatus.MISS) {
+      counters.miss();
+    }
+  }
+
+  @Override
+  public boolean contains(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return upper.contains(key) || !unsettled.containsKey(key) && backing.contains(key);
+  }
+
+  /** The leading keys either tier holds: runs of the upper tier's, then of the backing tier's. */
+  @Override
+  public int lookupPrefix(List<BlockKey> keys) {
+    return locatePrefix(keys).blocks();
+  }
+
+  @Override
+  public PrefixLocation locatePrefix(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    PrefixLocation found = PrefixLocation.NONE;
+    int n = 0;
+    while (n < keys.size()) {
+      PrefixLocation up = upper.locatePrefix(keys.subList(n, keys.size()));
+      found = found.then(up);
+      n += up.blocks();
+      int settled = n;
+      while (settled < keys.size() && !unsettled.containsKey(keys.get(settled))) {
+        settled++;
+      }
+      if (settled == n) {
+        break;
+      }
+      PrefixLocation down = backing.locatePrefix(keys.subList(n, settled));
+      if (down.blocks() == 0) {
+        break;
+      }
+      found = found.then(down);
+      n += down.blocks();
+    }
+    return found;
+  }
+
+  /**
+   * Reads, puts and deletes as the caller made them; blocks, bytes, capacity and evictions are the
+   * tiers' sums; open leases are the caller's (not the upload threads').
+   */
+  @Override
+  public CacheStats stats() {
+    CacheStats u = upper.stats();
+    CacheStats b = backing.stats();
+    CacheStats own = counters.snapshot(u.blocks() + b.blocks(), u.bytesUsed() + b.bytesUsed(),
+        u.capacityBytes() + b.capacityBytes(), u.compactions() + b.compactions(),
+        u.bytesCompacted() + b.bytesCompacted());
+    return new CacheStats(own.hits(), own.misses(), own.puts(), u.evictions() + b.evictions(),
+        own.rejections(), own.deletes(), own.blocks(), own.bytesUsed(), own.capacityBytes(),
+        Math.max(0, u.leasesOpen() + b.leasesOpen() - uploadLeases.get()), own.compactions(),
+        own.bytesCompacted());
+  }
+
+  /** The upper tier's own statistics. */
+  public CacheStats upperStats() {
+    return upper.stats();
+  }
+
+  /** The backing tier's own statistics. */
+  public CacheStats backingStats() {
+    return backing.stats();
+  }
+
+  /** How the uploads are doing. */
+  public StackedStats stackedStats() {
+    return new StackedStats(uploads.waiting(), uploaded.sum(), uploads.drops(),
+        uploadFailures.sum());
+  }
+
+  /** The upper tier, as built. */
+  public Tier upper() {
+    return upper;
+  }
+
+  /** The backing tier, as built. */
+  public Tier backing() {
+    return backing;
+  }
+
+  @Override
+  public CacheHealth health() {
+    return upper.health().and(backing.name(), backing.health());
+  }
+
+  /**
+   * Waits until the queued uploads are done, up to {@code millis}.
+   *
+   * @return whether none is left
+   */
+  public boolean awaitUploads(long millis) throws InterruptedException {
+    return uploads.awaitIdle(millis);
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    uploads.close(config.closeWait().toMillis());
+    try {
+      upper.close();
+    } finally {
+      backing.close();
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("the " + name() + " tier is closed");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "StackedTier[" + upper + " over " + backing + ", " + config + "]";
+  }
+
+  /** A writer of the upper tier whose commit queues the block's upload. */
+  private final class UploadingWriter implements BlockWriter {
+    private final BlockWriter inUpper;
+
+    UploadingWriter(BlockWriter inUpper) {
+      this.inUpper = inUpper;
+    }
+
+    @Override
+    public BlockKey key() {
+      return inUpper.key();
+    }
+
+    @Override
+    public int length() {
+      return inUpper.length();
+    }
+
+    @Override
+    public int remaining() {
+      return inUpper.remaining();
+    }
+
+    @Override
+    public Optional<PutStatus> rejection() {
+      return inUpper.rejection();
+    }
+
+    @Override
+    public void write(ByteBuffer src) {
+      inUpper.write(src);
+    }
+
+    @Override
+    public OptionalInt crc32c() {
+      return inUpper.crc32c();
+    }
+
+    @Override
+    public boolean commitMayWait() {
+      return inUpper.commitMayWait();
+    }
+
+    @Override
+    public PutStatus commit() {
+      ensureOpen();
+      return store(inUpper.key(), inUpper::commit);
+    }
+
+    @Override
+    public void close() {
+      inUpper.close();
+    }
+  }
+}

@@ -1,0 +1,166 @@
+package dev.kvcache.tiered;
+
+import dev.kvcache.BlockKey;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keys waiting for upload, oldest first, and the threads that upload them. A key is queued once
+ * however often it is offered, and never uploaded by two threads at once: a key offered again
+ * while its upload runs waits for it to end.
+ */
+final class UploadQueue {
+
+  private static final Logger log = LoggerFactory.getLogger(UploadQueue.class);
+
+  private final int capacity;
+  private final Consumer<BlockKey> upload;
+  private final LinkedHashSet<BlockKey> queued = new LinkedHashSet<>();
+  private final Set<BlockKey> running = new HashSet<>();
+  private final List<Thread> threads = new ArrayList<>();
+  private final LongAdder drops = new LongAdder();
+  private boolean closing;
+
+  UploadQueue(int capacity, int threadCount, String name, Consumer<BlockKey> upload) {
+    this.capacity = capacity;
+    this.upload = upload;
+    for (int i = 0; i < threadCount; i++) {
+      Thread t = new Thread(this::run, "kvcache-upload-" + name + "-" + i);
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+  }
+
+  /** Queues a key; false (a drop, counted) if the queue is full or closing. */
+  synchronized boolean offer(BlockKey key) {
+    if (queued.contains(key)) {
+      return true;
+    }
+    if (closing || queued.size() >= capacity) {
+      drops.increment();
+      return false;
+    }
+    queued.add(key);
+    notifyAll();
+    return true;
+  }
+
+  /** Takes the key out of the queue, and waits for an upload of it under way to end. */
+  synchronized void cancel(BlockKey key) throws InterruptedException {
+    queued.remove(key);
+    while (running.contains(key)) {
+      wait();
+    }
+  }
+
+  /** Counts a queued key that was not uploaded after all. */
+  void dropped() {
+    drops.increment();
+  }
+
+  long drops() {
+    return drops.sum();
+  }
+
+  synchronized long waiting() {
+    return queued.size() + running.size();
+  }
+
+  /** Waits until nothing is queued or running, up to {@code millis}; whether that is so. */
+  synchronized boolean awaitIdle(long millis) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    while (!queued.isEmpty() || !running.isEmpty()) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      TimeUnit.NANOSECONDS.timedWait(this, left);
+    }
+    return true;
+  }
+
+  private void run() {
+    while (true) {
+      BlockKey key;
+      synchronized (this) {
+        key = null;
+        while (key == null) {
+          key = next();
+          if (key == null) {
+            if (closing) {
+              return;
+            }
+            try {
+              wait();
+            } catch (InterruptedException e) {
+              return;
+            }
+          }
+        }
+        running.add(key);
+      }
+      try {
+        upload.accept(key);
+      } catch (RuntimeException e) {
+        log.warn("uploading block {} failed", key, e);
+      } finally {
+        synchronized (this) {
+          running.remove(key);
+          notifyAll();
+        }
+      }
+    }
+  }
+
+  /** The oldest queued key not being uploaded, taken out of the queue; null if none. */
+  private BlockKey next() {
+    for (Iterator<BlockKey> it = queued.iterator(); it.hasNext(); ) {
+      BlockKey key = it.next();
+      if (!running.contains(key)) {
+        it.remove();
+        return key;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Lets the queued uploads run for up to {@code waitMillis}, then stops the threads; what is left
+   * is dropped.
+   */
+  void close(long waitMillis) {
+    try {
+      if (!awaitIdle(waitMillis)) {
+        synchronized (this) {
+          log.warn("{} blocks were not uploaded before close", queued.size() + running.size());
+          drops.add(queued.size());
+          queued.clear();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    synchronized (this) {
+      closing = true;
+      notifyAll();
+    }
+    for (Thread t : threads) {
+      try {
+        t.join(TimeUnit.SECONDS.toMillis(10));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}
