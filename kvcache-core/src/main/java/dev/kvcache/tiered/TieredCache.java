@@ -627,6 +627,14 @@ public final class TieredCache implements Tier {
   }
 
   /**
+   * The tier below RAM, for its own statistics and controls (a {@link StackedTier}'s uploads, an
+   * object tier's requests); reads and writes go through this cache.
+   */
+  public Tier lower() {
+    return lower;
+  }
+
+  /**
    * The whole cache: reads, puts and deletes as the caller made them; evictions are blocks that
    * left the last tier or were dropped on the way to it; {@code blocks} counts a promoted block in
    * both tiers; bytes and capacity are the tiers' sums.

@@ -88,7 +88,11 @@ final class InProcessS3 implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
-    proxy.stop();
+  public void close() {
+    try {
+      proxy.stop();
+    } catch (Exception e) {
+      throw new IllegalStateException("S3Proxy did not stop", e);
+    }
   }
 }

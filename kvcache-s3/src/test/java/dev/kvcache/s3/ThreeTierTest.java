@@ -1,0 +1,122 @@
+package dev.kvcache.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheConfig;
+import dev.kvcache.Namespace;
+import dev.kvcache.PrefixKeys;
+import dev.kvcache.PrefixLocation;
+import dev.kvcache.PutStatus;
+import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.StackedTier;
+import dev.kvcache.tiered.TieredCache;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** RAM over disk over the object store, stacked from settings, as a server stacks them. */
+class ThreeTierTest {
+
+  private static final int BLOCK = 256 << 10;
+  private static final Namespace NS = Namespace.of("qwen-test", "bf16", "tp0of1");
+  private static InProcessS3 server;
+
+  @TempDir Path temp;
+
+  @BeforeAll
+  static void startStore() throws Exception {
+    server = new InProcessS3();
+  }
+
+  @AfterAll
+  static void stopStore() throws Exception {
+    server.close();
+  }
+
+  private Map<String, String> settings(String diskDir, String prefix) {
+    Map<String, String> s = new TreeMap<>();
+    s.put("ram.bytes", "4MiB");
+    s.put("ram.max-block-bytes", "1MiB");
+    s.put("lower", "disk, s3");
+    s.put("tiered.durability", "write_behind");
+    s.put("disk.dir", temp.resolve(diskDir).toString());
+    s.put("disk.capacity", "16MiB");
+    s.put("disk.super-block", "4MiB");
+    s.put("disk.min-free", "0B");
+    s.put("disk.sync-policy", "none");
+    s.put("s3.endpoint", server.endpoint().toString());
+    s.put("s3.bucket", InProcessS3.BUCKET);
+    s.put("s3.capacity", "64MiB");
+    s.put("s3.prefix", prefix);
+    s.put("s3.access-key-id", InProcessS3.ACCESS_KEY);
+    s.put("s3.secret-access-key", InProcessS3.SECRET_KEY);
+    s.put("s3.lookup-budget", "5s");
+    return s;
+  }
+
+  private static List<BlockKey> prompt(int blocks) {
+    int[] tokens = IntStream.range(0, blocks * 16).toArray();
+    return PrefixKeys.of(NS, 16).keysFor(tokens);
+  }
+
+  @Test
+  void blocksPutOnOneServerAreHitsOnAServerThatStartsWithEmptyRamAndDisk() throws Exception {
+    List<BlockKey> keys = prompt(8);
+    try (KvCache cache = KvCacheConfig.of(settings("a", "fleet1/")).open()) {
+      assertThat(cache).isInstanceOf(TieredCache.class);
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      assertThat(lower.name()).isEqualTo("disk+s3");
+      for (BlockKey key : keys) {
+        assertThat(cache.put(key, Payloads.of(key, 4, BLOCK))).isEqualTo(PutStatus.STORED);
+      }
+      assertThat(((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10))).isTrue();
+      assertThat(lower.awaitUploads(10_000)).isTrue();
+      assertThat(lower.stackedStats().uploaded()).isEqualTo(keys.size());
+      assertThat(lower.backingStats().blocks()).isEqualTo(keys.size());
+    }
+
+    try (KvCache other = KvCacheConfig.of(settings("b", "fleet1/")).open()) {
+      PrefixLocation where = other.locatePrefix(keys);
+      assertThat(where.blocks()).isEqualTo(keys.size());
+      assertThat(where.blocksIn("s3")).isEqualTo(keys.size());
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      for (BlockKey key : keys) {
+        assertThat(other.getInto(key, dst.clear())).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(key, dst.flip())).isEqualTo(4);
+      }
+      assertThat(other.locatePrefix(keys).blocksIn("ram")).as("promoted into RAM on read")
+          .isEqualTo(keys.size());
+    }
+  }
+
+  @Test
+  void aDeleteReachesTheObjectStore() throws Exception {
+    List<BlockKey> keys = prompt(2);
+    try (KvCache cache = KvCacheConfig.of(settings("c", "fleet2/")).open()) {
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      for (BlockKey key : keys) {
+        cache.put(key, Payloads.of(key, 1, BLOCK));
+      }
+      ((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10));
+      lower.awaitUploads(10_000);
+      assertThat(cache.delete(keys.get(0))).isTrue();
+      assertThat(((S3Tier) lower.backing()).awaitDeletes(5_000)).isTrue();
+    }
+    try (KvCache other = KvCacheConfig.of(settings("d", "fleet2/")).open()) {
+      assertThat(other.getInto(keys.get(0), ByteBuffer.allocateDirect(BLOCK)))
+          .isEqualTo(GetStatus.MISS);
+      assertThat(other.getInto(keys.get(1), ByteBuffer.allocateDirect(BLOCK)))
+          .isEqualTo(GetStatus.HIT);
+    }
+  }
+}
