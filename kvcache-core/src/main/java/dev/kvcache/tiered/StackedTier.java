@@ -55,6 +55,8 @@ public final class StackedTier implements Tier {
   private final AtomicLong versions = new AtomicLong();
   private final UploadQueue uploads;
   private final TierCounters counters = new TierCounters();
+  private final LongAdder upperHits = new LongAdder();
+  private final LongAdder backingHits = new LongAdder();
   private final LongAdder uploaded = new LongAdder();
   private final LongAdder uploadFailures = new LongAdder();
   /** Upper-tier leases the upload threads hold: not the caller's. */
@@ -207,9 +209,14 @@ public final class StackedTier implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     BlockLease lease = upper.get(key);
-    if (lease.status() != GetStatus.HIT && !unsettled.containsKey(key)) {
+    if (lease.status() == GetStatus.HIT) {
+      upperHits.increment();
+    } else if (!unsettled.containsKey(key)) {
       lease.close();
       lease = backing.get(key);
+      if (lease.status() == GetStatus.HIT) {
+        backingHits.increment();
+      }
     }
     count(lease.status());
     return lease;
@@ -221,8 +228,13 @@ public final class StackedTier implements Tier {
     Objects.requireNonNull(dst, "dst");
     ensureOpen();
     GetStatus status = upper.getInto(key, dst);
-    if (status == GetStatus.MISS && !unsettled.containsKey(key)) {
+    if (status == GetStatus.HIT) {
+      upperHits.increment();
+    } else if (status == GetStatus.MISS && !unsettled.containsKey(key)) {
       status = backing.getInto(key, dst);
+      if (status == GetStatus.HIT) {
+        backingHits.increment();
+      }
     }
     count(status);
     return status;
@@ -305,8 +317,8 @@ public final class StackedTier implements Tier {
 
   /** How the uploads are doing. */
   public StackedStats stackedStats() {
-    return new StackedStats(uploads.waiting(), uploaded.sum(), uploads.drops(),
-        uploadFailures.sum());
+    return new StackedStats(upperHits.sum(), backingHits.sum(), uploads.waiting(),
+        uploaded.sum(), uploads.drops(), uploadFailures.sum());
   }
 
   /** The upper tier, as built. */

@@ -3,6 +3,7 @@ package dev.kvcache.s3;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.CacheStats;
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.TierContractTest;
 import java.io.IOException;

@@ -9,6 +9,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PutStatus;
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;

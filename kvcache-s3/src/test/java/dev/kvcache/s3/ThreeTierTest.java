@@ -10,6 +10,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PutStatus;
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.TieredCache;

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import dev.kvcache.CacheStats;
 import dev.kvcache.KvCache;
+import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredStats;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -42,9 +43,17 @@ class CacheMeters implements MeterBinder {
     if (cache instanceof TieredCache tiered) {
       tierHits(registry, tiered, "ram", t -> t.tieredStats().ramHits());
       tierHits(registry, tiered, "spill", t -> t.tieredStats().spillHits());
-      tierHits(registry, tiered, "disk", t -> t.tieredStats().lowerHits());
       tierBytes(registry, tiered, "ram", TieredCache::ramStats);
-      tierBytes(registry, tiered, "disk", TieredCache::lowerStats);
+      if (tiered.lower() instanceof StackedTier stacked) {
+        tierHits(registry, stacked, stacked.upper().name(), t -> t.stackedStats().upperHits());
+        tierHits(registry, stacked, stacked.backing().name(),
+            t -> t.stackedStats().backingHits());
+        tierBytes(registry, stacked, stacked.upper().name(), StackedTier::upperStats);
+        tierBytes(registry, stacked, stacked.backing().name(), StackedTier::backingStats);
+      } else {
+        tierHits(registry, tiered, "disk", t -> t.tieredStats().lowerHits());
+        tierBytes(registry, tiered, "disk", TieredCache::lowerStats);
+      }
       tieredCounter(registry, tiered, "kvcache.lower.write.failures",
           "writes to the disk tier (spills, and copies written behind or through) refused for lack"
               + " of room or failed", TieredStats::writeFailures);
@@ -70,7 +79,7 @@ class CacheMeters implements MeterBinder {
       ToDoubleFunction<C> hits) {
     FunctionCounter.builder("kvcache.tier.hits", cache, hits)
         .description("reads served by each tier: ram, spill (a block on its way from RAM to disk),"
-            + " disk")
+            + " disk, s3")
         .tag("tier", tier).register(registry);
   }
 

@@ -13,6 +13,12 @@ import java.util.function.Function;
  * over an 8 GiB disk tier in {@code ./kvcache-data}, every PUT written behind to disk ({@code
  * durability}); an empty {@code disk-dir} means RAM only. An empty {@code disk-min-free} leaves the
  * disk tier's default floor (the smaller of 1 GiB and 5% of the file system).
+ *
+ * <p>{@code kvcache.cache.s3.*} adds an object-storage tier below the disk (or below RAM, with no
+ * disk) once {@code s3.bucket} is set: every {@code s3.} setting of {@link
+ * dev.kvcache.s3.S3TierFactory} is passed on, and {@code s3.upload-queue-blocks}, {@code
+ * s3.upload-threads} and {@code s3.close-wait} set how the disk tier uploads to it ({@link
+ * dev.kvcache.tiered.StackedTierConfig}).
  */
 @ConfigurationProperties("kvcache.cache")
 class CacheSettings {
@@ -30,6 +36,11 @@ class CacheSettings {
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";
+  private Map<String, String> s3 = new LinkedHashMap<>();
+
+  /** The {@code s3.} settings that configure the upload from the disk tier, not the object tier. */
+  private static final List<String> UPLOAD_SETTINGS =
+      List.of("upload-queue-blocks", "upload-threads", "close-wait");
 
   /**
    * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
@@ -62,9 +73,18 @@ class CacheSettings {
    */
   KvCacheConfig toConfig() {
     boolean disk = diskDir != null && !diskDir.isBlank();
+    String bucket = s3.get("bucket");
+    boolean objects = bucket != null && !bucket.isBlank();
     Map<String, String> settings = new LinkedHashMap<>();
-    if (disk) {
-      settings.put("lower", "disk");
+    if (disk || objects) {
+      settings.put("lower", disk && objects ? "disk, s3" : disk ? "disk" : "s3");
+    }
+    if (objects) {
+      s3.forEach((key, value) -> {
+        if (value != null && !value.isBlank()) {
+          settings.put((disk && UPLOAD_SETTINGS.contains(key) ? "stacked." : "s3.") + key, value);
+        }
+      });
     }
     for (Setting setting : SETTINGS) {
       String value = setting.value().apply(this);
@@ -75,12 +95,20 @@ class CacheSettings {
     try {
       return KvCacheConfig.of(settings);
     } catch (IllegalArgumentException e) {
-      String message = e.getMessage();
-      for (Setting setting : SETTINGS) {
-        message = message.replace("'" + setting.configName() + "'", "'" + setting.name() + "'");
-      }
-      throw new IllegalArgumentException(message, e);
+      throw new IllegalArgumentException(inServerTerms(e.getMessage()), e);
     }
+  }
+
+  /** A message of {@link KvCacheConfig}'s with its settings named as the server's. */
+  static String inServerTerms(String message) {
+    for (Setting setting : SETTINGS) {
+      message = message.replace("'" + setting.configName() + "'", "'" + setting.name() + "'");
+    }
+    for (String group : List.of("s3.", "stacked.")) {
+      message = message.replace("'" + group, "'kvcache.cache.s3.")
+          .replace("setting " + group, "setting kvcache.cache.s3.");
+    }
+    return message;
   }
 
   public String getRamBytes() {
@@ -177,6 +205,14 @@ class CacheSettings {
 
   public void setSpillQueueBlocks(String spillQueueBlocks) {
     this.spillQueueBlocks = spillQueueBlocks;
+  }
+
+  public Map<String, String> getS3() {
+    return s3;
+  }
+
+  public void setS3(Map<String, String> s3) {
+    this.s3 = s3 == null ? new LinkedHashMap<>() : new LinkedHashMap<>(s3);
   }
 
   public String getDiskCodecFilter() {

@@ -1,7 +1,8 @@
-package dev.kvcache.s3;
+package dev.kvcache.s3.testkit;
 
 import java.net.URI;
 import java.util.concurrent.atomic.AtomicInteger;
+import dev.kvcache.s3.S3TierConfig;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
 import org.gaul.s3proxy.nio2blob.TransientNio2BlobStore;
@@ -16,11 +17,11 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
  * port, requiring signed requests. Each {@link #config} names a prefix of its own, so that tiers
  * of one test never see another's objects.
  */
-final class InProcessS3 implements AutoCloseable {
+public final class InProcessS3 implements AutoCloseable {
 
-  static final String BUCKET = "kvcache-test";
-  static final String ACCESS_KEY = "test-access";
-  static final String SECRET_KEY = "test-secret-key";
+  public static final String BUCKET = "kvcache-test";
+  public static final String ACCESS_KEY = "test-access";
+  public static final String SECRET_KEY = "test-secret-key";
 
   private static final AtomicInteger prefixes = new AtomicInteger();
 
@@ -28,7 +29,7 @@ final class InProcessS3 implements AutoCloseable {
   private final URI endpoint;
   private S3Proxy proxy;
 
-  InProcessS3() throws Exception {
+  public InProcessS3() throws Exception {
     store.createContainer(BUCKET);
     endpoint = URI.create("http://127.0.0.1:" + start(0));
   }
@@ -49,17 +50,17 @@ final class InProcessS3 implements AutoCloseable {
   }
 
   /** Stops answering: connections to the endpoint are refused. The objects are kept. */
-  void stop() throws Exception {
+  public void stop() throws Exception {
     proxy.stop();
   }
 
   /** Answers again, on the same endpoint, with the objects it had. */
-  void restart() throws Exception {
+  public void restart() throws Exception {
     start(endpoint.getPort());
   }
 
   /** A plain SDK client of this server, to look into the bucket as any S3 user would. */
-  S3AsyncClient client() {
+  public S3AsyncClient client() {
     return S3AsyncClient.builder()
         .endpointOverride(endpoint)
         .region(Region.US_EAST_1)
@@ -70,17 +71,17 @@ final class InProcessS3 implements AutoCloseable {
         .build();
   }
 
-  URI endpoint() {
+  public URI endpoint() {
     return endpoint;
   }
 
   /** Settings of a tier under a new prefix of this server's bucket. */
-  S3TierConfig.Builder config(long capacityBytes) {
+  public S3TierConfig.Builder config(long capacityBytes) {
     return config(capacityBytes, "t" + prefixes.incrementAndGet() + "/");
   }
 
   /** Settings of a tier under {@code prefix} of this server's bucket. */
-  S3TierConfig.Builder config(long capacityBytes, String prefix) {
+  public S3TierConfig.Builder config(long capacityBytes, String prefix) {
     return S3TierConfig.builder(BUCKET, capacityBytes)
         .endpoint(endpoint)
         .credentials(ACCESS_KEY, SECRET_KEY)

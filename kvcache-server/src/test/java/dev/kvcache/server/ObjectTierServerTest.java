@@ -1,0 +1,97 @@
+package dev.kvcache.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.s3.testkit.InProcessS3;
+import java.net.http.HttpRequest;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * The server with an object tier below its disk ({@code kvcache.cache.s3.*}), over a real S3
+ * server on loopback: PUTs reach the bucket behind the disk, a server started on an empty disk
+ * serves them from the bucket, and the tier's requests show in the metrics.
+ */
+class ObjectTierServerTest {
+
+  private static final int BLOCK = 1 << 20;
+  private static InProcessS3 s3;
+
+  @TempDir Path temp;
+
+  @BeforeAll
+  static void startStore() throws Exception {
+    s3 = new InProcessS3();
+  }
+
+  @AfterAll
+  static void stopStore() {
+    s3.close();
+  }
+
+  private static Map<String, Object> settings(String prefix) {
+    Map<String, Object> m = new HashMap<>();
+    m.put("kvcache.cache.s3.endpoint", s3.endpoint().toString());
+    m.put("kvcache.cache.s3.bucket", InProcessS3.BUCKET);
+    m.put("kvcache.cache.s3.capacity", "256MiB");
+    m.put("kvcache.cache.s3.prefix", prefix);
+    m.put("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY);
+    m.put("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY);
+    m.put("kvcache.cache.s3.lookup-budget", "5s");
+    m.put("kvcache.cache.s3.upload-threads", "2");
+    return m;
+  }
+
+  private static String metrics(TestServer server) throws Exception {
+    return new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+  }
+
+  @Test
+  void putsReachTheBucketAndAServerOnAnEmptyDiskServesThem() throws Exception {
+    byte[][] blocks = new byte[6][BLOCK];
+    Random random = new Random(7);
+    try (TestServer server = TestServer.start(temp.resolve("a"), settings("srv1/"))) {
+      for (int i = 0; i < blocks.length; i++) {
+        random.nextBytes(blocks[i]);
+        assertThat(server.put("default", BlockApiTest.key(i), blocks[i]).statusCode())
+            .isEqualTo(201);
+      }
+    } // closing writes RAM to disk and waits for the uploads
+    try (S3AsyncClient client = s3.client()) {
+      long objects = client.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix("srv1/"))
+          .join().contents().stream().map(S3Object::key)
+          .filter(k -> !k.endsWith("namespace.json")).count();
+      assertThat(objects).isEqualTo(blocks.length);
+    }
+
+    try (TestServer server = TestServer.start(temp.resolve("b"), settings("srv1/"))) {
+      for (int i = 0; i < blocks.length; i++) {
+        assertThat(server.get("default", BlockApiTest.key(i)).body()).as("block %d", i)
+            .isEqualTo(blocks[i]);
+      }
+      String m = metrics(server);
+      assertThat(m).containsPattern("kvcache_s3_requests_total\\{op=\"GET\"} [1-9]");
+      assertThat(m).containsPattern("kvcache_tier_hits_total\\{tier=\"s3\"} 6.0");
+      assertThat(m).contains("kvcache_s3_delete_backlog 0.0");
+      assertThat(new String(server.send(HttpRequest.newBuilder(server.uri("/health"))).body()))
+          .contains("\"status\":\"UP\"");
+    }
+  }
+
+  @Test
+  void aMisspeltObjectTierSettingStopsTheStartNamingIt() {
+    Map<String, Object> m = settings("srv2/");
+    m.put("kvcache.cache.s3.lookup-budgett", "1s");
+    assertThat(org.assertj.core.api.Assertions.catchThrowable(
+        () -> TestServer.start(temp.resolve("c"), m)))
+        .hasStackTraceContaining("kvcache.cache.s3.lookup-budgett");
+  }
+}
