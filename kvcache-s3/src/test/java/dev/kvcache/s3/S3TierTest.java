@@ -10,9 +10,13 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.testkit.RcloneS3;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.stream.IntStream;
@@ -149,6 +153,26 @@ class S3TierTest {
       Thread.sleep(20);
     }
     assertThat(names(config.prefix())).as("the damaged copy is deleted").doesNotContain(name);
+  }
+
+  @Test
+  void aBlockDamagedAtRestInAnotherStoreIsAMissToo() throws Exception {
+    try (RcloneS3 rclone = new RcloneS3()) {
+      S3TierConfig config = rclone.config(64L << 20).build();
+      first = S3Tier.open(config);
+      BlockKey key = prompt(1, 7).get(0);
+      first.put(key, Payloads.of(key, 5, BLOCK));
+      String name = config.prefix() + ObjectNames.folder(key).id() + "/" + key.toHex();
+      Path file = rclone.file(name);
+      byte[] bytes = Files.readAllBytes(file);
+      bytes[BLOCK / 2] ^= 0x01; // one bit flipped on the store's disk
+      Files.write(file, bytes);
+
+      assertThat(first.getInto(key, ByteBuffer.allocateDirect(BLOCK))).isEqualTo(GetStatus.MISS);
+      assertThat(first.s3Stats().damagedBlocks()).isEqualTo(1);
+      first.close();
+      first = null;
+    }
   }
 
   @Test

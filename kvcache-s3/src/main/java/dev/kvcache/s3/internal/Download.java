@@ -154,20 +154,36 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   }
 
   /**
-   * The CRC32C an object was stored with: the store's own {@code x-amz-checksum-crc32c}, or the
-   * tier's user metadata for stores that keep no checksums; null if it has neither.
+   * The CRC32C an object was stored with: the one the tier wrote in its metadata when it uploaded
+   * it, else the store's own {@code x-amz-checksum-crc32c}; null if it has neither, or if the two
+   * disagree. Metadata keys are matched without regard to case (rclone capitalises them).
    */
   public static Integer storedChecksum(GetObjectResponse response) {
-    try {
-      if (response.checksumCRC32C() != null) {
-        return Crc32c.fromHeader(response.checksumCRC32C());
+    Integer ours = null;
+    Map<String, String> meta = response.metadata();
+    if (meta != null) {
+      for (Map.Entry<String, String> e : meta.entrySet()) {
+        if (e.getKey().equalsIgnoreCase(CRC_METADATA)) {
+          try {
+            ours = Integer.parseUnsignedInt(e.getValue().strip(), 16);
+          } catch (NumberFormatException bad) {
+            return null;
+          }
+        }
       }
-      Map<String, String> meta = response.metadata();
-      String hex = meta == null ? null : meta.get(CRC_METADATA);
-      return hex == null ? null : Integer.parseUnsignedInt(hex, 16);
-    } catch (IllegalArgumentException e) {
+    }
+    Integer stores = null;
+    if (response.checksumCRC32C() != null) {
+      try {
+        stores = Crc32c.fromHeader(response.checksumCRC32C());
+      } catch (IllegalArgumentException bad) {
+        return null;
+      }
+    }
+    if (ours != null && stores != null && !ours.equals(stores)) {
       return null;
     }
+    return ours != null ? ours : stores;
   }
 
   @Override
