@@ -1,0 +1,182 @@
+package dev.kvcache.s3.testkit;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A TCP proxy on loopback in front of a real S3 server that injects the faults an object store
+ * shows in production: it passes requests on, answers every request {@code 503 SlowDown} (or
+ * {@code 500}), holds connections without answering (a store that hangs), or cuts answers off
+ * after some bytes (a store that dies mid-transfer).
+ */
+public final class FaultyProxy implements AutoCloseable {
+
+  /** What the proxy does with the next connections. */
+  public enum Mode {
+    PASS,
+    SLOW_DOWN,
+    INTERNAL_ERROR,
+    HANG,
+    CUT_ANSWERS
+  }
+
+  private static final int CUT_AFTER_BYTES = 64 << 10;
+
+  private final URI target;
+  private final ServerSocket server;
+  private final List<Socket> open = new CopyOnWriteArrayList<>();
+  private volatile Mode mode = Mode.PASS;
+  private volatile boolean closed;
+
+  public FaultyProxy(URI target) throws IOException {
+    this.target = target;
+    this.server = new ServerSocket(0, 64, InetAddress.getLoopbackAddress());
+    Thread accept = new Thread(this::accept, "faulty-proxy");
+    accept.setDaemon(true);
+    accept.start();
+  }
+
+  public URI endpoint() {
+    return URI.create("http://127.0.0.1:" + server.getLocalPort());
+  }
+
+  /** Sets what happens from now on; connections already open are closed. */
+  public void mode(Mode mode) {
+    this.mode = mode;
+    for (Socket s : open) {
+      closeQuietly(s);
+    }
+    open.clear();
+  }
+
+  private void accept() {
+    while (!closed) {
+      try {
+        Socket client = server.accept();
+        open.add(client);
+        Thread t = new Thread(() -> serve(client), "faulty-proxy-conn");
+        t.setDaemon(true);
+        t.start();
+      } catch (IOException e) {
+        return;
+      }
+    }
+  }
+
+  private void serve(Socket client) {
+    Mode now = mode;
+    try {
+      switch (now) {
+        case SLOW_DOWN, INTERNAL_ERROR -> refuse(client, now);
+        case HANG -> client.getInputStream().transferTo(OutputStream.nullOutputStream());
+        case PASS, CUT_ANSWERS -> forward(client, now == Mode.CUT_ANSWERS);
+      }
+    } catch (IOException e) {
+      // the connection ended
+    } finally {
+      closeQuietly(client);
+      open.remove(client);
+    }
+  }
+
+  /** Answers each request on the connection with an S3 error, after reading its head and body. */
+  private static void refuse(Socket client, Mode mode) throws IOException {
+    InputStream in = client.getInputStream();
+    OutputStream out = client.getOutputStream();
+    while (true) {
+      long bodyLength = readHead(in);
+      if (bodyLength < 0) {
+        return;
+      }
+      in.skipNBytes(bodyLength);
+      String code = mode == Mode.SLOW_DOWN ? "SlowDown" : "InternalError";
+      String status = mode == Mode.SLOW_DOWN ? "503 Slow Down" : "500 Internal Server Error";
+      byte[] body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code
+          + "</Code><Message>injected</Message></Error>").getBytes(StandardCharsets.UTF_8);
+      out.write(("HTTP/1.1 " + status + "\r\nContent-Type: application/xml\r\nContent-Length: "
+          + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.write(body);
+      out.flush();
+    }
+  }
+
+  /** Reads a request head; returns its content-length (0 if none), or -1 at the end. */
+  private static long readHead(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    int c;
+    while ((c = in.read()) >= 0) {
+      head.append((char) c);
+      if (head.length() >= 4 && head.substring(head.length() - 4).equals("\r\n\r\n")) {
+        long length = 0;
+        for (String line : head.toString().split("\r\n")) {
+          int colon = line.indexOf(':');
+          if (colon > 0 && line.substring(0, colon).trim().equalsIgnoreCase("content-length")) {
+            length = Long.parseLong(line.substring(colon + 1).trim());
+          }
+        }
+        return length;
+      }
+    }
+    return -1;
+  }
+
+  private void forward(Socket client, boolean cut) throws IOException {
+    try (Socket upstream = new Socket(target.getHost(), target.getPort())) {
+      open.add(upstream);
+      Thread up = new Thread(() -> {
+        try {
+          client.getInputStream().transferTo(upstream.getOutputStream());
+        } catch (IOException e) {
+          // either side closed
+        } finally {
+          closeQuietly(upstream);
+        }
+      }, "faulty-proxy-up");
+      up.setDaemon(true);
+      up.start();
+      InputStream in = upstream.getInputStream();
+      OutputStream out = client.getOutputStream();
+      byte[] buffer = new byte[16 << 10];
+      long sent = 0;
+      int n;
+      while ((n = in.read(buffer)) > 0) {
+        if (cut && sent + n > CUT_AFTER_BYTES) {
+          out.write(buffer, 0, (int) (CUT_AFTER_BYTES - sent));
+          out.flush();
+          return; // the store dies mid-answer
+        }
+        out.write(buffer, 0, n);
+        sent += n;
+      }
+    } finally {
+      closeQuietly(client);
+    }
+  }
+
+  private static void closeQuietly(Socket s) {
+    try {
+      s.close();
+    } catch (IOException e) {
+      // already closed
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    try {
+      server.close();
+    } catch (IOException e) {
+      // already closed
+    }
+    mode(Mode.PASS);
+  }
+}
