@@ -1,0 +1,140 @@
+package dev.kvcache.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.s3.testkit.InProcessS3;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A fleet of three kvcache-server processes sharing one bucket of a real S3 server: a block stored
+ * through any server is a hit through any other after the one that stored it stops, on a server
+ * that joins later, and after every server restarts with empty RAM and disk.
+ */
+class FleetTest {
+
+  private static final int BLOCKS = 24;
+  private static final int BLOCK = 256 << 10;
+  private static final Pattern UPLOADS =
+      Pattern.compile("kvcache_uploads_total\\{to=\"s3\"} ([0-9.E]+)");
+  private static InProcessS3 s3;
+
+  @TempDir Path temp;
+  private int servers;
+  private final HttpClient http = ChildServer.http(HttpClient.Version.HTTP_1_1);
+
+  @BeforeAll
+  static void startStore() throws Exception {
+    s3 = new InProcessS3();
+  }
+
+  @AfterAll
+  static void stopStore() {
+    s3.close();
+  }
+
+  /** A server with its own new disk directory and empty RAM, over the fleet's bucket. */
+  private ChildServer join() throws Exception {
+    return ChildServer.start(Map.ofEntries(
+        Map.entry("kvcache.cache.ram-bytes", "32MiB"),
+        Map.entry("kvcache.cache.max-block-bytes", "1MiB"),
+        Map.entry("kvcache.cache.disk-dir", temp.resolve("server-" + servers++).toString()),
+        Map.entry("kvcache.cache.disk-capacity", "64MiB"),
+        Map.entry("kvcache.cache.disk-min-free", "0B"),
+        Map.entry("kvcache.cache.s3.endpoint", s3.endpoint().toString()),
+        Map.entry("kvcache.cache.s3.bucket", InProcessS3.BUCKET),
+        Map.entry("kvcache.cache.s3.capacity", "1GiB"),
+        Map.entry("kvcache.cache.s3.prefix", "fleet/"),
+        Map.entry("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY),
+        Map.entry("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY),
+        Map.entry("kvcache.cache.s3.lookup-budget", "2s")));
+  }
+
+  private HttpResponse<byte[]> send(ChildServer server, HttpRequest.Builder request)
+      throws Exception {
+    return http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  private URI block(ChildServer server, int i) {
+    return server.base.resolve(TestServer.blockPath("default", BlockApiTest.key(i)));
+  }
+
+  private double uploads(ChildServer server) throws Exception {
+    String metrics = new String(send(server,
+        HttpRequest.newBuilder(server.base.resolve("/prometheus"))).body());
+    Matcher m = UPLOADS.matcher(metrics);
+    return m.find() ? Double.parseDouble(m.group(1)) : 0;
+  }
+
+  /** Every block, read through {@code server}, is the block stored. */
+  private void assertAllHitsThrough(ChildServer server, String when) throws Exception {
+    for (int i = 0; i < BLOCKS; i++) {
+      HttpResponse<byte[]> got = send(server, HttpRequest.newBuilder(block(server, i)));
+      assertThat(got.statusCode()).as("block %d %s", i, when).isEqualTo(200);
+      assertThat(got.body()).as("block %d %s", i, when).isEqualTo(BlockApiTest.random(BLOCK, i));
+    }
+  }
+
+  private static void stop(ChildServer server) throws InterruptedException {
+    server.terminate();
+    server.process.waitFor();
+  }
+
+  @Test
+  void blocksOutliveTheServersThatStoredThem() throws Exception {
+    List<ChildServer> fleet = new ArrayList<>(List.of(join(), join(), join()));
+    try {
+      for (int i = 0; i < BLOCKS; i++) { // spread over the servers, as a client shards
+        ChildServer to = fleet.get(i % fleet.size());
+        assertThat(send(to, HttpRequest.newBuilder(block(to, i))
+            .header("Content-Type", "application/octet-stream")
+            .PUT(HttpRequest.BodyPublishers.ofByteArray(BlockApiTest.random(BLOCK, i))))
+            .statusCode()).isEqualTo(201);
+      }
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      double uploaded = 0;
+      while (uploaded < BLOCKS && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+        uploaded = 0;
+        for (ChildServer s : fleet) {
+          uploaded += uploads(s);
+        }
+      }
+      assertThat(uploaded).as("blocks uploaded, all servers together").isEqualTo(BLOCKS);
+
+      ChildServer leaving = fleet.remove(0); // kill -9: what it held in RAM and on disk is gone
+      leaving.kill();
+      for (ChildServer s : fleet) {
+        assertAllHitsThrough(s, "after a server left");
+      }
+
+      fleet.add(join());
+      assertAllHitsThrough(fleet.get(fleet.size() - 1), "on a server that joined");
+
+      for (ChildServer s : fleet) {
+        stop(s);
+      }
+      fleet.clear();
+      fleet.addAll(List.of(join(), join(), join()));
+      for (ChildServer s : fleet) {
+        assertAllHitsThrough(s, "after the fleet restarted empty");
+      }
+    } finally {
+      for (ChildServer s : fleet) {
+        s.kill();
+      }
+    }
+  }
+}
