@@ -36,6 +36,14 @@ public interface Tier extends KvCache {
     return new LoadRate();
   }
 
+  /**
+   * Says that a tier above this one served a read of {@code key} from its own copy: a tier that
+   * evicts by recency and may hold the block too (an object store below RAM and disk) counts it as
+   * a use of its copy, so that the blocks hottest above stay in it. Called on the reading thread
+   * of every hit above: must not wait or fail. The default does nothing.
+   */
+  default void usedAbove(BlockKey key) {}
+
   /** As {@link KvCache#locatePrefix}: one run in this tier, estimated from {@link #loadRate()}. */
   @Override
   default PrefixLocation locatePrefix(List<BlockKey> keys) {

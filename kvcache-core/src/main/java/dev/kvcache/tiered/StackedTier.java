@@ -33,7 +33,10 @@ import java.util.function.Supplier;
  * StackedStats#uploadsDropped()}).
  *
  * <p><b>Reads.</b> The upper tier first, then the backing tier. A block of the backing tier is not
- * copied into the upper one: the RAM tier above keeps it while it is hot.
+ * copied into the upper one: the RAM tier above keeps it while it is hot. A read served above the
+ * backing tier is passed on to it as a use ({@link Tier#usedAbove}), so that a backing tier that
+ * evicts by recency keeps the blocks hot above it: they are what the fleet needs when a server
+ * leaves.
  *
  * <p><b>Never stale bytes.</b> From a put or delete of a key until the backing tier has the new
  * block, or has dropped its older one, reads do not look in the backing tier for that key. Uploads
@@ -211,6 +214,7 @@ public final class StackedTier implements Tier {
     BlockLease lease = upper.get(key);
     if (lease.status() == GetStatus.HIT) {
       upperHits.increment();
+      backing.usedAbove(key);
     } else if (!unsettled.containsKey(key)) {
       lease.close();
       lease = backing.get(key);
@@ -230,6 +234,7 @@ public final class StackedTier implements Tier {
     GetStatus status = upper.getInto(key, dst);
     if (status == GetStatus.HIT) {
       upperHits.increment();
+      backing.usedAbove(key);
     } else if (status == GetStatus.MISS && !unsettled.containsKey(key)) {
       status = backing.getInto(key, dst);
       if (status == GetStatus.HIT) {
@@ -246,6 +251,13 @@ public final class StackedTier implements Tier {
     } else if (status == GetStatus.MISS) {
       counters.miss();
     }
+  }
+
+  /** Passes the use on to both tiers. */
+  @Override
+  public void usedAbove(BlockKey key) {
+    upper.usedAbove(key);
+    backing.usedAbove(key);
   }
 
   @Override

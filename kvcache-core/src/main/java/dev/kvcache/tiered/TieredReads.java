@@ -104,11 +104,13 @@ final class TieredReads {
     BlockLease fromRam = ram.get(key);
     if (fromRam.status() == GetStatus.HIT) {
       ramHits.increment();
+      lower.usedAbove(key);
       return opened(TieredLease.over(fromRam, counters::leaseClosed));
     }
     SpillEntry queued = spills.find(key);
     if (queued != null && queued.tryRetain()) {
       spillHits.increment();
+      lower.usedAbove(key);
       return opened(new TieredLease(key, queued.bytes(), queued.lease().crc32c(), () -> {
         queued.release();
         counters.leaseClosed();
@@ -207,6 +209,9 @@ final class TieredReads {
     }
     GetStatus status = ram.getInto(key, dst);
     if (status != GetStatus.MISS) {
+      if (status == GetStatus.HIT) {
+        lower.usedAbove(key);
+      }
       return counted(status, Source.RAM, ramHits);
     }
     SpillEntry queued = spills.find(key);
@@ -217,6 +222,7 @@ final class TieredReads {
           return counted(GetStatus.BUFFER_TOO_SMALL, Source.SPILL_QUEUE, spillHits);
         }
         dst.put(bytes);
+        lower.usedAbove(key);
         return counted(GetStatus.HIT, Source.SPILL_QUEUE, spillHits);
       } finally {
         queued.release();

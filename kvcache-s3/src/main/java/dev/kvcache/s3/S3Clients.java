@@ -15,6 +15,7 @@ import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.http.async.SdkAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.SdkEventLoopGroup;
 import software.amazon.awssdk.regions.Region;
@@ -22,8 +23,9 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
 
 /**
- * The AWS SDK client a tier's settings describe, with the event loops it runs on: closing it stops
- * them at once, where the SDK's own would linger for a quiet period of two seconds.
+ * The AWS SDK client a tier's settings describe, with the Netty event loops it runs on (none for
+ * the CRT client): closing it stops them at once, where the SDK's own would linger for a quiet
+ * period of two seconds.
  */
 record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoCloseable {
 
@@ -36,19 +38,26 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
    * @throws IOException if the CA file cannot be read
    */
   static S3Clients of(S3TierConfig config) throws IOException {
-    SdkEventLoopGroup loops = SdkEventLoopGroup.builder()
-        .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-        .build();
-    NettyNioAsyncHttpClient.Builder http = NettyNioAsyncHttpClient.builder()
-        .eventLoopGroup(loops)
-        .maxConcurrency(config.concurrency())
-        .connectionTimeout(config.connectTimeout())
-        .connectionAcquisitionTimeout(config.requestTimeout())
-        .readTimeout(config.requestTimeout())
-        .writeTimeout(config.requestTimeout());
-    if (config.caFile().isPresent()) {
-      TrustManager[] trust = trustManagers(config);
-      http.tlsTrustManagersProvider(() -> trust);
+    SdkEventLoopGroup loops = null;
+    SdkAsyncHttpClient.Builder<?> http;
+    if (config.httpClient() == S3TierConfig.HttpClient.CRT) {
+      http = CrtClient.builder(config);
+    } else {
+      loops = SdkEventLoopGroup.builder()
+          .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
+          .build();
+      NettyNioAsyncHttpClient.Builder netty = NettyNioAsyncHttpClient.builder()
+          .eventLoopGroup(loops)
+          .maxConcurrency(config.concurrency())
+          .connectionTimeout(config.connectTimeout())
+          .connectionAcquisitionTimeout(config.requestTimeout())
+          .readTimeout(config.requestTimeout())
+          .writeTimeout(config.requestTimeout());
+      if (config.caFile().isPresent()) {
+        TrustManager[] trust = trustManagers(config);
+        netty.tlsTrustManagersProvider(() -> trust);
+      }
+      http = netty;
     }
     S3AsyncClientBuilder b = S3AsyncClient.builder()
         .httpClientBuilder(http)
@@ -72,7 +81,24 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
   @Override
   public void close() {
     s3.close();
-    loops.eventLoopGroup().shutdownGracefully(50, 5_000, TimeUnit.MILLISECONDS);
+    if (loops != null) {
+      loops.eventLoopGroup().shutdownGracefully(50, 5_000, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** The CRT client, in a class of its own so that it is loaded only when chosen. */
+  private static final class CrtClient {
+    static SdkAsyncHttpClient.Builder<?> builder(S3TierConfig config) {
+      try {
+        return software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient.builder()
+            .maxConcurrency(config.concurrency())
+            .connectionTimeout(config.connectTimeout())
+            .connectionAcquisitionTimeout(config.requestTimeout());
+      } catch (NoClassDefFoundError e) {
+        throw new IllegalStateException("the CRT HTTP client is not on the class path: add"
+            + " software.amazon.awssdk:aws-crt-client and software.amazon.awssdk.crt:aws-crt", e);
+      }
+    }
   }
 
   private static TrustManager[] trustManagers(S3TierConfig config) throws IOException {

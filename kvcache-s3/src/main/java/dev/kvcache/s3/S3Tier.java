@@ -67,7 +67,8 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * know for at most {@link S3TierConfig#lookupBudget()}; {@link #contains} asks the index alone.
  *
  * <p><b>Bounded.</b> The index holds at most {@link S3TierConfig#capacityBytes()}; past it, the
- * least recently used objects are deleted, in bulk, by a thread of the tier's.
+ * least recently used objects are deleted, in bulk, by a thread of the tier's. Reads served by the
+ * tiers above count as uses ({@link #usedAbove}), so what is hot in RAM and on disk stays here.
  *
  * <p><b>Faults.</b> A store that is unreachable, slow or failing never makes a call throw: reads
  * are misses and puts answer {@link PutStatus#NOT_ADMITTED}, and after a failure the tier sends
@@ -124,6 +125,7 @@ public final class S3Tier implements Tier {
   public static S3Tier open(S3TierConfig config) throws IOException {
     Objects.requireNonNull(config, "config");
     S3Tier tier = new S3Tier(config, S3Clients.of(config));
+    tier.listing.scheduleWithFixedDelay(tier.index::applyUses, 1, 1, TimeUnit.SECONDS);
     long every = config.listInterval().toMillis();
     if (every > 0) {
       tier.listing.scheduleWithFixedDelay(tier::listQuietly, 0, every, TimeUnit.MILLISECONDS);
@@ -135,6 +137,7 @@ public final class S3Tier implements Tier {
   }
 
   private void listQuietly() {
+    index.applyUses();
     if (!closed && store.available()) {
       try {
         lister.list();
@@ -250,6 +253,12 @@ public final class S3Tier implements Tier {
     }
     counters.put();
     return PutStatus.STORED;
+  }
+
+  /** Counts as a use of the key's object, so that the blocks hot above stay in the bucket. */
+  @Override
+  public void usedAbove(BlockKey key) {
+    index.useLater(key);
   }
 
   @Override

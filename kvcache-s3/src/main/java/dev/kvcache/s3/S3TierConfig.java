@@ -50,8 +50,21 @@ public final class S3TierConfig {
     AUTO
   }
 
+  /** Which HTTP client the AWS SDK sends requests with. */
+  public enum HttpClient {
+    /** The SDK's Netty client (in kvcache-s3's dependencies). */
+    NETTY,
+    /**
+     * The AWS Common Runtime's client, native code: needs {@code software.amazon.awssdk:aws-crt-client}
+     * and {@code software.amazon.awssdk.crt:aws-crt} on the class path, and trusts the JVM's
+     * certificates only (no {@link #caFile()}).
+     */
+    CRT
+  }
+
   private final String bucket;
   private final long capacityBytes;
+  private final HttpClient httpClient;
   private final URI endpoint;
   private final String prefix;
   private final String region;
@@ -70,6 +83,7 @@ public final class S3TierConfig {
   private S3TierConfig(Builder b) {
     this.bucket = b.bucket;
     this.capacityBytes = b.capacityBytes;
+    this.httpClient = b.httpClient;
     this.endpoint = b.endpoint;
     this.prefix = b.prefix;
     this.region = b.region;
@@ -113,7 +127,13 @@ public final class S3TierConfig {
     b.listInterval = listInterval;
     b.indexEntries = indexEntries;
     b.maxBlockBytes = maxBlockBytes;
+    b.httpClient = httpClient;
     return b;
+  }
+
+  /** The HTTP client requests go through. */
+  public HttpClient httpClient() {
+    return httpClient;
   }
 
   /** The bucket. */
@@ -225,6 +245,7 @@ public final class S3TierConfig {
     private Duration listInterval = DEFAULT_LIST_INTERVAL;
     private int indexEntries = DEFAULT_INDEX_ENTRIES;
     private int maxBlockBytes;
+    private HttpClient httpClient = HttpClient.NETTY;
 
     private Builder(String bucket, long capacityBytes) {
       Objects.requireNonNull(bucket, "bucket");
@@ -368,12 +389,22 @@ public final class S3TierConfig {
       return this;
     }
 
+    /** The HTTP client requests go through; {@link HttpClient#NETTY} by default. */
+    public Builder httpClient(HttpClient httpClient) {
+      this.httpClient = Objects.requireNonNull(httpClient, "httpClient");
+      return this;
+    }
+
     /**
      * The settings.
      *
      * @throws IllegalArgumentException if the largest block exceeds the capacity
      */
     public S3TierConfig build() {
+      if (httpClient == HttpClient.CRT && caFile != null) {
+        throw new IllegalArgumentException("the CRT HTTP client trusts the JVM's certificates"
+            + " only: use the Netty client with a CA file");
+      }
       if (maxBlockBytes == 0) {
         maxBlockBytes = (int) Math.min(DEFAULT_MAX_BLOCK_BYTES, capacityBytes);
       }

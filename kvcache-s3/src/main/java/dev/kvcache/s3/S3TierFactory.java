@@ -13,7 +13,7 @@ import java.nio.file.Path;
  * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code prefix},
  * {@code region}, {@code addressing} ({@code path}, {@code virtual_host}, {@code auto}), {@code
  * access-key-id} with {@code secret-access-key} (default: the SDK's credentials chain), {@code
- * ca-file}, {@code concurrency}, {@code connect-timeout}, {@code request-timeout}, {@code
+ * ca-file}, {@code http-client} ({@code netty}, {@code crt}), {@code concurrency}, {@code connect-timeout}, {@code request-timeout}, {@code
  * lookup-budget}, {@code list-interval}, {@code index-entries}; defaults as in {@link
  * S3TierConfig}. The largest block is the cache's.
  */
@@ -42,6 +42,8 @@ public final class S3TierFactory implements TierFactory {
     }
     b.region(settings.string("region", S3TierConfig.DEFAULT_REGION));
     b.addressing(settings.choice("addressing", Addressing.class, Addressing.AUTO));
+    b.httpClient(settings.choice("http-client", S3TierConfig.HttpClient.class,
+        S3TierConfig.HttpClient.NETTY));
     String keyId = settings.string("access-key-id", "");
     String secret = settings.string("secret-access-key", "");
     if (keyId.isBlank() != secret.isBlank()) {

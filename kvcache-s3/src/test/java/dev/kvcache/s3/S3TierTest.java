@@ -191,7 +191,7 @@ class S3TierTest {
   }
 
   @Test
-  void evictionKeepsTheBucketWithinCapacityByRecencyWithBulkDeletes() throws Exception {
+  void evictionKeepsTheBucketWithinCapacityByRecencyAboveAndHereWithBulkDeletes() throws Exception {
     S3TierConfig config = server.config(8L * BLOCK).build();
     first = S3Tier.open(config);
     List<BlockKey> keys = prompt(12, 5);
@@ -200,6 +200,7 @@ class S3TierTest {
     }
     assertThat(first.getInto(keys.get(0), ByteBuffer.allocateDirect(BLOCK)))
         .isEqualTo(GetStatus.HIT); // key 0 is now the most recently used
+    first.usedAbove(keys.get(1)); // read from a copy above: key 1 is used too
     for (int i = 8; i < 12; i++) {
       first.put(keys.get(i), Payloads.of(keys.get(i), 1, BLOCK));
     }
@@ -209,10 +210,11 @@ class S3TierTest {
     assertThat(first.stats().evictions()).isEqualTo(4);
     List<String> left = names(config.prefix());
     assertThat(left.stream().filter(n -> !n.endsWith("namespace.json"))).hasSize(8);
-    for (int i : new int[] {1, 2, 3, 4}) {
+    for (int i : new int[] {2, 3, 4, 5}) {
       assertThat(left).noneMatch(n -> n.endsWith(keys.get(i).toHex()));
     }
     assertThat(left).anyMatch(n -> n.endsWith(keys.get(0).toHex()));
+    assertThat(left).anyMatch(n -> n.endsWith(keys.get(1).toHex()));
     assertThat(first.s3Stats().requests().get("DELETE")).as("in bulk").isLessThan(4);
     assertThat(first.s3Stats().objectsDeleted()).isEqualTo(4);
   }

@@ -101,6 +101,39 @@ class ThreeTierTest {
   }
 
   @Test
+  void aBlockHotInRamStaysInTheBucketWhileColderOnesAreEvicted() throws Exception {
+    Map<String, String> small = settings("e", "fleet3/");
+    small.put("s3.capacity", (8 * BLOCK) + "B"); // eight blocks
+    List<BlockKey> keys = prompt(41);
+    BlockKey hot = keys.get(0);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    try (KvCache cache = KvCacheConfig.of(small).open()) {
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      cache.put(hot, Payloads.of(hot, 1, BLOCK));
+      for (int round = 0; round < 10; round++) {
+        assertThat(cache.getInto(hot, dst.clear())).isEqualTo(GetStatus.HIT); // from RAM
+        for (int i = 1; i <= 4; i++) {
+          BlockKey key = keys.get(4 * round + i);
+          cache.put(key, Payloads.of(key, 1, BLOCK));
+        }
+        ((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10));
+        lower.awaitUploads(10_000);
+      }
+      assertThat(lower.backingStats().evictions()).as("the bucket evicted").isPositive();
+      assertThat(((S3Tier) lower.backing()).awaitDeletes(5_000)).isTrue();
+
+      // another server, while this one runs (closing it would write RAM down again)
+      try (KvCache other = KvCacheConfig.of(settings("f", "fleet3/")).open()) {
+        assertThat(other.getInto(hot, dst.clear())).as("the block read from RAM all along")
+            .isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(hot, dst.flip())).isEqualTo(1);
+        assertThat(other.getInto(keys.get(1), dst.clear())).as("a block stored once, long ago")
+            .isEqualTo(GetStatus.MISS);
+      }
+    }
+  }
+
+  @Test
   void aDeleteReachesTheObjectStore() throws Exception {
     List<BlockKey> keys = prompt(2);
     try (KvCache cache = KvCacheConfig.of(settings("c", "fleet2/")).open()) {

@@ -50,7 +50,8 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
  * same S3 server in the same run: the SDK's default asynchronous client (Netty) and its CRT-based
  * S3 client, each used as their documentation shows (bytes in a {@code byte[]}, answers gathered
  * with {@code toBytes()}), with request checksums only when required. The tier uploads straight
- * from a direct buffer with its CRC32C and reads into one, checking it.
+ * from a direct buffer with its CRC32C and reads into one, checking it, over the SDK's Netty HTTP
+ * client ({@code tier}) or the CRT's ({@code tier-crt}).
  *
  * <p>Needs a running S3-compatible server: {@code -Dkvcache.bench.s3.endpoint} (and {@code
  * .bucket}, {@code .access-key}, {@code .secret-key}); {@code run-object-tier-benchmarks.sh}
@@ -85,7 +86,7 @@ public class ObjectTierBenchmark {
     @Param({"262144", "2097152", "33554432"})
     public int blockBytes;
 
-    @Param({"tier", "sdk-netty", "sdk-crt"})
+    @Param({"tier", "tier-crt", "sdk-netty", "sdk-crt"})
     public String client;
 
     Mover mover;
@@ -113,7 +114,9 @@ public class ObjectTierBenchmark {
       String prefix = "bench-" + client + "-" + blockBytes + "/";
       mover = switch (client) {
         case "tier" -> new TierMover(URI.create(endpoint), bucket, access, secret, prefix,
-            blockBytes);
+            blockBytes, S3TierConfig.HttpClient.NETTY);
+        case "tier-crt" -> new TierMover(URI.create(endpoint), bucket, access, secret, prefix,
+            blockBytes, S3TierConfig.HttpClient.CRT);
         case "sdk-netty" -> new SdkMover(S3AsyncClient.builder(), URI.create(endpoint), bucket,
             access, secret, prefix);
         case "sdk-crt" -> new SdkMover(null, URI.create(endpoint), bucket, access, secret, prefix);
@@ -205,9 +208,10 @@ public class ObjectTierBenchmark {
     private final S3Tier tier;
 
     TierMover(URI endpoint, String bucket, String access, String secret, String prefix,
-        int blockBytes) {
+        int blockBytes, S3TierConfig.HttpClient http) {
       try {
         tier = S3Tier.open(S3TierConfig.builder(bucket, 1L << 40).endpoint(endpoint)
+            .httpClient(http)
             .credentials(access, secret).prefix(prefix).maxBlockBytes(blockBytes)
             .listInterval(Duration.ZERO).build());
       } catch (IOException e) {

@@ -5,6 +5,7 @@ import dev.kvcache.s3.internal.ObjectNames.Folder;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
 
 /**
  * The objects the tier knows are in the bucket, in order of use (least recent first), with the
@@ -48,7 +49,12 @@ public final class ObjectIndex {
     }
   }
 
+  /** The most uses from above waiting to be applied. */
+  private static final int TOUCHES = 4096;
+
   private final HashMap<BlockKey, Entry> entries = new HashMap<>(1024);
+  /** Uses of keys reported from above, applied to the order of use at the next change. */
+  private final ArrayBlockingQueue<BlockKey> touches = new ArrayBlockingQueue<>(TOUCHES);
   private final long capacityBytes;
   private final int maxEntries;
   /** The least recently used entry, and the most. */
@@ -62,8 +68,28 @@ public final class ObjectIndex {
     this.maxEntries = maxEntries;
   }
 
+  /**
+   * Notes a use of the key without waiting for the index: it is applied at the index's next
+   * change, or dropped if uses come faster than changes.
+   */
+  public void useLater(BlockKey key) {
+    touches.offer(key);
+  }
+
+  /** Applies the uses noted by {@link #useLater}. */
+  public synchronized void applyUses() {
+    for (BlockKey key; (key = touches.poll()) != null; ) {
+      Entry e = entries.get(key);
+      if (e != null) {
+        unlink(e);
+        linkNewest(e);
+      }
+    }
+  }
+
   /** The entry of a key, marking it used; null if the index does not know the key. */
   public synchronized Entry use(BlockKey key) {
+    applyUses();
     Entry e = entries.get(key);
     if (e != null) {
       unlink(e);
@@ -84,6 +110,7 @@ public final class ObjectIndex {
    * @return the entries taken out; their objects are to be deleted
    */
   public synchronized List<Entry> add(BlockKey key, Folder folder, int length) {
+    applyUses();
     remove(key);
     Entry e = new Entry(key, folder, length, listing);
     entries.put(key, e);
