@@ -35,6 +35,6 @@ cpu_out=docs/results/object-tier-cpu.jsonl
 for t in $threads; do
   # shellcheck disable=SC2086
   java -jar kvcache-bench/target/benchmarks.jar 'objects.ObjectTierBenchmark' -t "$t" $jmh_args \
-      -jvmArgsAppend "-Xmx2g -XX:MaxDirectMemorySize=4g -Dkvcache.bench.s3.endpoint=http://127.0.0.1:$port -Dkvcache.bench.cpu.out=$(pwd)/$cpu_out -Dkvcache.bench.threads=$t" \
+      -jvmArgsAppend "-Xmx2g -XX:MaxDirectMemorySize=4g -Dkvcache.bench.s3.endpoint=http://127.0.0.1:$port -Dkvcache.bench.cpu.out=$(pwd)/$cpu_out" \
       -rf json -rff "docs/results/object-tier-t$t.json"
 done

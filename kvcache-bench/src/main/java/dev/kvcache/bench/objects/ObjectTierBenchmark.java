@@ -98,10 +98,12 @@ public class ObjectTierBenchmark {
     private double cpuSeconds;
     private long measuredBytes;
     private String benchmark;
+    private int threads;
 
     @Setup(Level.Trial)
     public void open(BenchmarkParams params) {
       benchmark = params.getBenchmark();
+      threads = params.getThreads();
       keys = (int) Math.max(4, Math.min(64, GET_SET_BYTES / blockBytes));
       String endpoint = System.getProperty("kvcache.bench.s3.endpoint");
       if (endpoint == null) {
@@ -152,9 +154,10 @@ public class ObjectTierBenchmark {
       String out = System.getProperty("kvcache.bench.cpu.out");
       if (out != null && measuredBytes > 0) {
         String line = String.format(java.util.Locale.ROOT,
-            "{\"benchmark\":\"%s\",\"client\":\"%s\",\"blockBytes\":%d,\"cpuSeconds\":%.4f,"
-                + "\"bytes\":%d,\"cpuSecondsPerGiB\":%.4f}%n", benchmark, client, blockBytes,
-            cpuSeconds, measuredBytes, cpuSeconds / (measuredBytes / (double) (1L << 30)));
+            "{\"benchmark\":\"%s\",\"client\":\"%s\",\"blockBytes\":%d,\"threads\":%d,"
+                + "\"cpuSeconds\":%.4f,\"bytes\":%d,\"cpuSecondsPerGiB\":%.4f}%n", benchmark,
+            client, blockBytes, threads, cpuSeconds, measuredBytes,
+            cpuSeconds / (measuredBytes / (double) (1L << 30)));
         Files.writeString(Path.of(out), line, StandardCharsets.UTF_8,
             StandardOpenOption.CREATE, StandardOpenOption.APPEND);
       }
