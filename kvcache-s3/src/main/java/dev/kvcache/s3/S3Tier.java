@@ -334,7 +334,7 @@ public final class S3Tier implements Tier {
     switch (d.outcome()) {
       case INTACT -> {
         long nanos = System.nanoTime() - start;
-        int length = d.response().contentLength().intValue();
+        int length = d.length();
         loadRate.record(length, nanos);
         bytesDownloaded.add(length);
         if (known == null) {

@@ -42,6 +42,8 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   private ByteBuffer target;
   private CRC32C crc;
   private GetObjectResponse response;
+  /** The length the answer announced; -1 if it announced none. */
+  private long expected;
   private Outcome outcome;
   private boolean abandoned;
 
@@ -74,6 +76,7 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   public synchronized void onResponse(GetObjectResponse response) {
     this.response = response;
     long length = response.contentLength() == null ? -1 : response.contentLength();
+    expected = length;
     if (destination != null) {
       if (length > destination.limit() - start) {
         outcome = Outcome.TOO_LARGE;
@@ -142,8 +145,9 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
 
   private synchronized void finish() {
     if (outcome == null && !abandoned) {
-      outcome = target.position() - (target == destination ? start : 0)
-              == response.contentLength() && matches() ? Outcome.INTACT : Outcome.DAMAGED;
+      long received = received();
+      outcome = (expected < 0 || received == expected) && matches()
+          ? Outcome.INTACT : Outcome.DAMAGED;
     }
     future.complete(this);
   }
@@ -216,6 +220,15 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   /** The answer's headers. */
   public synchronized GetObjectResponse response() {
     return response;
+  }
+
+  private long received() {
+    return target.position() - (target == destination ? start : 0);
+  }
+
+  /** The bytes received. */
+  public synchronized int length() {
+    return (int) received();
   }
 
   /** The checksum the bytes were checked against. */
