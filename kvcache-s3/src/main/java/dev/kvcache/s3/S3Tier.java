@@ -30,8 +30,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -97,6 +99,8 @@ public final class S3Tier implements Tier {
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
   private final LongAdder notStored = new LongAdder();
+  /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
+  private final Set<String> refused = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   private S3Tier(S3TierConfig config, S3Clients client) {
@@ -304,7 +308,7 @@ public final class S3Tier implements Tier {
     Entry known = index.use(key);
     Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
     String name = names.block(folder, key);
-    if (deletes.pending(name)) {
+    if (goingAway(name)) {
       counters.miss();
       return null;
     }
@@ -361,9 +365,15 @@ public final class S3Tier implements Tier {
     return null;
   }
 
+  /** Whether the object is to be deleted: queued, or damaged and being deleted. */
+  private boolean goingAway(String name) {
+    return deletes.pending(name) || refused.contains(name);
+  }
+
   private void refuseDamaged(BlockKey key, String name, Download d) {
     damaged.increment();
     index.remove(key);
+    refused.add(name);
     String etag = d.response().eTag();
     log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",
         name);
@@ -375,6 +385,7 @@ public final class S3Tier implements Tier {
             // a store that does not take conditional deletes: delete it all the same
             deletes.delete(name);
           }
+          refused.remove(name);
           return null;
         });
   }
@@ -388,7 +399,7 @@ public final class S3Tier implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     Entry known = index.peek(key);
-    return known != null && !deletes.pending(names.block(known.folder(), key));
+    return known != null && !goingAway(names.block(known.folder(), key));
   }
 
   /**
@@ -404,7 +415,7 @@ public final class S3Tier implements Tier {
     while (n < keys.size()) {
       BlockKey key = keys.get(n);
       Entry known = index.peek(key);
-      if (known != null && !deletes.pending(names.block(known.folder(), key))) {
+      if (known != null && !goingAway(names.block(known.folder(), key))) {
         n++;
         continue;
       }
@@ -430,7 +441,7 @@ public final class S3Tier implements Tier {
       Entry known = index.peek(key);
       Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
       String name = names.block(folder, key);
-      if (deletes.pending(name)) {
+      if (goingAway(name)) {
         break; // as good as gone
       }
       where.add(folder);
