@@ -10,6 +10,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
@@ -385,7 +386,7 @@ public final class RemoteTier implements Tier {
       ByteBuffer block = sink[0].block();
       loadRate.record(block.remaining(), System.nanoTime() - start);
       counters.hit();
-      return new RemoteLease(key, block, sink[0].checksum(), counters);
+      return new BufferLease(key, block, sink[0].checksum(), counters);
     }
     missOrThrow("GET", key, status, sink[0]);
     return BlockLease.miss(key);

@@ -18,6 +18,7 @@ import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
@@ -30,6 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -251,10 +253,7 @@ public final class S3Tier implements Tier {
     if (old != null && !old.folder().id().equals(folder.id())) {
       deletes.delete(names.block(old.folder(), key)); // the key's copy under another name
     }
-    for (Entry cold : index.add(key, folder, length)) {
-      counters.eviction();
-      deletes.delete(names.block(cold.folder(), cold.key()));
-    }
+    evict(index.add(key, folder, length));
     counters.put();
     return PutStatus.STORED;
   }
@@ -273,7 +272,7 @@ public final class S3Tier implements Tier {
     if (d == null || d.outcome() != Download.Outcome.INTACT) {
       return BlockLease.miss(key);
     }
-    return new S3Lease(key, d.bytes(), d.crc32c(), counters);
+    return new BufferLease(key, d.bytes(), OptionalInt.of(d.crc32c()), counters);
   }
 
   @Override
@@ -342,10 +341,7 @@ public final class S3Tier implements Tier {
         loadRate.record(length, nanos);
         bytesDownloaded.add(length);
         if (known == null) {
-          for (Entry cold : index.add(key, folder, length)) {
-            counters.eviction();
-            deletes.delete(names.block(cold.folder(), cold.key()));
-          }
+          evict(index.add(key, folder, length));
         }
         counters.hit();
         return d;
@@ -368,6 +364,19 @@ public final class S3Tier implements Tier {
   /** Whether the object is to be deleted: queued, or damaged and being deleted. */
   private boolean goingAway(String name) {
     return deletes.pending(name) || refused.contains(name);
+  }
+
+  /** Counts the entries the index let go of as evictions, and queues their objects' deletion. */
+  private void evict(List<Entry> evicted) {
+    if (evicted.isEmpty()) {
+      return;
+    }
+    List<String> gone = new ArrayList<>(evicted.size());
+    for (Entry cold : evicted) {
+      counters.eviction();
+      gone.add(names.block(cold.folder(), cold.key()));
+    }
+    deletes.deleteAll(gone);
   }
 
   private void refuseDamaged(BlockKey key, String name, Download d) {

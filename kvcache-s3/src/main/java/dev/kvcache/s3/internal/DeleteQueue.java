@@ -1,6 +1,7 @@
 package dev.kvcache.s3.internal;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -58,9 +59,14 @@ public final class DeleteQueue implements AutoCloseable {
   }
 
   /** Queues an object's deletion. */
-  public synchronized void delete(String name) {
+  public void delete(String name) {
+    deleteAll(List.of(name));
+  }
+
+  /** Queues the deletion of several objects at once: they go out in one request. */
+  public synchronized void deleteAll(Collection<String> names) {
     if (!closed) {
-      queued.add(name);
+      queued.addAll(names);
       notifyAll();
     }
   }
