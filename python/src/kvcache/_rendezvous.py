@@ -1,5 +1,5 @@
 """Rendezvous (highest random weight) hashing, bit for bit the Java client's
-(``dev.kvcache.client.Rendezvous``): a key goes to the server scoring highest for it, so every
+(``dev.kvcache.spi.Rendezvous``): a key goes to the server scoring highest for it, so every
 client with the same server list agrees without coordination, and adding or removing one of n
 servers moves about 1/n of the keys."""
 from __future__ import annotations

@@ -14,6 +14,7 @@ import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
+import dev.kvcache.spi.Rendezvous;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import io.netty.buffer.ByteBuf;

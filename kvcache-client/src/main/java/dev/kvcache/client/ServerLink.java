@@ -1,6 +1,7 @@
 package dev.kvcache.client;
 
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.spi.Rendezvous;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;

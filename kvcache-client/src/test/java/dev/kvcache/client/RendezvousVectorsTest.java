@@ -1,5 +1,6 @@
 package dev.kvcache.client;
 
+import dev.kvcache.spi.Rendezvous;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

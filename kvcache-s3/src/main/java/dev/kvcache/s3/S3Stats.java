@@ -21,6 +21,9 @@ import java.util.Map;
  * @param listings complete listings of the bucket
  * @param lastListingSeconds how long the last complete listing took
  * @param lastListingObjects how many of the tier's objects the last complete listing found
+ * @param fleetServers the servers sharing the bucket as this one knows them; 0 for a server alone
+ * @param ownedObjects objects this server owns and evicts (in a fleet, its part of the bucket)
+ * @param ownedBytes their bytes, held to this server's share of the capacity
  */
 public record S3Stats(
     Map<String, Long> requests,
@@ -34,7 +37,10 @@ public record S3Stats(
     long deleteBacklog,
     long listings,
     double lastListingSeconds,
-    long lastListingObjects) {
+    long lastListingObjects,
+    int fleetServers,
+    long ownedObjects,
+    long ownedBytes) {
 
   public S3Stats {
     requests = Map.copyOf(requests);

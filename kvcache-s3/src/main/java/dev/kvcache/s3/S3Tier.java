@@ -9,6 +9,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.DeleteQueue;
 import dev.kvcache.s3.internal.Download;
+import dev.kvcache.s3.internal.Fleet;
+import dev.kvcache.s3.internal.FleetLookup;
 import dev.kvcache.s3.internal.Folders;
 import dev.kvcache.s3.internal.Lister;
 import dev.kvcache.s3.internal.ObjectIndex;
@@ -27,6 +29,7 @@ import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -70,9 +73,13 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * {@link S3TierConfig#listInterval()}. A lookup asks the store (HEAD) about keys the index does not
  * know for at most {@link S3TierConfig#lookupBudget()}; {@link #contains} asks the index alone.
  *
- * <p><b>Bounded.</b> The index holds at most {@link S3TierConfig#capacityBytes()}; past it, the
- * least recently used objects are deleted, in bulk, by a thread of the tier's. Reads served by the
- * tiers above count as uses ({@link #usedAbove}), so what is hot in RAM and on disk stays here.
+ * <p><b>Bounded.</b> The objects this server owns hold at most its share of {@link
+ * S3TierConfig#capacityBytes()}; past it, the least recently used are deleted, in bulk, by a
+ * thread of the tier's. A server alone owns every object; in a fleet ({@link S3TierConfig#fleet()}),
+ * each server owns the objects of the keys the clients send it (rendezvous hashing), so each object
+ * is evicted by the one server that sees its uses, and a server's share is the capacity divided by
+ * the number of servers. Reads served by the tiers above count as uses ({@link #usedAbove}), so
+ * what is hot in RAM and on disk stays here.
  *
  * <p><b>Faults.</b> A store that is unreachable, slow or failing never makes a call throw: reads
  * are misses and puts answer {@link PutStatus#NOT_ADMITTED}, and after a failure the tier sends
@@ -83,6 +90,8 @@ public final class S3Tier implements Tier {
   private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
   /** The most HEAD requests one lookup has under way at once. */
   private static final int LOOKUP_PARALLELISM = 8;
+  /** How often a fleet found by DNS is looked up again: as often as the clients do. */
+  private static final Duration FLEET_LOOKUP = Duration.ofSeconds(30);
 
   private final S3TierConfig config;
   private final S3Clients client;
@@ -94,6 +103,7 @@ public final class S3Tier implements Tier {
   private final DeleteQueue deletes;
   private final Folders folders;
   private final Lister lister;
+  private final FleetLookup fleet;
   private final ScheduledExecutorService listing;
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
@@ -110,11 +120,15 @@ public final class S3Tier implements Tier {
     this.client = client;
     this.s3 = client.s3();
     this.names = new ObjectNames(config.prefix());
-    this.index = new ObjectIndex(config.capacityBytes(), config.indexEntries());
+    this.fleet = config.fleetDns().map(dns -> FleetLookup.dns(dns, config.fleetSelf().orElse(null)))
+        .orElseGet(() -> config.fleet().isEmpty() ? FleetLookup.alone()
+            : FleetLookup.of(config.fleet(), config.fleetSelf().orElseThrow()));
+    this.index = new ObjectIndex(config.capacityBytes(), config.indexEntries(),
+        fleet.find().orElse(Fleet.UNKNOWN));
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
-        this::storeFailed);
+        this::storeFailed, this::goingAway, this::evict);
     this.listing = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "kvcache-s3-listing");
       t.setDaemon(true);
@@ -132,6 +146,10 @@ public final class S3Tier implements Tier {
     Objects.requireNonNull(config, "config");
     S3Tier tier = new S3Tier(config, S3Clients.of(config));
     tier.listing.scheduleWithFixedDelay(tier.index::applyUses, 1, 1, TimeUnit.SECONDS);
+    if (tier.fleet.changes()) {
+      tier.listing.scheduleWithFixedDelay(tier::findFleet, FLEET_LOOKUP.toMillis(),
+          FLEET_LOOKUP.toMillis(), TimeUnit.MILLISECONDS);
+    }
     long every = config.listInterval().toMillis();
     if (every > 0) {
       tier.listing.scheduleWithFixedDelay(tier::listQuietly, 0, every, TimeUnit.MILLISECONDS);
@@ -140,6 +158,22 @@ public final class S3Tier implements Tier {
     }
     log.info("object tier opened: {}", config);
     return tier;
+  }
+
+  /** Looks the fleet up again; if it changed, divides the objects anew and evicts what no longer fits. */
+  private void findFleet() {
+    if (closed) {
+      return;
+    }
+    fleet.find().ifPresent(now -> {
+      Fleet was = index.fleet();
+      List<Entry> evicted = index.reassign(now);
+      if (!now.equals(was)) {
+        log.info("the fleet sharing the bucket is now {}; this server owns {} objects", now,
+            index.ownedSize());
+      }
+      evict(evicted);
+    });
   }
 
   private void listQuietly() {
@@ -472,8 +506,8 @@ public final class S3Tier implements Tier {
             || answer.contentLength() > config.maxBlockBytes()) {
           break;
         }
-        index.listed(where.get(i).key(keys.get(i)), where.get(i),
-            answer.contentLength().intValue());
+        evict(index.listed(where.get(i).key(keys.get(i)), where.get(i),
+            answer.contentLength().intValue()));
         found++;
       } catch (TimeoutException e) {
         break; // out of budget: unknown counts as absent
@@ -519,7 +553,8 @@ public final class S3Tier implements Tier {
     return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
         bytesUploaded.sum(), bytesDownloaded.sum(), damaged.sum(), notStored.sum(),
         deletes.deleted(), deletes.backlog(), lister.listings(), lister.lastSeconds(),
-        lister.lastObjects());
+        lister.lastObjects(), index.fleet().members().size(), index.ownedSize(),
+        index.ownedBytes());
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.kvcache.s3;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -79,6 +80,9 @@ public final class S3TierConfig {
   private final Duration listInterval;
   private final int indexEntries;
   private final int maxBlockBytes;
+  private final List<String> fleet;
+  private final String fleetDns;
+  private final String fleetSelf;
 
   private S3TierConfig(Builder b) {
     this.bucket = b.bucket;
@@ -98,6 +102,9 @@ public final class S3TierConfig {
     this.listInterval = b.listInterval;
     this.indexEntries = b.indexEntries;
     this.maxBlockBytes = b.maxBlockBytes;
+    this.fleet = b.fleet;
+    this.fleetDns = b.fleetDns;
+    this.fleetSelf = b.fleetSelf;
   }
 
   /**
@@ -128,6 +135,9 @@ public final class S3TierConfig {
     b.indexEntries = indexEntries;
     b.maxBlockBytes = maxBlockBytes;
     b.httpClient = httpClient;
+    b.fleet = fleet;
+    b.fleetDns = fleetDns;
+    b.fleetSelf = fleetSelf;
     return b;
   }
 
@@ -219,11 +229,40 @@ public final class S3TierConfig {
     return maxBlockBytes;
   }
 
+  /**
+   * The servers sharing the bucket as the clients name them ({@code host:port}), each evicting the
+   * objects it owns by rendezvous hashing; empty if this server is alone or finds them by {@link
+   * #fleetDns()}.
+   */
+  public List<String> fleet() {
+    return fleet;
+  }
+
+  /**
+   * A DNS name and port ({@code name:port}) whose addresses are the servers sharing the bucket, as
+   * the clients find them; looked up again every 30 s.
+   */
+  public Optional<String> fleetDns() {
+    return Optional.ofNullable(fleetDns);
+  }
+
+  /**
+   * This server's {@code host:port} in the fleet; with {@link #fleetDns()} and none given, the
+   * address among the name's that belongs to this host.
+   */
+  public Optional<String> fleetSelf() {
+    return Optional.ofNullable(fleetSelf);
+  }
+
   @Override
   public String toString() {
     return "S3TierConfig[bucket " + bucket + ", prefix '" + prefix + "', capacity " + capacityBytes
         + " bytes, endpoint " + (endpoint == null ? "AWS S3 " + region : endpoint)
-        + (pathStyle() ? ", path style" : ", virtual host style") + "]";
+        + (pathStyle() ? ", path style" : ", virtual host style")
+        + (!fleet.isEmpty() ? ", fleet " + fleet + " as " + fleetSelf : "")
+        + (fleetDns != null ? ", fleet at " + fleetDns
+            + (fleetSelf != null ? " as " + fleetSelf : "") : "")
+        + "]";
   }
 
   /** Builds an {@link S3TierConfig}. */
@@ -244,6 +283,9 @@ public final class S3TierConfig {
     private Duration lookupBudget = DEFAULT_LOOKUP_BUDGET;
     private Duration listInterval = DEFAULT_LIST_INTERVAL;
     private int indexEntries = DEFAULT_INDEX_ENTRIES;
+    private List<String> fleet = List.of();
+    private String fleetDns;
+    private String fleetSelf;
     private int maxBlockBytes;
     private HttpClient httpClient = HttpClient.NETTY;
 
@@ -389,6 +431,49 @@ public final class S3TierConfig {
       return this;
     }
 
+    /**
+     * The servers sharing the bucket, as the clients name them ({@code host:port}), and which of
+     * them this one is. Each server evicts the objects it owns (the key's server by rendezvous
+     * hashing, as the clients pick it), keeping their bytes to its share of the capacity: the
+     * capacity is the bucket's, divided by the number of servers. None by default: a server alone
+     * evicts every object it knows.
+     *
+     * @throws IllegalArgumentException if a server is not {@code host:port} or {@code self} is
+     *     not one of them
+     */
+    public Builder fleet(List<String> servers, String self) {
+      Objects.requireNonNull(servers, "servers");
+      List<String> checked = servers.stream().map(s -> hostAndPort("fleet server", s)).toList();
+      if (checked.isEmpty()) {
+        throw new IllegalArgumentException("a fleet needs at least one server");
+      }
+      if (checked.stream().distinct().count() != checked.size()) {
+        throw new IllegalArgumentException("the fleet names a server twice: " + checked);
+      }
+      String me = hostAndPort("fleet self", self);
+      if (!checked.contains(me)) {
+        throw new IllegalArgumentException("this server (" + me + ") is not one of the fleet's "
+            + checked + ": name it as the clients do");
+      }
+      this.fleet = checked;
+      this.fleetDns = null;
+      this.fleetSelf = me;
+      return this;
+    }
+
+    /**
+     * As {@link #fleet}, with the servers the addresses of a DNS name (a Kubernetes headless
+     * Service), looked up again every 30 s; {@code self} (may be null) is this server's {@code
+     * address:port}, found among the name's addresses by default. A server whose address the
+     * name does not list (yet) owns no object.
+     */
+    public Builder fleetDns(String nameAndPort, String self) {
+      this.fleetDns = hostAndPort("fleet DNS name", nameAndPort);
+      this.fleetSelf = self == null ? null : hostAndPort("fleet self", self);
+      this.fleet = List.of();
+      return this;
+    }
+
     /** The HTTP client requests go through; {@link HttpClient#NETTY} by default. */
     public Builder httpClient(HttpClient httpClient) {
       this.httpClient = Objects.requireNonNull(httpClient, "httpClient");
@@ -413,6 +498,25 @@ public final class S3TierConfig {
             + " bytes) exceeds the object tier's capacity (" + capacityBytes + " bytes)");
       }
       return new S3TierConfig(this);
+    }
+
+    private static String hostAndPort(String what, String value) {
+      Objects.requireNonNull(value, what);
+      String v = value.strip();
+      int colon = v.lastIndexOf(':');
+      int port = -1;
+      if (colon > 0) {
+        try {
+          port = Integer.parseInt(v.substring(colon + 1));
+        } catch (NumberFormatException e) {
+          port = -1;
+        }
+      }
+      if (port < 1 || port > 65535) {
+        throw new IllegalArgumentException("the " + what + " must be host:port, got '" + value
+            + "'");
+      }
+      return v;
     }
 
     private static String requireText(String what, String value) {

@@ -7,6 +7,8 @@ import dev.kvcache.spi.TierSettings;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * Opens the object tier for {@link dev.kvcache.KvCacheConfig}. Settings, under {@code s3.}: {@code
@@ -63,6 +65,26 @@ public final class S3TierFactory implements TierFactory {
     b.lookupBudget(settings.duration("lookup-budget", S3TierConfig.DEFAULT_LOOKUP_BUDGET));
     b.listInterval(settings.duration("list-interval", S3TierConfig.DEFAULT_LIST_INTERVAL));
     b.indexEntries(settings.integer("index-entries", S3TierConfig.DEFAULT_INDEX_ENTRIES));
+    List<String> fleet = Arrays.stream(settings.string("fleet", "").split(","))
+        .map(String::strip).filter(s -> !s.isEmpty()).toList();
+    String dns = settings.string("fleet-dns", "").strip();
+    String self = settings.string("fleet-self", "").strip();
+    if (!fleet.isEmpty() && !dns.isEmpty()) {
+      throw new IllegalArgumentException(
+          "settings 's3.fleet' and 's3.fleet-dns' are two ways to name the fleet: set one");
+    }
+    if (!fleet.isEmpty()) {
+      if (self.isEmpty()) {
+        throw new IllegalArgumentException("setting 's3.fleet' needs 's3.fleet-self': this"
+            + " server's host:port as the list names it");
+      }
+      b.fleet(fleet, self);
+    } else if (!dns.isEmpty()) {
+      b.fleetDns(dns, self.isEmpty() ? null : self);
+    } else if (!self.isEmpty()) {
+      throw new IllegalArgumentException(
+          "setting 's3.fleet-self' names this server in a fleet: set 's3.fleet' or 's3.fleet-dns'");
+    }
     settings.requireAllRead();
     return S3Tier.open(b.build());
   }

@@ -88,6 +88,15 @@ class ObjectStoreMeters implements MeterBinder {
     Gauge.builder("kvcache.s3.last.listing.objects", s3, t -> t.s3Stats().lastListingObjects())
         .description("objects of the tier the last complete listing found")
         .register(registry);
+    Gauge.builder("kvcache.s3.fleet.servers", s3, t -> t.s3Stats().fleetServers())
+        .description("servers sharing the bucket as this one knows them; 0 for a server alone")
+        .register(registry);
+    Gauge.builder("kvcache.s3.owned.objects", s3, t -> t.s3Stats().ownedObjects())
+        .description("objects this server owns and evicts")
+        .register(registry);
+    Gauge.builder("kvcache.s3.owned.bytes", s3, t -> t.s3Stats().ownedBytes())
+        .description("bytes of the objects this server owns, held to its share of the capacity")
+        .register(registry);
   }
 
   private static void bindUploads(MeterRegistry registry, StackedTier stacked) {

@@ -10,6 +10,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +37,8 @@ public final class Lister {
   private final ObjectIndex index;
   private final Requests requests;
   private final Predicate<Throwable> storeFailure;
+  private final Predicate<String> goingAway;
+  private final Consumer<List<ObjectIndex.Entry>> evict;
   private volatile long listings;
   private volatile double lastSeconds;
   private volatile long lastObjects;
@@ -44,9 +47,13 @@ public final class Lister {
   /**
    * @param storeFailure records a failed request with the store's state; true if it was the
    *     store's failure
+   * @param goingAway whether an object's deletion is under way: a listing passes it by, since
+   *     the page listing it may be older than the eviction
+   * @param evict deletes the objects of entries the index took out to make room for listed ones
    */
   public Lister(S3AsyncClient s3, String bucket, ObjectNames names, Folders folders,
-      ObjectIndex index, Requests requests, Predicate<Throwable> storeFailure) {
+      ObjectIndex index, Requests requests, Predicate<Throwable> storeFailure,
+      Predicate<String> goingAway, Consumer<List<ObjectIndex.Entry>> evict) {
     this.s3 = s3;
     this.bucket = bucket;
     this.names = names;
@@ -54,6 +61,8 @@ public final class Lister {
     this.index = index;
     this.requests = requests;
     this.storeFailure = storeFailure;
+    this.goingAway = goingAway;
+    this.evict = evict;
   }
 
   private record Listed(BlockKey key, Folder folder, int length, Instant written) {}
@@ -89,7 +98,8 @@ public final class Lister {
       }
       for (S3Object o : page.contents()) {
         Optional<Named> named = names.parse(o.key());
-        if (named.isEmpty() || o.size() == null || o.size() < 1 || o.size() > Integer.MAX_VALUE) {
+        if (named.isEmpty() || o.size() == null || o.size() < 1 || o.size() > Integer.MAX_VALUE
+            || goingAway.test(o.key())) {
           continue;
         }
         Folder folder = folders.folder(named.get().folder());
@@ -98,7 +108,7 @@ public final class Lister {
         if (first) {
           found.add(l);
         } else {
-          index.listed(l.key(), l.folder(), l.length());
+          evict.accept(index.listed(l.key(), l.folder(), l.length()));
         }
         if (++objects % PROGRESS_EVERY == 0) {
           log.info("listed {} objects of the bucket {} so far", objects, bucket);
@@ -109,7 +119,11 @@ public final class Lister {
     if (first) {
       found.sort(Comparator.comparing(Listed::written,
           Comparator.nullsFirst(Comparator.naturalOrder())));
-      found.forEach(l -> index.listed(l.key(), l.folder(), l.length()));
+      for (Listed l : found) {
+        if (!goingAway.test(names.block(l.folder(), l.key()))) {
+          evict.accept(index.listed(l.key(), l.folder(), l.length()));
+        }
+      }
     }
     int gone = index.endListing(number);
     listedOnce = true;

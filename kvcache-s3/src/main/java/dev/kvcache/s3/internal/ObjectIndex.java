@@ -3,16 +3,21 @@ package dev.kvcache.s3.internal;
 import dev.kvcache.BlockKey;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 
 /**
- * The objects the tier knows are in the bucket, in order of use (least recent first), with the
- * bytes they hold: filled by the tier's own writes and reads and by listings of the bucket. It
- * holds at most a set number of entries (about 110 bytes of heap each) and bytes; adding past
- * either bound takes the least recently used entries out and returns them, for the tier to delete
- * their objects. Thread-safe.
+ * The objects the tier knows are in the bucket, in order of use, with the bytes they hold: filled
+ * by the tier's own writes and reads and by listings of the bucket.
+ *
+ * <p>Of a fleet's bucket, each server evicts the objects it owns ({@link Fleet}): the index keeps
+ * the objects this server owns in one order of use and the others in another. The bytes of the
+ * objects it owns are held to its share of the capacity; past it, the least recently used are
+ * taken out and returned, for the tier to delete. The index holds at most a set number of entries
+ * (about 120 bytes of heap each): past it, it forgets the least recently used objects it does not
+ * own, and only then takes out objects it owns. Thread-safe.
  */
 public final class ObjectIndex {
 
@@ -23,6 +28,9 @@ public final class ObjectIndex {
     private final int length;
     /** The listing under way when the entry was made or last seen by a listing. */
     private int listing;
+    /** When it was last used, on the index's clock: orders the two lists into one. */
+    private long used;
+    private boolean owned;
     private Entry older;
     private Entry newer;
 
@@ -49,6 +57,44 @@ public final class ObjectIndex {
     }
   }
 
+  /** Entries in order of use, least recent first, with their bytes. */
+  private static final class Order {
+    private Entry oldest;
+    private Entry newest;
+    private long bytes;
+    private int size;
+
+    void linkNewest(Entry e) {
+      e.older = newest;
+      e.newer = null;
+      if (newest != null) {
+        newest.newer = e;
+      } else {
+        oldest = e;
+      }
+      newest = e;
+      bytes += e.length;
+      size++;
+    }
+
+    void unlink(Entry e) {
+      if (e.older != null) {
+        e.older.newer = e.newer;
+      } else {
+        oldest = e.newer;
+      }
+      if (e.newer != null) {
+        e.newer.older = e.older;
+      } else {
+        newest = e.older;
+      }
+      e.older = null;
+      e.newer = null;
+      bytes -= e.length;
+      size--;
+    }
+  }
+
   /** The most uses from above waiting to be applied. */
   private static final int TOUCHES = 4096;
 
@@ -57,15 +103,27 @@ public final class ObjectIndex {
   private final ArrayBlockingQueue<BlockKey> touches = new ArrayBlockingQueue<>(TOUCHES);
   private final long capacityBytes;
   private final int maxEntries;
-  /** The least recently used entry, and the most. */
-  private Entry oldest;
-  private Entry newest;
-  private long bytes;
+  private final Order owned = new Order();
+  private final Order others = new Order();
+  private Fleet fleet;
+  private long budget;
+  private long clock;
   private int listing;
 
+  /** An index of a server alone, which owns every object. */
   public ObjectIndex(long capacityBytes, int maxEntries) {
+    this(capacityBytes, maxEntries, Fleet.ALONE);
+  }
+
+  /**
+   * @param capacityBytes the bucket's capacity, of which the index holds this server's share
+   * @param fleet the servers sharing the bucket
+   */
+  public ObjectIndex(long capacityBytes, int maxEntries, Fleet fleet) {
     this.capacityBytes = capacityBytes;
     this.maxEntries = maxEntries;
+    this.fleet = fleet;
+    this.budget = fleet.share(capacityBytes);
   }
 
   /**
@@ -81,8 +139,7 @@ public final class ObjectIndex {
     for (BlockKey key; (key = touches.poll()) != null; ) {
       Entry e = entries.get(key);
       if (e != null) {
-        unlink(e);
-        linkNewest(e);
+        touch(e);
       }
     }
   }
@@ -92,8 +149,7 @@ public final class ObjectIndex {
     applyUses();
     Entry e = entries.get(key);
     if (e != null) {
-      unlink(e);
-      linkNewest(e);
+      touch(e);
     }
     return e;
   }
@@ -113,47 +169,63 @@ public final class ObjectIndex {
     applyUses();
     remove(key);
     Entry e = new Entry(key, folder, length, listing);
-    entries.put(key, e);
-    linkNewest(e);
-    bytes += length;
-    List<Entry> evicted = new ArrayList<>();
-    while ((bytes > capacityBytes || entries.size() > maxEntries) && oldest != e) {
-      Entry cold = oldest;
-      remove(cold.key);
-      evicted.add(cold);
-    }
-    return evicted;
+    insert(e);
+    return trim(e);
   }
 
   /**
    * Records an object a listing found. An object the index knows keeps its place in the order of
-   * use; one it does not know is added as the most recently used if it fits the bounds (a listing
-   * finds what other servers wrote lately).
+   * use; one it does not know is added as the most recently used (a listing finds what other
+   * servers wrote lately), and if this server owns it, it counts toward its share of the capacity.
+   * An object this server does not own is not added to an index that is full.
    *
-   * @return whether the object is in the index now
+   * @return the entries taken out to make room; their objects are to be deleted
    */
-  public synchronized boolean listed(BlockKey key, Folder folder, int length) {
+  public synchronized List<Entry> listed(BlockKey key, Folder folder, int length) {
     Entry old = entries.get(key);
     if (old != null) {
       old.listing = listing;
-      return true;
-    }
-    if (bytes + length > capacityBytes || entries.size() >= maxEntries) {
-      return false;
+      return List.of();
     }
     Entry e = new Entry(key, folder, length, listing);
-    entries.put(key, e);
-    linkNewest(e);
-    bytes += length;
-    return true;
+    e.owned = fleet.owns(key);
+    if (!e.owned && entries.size() >= maxEntries) {
+      return List.of();
+    }
+    insert(e);
+    return trim(e);
+  }
+
+  /**
+   * Divides the objects anew after the fleet changed: each object's owner is found again, its
+   * place in the order of use kept.
+   *
+   * @return the entries taken out because this server's share no longer holds them
+   */
+  public synchronized List<Entry> reassign(Fleet now) {
+    applyUses();
+    if (now.equals(fleet)) {
+      return List.of();
+    }
+    fleet = now;
+    budget = now.share(capacityBytes);
+    List<Entry> all = new ArrayList<>(entries.values());
+    all.sort(Comparator.comparingLong(e -> e.used));
+    for (Entry e : all) {
+      (e.owned ? owned : others).unlink(e);
+    }
+    for (Entry e : all) {
+      e.owned = now.owns(e.key);
+      (e.owned ? owned : others).linkNewest(e);
+    }
+    return trim(null);
   }
 
   /** Removes a key's entry; null if the index did not know it. */
   public synchronized Entry remove(BlockKey key) {
     Entry old = entries.remove(key);
     if (old != null) {
-      unlink(old);
-      bytes -= old.length;
+      (old.owned ? owned : others).unlink(old);
     }
     return old;
   }
@@ -171,13 +243,15 @@ public final class ObjectIndex {
    */
   public synchronized int endListing(int number) {
     int dropped = 0;
-    for (Entry e = oldest; e != null; ) {
-      Entry next = e.newer;
-      if (e.listing < number) {
-        remove(e.key);
-        dropped++;
+    for (Order order : List.of(owned, others)) {
+      for (Entry e = order.oldest; e != null; ) {
+        Entry next = e.newer;
+        if (e.listing < number) {
+          remove(e.key);
+          dropped++;
+        }
+        e = next;
       }
-      e = next;
     }
     return dropped;
   }
@@ -189,32 +263,57 @@ public final class ObjectIndex {
 
   /** The bytes the objects hold. */
   public synchronized long bytes() {
-    return bytes;
+    return owned.bytes + others.bytes;
   }
 
-  private void linkNewest(Entry e) {
-    e.older = newest;
-    e.newer = null;
-    if (newest != null) {
-      newest.newer = e;
-    } else {
-      oldest = e;
-    }
-    newest = e;
+  /** The number of objects this server owns. */
+  public synchronized int ownedSize() {
+    return owned.size;
   }
 
-  private void unlink(Entry e) {
-    if (e.older != null) {
-      e.older.newer = e.newer;
-    } else {
-      oldest = e.newer;
+  /** The bytes of the objects this server owns. */
+  public synchronized long ownedBytes() {
+    return owned.bytes;
+  }
+
+  /** The servers the index divides the objects between. */
+  public synchronized Fleet fleet() {
+    return fleet;
+  }
+
+  private void insert(Entry e) {
+    e.owned = fleet.owns(e.key);
+    e.used = ++clock;
+    entries.put(e.key, e);
+    (e.owned ? owned : others).linkNewest(e);
+  }
+
+  private void touch(Entry e) {
+    Order order = e.owned ? owned : others;
+    order.unlink(e);
+    e.used = ++clock;
+    order.linkNewest(e);
+  }
+
+  /**
+   * Takes out entries, least recent first, until the bounds hold, never {@code keep}: objects this
+   * server owns past its share (returned, to be deleted), then, past the number of entries,
+   * objects it does not own (forgotten), then objects it owns (returned).
+   */
+  private List<Entry> trim(Entry keep) {
+    List<Entry> evicted = new ArrayList<>();
+    while (owned.bytes > budget && owned.oldest != null && owned.oldest != keep) {
+      evicted.add(remove(owned.oldest.key));
     }
-    if (e.newer != null) {
-      e.newer.older = e.older;
-    } else {
-      newest = e.older;
+    while (entries.size() > maxEntries) {
+      if (others.oldest != null && others.oldest != keep) {
+        remove(others.oldest.key);
+      } else if (owned.oldest != null && owned.oldest != keep) {
+        evicted.add(remove(owned.oldest.key));
+      } else {
+        break;
+      }
     }
-    e.older = null;
-    e.newer = null;
+    return evicted;
   }
 }
