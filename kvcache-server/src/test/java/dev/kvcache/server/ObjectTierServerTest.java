@@ -72,7 +72,10 @@ class ObjectTierServerTest {
       assertThat(objects).isEqualTo(blocks.length);
     }
 
-    try (TestServer server = TestServer.start(temp.resolve("b"), settings("srv1/"))) {
+    Map<String, Object> inFleet = settings("srv1/");
+    inFleet.put("kvcache.cache.s3.fleet", "127.0.0.1:7070, 127.0.0.1:7071");
+    inFleet.put("kvcache.cache.s3.fleet-self", "127.0.0.1:7071");
+    try (TestServer server = TestServer.start(temp.resolve("b"), inFleet)) {
       for (int i = 0; i < blocks.length; i++) {
         assertThat(server.get("default", BlockApiTest.key(i)).body()).as("block %d", i)
             .isEqualTo(blocks[i]);
@@ -81,6 +84,7 @@ class ObjectTierServerTest {
       assertThat(m).containsPattern("kvcache_s3_requests_total\\{op=\"GET\"} [1-9]");
       assertThat(m).containsPattern("kvcache_tier_hits_total\\{tier=\"s3\"} 6.0");
       assertThat(m).contains("kvcache_s3_delete_backlog 0.0");
+      assertThat(m).contains("kvcache_s3_fleet_servers 2.0");
       assertThat(new String(server.send(HttpRequest.newBuilder(server.uri("/health"))).body()))
           .contains("\"status\":\"UP\"");
     }
