@@ -6,12 +6,15 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.DeleteQueue;
 import dev.kvcache.s3.internal.Download;
 import dev.kvcache.s3.internal.Fleet;
+import dev.kvcache.s3.internal.FolderDrop;
 import dev.kvcache.s3.internal.FleetLookup;
 import dev.kvcache.s3.internal.Folders;
+import dev.kvcache.s3.internal.HeadLookup;
 import dev.kvcache.s3.internal.Lister;
 import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectIndex.Entry;
@@ -36,13 +39,11 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -51,7 +52,6 @@ import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
@@ -104,6 +104,7 @@ public final class S3Tier implements Tier {
   private final Folders folders;
   private final Lister lister;
   private final FleetLookup fleet;
+  private final HeadLookup heads;
   private final ScheduledExecutorService listing;
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
@@ -129,6 +130,8 @@ public final class S3Tier implements Tier {
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
         this::storeFailed, this::goingAway, this::evict);
+    this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
+        config.maxBlockBytes(), this::goingAway, this::storeFailed, this::evict);
     this.listing = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "kvcache-s3-listing");
       t.setDaemon(true);
@@ -462,7 +465,10 @@ public final class S3Tier implements Tier {
         n++;
         continue;
       }
-      int found = askStore(keys.subList(n, Math.min(keys.size(), n + LOOKUP_PARALLELISM)),
+      if (config.lookupBudget().isZero()) {
+        break;
+      }
+      int found = heads.present(keys.subList(n, Math.min(keys.size(), n + LOOKUP_PARALLELISM)),
           deadline);
       n += found;
       if (found < Math.min(keys.size() - (n - found), LOOKUP_PARALLELISM)) {
@@ -470,64 +476,6 @@ public final class S3Tier implements Tier {
       }
     }
     return n;
-  }
-
-  /** HEADs keys the index does not know, at once; the number of leading keys present. */
-  private int askStore(List<BlockKey> keys, long deadline) {
-    if (!store.available() || config.lookupBudget().isZero()) {
-      return 0;
-    }
-    List<CompletableFuture<HeadObjectResponse>> heads = new ArrayList<>(keys.size());
-    List<Folder> where = new ArrayList<>(keys.size());
-    long start = System.nanoTime();
-    for (BlockKey key : keys) {
-      Entry known = index.peek(key);
-      Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
-      String name = names.block(folder, key);
-      if (goingAway(name)) {
-        break; // as good as gone
-      }
-      where.add(folder);
-      heads.add(known != null ? null : s3.headObject(b -> b.bucket(config.bucket()).key(name)));
-    }
-    int found = 0;
-    for (int i = 0; i < heads.size(); i++) {
-      CompletableFuture<HeadObjectResponse> head = heads.get(i);
-      if (head == null) {
-        found++;
-        continue;
-      }
-      try {
-        long left = Math.max(0, deadline - System.nanoTime());
-        HeadObjectResponse answer = head.get(left, TimeUnit.NANOSECONDS);
-        requests.sent(Op.HEAD, System.nanoTime() - start);
-        store.succeeded();
-        if (answer.contentLength() == null || answer.contentLength() < 1
-            || answer.contentLength() > config.maxBlockBytes()) {
-          break;
-        }
-        evict(index.listed(where.get(i).key(keys.get(i)), where.get(i),
-            answer.contentLength().intValue()));
-        found++;
-      } catch (TimeoutException e) {
-        break; // out of budget: unknown counts as absent
-      } catch (java.util.concurrent.ExecutionException e) {
-        requests.sent(Op.HEAD, System.nanoTime() - start);
-        if (!missing(e.getCause()) && storeFailed(e.getCause())) {
-          requests.failed(Op.HEAD);
-        }
-        break;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
-      }
-    }
-    for (int i = found; i < heads.size(); i++) {
-      if (heads.get(i) != null) {
-        heads.get(i).cancel(true);
-      }
-    }
-    return found;
   }
 
   @Override
@@ -560,6 +508,30 @@ public final class S3Tier implements Tier {
   @Override
   public CacheHealth health() {
     return store.problem().map(CacheHealth::degraded).orElse(CacheHealth.OK);
+  }
+
+  /**
+   * Drops a namespace's blocks from the bucket whole: every object in its folder, whichever server
+   * wrote it, and its descriptor. The deletes go out in bulk behind the call ({@link
+   * #awaitDeletes}). Other servers' indexes let go of the objects at their next listing; until
+   * then, a read of one there is a miss. Copies in the tiers above (RAM, disk) are not this tier's,
+   * and blocks stored into the namespace while it is being dropped may or may not survive.
+   *
+   * @return the number of blocks queued for deletion
+   * @throws IllegalStateException if the store failed to list the folder (what was queued is
+   *     deleted; the call can be repeated)
+   */
+  public long dropNamespace(Namespace namespace) {
+    Objects.requireNonNull(namespace, "namespace");
+    ensureOpen();
+    Folder folder = ObjectNames.folder(namespace);
+    long blocks = FolderDrop.drop(s3, config.bucket(), names, folder, deletes, requests,
+        this::storeFailed);
+    int known = index.removeFolder(folder.id());
+    folders.forget(folder);
+    log.info("namespace {} dropped from the bucket: {} blocks ({} known to this server)",
+        namespace, blocks, known);
+    return blocks;
   }
 
   /**

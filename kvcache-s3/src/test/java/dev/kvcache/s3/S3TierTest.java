@@ -223,6 +223,41 @@ class S3TierTest {
   }
 
   @Test
+  void aNamespaceIsDroppedWholeWhicheverServerWroteItsBlocks() throws Exception {
+    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO).build();
+    first = S3Tier.open(config);
+    second = S3Tier.open(config);
+    Namespace other = Namespace.of("qwen-2.5-7b", "bf16", "tp0of1", "team-a");
+    List<BlockKey> dropped = prompt(4, 8);
+    List<BlockKey> kept = PrefixKeys.of(other, 16).keysFor(IntStream.range(0, 64).toArray());
+    for (int i = 0; i < 4; i++) {
+      S3Tier through = i % 2 == 0 ? first : second;
+      through.put(dropped.get(i), Payloads.of(dropped.get(i), 1, BLOCK));
+      through.put(kept.get(i), Payloads.of(kept.get(i), 1, BLOCK));
+    }
+    String folder = config.prefix() + ObjectNames.folder(LLAMA).id() + "/";
+    assertThat(names(folder)).hasSize(5); // four blocks and the descriptor
+
+    assertThat(first.dropNamespace(LLAMA)).isEqualTo(4);
+    assertThat(first.awaitDeletes(10_000)).isTrue();
+    assertThat(names(folder)).as("the folder, descriptor and all").isEmpty();
+    assertThat(names(config.prefix() + ObjectNames.folder(other).id() + "/")).hasSize(5);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(first.getInto(dropped.get(1), dst)).isEqualTo(GetStatus.MISS);
+    assertThat(first.contains(dropped.get(0))).isFalse();
+    assertThat(second.getInto(dropped.get(0), dst.clear())).as("known to the other server")
+        .isEqualTo(GetStatus.MISS);
+    assertThat(second.listNow()).isTrue();
+    assertThat(second.contains(dropped.get(2))).isFalse();
+    assertThat(second.getInto(kept.get(1), dst.clear())).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(kept.get(1), dst.flip())).isEqualTo(1);
+
+    // the namespace can be used again: its folder is described anew
+    first.put(dropped.get(0), Payloads.of(dropped.get(0), 2, BLOCK));
+    assertThat(names(folder)).hasSize(2).anyMatch(n -> n.endsWith(ObjectNames.DESCRIPTOR));
+  }
+
+  @Test
   void aStoreThatStopsAnsweringGivesMissesAndNotStoredThenRecovers() throws Exception {
     S3TierConfig config = server.config(64L << 20).requestTimeout(Duration.ofSeconds(2)).build();
     first = S3Tier.open(config);

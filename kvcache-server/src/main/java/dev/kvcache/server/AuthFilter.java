@@ -13,7 +13,8 @@ import java.util.List;
 /**
  * Checks the bearer token of every request under {@code /v1}: 401 without a known token, 403 when
  * the token may not read or write the namespace the request names. Writes are {@code PUT} and
- * {@code DELETE} of a block; everything else (including pinned lookups and their leases) reads.
+ * {@code DELETE} of a block or of a namespace's objects; everything else (including pinned lookups
+ * and their leases) reads.
  */
 @ServerFilter("/v1/**")
 class AuthFilter {

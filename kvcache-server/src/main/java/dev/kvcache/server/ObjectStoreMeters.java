@@ -3,7 +3,6 @@ package dev.kvcache.server;
 import dev.kvcache.KvCache;
 import dev.kvcache.s3.S3Stats;
 import dev.kvcache.s3.S3Tier;
-import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.StackedStats;
 import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.TieredCache;
@@ -36,13 +35,8 @@ class ObjectStoreMeters implements MeterBinder {
     if (!(cache instanceof TieredCache tiered)) {
       return;
     }
-    Tier lower = tiered.lower();
-    StackedTier stacked = lower instanceof StackedTier s ? s : null;
-    Tier bottom = stacked != null ? stacked.backing() : lower;
-    if (bottom instanceof S3Tier s3) {
-      bindObjectTier(registry, s3);
-    }
-    if (stacked != null) {
+    ObjectTierController.objectTier(cache).ifPresent(s3 -> bindObjectTier(registry, s3));
+    if (tiered.lower() instanceof StackedTier stacked) {
       bindUploads(registry, stacked);
     }
   }

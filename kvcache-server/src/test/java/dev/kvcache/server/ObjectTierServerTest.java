@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.s3.testkit.InProcessS3;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
@@ -88,6 +89,43 @@ class ObjectTierServerTest {
       assertThat(new String(server.send(HttpRequest.newBuilder(server.uri("/health"))).body()))
           .contains("\"status\":\"UP\"");
     }
+  }
+
+  @Test
+  void aNamespaceIsDroppedFromTheBucketWhole() throws Exception {
+    try (TestServer server = TestServer.start(temp.resolve("d"), settings("srv3/"));
+        S3AsyncClient client = s3.client()) {
+      for (int i = 0; i < 3; i++) {
+        assertThat(server.put("default", BlockApiTest.key(i), new byte[BLOCK]).statusCode())
+            .isEqualTo(201);
+      }
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (objects(client, "srv3/") < 4 && System.nanoTime() < deadline) {
+        Thread.sleep(50); // the uploads go behind the puts
+      }
+      assertThat(objects(client, "srv3/")).as("three blocks and a descriptor").isEqualTo(4);
+      HttpResponse<byte[]> drop = server.send(HttpRequest.newBuilder(
+          server.uri("/v1/namespaces/default/objects")).DELETE());
+      assertThat(drop.statusCode()).isEqualTo(200);
+      assertThat(new String(drop.body())).contains("\"blocks\":3");
+      while (objects(client, "srv3/") > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertThat(objects(client, "srv3/")).isZero();
+      assertThat(server.send(HttpRequest.newBuilder(
+          server.uri("/v1/namespaces/nowhere/objects")).DELETE()).statusCode()).isEqualTo(404);
+    }
+    try (TestServer plain = TestServer.start(temp.resolve("e"), Map.of())) {
+      HttpResponse<byte[]> none = plain.send(HttpRequest.newBuilder(
+          plain.uri("/v1/namespaces/default/objects")).DELETE());
+      assertThat(none.statusCode()).isEqualTo(404);
+      assertThat(new String(none.body())).contains("no object tier");
+    }
+  }
+
+  private static long objects(S3AsyncClient client, String prefix) {
+    return client.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
+        .contents().size();
   }
 
   @Test

@@ -75,6 +75,11 @@ public final class Folders {
     }
   }
 
+  /** Forgets that a folder's descriptor was written: the next block stored there writes it. */
+  public void forget(Folder folder) {
+    described.remove(folder.id());
+  }
+
   /**
    * The folder of a listed id, its namespace read from its descriptor (once per folder); a folder
    * without a readable descriptor has no namespace.

@@ -230,6 +230,22 @@ public final class ObjectIndex {
     return old;
   }
 
+  /**
+   * Removes the entries of every object in a folder (a namespace dropped whole).
+   *
+   * @return how many there were
+   */
+  public synchronized int removeFolder(String folderId) {
+    List<BlockKey> gone = new ArrayList<>();
+    for (Entry e : entries.values()) {
+      if (e.folder.id().equals(folderId)) {
+        gone.add(e.key);
+      }
+    }
+    gone.forEach(this::remove);
+    return gone.size();
+  }
+
   /** Starts a listing: returns its number, for {@link #endListing}. */
   public synchronized int startListing() {
     return ++listing;

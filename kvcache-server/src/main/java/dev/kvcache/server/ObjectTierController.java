@@ -1,0 +1,69 @@
+package dev.kvcache.server;
+
+import dev.kvcache.KvCache;
+import dev.kvcache.Namespace;
+import dev.kvcache.s3.S3Tier;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.tiered.StackedTier;
+import dev.kvcache.tiered.TieredCache;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Delete;
+import io.micronaut.scheduling.TaskExecutors;
+import io.micronaut.scheduling.annotation.ExecuteOn;
+import io.micronaut.serde.annotation.Serdeable;
+import java.util.Optional;
+
+/**
+ * The namespace's blocks in the object tier, which the fleet shares: dropping them whole frees the
+ * bucket of a namespace no longer used (a retired model, say).
+ */
+@Controller("/v1/namespaces/{namespace}/objects")
+class ObjectTierController {
+
+  private final Namespaces namespaces;
+  private final Optional<S3Tier> objects;
+
+  ObjectTierController(KvCache cache, Namespaces namespaces) {
+    this.namespaces = namespaces;
+    this.objects = objectTier(cache);
+  }
+
+  /**
+   * What a drop did.
+   *
+   * @param namespace the namespace dropped
+   * @param blocks the blocks queued for deletion from the bucket
+   */
+  @Serdeable
+  record Dropped(String namespace, long blocks) {}
+
+  /**
+   * 200 once every object of the namespace in the bucket is queued for deletion, whichever server
+   * wrote it; 404 if this server has no object tier; 503 if the store failed to list them.
+   */
+  @Delete(consumes = MediaType.ALL)
+  @ExecuteOn(TaskExecutors.BLOCKING)
+  Dropped drop(String namespace) {
+    Namespace ns = namespaces.require(namespace);
+    S3Tier s3 = objects.orElseThrow(() -> new ApiException(HttpStatus.NOT_FOUND,
+        "no-object-tier", "this server has no object tier (kvcache.cache.s3.bucket)"));
+    try {
+      return new Dropped(namespace, s3.dropNamespace(ns));
+    } catch (IllegalStateException e) {
+      throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "object-store-failed",
+          e.getMessage());
+    }
+  }
+
+  /** The cache's object tier: the bottom of its lower tiers, if it is one. */
+  static Optional<S3Tier> objectTier(KvCache cache) {
+    if (!(cache instanceof TieredCache tiered)) {
+      return Optional.empty();
+    }
+    Tier lower = tiered.lower();
+    Tier bottom = lower instanceof StackedTier s ? s.backing() : lower;
+    return bottom instanceof S3Tier s3 ? Optional.of(s3) : Optional.empty();
+  }
+}
