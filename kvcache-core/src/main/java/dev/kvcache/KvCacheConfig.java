@@ -60,6 +60,8 @@ import java.util.TreeMap;
  *   <tr><td>{@code stacked.upload-queue-blocks}</td><td>see {@link StackedTierConfig}</td><td>1024</td></tr>
  *   <tr><td>{@code stacked.upload-threads}</td><td>see {@link StackedTierConfig}</td><td>8</td></tr>
  *   <tr><td>{@code stacked.close-wait}</td><td>see {@link StackedTierConfig}</td><td>30s</td></tr>
+ *   <tr><td>{@code stacked.upload}</td><td>{@code every_block} or {@code evicted}: see {@link
+ *       StackedTierConfig.Upload}</td><td>{@code every_block}</td></tr>
  *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
  * </table>
  *
@@ -97,7 +99,8 @@ public final class KvCacheConfig {
     this.stacked = lower.size() < 2 ? stackedDefaults : new StackedTierConfig(
         settings.integer("stacked.upload-queue-blocks", stackedDefaults.uploadQueueBlocks()),
         settings.integer("stacked.upload-threads", stackedDefaults.uploadThreads()),
-        settings.duration("stacked.close-wait", stackedDefaults.closeWait()));
+        settings.duration("stacked.close-wait", stackedDefaults.closeWait()),
+        settings.choice("stacked.upload", StackedTierConfig.Upload.class, stackedDefaults.upload()));
     for (String kind : lower) {
       lowerSettings.add(settings.group(kind));
     }

@@ -1,8 +1,11 @@
 package dev.kvcache;
 
 import dev.kvcache.internal.keys.KeyHashing;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The scope a block key belongs to: the model, the tensor dtype, the memory layout (for example the
@@ -26,12 +29,19 @@ public final class Namespace {
   private final String tenant;
   private final byte[] digest;
 
+  /**
+   * The namespaces made in this JVM, by {@link #tag()}: a tier that stored a block's tag finds its
+   * namespace again (after a restart, once the namespace is made again).
+   */
+  private static final ConcurrentHashMap<Long, Namespace> BY_TAG = new ConcurrentHashMap<>();
+
   private Namespace(String model, String dtype, String layout, String tenant) {
     this.model = requireField("model", model, false);
     this.dtype = requireField("dtype", dtype, false);
     this.layout = requireField("layout", layout, false);
     this.tenant = requireField("tenant", tenant, true);
     this.digest = KeyHashing.namespaceDigest(model, dtype, layout, tenant);
+    BY_TAG.putIfAbsent(tag(), this);
   }
 
   /**
@@ -77,6 +87,23 @@ public final class Namespace {
   /** A copy of the 32-byte SHA-256 digest that salts this namespace's keys. */
   public byte[] digest() {
     return digest.clone();
+  }
+
+  /**
+   * The first 8 bytes of the digest, big-endian: a short id of the namespace that a tier can
+   * store beside a block (never 0 in practice; 0 stands for "no namespace") and turn back into the
+   * namespace with {@link #ofTag}.
+   */
+  public long tag() {
+    return ByteBuffer.wrap(digest).getLong(0);
+  }
+
+  /**
+   * The namespace of a {@link #tag()}, if one with that tag has been made in this JVM; empty for
+   * 0 or a tag of a namespace not made (yet).
+   */
+  public static Optional<Namespace> ofTag(long tag) {
+    return tag == 0 ? Optional.empty() : Optional.ofNullable(BY_TAG.get(tag));
   }
 
   byte[] digestNoCopy() {

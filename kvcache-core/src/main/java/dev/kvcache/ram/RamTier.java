@@ -82,7 +82,7 @@ public final class RamTier implements Tier {
   private final RamTierConfig config;
   private final OffHeapMemory memory;
   private final RamIndex index;
-  private final BlockEvictionListener evictionListener;
+  private volatile BlockEvictionListener evictionListener;
 
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
@@ -140,6 +140,13 @@ public final class RamTier implements Tier {
     } catch (IOException | UnsupportedOperationException e) {
       return true;
     }
+  }
+
+  /** Hands evicted blocks to {@code listener} from now on, in place of the one given at creation. */
+  @Override
+  public boolean onEviction(BlockEvictionListener listener) {
+    this.evictionListener = Objects.requireNonNull(listener, "listener");
+    return true;
   }
 
   @Override

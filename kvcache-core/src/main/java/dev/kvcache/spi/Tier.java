@@ -44,6 +44,16 @@ public interface Tier extends KvCache {
    */
   default void usedAbove(BlockKey key) {}
 
+  /**
+   * Asks the tier to hand {@code listener} every block it evicts from now on, as a lease on its
+   * bytes (one listener; a later call replaces it). Deletes are not evictions.
+   *
+   * @return whether the tier reports evictions; the default reports none
+   */
+  default boolean onEviction(BlockEvictionListener listener) {
+    return false;
+  }
+
   /** As {@link KvCache#locatePrefix}: one run in this tier, estimated from {@link #loadRate()}. */
   @Override
   default PrefixLocation locatePrefix(List<BlockKey> keys) {

@@ -156,14 +156,17 @@ public final class TierSettings {
     };
   }
 
-  /** One of an enum's constants by name, in any case, or {@code fallback} when absent. */
+  /**
+   * One of an enum's constants by name, in any case and with {@code -} for {@code _}, or {@code
+   * fallback} when absent.
+   */
   public <E extends Enum<E>> E choice(String key, Class<E> type, E fallback) {
     String v = string(key, null);
     if (v == null) {
       return fallback;
     }
     for (E e : type.getEnumConstants()) {
-      if (e.name().equalsIgnoreCase(v)) {
+      if (e.name().equalsIgnoreCase(v.replace('-', '_'))) {
         return e;
       }
     }

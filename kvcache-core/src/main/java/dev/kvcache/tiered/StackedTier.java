@@ -11,6 +11,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Objects;
@@ -26,10 +27,20 @@ import java.util.function.Supplier;
  * A tier over a backing tier, such as the disk tier over the object-storage tier: the lower tier of
  * a {@link TieredCache} that stacks three tiers (RAM → disk → object store).
  *
- * <p><b>Writes.</b> A put stores the block in the upper tier, then queues its upload: upload
- * threads read it back from the upper tier (a disk tier's lease maps the file, so nothing is
- * copied) and put it in the backing tier ({@link StackedTierConfig}). A block the upper tier no
- * longer holds when its turn comes, or that finds the queue full, is not uploaded ({@link
+ * <p><b>Writes.</b> A put stores the block in the upper tier. Which blocks go up is {@link
+ * StackedTierConfig#upload()}:
+ *
+ * <ul>
+ *   <li>{@link Upload#EVERY_BLOCK}: each put queues its block's upload; upload threads read it
+ *       back from the upper tier (a disk tier's lease maps the file, so nothing is copied) and put
+ *       it in the backing tier. A block the upper tier no longer holds when its turn comes is not
+ *       uploaded.
+ *   <li>{@link Upload#EVICTED}: the upper tier hands over each block it evicts, as a lease on its
+ *       bytes ({@link Tier#onEviction}), and upload threads put it in the backing tier and let
+ *       the lease go. A put of a key the backing tier holds deletes its older copy there.
+ * </ul>
+ *
+ * <p>A block that finds the upload queue ({@link StackedTierConfig}) full is not uploaded ({@link
  * StackedStats#uploadsDropped()}).
  *
  * <p><b>Reads.</b> The upper tier first, then the backing tier. A block of the backing tier is not
@@ -64,6 +75,9 @@ public final class StackedTier implements Tier {
   private final LongAdder uploadFailures = new LongAdder();
   /** Upper-tier leases the upload threads hold: not the caller's. */
   private final AtomicInteger uploadLeases = new AtomicInteger();
+  /** With {@link Upload#EVICTED}: the leases of evicted blocks waiting for their upload. */
+  private final ConcurrentHashMap<BlockKey, BlockLease> evicted = new ConcurrentHashMap<>();
+  private final boolean evictedOnly;
   private volatile boolean closed;
 
   /**
@@ -73,8 +87,14 @@ public final class StackedTier implements Tier {
     this.upper = Objects.requireNonNull(upper, "upper");
     this.backing = Objects.requireNonNull(backing, "backing");
     this.config = Objects.requireNonNull(config, "config");
+    this.evictedOnly = config.upload() == Upload.EVICTED;
+    if (evictedOnly && !upper.onEviction(this::evictedAbove)) {
+      throw new IllegalArgumentException("the " + upper.name() + " tier does not report what it"
+          + " evicts: it cannot upload only its evicted blocks");
+    }
     this.uploads = new UploadQueue(config.uploadQueueBlocks(), config.uploadThreads(),
-        upper.name() + "-to-" + backing.name(), this::upload);
+        upper.name() + "-to-" + backing.name(),
+        evictedOnly ? this::uploadEvicted : this::upload);
   }
 
   @Override
@@ -132,6 +152,16 @@ public final class StackedTier implements Tier {
     } else {
       counters.rejection();
     }
+    if (evictedOnly) {
+      // an older block of the key, evicted and waiting for upload or in the backing tier, is stale
+      cancelUpload(key);
+      if (backing.contains(key)) {
+        settleByDeleting(key, version);
+      } else {
+        unsettled.remove(key, version);
+      }
+      return status;
+    }
     if (status != PutStatus.STORED || !uploads.offer(key)) {
       // not in the upper tier, or no room to queue its upload: the backing tier's copy, if any,
       // is older than what was put
@@ -173,6 +203,76 @@ public final class StackedTier implements Tier {
     }
   }
 
+  /**
+   * Takes an evicted block from the upper tier (with {@link Upload#EVICTED}) and queues its upload;
+   * the lease is let go once it is uploaded, or at once if the queue is full.
+   */
+  private void evictedAbove(BlockLease lease) {
+    BlockKey key = lease.key();
+    uploadLeases.incrementAndGet();
+    if (closed) {
+      uploads.dropped();
+      release(lease);
+      return;
+    }
+    BlockLease older = evicted.put(key, lease);
+    if (older != null) {
+      release(older);
+    }
+    if (!uploads.offer(key) && evicted.remove(key, lease)) {
+      release(lease);
+    }
+  }
+
+  /** An upload thread's turn for an evicted block. */
+  private void uploadEvicted(BlockKey key) {
+    BlockLease lease = evicted.remove(key);
+    if (lease == null) {
+      return; // cancelled by a put or delete of the key
+    }
+    try {
+      PutStatus status;
+      try {
+        status = backing.put(key, lease.bytes());
+      } catch (RuntimeException e) {
+        status = null;
+      }
+      if (status == PutStatus.STORED) {
+        uploaded.increment();
+      } else {
+        uploadFailures.increment();
+      }
+    } finally {
+      release(lease);
+    }
+  }
+
+  private void release(BlockLease lease) {
+    try {
+      lease.close();
+    } finally {
+      uploadLeases.decrementAndGet();
+    }
+  }
+
+  /**
+   * Takes the key's upload out of the queue, waits for one under way, and lets go of an evicted
+   * block waiting for it.
+   */
+  private void cancelUpload(BlockKey key) {
+    try {
+      uploads.cancel(key);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
+    }
+    BlockLease waiting = evicted.remove(key);
+    if (waiting != null) {
+      uploads.dropped();
+      release(waiting);
+    }
+  }
+
   /** Deletes the key's copy in the backing tier, then lets reads look there again. */
   private void settleByDeleting(BlockKey key, long version) {
     backing.delete(key);
@@ -192,12 +292,7 @@ public final class StackedTier implements Tier {
       version = versions.incrementAndGet();
       unsettled.put(key, version);
     }
-    try {
-      uploads.cancel(key);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
-    }
+    cancelUpload(key);
     boolean removed = upper.delete(key);
     removed |= backing.delete(key);
     unsettled.remove(key, version);
@@ -366,6 +461,12 @@ public final class StackedTier implements Tier {
       closed = true;
     }
     uploads.close(config.closeWait().toMillis());
+    for (BlockKey key : List.copyOf(evicted.keySet())) {
+      BlockLease left = evicted.remove(key);
+      if (left != null) {
+        release(left);
+      }
+    }
     try {
       upper.close();
     } finally {

@@ -14,8 +14,28 @@ import java.util.Objects;
  *     throughput comes from uploads under way at once
  * @param closeWait how long closing waits for the queued uploads (default 30 s); what is left
  *     then is not uploaded
+ * @param upload which blocks go up: every block put ({@link Upload#EVERY_BLOCK}, the default) or
+ *     only those the upper tier evicts ({@link Upload#EVICTED})
  */
-public record StackedTierConfig(int uploadQueueBlocks, int uploadThreads, Duration closeWait) {
+public record StackedTierConfig(int uploadQueueBlocks, int uploadThreads, Duration closeWait,
+    Upload upload) {
+
+  /** Which blocks a {@link StackedTier} uploads to its backing tier. */
+  public enum Upload {
+    /**
+     * Every block put in the upper tier, behind the put: the backing tier (a bucket a fleet
+     * shares) has each block a moment after it is stored, so the fleet finds it at once and a
+     * server that is lost loses nothing stored. Costs one upload per block put.
+     */
+    EVERY_BLOCK,
+    /**
+     * Only the blocks the upper tier evicts (a disk tier's live blocks of a super-block it drops),
+     * so the backing tier adds capacity and sees one upload per block that leaves the disk; what
+     * is still on a server's disk is not in the backing tier, and is lost with the server. Needs
+     * an upper tier that reports evictions ({@link dev.kvcache.spi.Tier#onEviction}).
+     */
+    EVICTED
+  }
 
   public static final int DEFAULT_UPLOAD_QUEUE_BLOCKS = 1024;
   public static final int DEFAULT_UPLOAD_THREADS = 8;
@@ -25,6 +45,7 @@ public record StackedTierConfig(int uploadQueueBlocks, int uploadThreads, Durati
 
   public StackedTierConfig {
     Objects.requireNonNull(closeWait, "closeWait");
+    Objects.requireNonNull(upload, "upload");
     if (uploadQueueBlocks < 1) {
       throw new IllegalArgumentException(
           "the upload queue must hold at least one block, got " + uploadQueueBlocks);
@@ -41,6 +62,11 @@ public record StackedTierConfig(int uploadQueueBlocks, int uploadThreads, Durati
   /** The defaults. */
   public static StackedTierConfig defaults() {
     return new StackedTierConfig(DEFAULT_UPLOAD_QUEUE_BLOCKS, DEFAULT_UPLOAD_THREADS,
-        DEFAULT_CLOSE_WAIT);
+        DEFAULT_CLOSE_WAIT, Upload.EVERY_BLOCK);
+  }
+
+  /** These settings, uploading {@code upload}. */
+  public StackedTierConfig withUpload(Upload upload) {
+    return new StackedTierConfig(uploadQueueBlocks, uploadThreads, closeWait, upload);
   }
 }

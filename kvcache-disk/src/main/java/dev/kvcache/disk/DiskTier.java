@@ -27,6 +27,7 @@ import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.PutChecks;
@@ -108,6 +109,7 @@ public final class DiskTier implements Tier {
   private final DirectoryLock directoryLock;
   private final BlockCodec codec;
   private ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
+  private volatile BlockEvictionListener evictionListener;
   /** Live super-blocks by id, oldest first. */
   private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks = new ConcurrentSkipListMap<>();
   /** Dropped super-blocks whose files still exist while leases pin them. */
@@ -728,6 +730,7 @@ public final class DiskTier implements Tier {
     } finally {
       victim.unpin();
     }
+    handOverEvicted(victim, indexed);
     long ticket;
     synchronized (commitLock) {
       ticket = journal.append(JournalEntry.drop(victim.id()));
@@ -745,6 +748,42 @@ public final class DiskTier implements Tier {
     retiring.add(victim);
     superBlocksDropped.increment();
     victim.drop();
+  }
+
+  /**
+   * Hands the live blocks of a super-block about to be dropped to the eviction listener, if any,
+   * each as a checked lease that keeps the file until the listener lets it go.
+   */
+  private void handOverEvicted(SuperBlock victim, List<Map.Entry<BlockKey, Location>> live) {
+    BlockEvictionListener listener = evictionListener;
+    if (listener == null) {
+      return;
+    }
+    for (Map.Entry<BlockKey, Location> e : live) {
+      if (!victim.pin()) {
+        return;
+      }
+      BlockLease lease = leaseAt(e.getKey(), e.getValue(), victim);
+      if (lease == null) {
+        continue; // damaged: dropped, and not passed on
+      }
+      try {
+        listener.onEvicted(lease);
+      } catch (RuntimeException ex) {
+        log.error("eviction listener failed on block {}; the lease stays with the listener",
+            e.getKey(), ex);
+      }
+    }
+  }
+
+  /**
+   * Hands the live blocks of each super-block dropped to make room to {@code listener}, as leases
+   * that keep the super-block's file (though no longer its place in the capacity) until closed.
+   */
+  @Override
+  public boolean onEviction(BlockEvictionListener listener) {
+    this.evictionListener = Objects.requireNonNull(listener, "listener");
+    return true;
   }
 
   private void reapRetired() {
@@ -833,8 +872,9 @@ public final class DiskTier implements Tier {
         return; // cannot happen: the victim is never the active super-block
       }
       r.sb.write(from.slice(cur.payloadOffset, cur.storedLength), r.payload);
-      r.sb.write(Records.header(KIND_BLOCK, cur.encoding, cur.sequence, key, cur.rawLength,
-          cur.storedLength, cur.payloadCrc), r.payload - HEADER_BYTES);
+      r.sb.write(Records.header(KIND_BLOCK, cur.encoding, cur.sequence, key,
+          Records.namespaceTag(from, cur), cur.rawLength, cur.storedLength, cur.payloadCrc),
+          r.payload - HEADER_BYTES);
     } finally {
       r.sb.unpin();
     }
@@ -1065,13 +1105,28 @@ public final class DiskTier implements Tier {
     if (sb == null) {
       return BlockLease.miss(key);
     }
+    BlockLease lease = leaseAt(key, loc, sb);
+    if (lease == null) {
+      counters.miss();
+      return BlockLease.miss(key);
+    }
+    loc.hit();
+    counters.hit();
+    return lease;
+  }
+
+  /**
+   * A lease on the block at {@code loc} in {@code sb}, which the caller pinned: the lease takes the
+   * pin over (or lets it go, for a decoded copy). Null if the record is damaged: the block is then
+   * dropped and the pin let go.
+   */
+  private BlockLease leaseAt(BlockKey key, Location loc, SuperBlock sb) {
     ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
     ByteBuffer bytes;
     if (loc.encoding == ENCODING_RAW) {
       if (!intact(key, loc, sb, stored)) {
         sb.unpin();
-        counters.miss();
-        return BlockLease.miss(key);
+        return null;
       }
       bytes = stored;
     } else {
@@ -1079,14 +1134,11 @@ public final class DiskTier implements Tier {
       boolean ok = decodeInto(key, loc, sb, stored, decoded);
       sb.unpin();
       if (!ok) {
-        counters.miss();
-        return BlockLease.miss(key);
+        return null;
       }
       bytes = decoded.flip().asReadOnlyBuffer();
       sb = null;
     }
-    loc.hit();
-    counters.hit();
     counters.leaseOpened();
     // an encoded record's checksum is of its container: the block's own is computed once decoded,
     // so that every lease carries the CRC32C of the bytes it shows

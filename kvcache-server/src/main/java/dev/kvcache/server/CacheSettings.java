@@ -16,8 +16,9 @@ import java.util.function.Function;
  *
  * <p>{@code kvcache.cache.s3.*} adds an object-storage tier below the disk (or below RAM, with no
  * disk) once {@code s3.bucket} is set: every {@code s3.} setting of {@link
- * dev.kvcache.s3.S3TierFactory} is passed on, and {@code s3.upload-queue-blocks}, {@code
- * s3.upload-threads} and {@code s3.close-wait} set how the disk tier uploads to it ({@link
+ * dev.kvcache.s3.S3TierFactory} is passed on, and {@code s3.upload}, {@code
+ * s3.upload-queue-blocks}, {@code s3.upload-threads} and {@code s3.close-wait} set which blocks the
+ * disk tier uploads to it, and how ({@link
  * dev.kvcache.tiered.StackedTierConfig}).
  */
 @ConfigurationProperties("kvcache.cache")
@@ -40,7 +41,7 @@ class CacheSettings {
 
   /** The {@code s3.} settings that configure the upload from the disk tier, not the object tier. */
   private static final List<String> UPLOAD_SETTINGS =
-      List.of("upload-queue-blocks", "upload-threads", "close-wait");
+      List.of("upload", "upload-queue-blocks", "upload-threads", "close-wait");
 
   /**
    * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it

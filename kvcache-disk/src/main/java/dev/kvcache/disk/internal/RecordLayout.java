@@ -31,9 +31,9 @@ package dev.kvcache.disk.internal;
  *  32  u32  rawLength      the block's length once decoded
  *  36  u32  storedLength   payload bytes that follow
  *  40  u32  payloadCrc     CRC32C of the payload as stored
- *  44  u32  reserved       0
+ *  44  u32  namespaceHi    the namespace's tag (Namespace.tag()), high half; 0 if none
  *  48  u64  writtenMillis
- *  56  u32  reserved       0
+ *  56  u32  namespaceLo    the tag's low half
  *  60  u32  headerCrc      CRC32C of bytes 0..59
  * </pre>
  *
@@ -71,9 +71,9 @@ public final class RecordLayout {
   public static final int RAW_LENGTH_OFFSET = 32;
   public static final int STORED_LENGTH_OFFSET = 36;
   public static final int PAYLOAD_CRC_OFFSET = 40;
-  public static final int RESERVED_INT_OFFSET = 44;
+  public static final int NAMESPACE_HI_OFFSET = 44;
   public static final int WRITTEN_MILLIS_OFFSET = 48;
-  public static final int RESERVED_INT2_OFFSET = 56;
+  public static final int NAMESPACE_LO_OFFSET = 56;
   public static final int HEADER_CRC_OFFSET = 60;
 
   public static final int KIND_BLOCK = 0;

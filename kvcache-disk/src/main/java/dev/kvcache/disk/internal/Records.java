@@ -3,6 +3,7 @@ package dev.kvcache.disk.internal;
 import static dev.kvcache.disk.internal.RecordLayout.*;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.Namespace;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -20,9 +21,16 @@ public final class Records {
 
   private Records() {}
 
-  /** The 64-byte header of a record. */
+  /** The 64-byte header of a record, with the tag of the key's namespace, if it has one. */
   public static ByteBuffer header(int kind, int encoding, long sequence, BlockKey key,
       int rawLength, int storedLength, int payloadCrc) {
+    return header(kind, encoding, sequence, key, key.namespace().map(Namespace::tag).orElse(0L),
+        rawLength, storedLength, payloadCrc);
+  }
+
+  /** The 64-byte header of a record whose key's namespace has {@code namespaceTag} (0: none). */
+  public static ByteBuffer header(int kind, int encoding, long sequence, BlockKey key,
+      long namespaceTag, int rawLength, int storedLength, int payloadCrc) {
     ByteBuffer h = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     h.putInt(MAGIC_OFFSET, RECORD_MAGIC);
     h.put(VERSION_OFFSET, (byte) VERSION);
@@ -34,9 +42,23 @@ public final class Records {
     h.putInt(RAW_LENGTH_OFFSET, rawLength);
     h.putInt(STORED_LENGTH_OFFSET, storedLength);
     h.putInt(PAYLOAD_CRC_OFFSET, payloadCrc);
+    h.putInt(NAMESPACE_HI_OFFSET, (int) (namespaceTag >>> 32));
     h.putLong(WRITTEN_MILLIS_OFFSET, System.currentTimeMillis());
+    h.putInt(NAMESPACE_LO_OFFSET, (int) namespaceTag);
     h.putInt(HEADER_CRC_OFFSET, SuperBlock.crc(h, 0, HEADER_CRC_OFFSET));
     return h;
+  }
+
+  /** The namespace tag in the header of the record whose payload is at {@code loc} (pinned). */
+  public static long namespaceTag(SuperBlock sb, Location loc) {
+    ByteBuffer h = sb.view();
+    int at = loc.payloadOffset - HEADER_BYTES;
+    return tag(h, at);
+  }
+
+  private static long tag(ByteBuffer h, int at) {
+    return ((long) h.getInt(at + NAMESPACE_HI_OFFSET) << 32)
+        | (h.getInt(at + NAMESPACE_LO_OFFSET) & 0xffffffffL);
   }
 
   /** CRC32C of {@code b}'s remaining bytes. */
@@ -75,7 +97,11 @@ public final class Records {
         pos += HEADER_BYTES;
         continue;
       }
-      BlockKey key = BlockKey.of(h.getLong(at + KEY_HI_OFFSET), h.getLong(at + KEY_LO_OFFSET));
+      long hi = h.getLong(at + KEY_HI_OFFSET);
+      long lo = h.getLong(at + KEY_LO_OFFSET);
+      // the key carries its namespace if the namespace of the record's tag is known in this JVM
+      BlockKey key = Namespace.ofTag(tag(h, at)).map(ns -> BlockKey.of(ns, hi, lo))
+          .orElseGet(() -> BlockKey.of(hi, lo));
       Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(at + RAW_LENGTH_OFFSET),
           h.getInt(at + PAYLOAD_CRC_OFFSET), h.get(at + ENCODING_OFFSET),
           h.getLong(at + SEQUENCE_OFFSET), 0);
