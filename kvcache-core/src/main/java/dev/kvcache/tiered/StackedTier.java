@@ -209,18 +209,17 @@ public final class StackedTier implements Tier {
    */
   private void evictedAbove(BlockLease lease) {
     BlockKey key = lease.key();
-    uploadLeases.incrementAndGet();
     if (closed) {
       uploads.dropped();
-      release(lease);
+      lease.close();
       return;
     }
     BlockLease older = evicted.put(key, lease);
     if (older != null) {
-      release(older);
+      older.close();
     }
     if (!uploads.offer(key) && evicted.remove(key, lease)) {
-      release(lease);
+      lease.close();
     }
   }
 
@@ -243,15 +242,7 @@ public final class StackedTier implements Tier {
         uploadFailures.increment();
       }
     } finally {
-      release(lease);
-    }
-  }
-
-  private void release(BlockLease lease) {
-    try {
       lease.close();
-    } finally {
-      uploadLeases.decrementAndGet();
     }
   }
 
@@ -269,7 +260,7 @@ public final class StackedTier implements Tier {
     BlockLease waiting = evicted.remove(key);
     if (waiting != null) {
       uploads.dropped();
-      release(waiting);
+      waiting.close();
     }
   }
 
@@ -464,7 +455,7 @@ public final class StackedTier implements Tier {
     for (BlockKey key : List.copyOf(evicted.keySet())) {
       BlockLease left = evicted.remove(key);
       if (left != null) {
-        release(left);
+        left.close();
       }
     }
     try {

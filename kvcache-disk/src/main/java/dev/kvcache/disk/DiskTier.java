@@ -678,7 +678,9 @@ public final class DiskTier implements Tier {
       noRoom = null;
       log.info("disk tier {} has room again and takes puts", dir);
     }
-    reclaimer.wake();
+    if (mayDrop) {
+      reclaimer.wake(); // not while opening: see Reclaimer
+    }
     return true;
   }
 
@@ -717,8 +719,11 @@ public final class DiskTier implements Tier {
     if (!superBlocks.containsKey(victim.id()) || !victim.pin()) {
       return; // dropped already
     }
-    // its blocks, found from its record headers: a sealed super-block gets no new index entries
+    // its blocks, found from its record headers: a sealed super-block gets no new index entries.
+    // The pin holds its file until they are handed over, even if another thread drops it meanwhile
     List<Map.Entry<BlockKey, Location>> indexed = new ArrayList<>();
+    List<Map.Entry<BlockKey, Location>> evicted = new ArrayList<>();
+    long ticket;
     try {
       Records.scan(victim, victim.end(), (kind, key, loc) -> {
         Location cur = index.get(key);
@@ -727,18 +732,18 @@ public final class DiskTier implements Tier {
           indexed.add(Map.entry(key, cur));
         }
       });
-    } finally {
-      victim.unpin();
-    }
-    handOverEvicted(victim, indexed);
-    long ticket;
-    synchronized (commitLock) {
-      ticket = journal.append(JournalEntry.drop(victim.id()));
-      for (Map.Entry<BlockKey, Location> e : indexed) {
-        if (index.remove(e.getKey(), e.getValue())) {
-          counters.eviction();
+      synchronized (commitLock) {
+        ticket = journal.append(JournalEntry.drop(victim.id()));
+        for (Map.Entry<BlockKey, Location> e : indexed) {
+          if (index.remove(e.getKey(), e.getValue())) {
+            counters.eviction();
+            evicted.add(e); // by this thread alone, if two drop the super-block at once
+          }
         }
       }
+      handOverEvicted(victim, evicted);
+    } finally {
+      victim.unpin();
     }
     journal.awaitDurable(ticket);
     if (superBlocks.remove(victim.id()) == null) {
@@ -751,8 +756,9 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Hands the live blocks of a super-block about to be dropped to the eviction listener, if any,
-   * each as a checked lease that keeps the file until the listener lets it go.
+   * Hands the blocks a super-block about to be dropped held to the eviction listener, if any, each
+   * as a checked lease that keeps the file until the listener lets it go. A damaged record is
+   * dropped and not handed over.
    */
   private void handOverEvicted(SuperBlock victim, List<Map.Entry<BlockKey, Location>> live) {
     BlockEvictionListener listener = evictionListener;
@@ -763,7 +769,7 @@ public final class DiskTier implements Tier {
       if (!victim.pin()) {
         return;
       }
-      BlockLease lease = leaseAt(e.getKey(), e.getValue(), victim);
+      BlockLease lease = leaseAt(e.getKey(), e.getValue(), victim, false);
       if (lease == null) {
         continue; // damaged: dropped, and not passed on
       }
@@ -1105,7 +1111,7 @@ public final class DiskTier implements Tier {
     if (sb == null) {
       return BlockLease.miss(key);
     }
-    BlockLease lease = leaseAt(key, loc, sb);
+    BlockLease lease = leaseAt(key, loc, sb, true);
     if (lease == null) {
       counters.miss();
       return BlockLease.miss(key);
@@ -1119,8 +1125,11 @@ public final class DiskTier implements Tier {
    * A lease on the block at {@code loc} in {@code sb}, which the caller pinned: the lease takes the
    * pin over (or lets it go, for a decoded copy). Null if the record is damaged: the block is then
    * dropped and the pin let go.
+   *
+   * @param counted whether the lease counts as open in the statistics: a caller's does, one handed
+   *     to the eviction listener does not
    */
-  private BlockLease leaseAt(BlockKey key, Location loc, SuperBlock sb) {
+  private BlockLease leaseAt(BlockKey key, Location loc, SuperBlock sb, boolean counted) {
     ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
     ByteBuffer bytes;
     if (loc.encoding == ENCODING_RAW) {
@@ -1139,11 +1148,13 @@ public final class DiskTier implements Tier {
       bytes = decoded.flip().asReadOnlyBuffer();
       sb = null;
     }
-    counters.leaseOpened();
+    if (counted) {
+      counters.leaseOpened();
+    }
     // an encoded record's checksum is of its container: the block's own is computed once decoded,
     // so that every lease carries the CRC32C of the bytes it shows
     return new DiskLease(key, bytes, sb, OptionalInt.of(
-        loc.encoding == ENCODING_RAW ? loc.payloadCrc : Records.crc(bytes.duplicate())));
+        loc.encoding == ENCODING_RAW ? loc.payloadCrc : Records.crc(bytes.duplicate())), counted);
   }
 
   @Override
@@ -1422,12 +1433,16 @@ public final class DiskTier implements Tier {
     private final ByteBuffer bytes;
     private final SuperBlock pinned;
     private final OptionalInt crc32c;
+    /** Whether it counts as open in the statistics: not if it was handed to the listener. */
+    private final boolean counted;
 
-    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c) {
+    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c,
+        boolean counted) {
       super(key);
       this.bytes = bytes;
       this.pinned = pinned;
       this.crc32c = crc32c;
+      this.counted = counted;
     }
 
     @Override
@@ -1447,7 +1462,9 @@ public final class DiskTier implements Tier {
 
     @Override
     protected void release() {
-      counters.leaseClosed();
+      if (counted) {
+        counters.leaseClosed();
+      }
       if (pinned != null) {
         pinned.unpin();
       }

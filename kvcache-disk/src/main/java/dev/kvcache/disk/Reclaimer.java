@@ -10,7 +10,9 @@ import org.slf4j.LoggerFactory;
  * The disk tier's background thread that keeps room ahead of the writers: it compacts
  * super-blocks that are mostly garbage and, past the high watermark, reclaims the oldest one,
  * rewriting forward the blocks read since they were written. Rewrites are paced by a {@link
- * RateLimiter}; reads never wait for it.
+ * RateLimiter}; reads never wait for it. It starts working at the first {@link #wake} (a writer
+ * starting a super-block): a directory opened full is not reclaimed before a write needs room, so
+ * that whoever opened the tier can first ask to be told of what it evicts.
  */
 final class Reclaimer implements Runnable {
 
@@ -21,6 +23,7 @@ final class Reclaimer implements Runnable {
   private final RateLimiter limiter;
   private final Thread thread;
   private volatile boolean stopped;
+  private volatile boolean woken;
 
   Reclaimer(DiskTier tier, long bytesPerSecond) {
     this.tier = tier;
@@ -35,6 +38,7 @@ final class Reclaimer implements Runnable {
 
   /** Looks for work now rather than at the next idle tick. */
   void wake() {
+    woken = true;
     LockSupport.unpark(thread);
   }
 
@@ -52,6 +56,10 @@ final class Reclaimer implements Runnable {
   public void run() {
     while (!stopped) {
       boolean worked;
+      if (!woken) {
+        LockSupport.parkNanos(IDLE_NANOS);
+        continue;
+      }
       try {
         worked = tier.reclaimOnce(limiter, () -> stopped);
       } catch (Exception e) {
