@@ -37,7 +37,8 @@ import java.util.function.Supplier;
  *       uploaded.
  *   <li>{@link Upload#EVICTED}: the upper tier hands over each block it evicts, as a lease on its
  *       bytes ({@link Tier#onEviction}), and upload threads put it in the backing tier and let
- *       the lease go. A put of a key the backing tier holds deletes its older copy there.
+ *       the lease go, unless the backing tier holds it already (a block read from it earlier). A
+ *       put of a key the backing tier holds deletes its older copy there.
  * </ul>
  *
  * <p>A block that finds the upload queue ({@link StackedTierConfig}) full is not uploaded ({@link
@@ -212,6 +213,10 @@ public final class StackedTier implements Tier {
     if (closed) {
       uploads.dropped();
       lease.close();
+      return;
+    }
+    if (backing.contains(key)) {
+      lease.close(); // the same block: a put of the key deletes the backing tier's older copy
       return;
     }
     BlockLease older = evicted.put(key, lease);

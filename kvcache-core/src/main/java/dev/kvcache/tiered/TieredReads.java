@@ -304,8 +304,7 @@ final class TieredReads {
   /**
    * How many leading keys some tier holds. Each run of keys that neither RAM nor the spill queue
    * holds is looked up in the lower tier with one {@link Tier#lookupPrefix} call, which a remote
-   * tier answers with one request per server instead of one per key. The key that ends the lower
-   * tier's prefix is looked for in RAM and the queue only.
+   * tier answers with one request per server instead of one per key.
    */
   int lookupPrefix(List<BlockKey> keys) {
     return locatePrefix(keys).blocks();
@@ -321,7 +320,6 @@ final class TieredReads {
     ensureOpen();
     PrefixLocation found = PrefixLocation.NONE;
     int n = 0;
-    int lowerLacks = -1; // the key the lower tier's last answer stopped at
     while (n < keys.size()) {
       PrefixLocation inRam = ram.locatePrefix(keys.subList(n, keys.size()));
       int queued = 0;
@@ -336,16 +334,18 @@ final class TieredReads {
         n += inRam.blocks() + queued;
         continue;
       }
-      if (n == lowerLacks) {
-        break;
+      // the run of keys neither RAM nor the queue holds: a read of the others is served above
+      int end = n + 1;
+      while (end < keys.size() && !ram.contains(keys.get(end))
+          && spills.find(keys.get(end)) == null) {
+        end++;
       }
-      PrefixLocation below = lower.locatePrefix(keys.subList(n, keys.size()));
-      if (below.blocks() == 0) {
-        break;
-      }
+      PrefixLocation below = lower.locatePrefix(keys.subList(n, end));
       found = found.then(below);
       n += below.blocks();
-      lowerLacks = n;
+      if (n < end) {
+        break; // no tier holds keys[n]
+      }
     }
     return found;
   }

@@ -82,6 +82,21 @@ class LoadEstimateTest {
   }
 
   @Test
+  void aBlockRamHoldsCountsAsRamsEvenWhenTheLowerTierHoldsItToo() {
+    BlockKey a = inLowerOnly();
+    BlockKey b = Payloads.key(1100);
+    BlockKey c = inLowerOnly();
+    BlockKey d = Payloads.key(1101);
+    cache.put(b, Payloads.of(b, 1, BLOCK));
+    cache.put(d, Payloads.of(d, 1, BLOCK));
+    assertThat(lower.put(b, Payloads.of(b, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    List<BlockKey> keys = List.of(a, b, c, d, Payloads.key(2001));
+
+    assertThat(cache.locatePrefix(keys).runs()).extracting(Run::tier, Run::blocks)
+        .containsExactly(tuple("gated", 1), tuple("ram", 1), tuple("gated", 1), tuple("ram", 1));
+  }
+
+  @Test
   void estimateTracksADeliberatelySlowedTier() {
     List<BlockKey> prefix = List.of(inLowerOnly(), inLowerOnly(), inLowerOnly(), inLowerOnly());
 

@@ -478,17 +478,22 @@ public final class S3Tier implements Tier {
     return n;
   }
 
+  /**
+   * Deletes the key's object if the index knows it (queued, and sent in bulk). A key the index does
+   * not know costs no request: a tier above deletes every key it is about to store anew, and most
+   * are in no bucket; a copy another server stored since the last listing stays until evicted.
+   */
   @Override
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     Entry known = index.remove(key);
-    Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
-    deletes.delete(names.block(folder, key));
-    if (known != null) {
-      counters.delete();
+    if (known == null) {
+      return false;
     }
-    return known != null;
+    deletes.delete(names.block(known.folder(), key));
+    counters.delete();
+    return true;
   }
 
   @Override

@@ -84,6 +84,8 @@ class ThreeTierTest {
       assertThat(lower.awaitUploads(10_000)).isTrue();
       assertThat(lower.stackedStats().uploaded()).isEqualTo(keys.size());
       assertThat(lower.backingStats().blocks()).isEqualTo(keys.size());
+      assertThat(((S3Tier) lower.backing()).s3Stats().requests().get("DELETE"))
+          .as("storing new keys sends no deletes").isZero();
     }
 
     try (KvCache other = KvCacheConfig.of(settings("b", "fleet1/")).open()) {
@@ -135,6 +137,47 @@ class ThreeTierTest {
         }
         assertThat(held).as("the colder blocks the bucket still holds").isLessThan(16);
       }
+    }
+  }
+
+  @Test
+  void uploadingWhatTheDiskEvictsPutsOnlyThoseBlocksInTheBucket() throws Exception {
+    Map<String, String> evicted = settings("g", "fleet4/");
+    evicted.put("stacked.upload", "evicted");
+    List<BlockKey> keys = prompt(120); // 30 MiB through 4 MiB of RAM and 16 MiB of disk
+    long uploaded; // blocks in the bucket
+    try (KvCache cache = KvCacheConfig.of(evicted).open()) {
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      for (BlockKey key : keys) {
+        PutStatus status = cache.put(key, Payloads.of(key, 3, BLOCK));
+        assertThat(status).isIn(PutStatus.STORED, PutStatus.NOT_ADMITTED);
+      }
+      assertThat(((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10))).isTrue();
+      long evictions;
+      do { // the disk's background reclamation may still evict
+        evictions = lower.upperStats().evictions();
+        assertThat(lower.awaitUploads(10_000)).isTrue();
+        Thread.sleep(300);
+      } while (lower.upperStats().evictions() != evictions);
+      assertThat(evictions).as("the disk evicted").isPositive();
+      uploaded = lower.backingStats().blocks();
+      assertThat(uploaded).isPositive().isLessThan(keys.size())
+          .isLessThanOrEqualTo(lower.stackedStats().uploaded());
+      for (BlockKey key : keys) {
+        assertThat(lower.upper().contains(key) && lower.backing().contains(key))
+            .as("on the disk or in the bucket, not both").isFalse();
+      }
+    }
+    try (KvCache other = KvCacheConfig.of(settings("h", "fleet4/")).open()) {
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      int hits = 0;
+      for (BlockKey key : keys) {
+        if (other.getInto(key, dst.clear()) == GetStatus.HIT) {
+          assertThat(Payloads.verify(key, dst.flip())).isEqualTo(3);
+          hits++;
+        }
+      }
+      assertThat(hits).as("what the first server's disk evicted, and only that").isEqualTo(uploaded);
     }
   }
 

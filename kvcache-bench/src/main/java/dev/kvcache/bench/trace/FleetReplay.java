@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.IntConsumer;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -24,9 +25,10 @@ import picocli.CommandLine.Parameters;
  * by rendezvous hashing, as kvcache's clients do. A request's blocks are looked up in order, each
  * in its owner's cache and then, with the object tier, in the bucket; the leading blocks found
  * are hits. A block found only in the bucket is copied into its owner (the server promotes it);
- * every block computed is stored in its owner and, with the object tier, in the bucket (uploads
- * of every block, written behind), but for a request's last block, which is partial and which an
- * engine does not store ({@link LruModel}). After {@code --leave-at} of the requests one server leaves
+ * every block computed is stored in its owner, but for a request's last block, which is partial
+ * and which an engine does not store ({@link LruModel}). With the object tier, what goes up to the
+ * bucket is {@code --uploads}: {@code every-block} uploads each block stored, behind the put;
+ * {@code evicted} uploads each block a server evicts, unless the bucket holds it already. After {@code --leave-at} of the requests one server leaves
  * with all it held; after {@code --join-at} an empty one joins. The figures are the hit ratio in
  * the steady state before the leave (from {@code --warm-up} on), and over the first {@code
  * --window} requests after the leave and after the join; and, since a trace's hit ratio moves
@@ -76,6 +78,11 @@ public final class FleetReplay implements Callable<Integer> {
           + "copy (default: ${DEFAULT-VALUE})")
   boolean touchBucket;
 
+  @Option(names = "--uploads", split = ",", defaultValue = "every-block,evicted",
+      description = "what goes up to the bucket, each run in turn: every-block, evicted "
+          + "(default: ${DEFAULT-VALUE})")
+  List<String> uploads;
+
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
 
@@ -93,9 +100,13 @@ public final class FleetReplay implements Callable<Integer> {
    * One configuration's figures: the hit ratios of the run with the leave and the join, and of a
    * run without them over the same stretches (what the fleet would have had).
    */
-  record Result(String trace, int servers, int capacity, boolean objectTier, double steady,
+  record Result(String trace, int servers, int capacity, String upload, double steady,
       double afterLeave, double afterJoin, double undisturbedAfterLeave,
-      double undisturbedAfterJoin, double objectShare) {
+      double undisturbedAfterJoin, double objectShare, double uploadsPerRequest) {
+
+    boolean objectTier() {
+      return !upload.equals(NONE);
+    }
 
     double leaveRelative() {
       return afterLeave / undisturbedAfterLeave;
@@ -106,8 +117,12 @@ public final class FleetReplay implements Callable<Integer> {
     }
   }
 
-  /** The hit ratios of one run over the stretches counted. */
-  private record Run(double steady, double afterLeave, double afterJoin, double objectShare) {}
+  /** No object tier. */
+  private static final String NONE = "none";
+
+  /** The hit ratios of one run over the stretches counted, and its uploads per request. */
+  private record Run(double steady, double afterLeave, double afterJoin, double objectShare,
+      double uploadsPerRequest) {}
 
   public static void main(String[] args) {
     System.exit(new CommandLine(new FleetReplay()).execute(args));
@@ -119,25 +134,32 @@ public final class FleetReplay implements Callable<Integer> {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "need --servers >= 2 and 0 <= --warm-up < --leave-at < --join-at < 1");
     }
+    for (String u : uploads) {
+      if (!u.equals("every-block") && !u.equals("evicted")) {
+        throw new CommandLine.ParameterException(new CommandLine(this),
+            "--uploads takes every-block and evicted, got " + u);
+      }
+    }
+    List<String> modes = new ArrayList<>(List.of(NONE));
+    modes.addAll(uploads);
     List<Result> results = new ArrayList<>();
-    System.out.printf(Locale.ROOT, "%-28s %7s %8s %7s %8s %12s %11s %13s %12s %13s%n", "trace",
-        "servers", "capacity", "objects", "steady", "after leave", "after join", "leave/undist.",
-        "join/undist.", "bucket share");
+    System.out.printf(Locale.ROOT, "%-28s %7s %8s %11s %8s %12s %11s %13s %12s %13s %12s%n",
+        "trace", "servers", "capacity", "uploads", "steady", "after leave", "after join",
+        "leave/undist.", "join/undist.", "bucket share", "uploads/req");
     for (Path file : traces) {
       MooncakeTrace trace = MooncakeTrace.load(file);
       for (int capacity : capacities) {
-        for (boolean objects : new boolean[] {false, true}) {
-          Run disturbed = replay(trace, capacity, objects, true);
-          Run undisturbed = replay(trace, capacity, objects, false);
-          Result r = new Result(trace.name(), servers, capacity, objects, disturbed.steady(),
+        for (String mode : modes) {
+          Run disturbed = replay(trace, capacity, mode, true);
+          Run undisturbed = replay(trace, capacity, mode, false);
+          Result r = new Result(trace.name(), servers, capacity, mode, disturbed.steady(),
               disturbed.afterLeave(), disturbed.afterJoin(), undisturbed.afterLeave(),
-              undisturbed.afterJoin(), disturbed.objectShare());
+              undisturbed.afterJoin(), disturbed.objectShare(), disturbed.uploadsPerRequest());
           results.add(r);
           System.out.printf(Locale.ROOT,
-              "%-28s %7d %8d %7s %8.4f %12.4f %11.4f %13.3f %12.3f %13.4f%n", r.trace(),
-              r.servers(), r.capacity(), r.objectTier() ? "yes" : "no", r.steady(),
-              r.afterLeave(), r.afterJoin(), r.leaveRelative(), r.joinRelative(),
-              r.objectShare());
+              "%-28s %7d %8d %11s %8.4f %12.4f %11.4f %13.3f %12.3f %13.4f %12.3f%n", r.trace(),
+              r.servers(), r.capacity(), r.upload(), r.steady(), r.afterLeave(), r.afterJoin(),
+              r.leaveRelative(), r.joinRelative(), r.objectShare(), r.uploadsPerRequest());
         }
       }
     }
@@ -149,17 +171,26 @@ public final class FleetReplay implements Callable<Integer> {
   }
 
   /** One replay; with {@code events}, a server leaves and one joins. */
-  Run replay(MooncakeTrace trace, int capacity, boolean objectTier, boolean events) {
+  Run replay(MooncakeTrace trace, int capacity, String mode, boolean events) {
+    boolean objectTier = !mode.equals(NONE);
+    boolean evictedOnly = mode.equals("evicted");
     int[][] requests = trace.requests();
     int warmUpEnd = (int) (warmUp * requests.length);
     int leave = (int) (leaveAt * requests.length);
     int join = (int) (joinAt * requests.length);
+    Lru bucket = objectTier ? new Lru((long) servers * capacity, null) : null;
+    long[] uploaded = {0};
+    IntConsumer evicted = !evictedOnly ? null : id -> {
+      if (!bucket.contains(id)) {
+        bucket.put(id);
+        uploaded[0]++;
+      }
+    };
     List<Server> alive = new ArrayList<>();
     int nextId = 0;
     for (int i = 0; i < servers; i++) {
-      alive.add(new Server(nextId++, capacity));
+      alive.add(new Server(nextId++, new Lru(capacity, evicted)));
     }
-    Lru bucket = objectTier ? new Lru((long) servers * capacity) : null;
     Tally steady = new Tally();
     Tally afterLeave = new Tally();
     Tally afterJoin = new Tally();
@@ -169,7 +200,7 @@ public final class FleetReplay implements Callable<Integer> {
       if (r == leave && events) {
         alive.remove(0); // the first server leaves with what it held
       } else if (r == join && events) {
-        alive.add(new Server(nextId++, capacity));
+        alive.add(new Server(nextId++, new Lru(capacity, evicted)));
       }
       int[] ids = requests[r];
       int hits = 0;
@@ -195,8 +226,9 @@ public final class FleetReplay implements Callable<Integer> {
         } else if (i < ids.length - 1) { // an engine does not store a request's partial last block
           leading = false;
           owner.cache.put(id); // computed and stored
-          if (bucket != null) {
+          if (bucket != null && !evictedOnly) {
             bucket.put(id); // uploaded behind the put
+            uploaded[0]++;
           }
         } else {
           leading = false;
@@ -212,7 +244,7 @@ public final class FleetReplay implements Callable<Integer> {
       }
     }
     return new Run(steady.ratio(), afterLeave.ratio(), afterJoin.ratio(),
-        allHits == 0 ? 0 : bucketHits / (double) allHits);
+        allHits == 0 ? 0 : bucketHits / (double) allHits, uploaded[0] / (double) requests.length);
   }
 
   /** The server alive with the highest rendezvous weight for the block. */
@@ -236,25 +268,30 @@ public final class FleetReplay implements Callable<Integer> {
     return z ^ (z >>> 31);
   }
 
-  private record Server(int id, Lru cache) {
-    Server(int id, int capacity) {
-      this(id, new Lru(capacity));
-    }
-  }
+  private record Server(int id, Lru cache) {}
 
-  /** Exact LRU over block ids. */
+  /** Exact LRU over block ids, telling a listener (if any) of each block it evicts. */
   private static final class Lru {
     private final long capacity;
     private final LinkedHashMap<Integer, Boolean> blocks;
 
-    Lru(long capacity) {
+    Lru(long capacity, IntConsumer onEvicted) {
       this.capacity = capacity;
       this.blocks = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Integer, Boolean> eldest) {
-          return size() > Lru.this.capacity;
+          boolean evict = size() > Lru.this.capacity;
+          if (evict && onEvicted != null) {
+            onEvicted.accept(eldest.getKey());
+          }
+          return evict;
         }
       };
+    }
+
+    /** Whether the block is held, its place unchanged. */
+    boolean contains(int id) {
+      return blocks.containsKey(id);
     }
 
     /** Whether the block is held; it becomes the most recently used if so. */
@@ -272,15 +309,16 @@ public final class FleetReplay implements Callable<Integer> {
       Files.createDirectories(file.getParent());
     }
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
-      w.println("trace,servers,capacity_blocks,object_tier,touch_bucket,steady_hit_ratio,"
+      w.println("trace,servers,capacity_blocks,object_tier,uploads,touch_bucket,steady_hit_ratio,"
           + "after_leave_hit_ratio,after_join_hit_ratio,undisturbed_after_leave_hit_ratio,"
           + "undisturbed_after_join_hit_ratio,after_leave_relative,after_join_relative,"
-          + "bucket_share_of_hits");
+          + "bucket_share_of_hits,uploads_per_request");
       for (Result r : results) {
-        w.printf(Locale.ROOT, "%s,%d,%d,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.6f%n",
-            r.trace(), r.servers(), r.capacity(), r.objectTier(), touchBucket, r.steady(),
-            r.afterLeave(), r.afterJoin(), r.undisturbedAfterLeave(), r.undisturbedAfterJoin(),
-            r.leaveRelative(), r.joinRelative(), r.objectShare());
+        w.printf(Locale.ROOT, "%s,%d,%d,%s,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.6f,%.4f%n",
+            r.trace(), r.servers(), r.capacity(), r.objectTier(), r.upload(), touchBucket,
+            r.steady(), r.afterLeave(), r.afterJoin(), r.undisturbedAfterLeave(),
+            r.undisturbedAfterJoin(), r.leaveRelative(), r.joinRelative(), r.objectShare(),
+            r.uploadsPerRequest());
       }
     }
   }

@@ -9,6 +9,7 @@ import dev.kvcache.s3.internal.Requests.Op;
 import java.io.IOException;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
@@ -41,6 +42,8 @@ public final class Folders {
   private final Predicate<Throwable> storeFailure;
   /** Folders whose descriptor is known to be in the bucket, by id. */
   private final Map<String, Folder> described = new ConcurrentHashMap<>();
+  /** Folders whose descriptor a thread is writing. */
+  private final Set<String> describing = ConcurrentHashMap.newKeySet();
 
   /**
    * @param storeFailure records a failed request with the store's state; true if it was the
@@ -55,11 +58,23 @@ public final class Folders {
     this.storeFailure = storeFailure;
   }
 
-  /** Writes a folder's descriptor if this tier has not written or seen it; best effort. */
+  /**
+   * Writes a folder's descriptor if this tier has not written or seen it, and no other thread is
+   * writing it; best effort.
+   */
   public void describe(Folder folder) {
-    if (folder.namespace() == null || described.containsKey(folder.id())) {
+    if (folder.namespace() == null || described.containsKey(folder.id())
+        || !describing.add(folder.id())) {
       return;
     }
+    try {
+      write(folder);
+    } finally {
+      describing.remove(folder.id());
+    }
+  }
+
+  private void write(Folder folder) {
     byte[] body = descriptor(folder.namespace());
     long start = System.nanoTime();
     try {

@@ -113,8 +113,9 @@ public final class HeadLookup {
       }
     }
     for (int i = found; i < heads.size(); i++) {
-      if (heads.get(i) != null) {
-        heads.get(i).cancel(true);
+      CompletableFuture<HeadObjectResponse> head = heads.get(i);
+      if (head != null && head.cancel(true)) {
+        requests.sent(Op.HEAD, System.nanoTime() - start); // sent, and given up on
       }
     }
     return found;
