@@ -135,5 +135,11 @@ class ObjectTierServerTest {
     assertThat(org.assertj.core.api.Assertions.catchThrowable(
         () -> TestServer.start(temp.resolve("c"), m)))
         .hasStackTraceContaining("kvcache.cache.s3.lookup-budgett");
+    Map<String, Object> upload = settings("srv2/");
+    upload.put("kvcache.cache.s3.upload", "sometimes");
+    assertThat(org.assertj.core.api.Assertions.catchThrowable(
+        () -> TestServer.start(temp.resolve("c2"), upload)))
+        .hasStackTraceContaining("kvcache.cache.s3.upload")
+        .hasStackTraceContaining("every_block, evicted");
   }
 }

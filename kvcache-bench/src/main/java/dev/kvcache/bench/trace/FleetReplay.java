@@ -21,14 +21,15 @@ import picocli.CommandLine.Parameters;
  * servers share, through a server leaving and one joining.
  *
  * <p>A model, not the servers: each server is an exact LRU of its capacity (its RAM and disk
- * together), the bucket an exact LRU of N times that. Clients shard blocks over the servers alive
- * by rendezvous hashing, as kvcache's clients do. A request's blocks are looked up in order, each
- * in its owner's cache and then, with the object tier, in the bucket; the leading blocks found
- * are hits. A block found only in the bucket is copied into its owner (the server promotes it);
- * every block computed is stored in its owner, but for a request's last block, which is partial
- * and which an engine does not store ({@link LruModel}). With the object tier, what goes up to the
- * bucket is {@code --uploads}: {@code every-block} uploads each block stored, behind the put;
- * {@code evicted} uploads each block a server evicts, unless the bucket holds it already. After {@code --leave-at} of the requests one server leaves
+ * together). Clients shard blocks over the servers alive by rendezvous hashing, as kvcache's
+ * clients do. A request's blocks are looked up in order, each in its owner's cache and then, with
+ * the object tier, in the bucket (an exact LRU of {@code --bucket} times the servers' capacity
+ * together); the leading blocks found are hits. A block found only in the bucket is copied into
+ * its owner (the server promotes it); every block computed is stored in its owner, but for a
+ * request's last block, which is partial and which an engine does not store ({@link LruModel}).
+ * With the object tier, what goes up to the bucket is {@code --uploads}: {@code every-block}
+ * uploads each block stored, behind the put; {@code evicted} uploads each block a server evicts,
+ * unless the bucket holds it already. After {@code --leave-at} of the requests one server leaves
  * with all it held; after {@code --join-at} an empty one joins. The figures are the hit ratio in
  * the steady state before the leave (from {@code --warm-up} on), and over the first {@code
  * --window} requests after the leave and after the join; and, since a trace's hit ratio moves
@@ -77,6 +78,10 @@ public final class FleetReplay implements Callable<Integer> {
       description = "whether hits in a server's RAM or disk also count as uses of the bucket's "
           + "copy (default: ${DEFAULT-VALUE})")
   boolean touchBucket;
+
+  @Option(names = "--bucket", defaultValue = "1",
+      description = "the bucket's capacity as a multiple of the servers' together (default: 1)")
+  int bucketMultiple;
 
   @Option(names = "--uploads", split = ",", defaultValue = "every-block,evicted",
       description = "what goes up to the bucket, each run in turn: every-block, evicted "
@@ -178,7 +183,7 @@ public final class FleetReplay implements Callable<Integer> {
     int warmUpEnd = (int) (warmUp * requests.length);
     int leave = (int) (leaveAt * requests.length);
     int join = (int) (joinAt * requests.length);
-    Lru bucket = objectTier ? new Lru((long) servers * capacity, null) : null;
+    Lru bucket = objectTier ? new Lru((long) bucketMultiple * servers * capacity, null) : null;
     long[] uploaded = {0};
     IntConsumer evicted = !evictedOnly ? null : id -> {
       if (!bucket.contains(id)) {
@@ -309,13 +314,16 @@ public final class FleetReplay implements Callable<Integer> {
       Files.createDirectories(file.getParent());
     }
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
-      w.println("trace,servers,capacity_blocks,object_tier,uploads,touch_bucket,steady_hit_ratio,"
+      w.println("trace,servers,capacity_blocks,bucket_multiple,object_tier,uploads,touch_bucket,"
+          + "steady_hit_ratio,"
           + "after_leave_hit_ratio,after_join_hit_ratio,undisturbed_after_leave_hit_ratio,"
           + "undisturbed_after_join_hit_ratio,after_leave_relative,after_join_relative,"
           + "bucket_share_of_hits,uploads_per_request");
       for (Result r : results) {
-        w.printf(Locale.ROOT, "%s,%d,%d,%s,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.6f,%.4f%n",
-            r.trace(), r.servers(), r.capacity(), r.objectTier(), r.upload(), touchBucket,
+        w.printf(Locale.ROOT,
+            "%s,%d,%d,%d,%s,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.6f,%.4f%n",
+            r.trace(), r.servers(), r.capacity(), bucketMultiple, r.objectTier(), r.upload(),
+            touchBucket,
             r.steady(), r.afterLeave(), r.afterJoin(), r.undisturbedAfterLeave(),
             r.undisturbedAfterJoin(), r.leaveRelative(), r.joinRelative(), r.objectShare(),
             r.uploadsPerRequest());
