@@ -203,17 +203,6 @@ class FleetEvictionTest {
   }
 
   @Test
-  void aFleetFoundByDnsHasThisHostAmongItsServers() throws Exception {
-    S3Tier t = open(server.config(12L * BLOCK).fleetDns("localhost:7070", null));
-    S3Stats stats = t.s3Stats();
-    assertThat(stats.fleetServers()).isGreaterThanOrEqualTo(1);
-    BlockKey key = keys(1, 4).get(0);
-    t.put(key, Payloads.of(key, 1, BLOCK));
-    assertThat(t.s3Stats().ownedObjects() + (stats.fleetServers() > 1 ? 1 : 0))
-        .as("alone at localhost, this server owns what it stores").isGreaterThanOrEqualTo(1);
-  }
-
-  @Test
   void fleetSettingsAreCheckedWithClearErrors() {
     assertThatThrownBy(() -> S3TierConfig.builder("kvcache", 1 << 20)
         .fleet(FLEET, "10.0.0.9:7070"))
