@@ -184,16 +184,7 @@ public final class StackedTier implements Tier {
         settleByDeleting(key, version);
         return;
       }
-      PutStatus status;
-      try {
-        status = backing.put(key, lease.bytes());
-      } catch (RuntimeException e) {
-        status = null;
-      }
-      if (status == PutStatus.STORED) {
-        uploaded.increment();
-      } else {
-        uploadFailures.increment();
+      if (!putBelow(key, lease.bytes())) {
         backing.delete(key); // it may hold an older copy
       }
       // a put that came meanwhile queued its own upload, which leaves its version; a delete waits
@@ -235,17 +226,7 @@ public final class StackedTier implements Tier {
       return; // cancelled by a put or delete of the key
     }
     try {
-      PutStatus status;
-      try {
-        status = backing.put(key, lease.bytes());
-      } catch (RuntimeException e) {
-        status = null;
-      }
-      if (status == PutStatus.STORED) {
-        uploaded.increment();
-      } else {
-        uploadFailures.increment();
-      }
+      putBelow(key, lease.bytes());
     } finally {
       lease.close();
     }
@@ -267,6 +248,22 @@ public final class StackedTier implements Tier {
       uploads.dropped();
       waiting.close();
     }
+  }
+
+  /** Puts a block in the backing tier, counting the upload or its failure; whether it is stored. */
+  private boolean putBelow(BlockKey key, ByteBuffer bytes) {
+    PutStatus status;
+    try {
+      status = backing.put(key, bytes);
+    } catch (RuntimeException e) {
+      status = null;
+    }
+    if (status == PutStatus.STORED) {
+      uploaded.increment();
+      return true;
+    }
+    uploadFailures.increment();
+    return false;
   }
 
   /** Deletes the key's copy in the backing tier, then lets reads look there again. */

@@ -1,7 +1,6 @@
 package dev.kvcache.s3.internal;
 
 import dev.kvcache.s3.internal.ObjectNames.Folder;
-import dev.kvcache.s3.internal.Requests.Op;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionException;
@@ -38,18 +37,10 @@ public final class FolderDrop {
     boolean described = false;
     String token = null;
     do {
-      String continuation = token;
-      long t = System.nanoTime();
       ListObjectsV2Response page;
       try {
-        page = s3.listObjectsV2(b -> b.bucket(bucket).prefix(where)
-            .continuationToken(continuation)).join();
-        requests.sent(Op.LIST, System.nanoTime() - t);
+        page = requests.listPage(s3, bucket, where, token, storeFailure);
       } catch (CompletionException e) {
-        requests.sent(Op.LIST, System.nanoTime() - t);
-        if (storeFailure.test(e.getCause())) {
-          requests.failed(Op.LIST);
-        }
         throw new IllegalStateException("the object store failed while listing " + where
             + " after " + blocks + " blocks: " + e.getCause().getMessage(), e.getCause());
       }

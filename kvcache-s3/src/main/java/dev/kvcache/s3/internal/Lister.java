@@ -3,7 +3,6 @@ package dev.kvcache.s3.internal;
 import dev.kvcache.BlockKey;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.ObjectNames.Named;
-import dev.kvcache.s3.internal.Requests.Op;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -81,17 +80,9 @@ public final class Lister {
     String token = null;
     do {
       ListObjectsV2Response page;
-      String continuation = token;
-      long t = System.nanoTime();
       try {
-        page = s3.listObjectsV2(b -> b.bucket(bucket).prefix(names.prefix())
-            .continuationToken(continuation)).join();
-        requests.sent(Op.LIST, System.nanoTime() - t);
+        page = requests.listPage(s3, bucket, names.prefix(), token, storeFailure);
       } catch (CompletionException e) {
-        requests.sent(Op.LIST, System.nanoTime() - t);
-        if (storeFailure.test(e.getCause())) {
-          requests.failed(Op.LIST);
-        }
         log.warn("listing the object store failed after {} objects: {}", objects,
             e.getCause().toString());
         return false;

@@ -3,7 +3,11 @@ package dev.kvcache.s3.internal;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 
 /** Counts the requests a tier sends, by operation: how many, how many failed, how long they took. */
 public final class Requests {
@@ -38,6 +42,31 @@ public final class Requests {
   /** A request of {@code op} failed for the store's reason. */
   public void failed(Op op) {
     failed.get(op).increment();
+  }
+
+  /**
+   * Lists one page of the objects under {@code prefix}, counted.
+   *
+   * @param token the page's continuation token; null for the first page
+   * @param storeFailure records a failed request with the store's state; true if it was the
+   *     store's failure (then the request counts as failed)
+   * @throws CompletionException if the request failed
+   */
+  public ListObjectsV2Response listPage(S3AsyncClient s3, String bucket, String prefix,
+      String token, Predicate<Throwable> storeFailure) {
+    long start = System.nanoTime();
+    try {
+      ListObjectsV2Response page = s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix)
+          .continuationToken(token)).join();
+      sent(Op.LIST, System.nanoTime() - start);
+      return page;
+    } catch (CompletionException e) {
+      sent(Op.LIST, System.nanoTime() - start);
+      if (storeFailure.test(e.getCause())) {
+        failed(Op.LIST);
+      }
+      throw e;
+    }
   }
 
   /** Requests sent, by operation name. */
