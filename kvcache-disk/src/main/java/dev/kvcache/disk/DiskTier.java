@@ -92,8 +92,8 @@ import org.slf4j.LoggerFactory;
  * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
  *
  * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
- * yet: recovery, space and roll-over, compaction, the commit of records, reads and health are
- * each to become a class of their own, over a storage-device seam that every file operation
+ * yet: recovery, space and roll-over, compaction, the hand-over of evicted blocks, the commit of
+ * records, reads and health are each to become a class of their own, over a storage-device seam that every file operation
  * goes through.
  */
 public final class DiskTier implements Tier {
@@ -769,7 +769,9 @@ public final class DiskTier implements Tier {
       if (!victim.pin()) {
         return;
       }
-      BlockLease lease = leaseAt(e.getKey(), e.getValue(), victim, false);
+      // the key as the record names it, with its namespace, so that a tier below can name it too
+      BlockKey key = Records.withNamespace(e.getKey(), victim, e.getValue());
+      BlockLease lease = leaseAt(key, e.getValue(), victim, false);
       if (lease == null) {
         continue; // damaged: dropped, and not passed on
       }
@@ -777,7 +779,7 @@ public final class DiskTier implements Tier {
         listener.onEvicted(lease);
       } catch (RuntimeException ex) {
         log.error("eviction listener failed on block {}; the lease stays with the listener",
-            e.getKey(), ex);
+            key, ex);
       }
     }
   }

@@ -53,12 +53,17 @@ public final class Records {
   public static long namespaceTag(SuperBlock sb, Location loc) {
     ByteBuffer h = sb.view();
     int at = loc.payloadOffset - HEADER_BYTES;
-    return tag(h, at);
-  }
-
-  private static long tag(ByteBuffer h, int at) {
     return ((long) h.getInt(at + NAMESPACE_HI_OFFSET) << 32)
         | (h.getInt(at + NAMESPACE_LO_OFFSET) & 0xffffffffL);
+  }
+
+  /**
+   * {@code key} with the namespace of the record at {@code loc} (pinned), if that namespace is
+   * known in this JVM ({@link Namespace#ofTag}); as it is otherwise.
+   */
+  public static BlockKey withNamespace(BlockKey key, SuperBlock sb, Location loc) {
+    return Namespace.ofTag(namespaceTag(sb, loc)).map(ns -> BlockKey.of(ns, key.hi(), key.lo()))
+        .orElse(key);
   }
 
   /** CRC32C of {@code b}'s remaining bytes. */
@@ -97,11 +102,7 @@ public final class Records {
         pos += HEADER_BYTES;
         continue;
       }
-      long hi = h.getLong(at + KEY_HI_OFFSET);
-      long lo = h.getLong(at + KEY_LO_OFFSET);
-      // the key carries its namespace if the namespace of the record's tag is known in this JVM
-      BlockKey key = Namespace.ofTag(tag(h, at)).map(ns -> BlockKey.of(ns, hi, lo))
-          .orElseGet(() -> BlockKey.of(hi, lo));
+      BlockKey key = BlockKey.of(h.getLong(at + KEY_HI_OFFSET), h.getLong(at + KEY_LO_OFFSET));
       Location loc = new Location(sb.id(), (int) payload, stored, h.getInt(at + RAW_LENGTH_OFFSET),
           h.getInt(at + PAYLOAD_CRC_OFFSET), h.get(at + ENCODING_OFFSET),
           h.getLong(at + SEQUENCE_OFFSET), 0);

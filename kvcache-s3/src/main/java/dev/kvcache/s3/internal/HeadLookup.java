@@ -12,7 +12,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
-import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 
@@ -37,7 +36,7 @@ public final class HeadLookup {
   /**
    * @param goingAway whether an object's deletion is under way: it counts as absent
    * @param storeFailure records a failed request with the store's state; true if it was the
-   *     store's failure
+   *     store's failure (a missing object is not)
    * @param evict deletes the objects of entries the index took out to make room for found ones
    */
   public HeadLookup(S3AsyncClient s3, String bucket, ObjectNames names, ObjectIndex index,
@@ -102,8 +101,7 @@ public final class HeadLookup {
         break; // out of budget: unknown counts as absent
       } catch (ExecutionException e) {
         requests.sent(Op.HEAD, System.nanoTime() - start);
-        boolean missing = e.getCause() instanceof AwsServiceException s && s.statusCode() == 404;
-        if (!missing && storeFailure.test(e.getCause())) {
+        if (storeFailure.test(e.getCause())) { // a missing object is no failure
           requests.failed(Op.HEAD);
         }
         break;

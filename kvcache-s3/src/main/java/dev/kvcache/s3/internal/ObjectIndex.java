@@ -169,7 +169,7 @@ public final class ObjectIndex {
     applyUses();
     remove(key);
     Entry e = new Entry(key, folder, length, listing);
-    insert(e);
+    insert(e, fleet.owns(key));
     return trim(e);
   }
 
@@ -187,12 +187,12 @@ public final class ObjectIndex {
       old.listing = listing;
       return List.of();
     }
-    Entry e = new Entry(key, folder, length, listing);
-    e.owned = fleet.owns(key);
-    if (!e.owned && entries.size() >= maxEntries) {
+    boolean owns = fleet.owns(key);
+    if (!owns && entries.size() >= maxEntries) {
       return List.of();
     }
-    insert(e);
+    Entry e = new Entry(key, folder, length, listing);
+    insert(e, owns);
     return trim(e);
   }
 
@@ -297,8 +297,8 @@ public final class ObjectIndex {
     return fleet;
   }
 
-  private void insert(Entry e) {
-    e.owned = fleet.owns(e.key);
+  private void insert(Entry e, boolean owns) {
+    e.owned = owns;
     e.used = ++clock;
     entries.put(e.key, e);
     (e.owned ? owned : others).linkNewest(e);
