@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 
 /**
@@ -76,6 +77,11 @@ public final class StackedTier implements Tier {
   private final LongAdder uploadFailures = new LongAdder();
   /** Upper-tier leases the upload threads hold: not the caller's. */
   private final AtomicInteger uploadLeases = new AtomicInteger();
+  /**
+   * Held shared while an upload lease opens or closes with its count, and exclusively while {@link
+   * #stats} reads the tiers' open leases and that count.
+   */
+  private final ReentrantReadWriteLock uploadLeaseCount = new ReentrantReadWriteLock();
   /** With {@link Upload#EVICTED}: the leases of evicted blocks waiting for their upload. */
   private final ConcurrentHashMap<BlockKey, BlockLease> evicted = new ConcurrentHashMap<>();
   private final boolean evictedOnly;
@@ -177,8 +183,8 @@ public final class StackedTier implements Tier {
     if (version == null) {
       return;
     }
-    uploadLeases.incrementAndGet(); // before the lease opens: never counted as the caller's
-    try (BlockLease lease = upper.get(key)) {
+    BlockLease lease = openUploadLease(key);
+    try {
       if (lease.status() != GetStatus.HIT) {
         uploads.dropped();
         settleByDeleting(key, version);
@@ -191,7 +197,37 @@ public final class StackedTier implements Tier {
       // for this upload to end before it deletes
       unsettled.remove(key, version);
     } finally {
-      uploadLeases.decrementAndGet();
+      closeUploadLease(lease);
+    }
+  }
+
+  /**
+   * An upload thread's lease on the upper tier's block, counted in {@link #uploadLeases} together
+   * with its opening, so that {@link #stats} never sees one without the other.
+   */
+  private BlockLease openUploadLease(BlockKey key) {
+    uploadLeaseCount.readLock().lock();
+    try {
+      BlockLease lease = upper.get(key);
+      if (lease.status() == GetStatus.HIT) {
+        uploadLeases.incrementAndGet();
+      }
+      return lease;
+    } finally {
+      uploadLeaseCount.readLock().unlock();
+    }
+  }
+
+  private void closeUploadLease(BlockLease lease) {
+    uploadLeaseCount.readLock().lock();
+    try {
+      boolean counted = lease.status() == GetStatus.HIT;
+      lease.close();
+      if (counted) {
+        uploadLeases.decrementAndGet();
+      }
+    } finally {
+      uploadLeaseCount.readLock().unlock();
     }
   }
 
@@ -394,14 +430,23 @@ public final class StackedTier implements Tier {
    */
   @Override
   public CacheStats stats() {
-    CacheStats u = upper.stats();
-    CacheStats b = backing.stats();
+    CacheStats u;
+    CacheStats b;
+    int heldByUploads;
+    uploadLeaseCount.writeLock().lock();
+    try {
+      u = upper.stats();
+      b = backing.stats();
+      heldByUploads = uploadLeases.get();
+    } finally {
+      uploadLeaseCount.writeLock().unlock();
+    }
     CacheStats own = counters.snapshot(u.blocks() + b.blocks(), u.bytesUsed() + b.bytesUsed(),
         u.capacityBytes() + b.capacityBytes(), u.compactions() + b.compactions(),
         u.bytesCompacted() + b.bytesCompacted());
     return new CacheStats(own.hits(), own.misses(), own.puts(), u.evictions() + b.evictions(),
         own.rejections(), own.deletes(), own.blocks(), own.bytesUsed(), own.capacityBytes(),
-        Math.max(0, u.leasesOpen() + b.leasesOpen() - uploadLeases.get()), own.compactions(),
+        Math.max(0, u.leasesOpen() + b.leasesOpen() - heldByUploads), own.compactions(),
         own.bytesCompacted());
   }
 
