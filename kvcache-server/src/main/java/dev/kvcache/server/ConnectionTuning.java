@@ -53,7 +53,9 @@ import org.slf4j.LoggerFactory;
  *   <li>A request that expects {@code 100-continue} gets its {@code 100} at once, whoever takes
  *       it ({@link ExpectContinue}).
  *   <li>A connection closes only once the answers written to it have gone out, for at most the
- *       graceful stop's grace period ({@link FlushBeforeClose}).
+ *       graceful stop's grace period, and then lingers: its sending side is shut and what its
+ *       client still sends (the rest of a refused HTTP/1.1 body) is dropped for up to a second, so
+ *       that no reset throws away an answer the client has not read ({@link FlushBeforeClose}).
  * </ul>
  */
 @Singleton
