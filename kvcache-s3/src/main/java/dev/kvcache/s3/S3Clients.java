@@ -14,11 +14,14 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.http.async.SdkAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.SdkEventLoopGroup;
 import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.retries.StandardRetryStrategy;
+import software.amazon.awssdk.retries.api.BackoffStrategy;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
 
@@ -29,11 +32,26 @@ import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
  */
 record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoCloseable {
 
+  /** Whether a request failed because its connection failed (an I/O error), not by an answer. */
+  static boolean connectionClosed(Throwable error) {
+    if (!(error instanceof SdkClientException)) {
+      return false; // an answer of the store's: an error status, a refusal
+    }
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof IOException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /**
    * A client for the settings. Checksums are the tier's: the SDK computes none on requests and
    * checks none on answers (the tier sends each block's CRC32C, computed where the block was
-   * written, and checks what it receives as it copies it). The SDK does not retry: the tier backs
-   * off a failing store itself, and a read that fails is a miss.
+   * written, and checks what it receives as it copies it). The SDK retries a request once, at once,
+   * only when its connection was closed under it: a pooled connection the store closed as it was
+   * reused (stores close idle connections) is no failure of the store. Other failures are not
+   * retried: the tier backs off a failing store itself, and a read that fails is a miss.
    *
    * @throws IOException if the CA file cannot be read
    */
@@ -67,7 +85,13 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
         .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
         .overrideConfiguration(o -> o
             .apiCallTimeout(config.requestTimeout())
-            .retryStrategy(r -> r.maxAttempts(1)));
+            .retryStrategy(StandardRetryStrategy.builder()
+                .maxAttempts(2)
+                .retryOnException(S3Clients::connectionClosed)
+                .backoffStrategy(BackoffStrategy.retryImmediately())
+                .circuitBreakerEnabled(false)
+                .useClientDefaults(false)
+                .build()));
     config.endpoint().ifPresent(b::endpointOverride);
     if (config.accessKeyId().isPresent()) {
       b.credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(

@@ -123,6 +123,21 @@ class S3FaultsTest {
   }
 
   @Test
+  void aConnectionClosedUnderARequestIsRetriedOnceAndCostsNoMiss() throws Exception {
+    List<BlockKey> keys = keys(2, 5);
+    for (BlockKey key : keys) {
+      tier.put(key, Payloads.of(key, 2, BLOCK));
+    }
+    proxy.mode(Mode.DROP_ONE_REQUEST);
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(tier.getInto(keys.get(0), dst)).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(keys.get(0), dst.flip())).isEqualTo(2);
+    assertThat(tier.s3Stats().errors().get("GET")).isZero();
+    assertThat(tier.health().degraded()).as("no back-off").isFalse();
+    assertThat(tier.getInto(keys.get(1), dst.clear())).isEqualTo(GetStatus.HIT);
+  }
+
+  @Test
   void aStoreThatDiesMidAnswerLeavesTheDestinationUntouched() throws Exception {
     BlockKey key = keys(1, 4).get(0);
     tier.put(key, Payloads.of(key, 2, BLOCK));

@@ -25,7 +25,12 @@ public final class FaultyProxy implements AutoCloseable {
     SLOW_DOWN,
     INTERNAL_ERROR,
     HANG,
-    CUT_ANSWERS
+    CUT_ANSWERS,
+    /**
+     * Closes the next connection when its first request arrives, without an answer, as a store
+     * closes a pooled connection just as the client reuses it; then passes requests on again.
+     */
+    DROP_ONE_REQUEST
   }
 
   private static final int CUT_AFTER_BYTES = 64 << 10;
@@ -78,6 +83,10 @@ public final class FaultyProxy implements AutoCloseable {
         case SLOW_DOWN, INTERNAL_ERROR -> refuse(client, now);
         case HANG -> client.getInputStream().transferTo(OutputStream.nullOutputStream());
         case PASS, CUT_ANSWERS -> forward(client, now == Mode.CUT_ANSWERS);
+        case DROP_ONE_REQUEST -> {
+          readHead(client.getInputStream());
+          mode = Mode.PASS;
+        }
       }
     } catch (IOException e) {
       // the connection ended
