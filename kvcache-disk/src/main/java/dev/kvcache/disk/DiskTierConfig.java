@@ -16,7 +16,11 @@ import java.util.Objects;
  */
 public final class DiskTierConfig {
 
-  /** Default super-block size: 256 MiB, or an eighth of the capacity if smaller. */
+  /**
+   * Default super-block size: 256 MiB, or an eighth of the capacity if smaller; when {@link
+   * Builder#maxBlockBytes} is set and such a super-block cannot hold that block, the smallest that
+   * can.
+   */
   public static final long DEFAULT_SUPER_BLOCK_BYTES = 256L << 20;
   /** Largest super-block: 1 GiB (a super-block is mapped as one buffer). */
   public static final long MAX_SUPER_BLOCK_BYTES = 1L << 30;
@@ -213,14 +217,25 @@ public final class DiskTierConfig {
      * @throws IllegalArgumentException naming the first setting out of range
      */
     public DiskTierConfig build() {
+      boolean sizedForMaxBlock = false;
       if (superBlockBytes < 0) {
         long eighth = capacityBytes / 8 / RecordLayout.PAGE * RecordLayout.PAGE;
         superBlockBytes = Math.max(MIN_SUPER_BLOCK_BYTES, Math.min(DEFAULT_SUPER_BLOCK_BYTES, eighth));
+        if (maxBlockBytes > 0 && largestBlockBytes() < maxBlockBytes) {
+          superBlockBytes = smallestSuperBlockFor(maxBlockBytes); // the largest block must fit
+          sizedForMaxBlock = true;
+        }
       }
       if (superBlockBytes < MIN_SUPER_BLOCK_BYTES || superBlockBytes > MAX_SUPER_BLOCK_BYTES
           || superBlockBytes % RecordLayout.PAGE != 0) {
         throw new IllegalArgumentException("superBlockBytes must be a multiple of 4 KiB from "
             + MIN_SUPER_BLOCK_BYTES + " to " + MAX_SUPER_BLOCK_BYTES + ", got " + superBlockBytes);
+      }
+      if (capacityBytes < 4 * superBlockBytes && sizedForMaxBlock) {
+        throw new IllegalArgumentException("capacityBytes must be at least 4 super-blocks, and a"
+            + " super-block must hold the largest block (maxBlockBytes " + maxBlockBytes + "): "
+            + "raise capacityBytes to at least " + 4 * superBlockBytes + " or lower maxBlockBytes,"
+            + " got capacityBytes " + capacityBytes);
       }
       if (capacityBytes < 4 * superBlockBytes) {
         throw new IllegalArgumentException("capacityBytes must be at least 4 super-blocks ("
@@ -252,6 +267,21 @@ public final class DiskTierConfig {
             + checkpointJournalBytes);
       }
       return new DiskTierConfig(this);
+    }
+
+    /**
+     * The smallest super-block, a whole number of pages, that holds a block of {@code blockBytes};
+     * past the largest super-block, the largest (which the checks then refuse).
+     */
+    private long smallestSuperBlockFor(int blockBytes) {
+      long bytes = 2L * RecordLayout.PAGE
+          + (codec != null ? codec.maxEncodedLength(blockBytes) : blockBytes);
+      superBlockBytes = Math.min(MAX_SUPER_BLOCK_BYTES,
+          (bytes + RecordLayout.PAGE - 1) / RecordLayout.PAGE * RecordLayout.PAGE);
+      while (largestBlockBytes() < blockBytes && superBlockBytes < MAX_SUPER_BLOCK_BYTES) {
+        superBlockBytes += RecordLayout.PAGE; // the codec's headers grow with the room
+      }
+      return superBlockBytes;
     }
 
     /** The largest block whose record, encoded or not, fits in a super-block after its header page. */

@@ -51,7 +51,23 @@ public final class DiskTierFactory implements TierFactory {
       throw new IllegalArgumentException("setting 'disk.codec-filter' needs 'disk.codec' = lz4");
     }
     settings.requireAllRead();
-    return DiskTier.open(b.build());
+    return DiskTier.open(built(b));
+  }
+
+  /** The configuration, its errors in the settings' names. */
+  private static DiskTierConfig built(DiskTierConfig.Builder b) {
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      String message = e.getMessage()
+          .replace("capacityBytes", "setting 'disk.capacity'")
+          .replace("superBlockBytes", "setting 'disk.super-block'")
+          .replace("maxBlockBytes", "setting 'ram.max-block-bytes'")
+          .replace("syncIntervalMillis", "setting 'disk.sync-interval' (in ms)")
+          .replace("minFreeBytes", "setting 'disk.min-free'")
+          .replace("reclaimBytesPerSecond", "setting 'disk.reclaim-rate'");
+      throw new IllegalArgumentException(message, e);
+    }
   }
 
   /** What {@code disk.codec} names. */

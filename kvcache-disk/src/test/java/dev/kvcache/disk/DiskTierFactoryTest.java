@@ -84,6 +84,21 @@ class DiskTierFactoryTest {
         .hasMessage("setting 'disk.codec-filter' needs 'disk.codec' = lz4");
   }
 
+  @Test
+  void aSmallDiskTakesTheLargestBlockOrSaysWhichSettingToChange() throws IOException {
+    // 64 MiB blocks: an eighth of 300 MiB would not hold one, a super-block sized for it does
+    Map<String, String> base = Map.of("ram.bytes", "64MiB", "lower", "disk",
+        "disk.dir", dir.toString(), "disk.min-free", "0B", "disk.sync-policy", "none");
+    try (KvCache cache = KvCacheConfig.of(with(base, "disk.capacity", "300MiB")).open()) {
+      assertThat(((TieredCache) cache).lower().maxBlockBytes()).isEqualTo(64 << 20);
+    }
+    assertThatThrownBy(() -> KvCacheConfig.of(with(base, "disk.capacity", "200MiB")).open())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("setting 'disk.capacity' must be at least 4 super-blocks")
+        .hasMessageContaining("setting 'ram.max-block-bytes' 67108864")
+        .hasMessageContaining("raise setting 'disk.capacity' to at least 268468224");
+  }
+
   private static Map<String, String> with(Map<String, String> base, String... kv) {
     Map<String, String> m = new TreeMap<>(base);
     for (int i = 0; i < kv.length; i += 2) {

@@ -50,6 +50,15 @@ class StartupTest {
   }
 
   @Test
+  void aDiskTooSmallForTheLargestBlockNamesTheServersSettings() {
+    assertThatThrownBy(() -> TestServer.start(dir, Map.of(
+        "kvcache.cache.max-block-bytes", "64MiB", "kvcache.cache.disk-capacity", "200MiB")))
+        .hasStackTraceContaining("setting 'kvcache.cache.disk-capacity' must be at least 4"
+            + " super-blocks")
+        .hasStackTraceContaining("lower setting 'kvcache.cache.max-block-bytes'");
+  }
+
+  @Test
   void theSpillThreadsCanBeSetAndABadCountIsNamed() {
     try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.spill-threads", "3"))) {
       assertThat(server.context.getBean(CacheSettings.class).toConfig().tiered().spillThreads())
