@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A block on its way to the lower tier: evicted from RAM, or a copy of a block RAM still holds,
  * written behind or through the put that stored it ({@link Durability}). It holds the RAM tier's
  * lease on its bytes, shared by the writer (a spill thread, or a write-through put's own thread)
- * and any reader that finds it meanwhile. The lease is closed when the last of them lets go.
+ * and any reader that finds it meanwhile. The lease is closed when the last of them lets go. A
+ * {@link StackedTier} holds the blocks its upper tier evicted the same way until they are uploaded.
  *
  * <p>A put or delete of the key cancels it. Cancelling a block no writer has claimed means it is
  * never written; cancelling one being written waits until the write is over, so that the

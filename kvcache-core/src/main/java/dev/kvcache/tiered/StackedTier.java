@@ -7,12 +7,14 @@ import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -45,11 +47,13 @@ import java.util.function.Supplier;
  * <p>A block that finds the upload queue ({@link StackedTierConfig}) full is not uploaded ({@link
  * StackedStats#uploadsDropped()}).
  *
- * <p><b>Reads.</b> The upper tier first, then the backing tier. A block of the backing tier is not
- * copied into the upper one: the RAM tier above keeps it while it is hot. A read served above the
- * backing tier is passed on to it as a use ({@link Tier#usedAbove}), so that a backing tier that
- * evicts by recency keeps the blocks hot above it: they are what the fleet needs when a server
- * leaves.
+ * <p><b>Reads.</b> The upper tier first, then a block it evicted that waits for its upload (with
+ * {@link Upload#EVICTED}: until the backing tier has it, it is read from the upper tier's lease, and
+ * a RAM tier above that evicts its own copy need not write it down again), then the backing tier.
+ * A block of the backing tier is not copied into the upper one: the RAM tier above keeps it while
+ * it is hot. A read served above the backing tier is passed on to it as a use ({@link
+ * Tier#usedAbove}), so that a backing tier that evicts by recency keeps the blocks hot above it:
+ * they are what the fleet needs when a server leaves.
  *
  * <p><b>Never stale bytes.</b> From a put or delete of a key until the backing tier has the new
  * block, or has dropped its older one, reads do not look in the backing tier for that key. Uploads
@@ -82,8 +86,11 @@ public final class StackedTier implements Tier {
    * #stats} reads the tiers' open leases and that count.
    */
   private final ReentrantReadWriteLock uploadLeaseCount = new ReentrantReadWriteLock();
-  /** With {@link Upload#EVICTED}: the leases of evicted blocks waiting for their upload. */
-  private final ConcurrentHashMap<BlockKey, BlockLease> evicted = new ConcurrentHashMap<>();
+  /**
+   * With {@link Upload#EVICTED}: evicted blocks waiting for their upload, under the upper tier's
+   * leases, which reads share until the upload is done.
+   */
+  private final ConcurrentHashMap<BlockKey, SpillEntry> evicted = new ConcurrentHashMap<>();
   private final boolean evictedOnly;
   private volatile boolean closed;
 
@@ -246,25 +253,32 @@ public final class StackedTier implements Tier {
       lease.close(); // the same block: a put of the key deletes the backing tier's older copy
       return;
     }
-    BlockLease older = evicted.put(key, lease);
+    SpillEntry waiting = SpillEntry.evicted(lease);
+    SpillEntry older = evicted.put(key, waiting);
     if (older != null) {
-      older.close();
+      older.release();
     }
-    if (!uploads.offer(key) && evicted.remove(key, lease)) {
-      lease.close();
+    if (!uploads.offer(key) && evicted.remove(key, waiting)) {
+      waiting.release();
     }
   }
 
-  /** An upload thread's turn for an evicted block. */
+  /**
+   * An upload thread's turn for an evicted block, which reads find among those waiting until the
+   * backing tier has it.
+   */
   private void uploadEvicted(BlockKey key) {
-    BlockLease lease = evicted.remove(key);
-    if (lease == null) {
+    SpillEntry waiting = evicted.get(key);
+    if (waiting == null || !waiting.tryRetain()) {
       return; // cancelled by a put or delete of the key
     }
     try {
-      putBelow(key, lease.bytes());
+      putBelow(key, waiting.bytes());
     } finally {
-      lease.close();
+      waiting.release();
+      if (evicted.remove(key, waiting)) {
+        waiting.release();
+      }
     }
   }
 
@@ -279,10 +293,10 @@ public final class StackedTier implements Tier {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
     }
-    BlockLease waiting = evicted.remove(key);
+    SpillEntry waiting = evicted.remove(key);
     if (waiting != null) {
       uploads.dropped();
-      waiting.close();
+      waiting.release();
     }
   }
 
@@ -335,12 +349,10 @@ public final class StackedTier implements Tier {
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    BlockLease lease = upper.get(key);
+    BlockLease lease = leaseAbove(key);
     if (lease.status() == GetStatus.HIT) {
       upperHits.increment();
-      backing.usedAbove(key);
     } else if (!unsettled.containsKey(key)) {
-      lease.close();
       lease = backing.get(key);
       if (lease.status() == GetStatus.HIT) {
         backingHits.increment();
@@ -356,6 +368,9 @@ public final class StackedTier implements Tier {
     Objects.requireNonNull(dst, "dst");
     ensureOpen();
     GetStatus status = upper.getInto(key, dst);
+    if (status == GetStatus.MISS) {
+      status = copyWaiting(key, dst);
+    }
     if (status == GetStatus.HIT) {
       upperHits.increment();
       backing.usedAbove(key);
@@ -367,6 +382,41 @@ public final class StackedTier implements Tier {
     }
     count(status);
     return status;
+  }
+
+  /**
+   * A lease on the upper tier's block, or on one it evicted that waits for its upload (a use of
+   * the backing tier's copy, if any); a miss if neither holds it.
+   */
+  private BlockLease leaseAbove(BlockKey key) {
+    BlockLease lease = upper.get(key);
+    if (lease.status() != GetStatus.HIT) {
+      lease.close();
+      SpillEntry waiting = evicted.get(key);
+      if (waiting == null || !waiting.tryRetain()) {
+        return BlockLease.miss(key);
+      }
+      lease = new TieredLease(key, waiting.bytes(), waiting.lease().crc32c(), waiting::release);
+    }
+    backing.usedAbove(key);
+    return lease;
+  }
+
+  /** Copies an evicted block waiting for its upload into {@code dst}; a miss if none waits. */
+  private GetStatus copyWaiting(BlockKey key, ByteBuffer dst) {
+    SpillEntry waiting = evicted.get(key);
+    if (waiting == null || !waiting.tryRetain()) {
+      return GetStatus.MISS;
+    }
+    try {
+      if (dst.remaining() < waiting.size()) {
+        return GetStatus.BUFFER_TOO_SMALL;
+      }
+      dst.put(waiting.bytes());
+      return GetStatus.HIT;
+    } finally {
+      waiting.release();
+    }
   }
 
   private void count(GetStatus status) {
@@ -388,7 +438,7 @@ public final class StackedTier implements Tier {
   public boolean contains(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    return upper.contains(key) || !unsettled.containsKey(key) && backing.contains(key);
+    return heldAbove(key) || !unsettled.containsKey(key) && backing.contains(key);
   }
 
   /** The leading keys either tier holds: runs of the upper tier's, then of the backing tier's. */
@@ -422,6 +472,73 @@ public final class StackedTier implements Tier {
       n += down.blocks();
     }
     return found;
+  }
+
+  /**
+   * Pins the leading keys either tier holds, in runs as {@link #locatePrefix} finds them: the upper
+   * tier's blocks under its leases, and each run of keys after one up to the next the upper tier
+   * holds under the backing tier's pin (an object tier's pin marks its blocks used and fetches one only
+   * when it is read). A key whose backing copy may be stale ends the pin. Each pinned block counts
+   * as a hit, the first key not found as a miss.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  @Override
+  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    PrefixPin.requirePositive(timeout);
+    ensureOpen();
+    TieredPin pinned = new TieredPin((key, bytes) -> {}); // blocks stay where they are
+    try {
+      int n = 0;
+      while (n < keys.size()) {
+        BlockLease above = leaseAbove(keys.get(n));
+        if (above.status() == GetStatus.HIT) {
+          pinned.add(above);
+          upperHits.increment();
+          counters.hit();
+          n++;
+          continue;
+        }
+        int end = n;
+        while (end < keys.size() && !unsettled.containsKey(keys.get(end))
+            && (end == n || !heldAbove(keys.get(end)))) {
+          end++;
+        }
+        int held = end == n ? 0 : hold(pinned, backing.pinPrefix(keys.subList(n, end), timeout));
+        n += held;
+        if (held == 0 || n < end) {
+          break; // neither tier holds keys[n]
+        }
+      }
+      if (n < keys.size()) {
+        counters.miss();
+      }
+      return PrefixPin.over(pinned, timeout);
+    } catch (RuntimeException | Error e) {
+      pinned.release();
+      throw e;
+    }
+  }
+
+  /** Whether the upper tier holds the key, or a block it evicted that waits for its upload. */
+  private boolean heldAbove(BlockKey key) {
+    return upper.contains(key) || evicted.containsKey(key);
+  }
+
+  /** Adds the backing tier's pin to {@code pinned}, its blocks counted as hits; how many it holds. */
+  private int hold(TieredPin pinned, PrefixPin pin) {
+    int blocks = pin.blocks();
+    if (blocks == 0) {
+      pin.close();
+      return 0;
+    }
+    pinned.add(pin);
+    backingHits.add(blocks);
+    for (int i = 0; i < blocks; i++) {
+      counters.hit();
+    }
+    return blocks;
   }
 
   /**
@@ -500,9 +617,9 @@ public final class StackedTier implements Tier {
     }
     uploads.close(config.closeWait().toMillis());
     for (BlockKey key : List.copyOf(evicted.keySet())) {
-      BlockLease left = evicted.remove(key);
+      SpillEntry left = evicted.remove(key);
       if (left != null) {
-        left.close();
+        left.release();
       }
     }
     try {

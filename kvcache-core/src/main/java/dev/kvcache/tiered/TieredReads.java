@@ -354,10 +354,10 @@ final class TieredReads {
    * Pins the leading keys some tier holds, as {@link #lookupPrefix} finds them: copies in RAM or
    * in the spill queue under leases, and each run of keys these lack with one {@link
    * Tier#pinPrefix} call to the lower tier, which keeps those blocks in its own way (a remote tier
-   * under its servers' leases, fetching a block only when it is read). A block read through the
-   * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put
-   * or delete in its stripe came after the pin. Each pinned block counts as a hit in its tier, the
-   * first key not found as a miss.
+   * under its servers' leases, an object tier fetching a block only when it is read). A key held
+   * above is pinned above, never below. A block read through the lower tier's pin is promoted into
+   * RAM as {@link #get} promotes a lower-tier hit, unless a put or delete in its stripe came after
+   * the pin. Each pinned block counts as a hit in its tier, the first key not found as a miss.
    *
    * @throws IllegalArgumentException if {@code timeout} is not positive
    */
@@ -372,7 +372,6 @@ final class TieredReads {
     });
     try {
       int n = 0;
-      int lowerLacks = -1; // the key the lower tier's last pin stopped at
       while (n < keys.size()) {
         BlockLease above = leaseAbove(keys.get(n));
         if (above != null) {
@@ -380,10 +379,13 @@ final class TieredReads {
           n++;
           continue;
         }
-        if (n == lowerLacks) {
-          break;
+        // the run of keys neither RAM nor the queue holds: the others are pinned above
+        int end = n + 1;
+        while (end < keys.size() && !ram.contains(keys.get(end))
+            && spills.find(keys.get(end)) == null) {
+          end++;
         }
-        PrefixPin below = lower.pinPrefix(keys.subList(n, keys.size()), timeout);
+        PrefixPin below = lower.pinPrefix(keys.subList(n, end), timeout);
         if (below.blocks() == 0) {
           below.close();
           break;
@@ -394,7 +396,9 @@ final class TieredReads {
           counters.hit();
         }
         n += below.blocks();
-        lowerLacks = n;
+        if (n < end) {
+          break; // no tier holds keys[n]
+        }
       }
       if (n < keys.size()) {
         counters.miss();

@@ -65,6 +65,15 @@ public abstract class TierContractTest {
   }
 
   /**
+   * Whether the tier's pins read a block only when it is read through the pin, holding nothing
+   * meanwhile (an object tier, whose pin costs no download): a block deleted since the pin then
+   * reads as a miss, and one stored anew as its new bytes. Such a tier overrides this.
+   */
+  protected boolean pinsReadWhenRead() {
+    return false;
+  }
+
+  /**
    * Whether {@link Tier#tryWriter} offers a writer at once on an empty tier with room, as the RAM
    * tier does, and a tiered cache whose commits need not wait for its lower tier. A tier that
    * never offers one (the default {@code tryWriter}) overrides this.
@@ -373,19 +382,26 @@ public abstract class TierContractTest {
     }
     try (PrefixPin pin = tier.pinPrefix(keys, Duration.ofMinutes(1))) {
       assertThat(pin.blocks()).isEqualTo(3);
-      assertThat(tier.stats().leasesOpen()).isEqualTo(3);
+      assertThat(tier.stats().leasesOpen()).isEqualTo(pinsReadWhenRead() ? 0 : 3);
       tier.delete(keys.get(0));
       tier.put(keys.get(1), Payloads.of(keys.get(1), 2, BLOCK));
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       for (int i = 0; i < 3; i++) {
         assertThat(pin.key(i)).isEqualTo(keys.get(i));
+        assertThat(pin.length(i)).isEqualTo(BLOCK);
+        if (pinsReadWhenRead() && i == 0) {
+          assertThat(pin.getInto(i, dst.clear())).as("deleted since").isEqualTo(GetStatus.MISS);
+          assertThat(dst.position()).isZero();
+          continue;
+        }
         assertThat(pin.getInto(i, dst.clear())).isEqualTo(GetStatus.HIT);
-        assertThat(Payloads.verify(keys.get(i), dst.flip())).as("the bytes looked up").isEqualTo(1);
+        assertThat(Payloads.verify(keys.get(i), dst.flip())).as("the bytes looked up")
+            .isEqualTo(pinsReadWhenRead() && i == 1 ? 2 : 1);
       }
       long[] version = {0};
       assertThat(pin.read(2, bytes -> version[0] = Payloads.verify(keys.get(2), bytes))).isTrue();
       assertThat(version[0]).isEqualTo(1);
-      assertThat(pin.getInto(0, ByteBuffer.allocate(BLOCK - 1))).isEqualTo(GetStatus.BUFFER_TOO_SMALL);
+      assertThat(pin.getInto(2, ByteBuffer.allocate(BLOCK - 1))).isEqualTo(GetStatus.BUFFER_TOO_SMALL);
       pin.close();
       assertThat(pin.getInto(0, dst.clear())).isEqualTo(GetStatus.MISS);
       assertThat(pin.read(0, bytes -> { })).isFalse();

@@ -7,6 +7,7 @@ import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.DeleteQueue;
 import dev.kvcache.s3.internal.Download;
@@ -305,7 +306,7 @@ public final class S3Tier implements Tier {
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    Download d = download(key, null);
+    Download d = download(key, null, true);
     if (d == null || d.outcome() != Download.Outcome.INTACT) {
       return BlockLease.miss(key);
     }
@@ -324,7 +325,7 @@ public final class S3Tier implements Tier {
     if (known != null && known.length() > dst.remaining()) {
       return GetStatus.BUFFER_TOO_SMALL;
     }
-    Download d = download(key, dst);
+    Download d = download(key, dst, true);
     if (d == null) {
       return GetStatus.MISS;
     }
@@ -332,20 +333,60 @@ public final class S3Tier implements Tier {
   }
 
   /**
+   * Pins the leading keys the store holds, found as {@link #lookupPrefix} finds them, without
+   * downloading them: each is marked used, so that this server evicts it last, and is downloaded
+   * only when read through the pin. A block another server, a lifecycle rule or a namespace drop
+   * deletes meanwhile reads as a miss. Each pinned block counts as a hit, the first key not found
+   * as a miss.
+   *
+   * @throws IllegalArgumentException if {@code timeout} is not positive
+   */
+  @Override
+  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    PrefixPin.requirePositive(timeout);
+    int found = lookupPrefix(keys);
+    int[] lengths = new int[found];
+    int n = 0;
+    for (Entry known; n < found && (known = index.use(keys.get(n))) != null; n++) {
+      lengths[n] = known.length(); // a key a lookup found by HEAD is known unless the index is full
+    }
+    for (int i = 0; i < n; i++) {
+      counters.hit();
+    }
+    if (n < keys.size()) {
+      counters.miss();
+    }
+    return PrefixPin.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, this::readPinned),
+        timeout);
+  }
+
+  /** A pinned block read, counted as the pin was; a miss if it is gone or changed in length. */
+  private GetStatus readPinned(BlockKey key, ByteBuffer dst) {
+    int start = dst.position();
+    Download d = download(key, dst, false);
+    if (d == null || d.outcome() != Download.Outcome.INTACT) {
+      dst.position(start);
+      return GetStatus.MISS;
+    }
+    return GetStatus.HIT;
+  }
+
+  /**
    * Downloads a block into {@code dst} (or a buffer of its own if null) and checks it: the
    * download, {@link Download.Outcome#INTACT} or (for a {@code dst} too small, left as it was)
-   * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was.
+   * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was. A read the
+   * caller counted already ({@code counted} false) counts no hit or miss.
    */
-  private Download download(BlockKey key, ByteBuffer dst) {
+  private Download download(BlockKey key, ByteBuffer dst, boolean counted) {
     if (!store.available()) {
-      counters.miss();
+      count(counted, GetStatus.MISS);
       return null;
     }
     Entry known = index.use(key);
     Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
     String name = names.block(folder, key);
     if (goingAway(name)) {
-      counters.miss();
+      count(counted, GetStatus.MISS);
       return null;
     }
     GetObjectRequest request = GetObjectRequest.builder()
@@ -368,7 +409,7 @@ public final class S3Tier implements Tier {
       } else if (storeFailed(e.getCause())) {
         requests.failed(Op.GET);
       }
-      counters.miss();
+      count(counted, GetStatus.MISS);
       return null;
     }
     switch (d.outcome()) {
@@ -380,7 +421,7 @@ public final class S3Tier implements Tier {
         if (known == null) {
           evict(index.add(key, folder, length));
         }
-        counters.hit();
+        count(counted, GetStatus.HIT);
         return d;
       }
       case DAMAGED -> {
@@ -394,8 +435,16 @@ public final class S3Tier implements Tier {
         }
       }
     }
-    counters.miss();
+    count(counted, GetStatus.MISS);
     return null;
+  }
+
+  private void count(boolean counted, GetStatus status) {
+    if (counted && status == GetStatus.HIT) {
+      counters.hit();
+    } else if (counted) {
+      counters.miss();
+    }
   }
 
   /** Whether the object is to be deleted: queued, or damaged and being deleted. */

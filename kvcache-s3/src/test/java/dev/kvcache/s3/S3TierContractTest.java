@@ -53,6 +53,17 @@ class S3TierContractTest {
       return false;
     }
 
+    /** A pin downloads a block when it is read through it, and holds no lease meanwhile. */
+    @Override
+    protected boolean pinsReadWhenRead() {
+      return true;
+    }
+
+    @Override
+    protected boolean pinsHoldLocalLeases() {
+      return false;
+    }
+
     /** The objects stay in the bucket after close, within the capacity. */
     @Override
     protected void assertNothingRetainedAfterClose(CacheStats stats) {

@@ -8,6 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.internal.ObjectNames;
@@ -127,6 +128,53 @@ class S3TierTest {
     assertThat(second.lookupPrefix(keys)).as("known from the listing, without asking")
         .isEqualTo(4);
     assertThat(second.s3Stats().requests().get("HEAD")).isZero();
+  }
+
+  @Test
+  void aPinDownloadsNothingUntilReadAndADamagedOrDeletedBlockReadsAsAMiss() throws Exception {
+    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO)
+        .lookupBudget(Duration.ofSeconds(5)).build();
+    first = S3Tier.open(config);
+    List<BlockKey> keys = prompt(5, 7);
+    for (int i = 0; i < 4; i++) {
+      first.put(keys.get(i), Payloads.of(keys.get(i), 6, BLOCK));
+    }
+    second = S3Tier.open(config); // knows nothing yet: finds the blocks by HEAD
+    try (PrefixPin pin = second.pinPrefix(keys, Duration.ofSeconds(30))) {
+      assertThat(pin.blocks()).isEqualTo(4);
+      assertThat(pin.length(3)).isEqualTo(BLOCK);
+      assertThat(second.s3Stats().bytesDownloaded()).as("pinning downloads nothing").isZero();
+
+      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+      assertThat(pin.getInto(1, dst)).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(keys.get(1), dst.flip())).isEqualTo(6);
+      assertThat(second.s3Stats().bytesDownloaded()).isEqualTo(BLOCK);
+
+      String damagedName = objectName(config.prefix(), keys.get(2));
+      GetObjectResponse stored = bucket.getObject(
+          b -> b.bucket(InProcessS3.BUCKET).key(damagedName),
+          AsyncResponseTransformer.toBytes()).join().response();
+      ByteBuffer damaged = Payloads.of(keys.get(2), 6, BLOCK);
+      damaged.put(77, (byte) (damaged.get(77) ^ 0x01));
+      bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(damagedName)
+          .metadata(stored.metadata()), AsyncRequestBody.fromByteBuffer(damaged)).join();
+      assertThat(pin.getInto(2, dst.clear())).as("damaged since it was pinned")
+          .isEqualTo(GetStatus.MISS);
+      assertThat(dst.position()).isZero();
+      assertThat(pin.read(2, view -> { throw new AssertionError("handed damaged bytes"); }))
+          .isFalse();
+      assertThat(second.s3Stats().damagedBlocks()).isEqualTo(1);
+
+      String gone = objectName(config.prefix(), keys.get(3));
+      bucket.deleteObject(b -> b.bucket(InProcessS3.BUCKET).key(gone)).join();
+      assertThat(pin.getInto(3, dst.clear())).as("deleted since it was pinned")
+          .isEqualTo(GetStatus.MISS);
+      long[] seen = new long[1];
+      assertThat(pin.read(0, view -> seen[0] = Payloads.verify(keys.get(0), view))).isTrue();
+      assertThat(seen[0]).isEqualTo(6);
+    }
+    assertThat(second.stats().hits()).as("each pinned block counts once, as the pin was made")
+        .isEqualTo(4);
   }
 
   @Test

@@ -9,6 +9,7 @@ import dev.kvcache.KvCacheConfig;
 import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixLocation;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.testkit.Payloads;
@@ -103,6 +104,57 @@ class ThreeTierTest {
   }
 
   @Test
+  void aPinnedLookupOfBlocksInTheBucketDownloadsNothingAndTheLoadDownloadsEachOnce()
+      throws Exception {
+    List<BlockKey> keys = prompt(6);
+    try (KvCache cache = KvCacheConfig.of(settings("i", "fleet5/")).open()) {
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      for (BlockKey key : keys.subList(0, 4)) {
+        cache.put(key, Payloads.of(key, 2, BLOCK));
+      }
+      assertThat(((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10))).isTrue();
+      assertThat(lower.awaitUploads(10_000)).isTrue();
+    }
+
+    try (KvCache other = KvCacheConfig.of(settings("j", "fleet5/")).open()) {
+      BlockKey onDisk = keys.get(2);
+      assertThat(other.put(onDisk, Payloads.of(onDisk, 2, BLOCK))).isEqualTo(PutStatus.STORED);
+      assertThat(((TieredCache) other).awaitSpills(java.time.Duration.ofSeconds(10))).isTrue();
+      // blocks enough to push it out of RAM: it stays on this server's disk
+      int[] tokens = IntStream.range(0, 24 * 16).map(t -> 1_000_000 + t).toArray();
+      for (BlockKey filler : PrefixKeys.of(NS, 16).keysFor(tokens)) {
+        other.put(filler, Payloads.of(filler, 3, BLOCK));
+      }
+      assertThat(((TieredCache) other).awaitSpills(java.time.Duration.ofSeconds(10))).isTrue();
+      assertThat(other.locatePrefix(List.of(onDisk)).blocksIn("disk")).isEqualTo(1);
+      StackedTier lower = (StackedTier) ((TieredCache) other).lower();
+      S3Tier bucket = (S3Tier) lower.backing();
+      long before = bucket.s3Stats().bytesDownloaded();
+
+      try (PrefixPin pin = other.pinPrefix(keys, java.time.Duration.ofSeconds(30))) {
+        assertThat(pin.blocks()).isEqualTo(4);
+        assertThat(bucket.s3Stats().bytesDownloaded()).as("the pin downloads nothing")
+            .isEqualTo(before);
+
+        List<ByteBuffer> dsts = IntStream.range(0, 4)
+            .mapToObj(i -> ByteBuffer.allocateDirect(BLOCK)).toList();
+        GetStatus[] got = other.getAllInto(keys.subList(0, 4), dsts);
+        for (int i = 0; i < 4; i++) {
+          assertThat(got[i]).isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(keys.get(i), dsts.get(i).flip())).isEqualTo(2);
+        }
+        assertThat(bucket.s3Stats().bytesDownloaded() - before)
+            .as("one download for each block the bucket alone holds").isEqualTo(3L * BLOCK);
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        assertThat(pin.getInto(2, dst)).as("the disk's copy, under its lease")
+            .isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(onDisk, dst.flip())).isEqualTo(2);
+        assertThat(bucket.s3Stats().bytesDownloaded() - before).isEqualTo(3L * BLOCK);
+      }
+    }
+  }
+
+  @Test
   void aBlockHotInRamStaysInTheBucketWhileColderOnesAreEvicted() throws Exception {
     Map<String, String> small = settings("e", "fleet3/");
     // sixteen blocks: more than the blocks of one round and the RAM spills that may follow them,
@@ -160,6 +212,8 @@ class ThreeTierTest {
         Thread.sleep(300);
       } while (lower.upperStats().evictions() != evictions);
       assertThat(evictions).as("the disk evicted").isPositive();
+      assertThat(lower.upperStats().puts()).as("no block written to the disk twice")
+          .isLessThanOrEqualTo(keys.size());
       uploaded = lower.backingStats().blocks();
       assertThat(uploaded).isPositive().isLessThan(keys.size())
           .isLessThanOrEqualTo(lower.stackedStats().uploaded());
