@@ -96,6 +96,25 @@ public interface KvCache extends AutoCloseable {
   BlockLease get(BlockKey key);
 
   /**
+   * Leases each block, as {@link #get} does: one lease per key, in order, a miss where the block is
+   * not cached. A tier that reads from far away (an object store) reads the blocks at once rather
+   * than one after another. Every lease returned must be closed.
+   */
+  default List<BlockLease> getAll(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    List<BlockLease> leases = new ArrayList<>(keys.size());
+    try {
+      for (BlockKey key : keys) {
+        leases.add(get(key));
+      }
+    } catch (RuntimeException e) {
+      leases.forEach(BlockLease::close);
+      throw e;
+    }
+    return leases;
+  }
+
+  /**
    * Copies the block stored under {@code key} into {@code dst} at its position, advancing the
    * position by the block's length.
    *

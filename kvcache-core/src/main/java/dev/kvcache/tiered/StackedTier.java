@@ -60,6 +60,10 @@ import java.util.function.Supplier;
  * of one key never run at once, and a delete waits for an upload of its key under way.
  *
  * <p>Closing uploads what is queued, then closes both tiers.
+ *
+ * <p>This class holds the writes, the uploads, the reads and the pins of the two tiers (over 700
+ * lines): the uploads (the queue's turns, the evicted blocks waiting, settling a key's backing copy)
+ * are the part to move into a class of their own.
  */
 public final class StackedTier implements Tier {
 
@@ -360,6 +364,32 @@ public final class StackedTier implements Tier {
     }
     count(lease.status());
     return lease;
+  }
+
+  /**
+   * Leases each block, as {@link #get} does: the upper tier's first, then the others in one
+   * {@link Tier#getAll} call to the backing tier.
+   */
+  @Override
+  public List<BlockLease> getAll(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    return LeaseBatch.read(keys, i -> {
+      BlockLease lease = leaseAbove(keys.get(i));
+      if (lease.status() == GetStatus.HIT) {
+        upperHits.increment();
+      } else if (!unsettled.containsKey(keys.get(i))) {
+        return null; // read in the backing tier
+      }
+      count(lease.status());
+      return lease;
+    }, backing::getAll, (i, lease) -> {
+      if (lease.status() == GetStatus.HIT) {
+        backingHits.increment();
+      }
+      count(lease.status());
+      return lease;
+    });
   }
 
   @Override

@@ -514,6 +514,16 @@ public final class TieredCache implements Tier {
   }
 
   /**
+   * Leases each block, as {@link #get} does. The blocks neither RAM nor the spill queue holds are
+   * read from the lower tier in one {@link Tier#getAll} call, which an object tier answers with its
+   * downloads under way at once; each is promoted into RAM as {@link #get} promotes it.
+   */
+  @Override
+  public List<BlockLease> getAll(List<BlockKey> keys) {
+    return reads.getAll(keys);
+  }
+
+  /**
    * Copies each block into the buffer at the same index, as {@link #getInto} does. The blocks
    * neither RAM nor the spill queue holds are read from the lower tier in one {@link
    * Tier#getAllInto} call, which a remote tier answers in batches.

@@ -99,6 +99,35 @@ final class TieredReads {
     return opened(TieredLease.over(fromLower, counters::leaseClosed));
   }
 
+  /**
+   * Leases each block, as {@link #get} does; the blocks RAM and the spill queue lack are read with
+   * one {@link Tier#getAll} call to the lower tier.
+   */
+  List<BlockLease> getAll(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    long[] generation = new long[keys.size()];
+    return LeaseBatch.read(keys, i -> {
+      BlockLease above = leaseAbove(keys.get(i));
+      if (above == null) {
+        generation[i] = stripes.generation(KeyStripes.of(keys.get(i)));
+      }
+      return above;
+    }, lower::getAll, (i, lease) -> leasedBelow(keys.get(i), lease, generation[i]));
+  }
+
+  /** A lease the lower tier gave, counted, and promoted if a hit, as {@link #get} does. */
+  private BlockLease leasedBelow(BlockKey key, BlockLease lease, long generation) {
+    if (lease.status() != GetStatus.HIT) {
+      lease.close();
+      counters.miss();
+      return BlockLease.miss(key);
+    }
+    lowerHits.increment();
+    promote(key, lease.bytes(), lease.crc32c(), KeyStripes.of(key), generation);
+    return opened(TieredLease.over(lease, counters::leaseClosed));
+  }
+
   /** A lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
   private BlockLease leaseAbove(BlockKey key) {
     BlockLease fromRam = ram.get(key);

@@ -530,6 +530,41 @@ public abstract class TierContractTest {
   }
 
   @Test
+  void getAllLeasesEachBlockInOrderAsGetDoes() {
+    List<BlockKey> keys = new ArrayList<>();
+    for (int i = 0; i < 20; i++) { // more than a tier reads at once
+      keys.add(Payloads.key(3000 + i));
+      if (i % 3 != 1) {
+        tier.put(keys.get(i), Payloads.of(keys.get(i), i, BLOCK));
+      }
+    }
+    settle(tier);
+    CacheStats before = tier.stats();
+    List<BlockLease> leases = tier.getAll(keys);
+    try {
+      assertThat(leases).hasSize(keys.size());
+      for (int i = 0; i < keys.size(); i++) {
+        BlockLease lease = leases.get(i);
+        assertThat(lease.key()).isEqualTo(keys.get(i));
+        if (i % 3 == 1) {
+          assertThat(lease.status()).as("block %d, never put", i).isEqualTo(GetStatus.MISS);
+        } else {
+          assertThat(lease.status()).as("block %d", i).isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(keys.get(i), lease.bytes())).isEqualTo(i);
+        }
+      }
+      settle(tier);
+      CacheStats after = tier.stats();
+      assertThat(after.hits() - before.hits()).isEqualTo(13);
+      assertThat(after.misses() - before.misses()).isEqualTo(7);
+    } finally {
+      leases.forEach(BlockLease::close);
+    }
+    assertThat(tier.getAll(List.of())).isEmpty();
+    assertThatThrownBy(() -> tier.getAll(null)).isInstanceOf(NullPointerException.class);
+  }
+
+  @Test
   void aBlockWrittenInPartsReadsBackWhole() {
     BlockKey key = Payloads.key(60);
     ByteBuffer whole = Payloads.of(key, 4, BLOCK + 5);

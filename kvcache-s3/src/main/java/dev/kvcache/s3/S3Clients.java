@@ -32,25 +32,29 @@ import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
  */
 record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoCloseable {
 
-  /** Whether a request failed because its connection failed (an I/O error), not by an answer. */
-  static boolean connectionClosed(Throwable error) {
+  /**
+   * Whether a request failed on its connection without an answer (closed, reset, refused), and not
+   * by a time-out: a store too slow to answer would make the retry wait as long again.
+   */
+  static boolean connectionFailed(Throwable error) {
     if (!(error instanceof SdkClientException)) {
       return false; // an answer of the store's: an error status, a refusal
     }
     for (Throwable t = error; t != null; t = t.getCause()) {
-      if (t instanceof IOException) {
-        return true;
+      if (t.getClass().getSimpleName().contains("Timeout")) {
+        return false;
       }
     }
-    return false;
+    return true;
   }
 
   /**
    * A client for the settings. Checksums are the tier's: the SDK computes none on requests and
    * checks none on answers (the tier sends each block's CRC32C, computed where the block was
    * written, and checks what it receives as it copies it). The SDK retries a request once, at once,
-   * only when its connection was closed under it: a pooled connection the store closed as it was
-   * reused (stores close idle connections) is no failure of the store. Other failures are not
+   * only when it failed on its connection without an answer (not by a time-out): a pooled
+   * connection the store closed as it was reused (stores close idle connections) is no failure of
+   * the store. Other failures are not
    * retried: the tier backs off a failing store itself, and a read that fails is a miss.
    *
    * @throws IOException if the CA file cannot be read
@@ -87,7 +91,7 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
             .apiCallTimeout(config.requestTimeout())
             .retryStrategy(StandardRetryStrategy.builder()
                 .maxAttempts(2)
-                .retryOnException(S3Clients::connectionClosed)
+                .retryOnException(S3Clients::connectionFailed)
                 .backoffStrategy(BackoffStrategy.retryImmediately())
                 .circuitBreakerEnabled(false)
                 .useClientDefaults(false)

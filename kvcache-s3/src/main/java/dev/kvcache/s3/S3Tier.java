@@ -24,7 +24,6 @@ import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.StoreState;
-import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
@@ -38,10 +37,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.OptionalInt;
-import java.util.Set;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -52,7 +48,6 @@ import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
-import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
@@ -106,15 +101,12 @@ public final class S3Tier implements Tier {
   private final Lister lister;
   private final FleetLookup fleet;
   private final HeadLookup heads;
+  private final ObjectReads reads;
   private final ScheduledExecutorService listing;
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
   private final LongAdder bytesUploaded = new LongAdder();
-  private final LongAdder bytesDownloaded = new LongAdder();
-  private final LongAdder damaged = new LongAdder();
   private final LongAdder notStored = new LongAdder();
-  /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
-  private final Set<String> refused = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   private S3Tier(S3TierConfig config, S3Clients client) {
@@ -129,10 +121,12 @@ public final class S3Tier implements Tier {
         fleet.find().orElse(Fleet.UNKNOWN));
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
+    this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters,
+        loadRate, this::storeFailed, this::evict);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
-        this::storeFailed, this::goingAway, this::evict);
+        this::storeFailed, reads::goingAway, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
-        config.maxBlockBytes(), this::goingAway, this::storeFailed, this::evict);
+        config.maxBlockBytes(), reads::goingAway, this::storeFailed, this::evict);
     this.listing = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "kvcache-s3-listing");
       t.setDaemon(true);
@@ -306,11 +300,7 @@ public final class S3Tier implements Tier {
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    Download d = download(key, null, true);
-    if (d == null || d.outcome() != Download.Outcome.INTACT) {
-      return BlockLease.miss(key);
-    }
-    return new BufferLease(key, d.bytes(), OptionalInt.of(d.crc32c()), counters);
+    return reads.get(key);
   }
 
   @Override
@@ -321,15 +311,18 @@ public final class S3Tier implements Tier {
     if (dst.isReadOnly()) {
       throw new ReadOnlyBufferException();
     }
-    Entry known = index.peek(key);
-    if (known != null && known.length() > dst.remaining()) {
-      return GetStatus.BUFFER_TOO_SMALL;
-    }
-    Download d = download(key, dst, true);
-    if (d == null) {
-      return GetStatus.MISS;
-    }
-    return d.outcome() == Download.Outcome.INTACT ? GetStatus.HIT : GetStatus.BUFFER_TOO_SMALL;
+    return reads.getInto(key, dst);
+  }
+
+  /**
+   * Leases each block, its downloads under way at once ({@value ObjectReads#READ_AHEAD} at most),
+   * each into a buffer of its own, checked as {@link #get} checks it.
+   */
+  @Override
+  public List<BlockLease> getAll(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    ensureOpen();
+    return reads.getAll(keys);
   }
 
   /**
@@ -356,100 +349,8 @@ public final class S3Tier implements Tier {
     if (n < keys.size()) {
       counters.miss();
     }
-    return PrefixPin.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, this::readPinned),
+    return PrefixPin.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, reads::readPinned),
         timeout);
-  }
-
-  /** A pinned block read, counted as the pin was; a miss if it is gone or changed in length. */
-  private GetStatus readPinned(BlockKey key, ByteBuffer dst) {
-    int start = dst.position();
-    Download d = download(key, dst, false);
-    if (d == null || d.outcome() != Download.Outcome.INTACT) {
-      dst.position(start);
-      return GetStatus.MISS;
-    }
-    return GetStatus.HIT;
-  }
-
-  /**
-   * Downloads a block into {@code dst} (or a buffer of its own if null) and checks it: the
-   * download, {@link Download.Outcome#INTACT} or (for a {@code dst} too small, left as it was)
-   * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was. A read the
-   * caller counted already ({@code counted} false) counts no hit or miss.
-   */
-  private Download download(BlockKey key, ByteBuffer dst, boolean counted) {
-    if (!store.available()) {
-      count(counted, GetStatus.MISS);
-      return null;
-    }
-    Entry known = index.use(key);
-    Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
-    String name = names.block(folder, key);
-    if (goingAway(name)) {
-      count(counted, GetStatus.MISS);
-      return null;
-    }
-    GetObjectRequest request = GetObjectRequest.builder()
-        .bucket(config.bucket())
-        .key(name)
-        // the stored checksum comes back in the answer's headers; the tier checks it itself
-        .overrideConfiguration(o -> o.putHeader("x-amz-checksum-mode", "ENABLED"))
-        .build();
-    Download d = new Download(dst, config.maxBlockBytes());
-    long start = System.nanoTime();
-    try {
-      s3.getObject(request, d).join();
-      requests.sent(Op.GET, System.nanoTime() - start);
-      store.succeeded();
-    } catch (CompletionException e) {
-      d.abandon();
-      requests.sent(Op.GET, System.nanoTime() - start);
-      if (missing(e.getCause())) {
-        index.remove(key);
-      } else if (storeFailed(e.getCause())) {
-        requests.failed(Op.GET);
-      }
-      count(counted, GetStatus.MISS);
-      return null;
-    }
-    switch (d.outcome()) {
-      case INTACT -> {
-        long nanos = System.nanoTime() - start;
-        int length = d.length();
-        loadRate.record(length, nanos);
-        bytesDownloaded.add(length);
-        if (known == null) {
-          evict(index.add(key, folder, length));
-        }
-        count(counted, GetStatus.HIT);
-        return d;
-      }
-      case DAMAGED -> {
-        d.abandon();
-        refuseDamaged(key, name, d);
-      }
-      case TOO_LARGE -> {
-        d.abandon();
-        if (dst != null) {
-          return d;
-        }
-      }
-    }
-    count(counted, GetStatus.MISS);
-    return null;
-  }
-
-  private void count(boolean counted, GetStatus status) {
-    if (counted && status == GetStatus.HIT) {
-      counters.hit();
-    } else if (counted) {
-      counters.miss();
-    }
-  }
-
-  /** Whether the object is to be deleted: queued, or damaged and being deleted. */
-  private boolean goingAway(String name) {
-    return deletes.pending(name) || refused.contains(name);
   }
 
   /** Counts the entries the index let go of as evictions, and queues their objects' deletion. */
@@ -465,26 +366,6 @@ public final class S3Tier implements Tier {
     deletes.deleteAll(gone);
   }
 
-  private void refuseDamaged(BlockKey key, String name, Download d) {
-    damaged.increment();
-    index.remove(key);
-    refused.add(name);
-    String etag = d.response().eTag();
-    log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",
-        name);
-    long start = System.nanoTime();
-    s3.deleteObject(b -> b.bucket(config.bucket()).key(name).ifMatch(etag))
-        .handle((ok, error) -> {
-          requests.sent(Op.DELETE, System.nanoTime() - start);
-          if (error != null && !missing(error) && !conditionFailed(error)) {
-            // a store that does not take conditional deletes: delete it all the same
-            deletes.delete(name);
-          }
-          refused.remove(name);
-          return null;
-        });
-  }
-
   /**
    * Whether the index knows the key: no request is sent, so a block another server stored since
    * the last listing is not seen here (a prefix lookup asks the store about it).
@@ -494,7 +375,7 @@ public final class S3Tier implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     Entry known = index.peek(key);
-    return known != null && !goingAway(names.block(known.folder(), key));
+    return known != null && !reads.goingAway(names.block(known.folder(), key));
   }
 
   /**
@@ -510,7 +391,7 @@ public final class S3Tier implements Tier {
     while (n < keys.size()) {
       BlockKey key = keys.get(n);
       Entry known = index.peek(key);
-      if (known != null && !goingAway(names.block(known.folder(), key))) {
+      if (known != null && !reads.goingAway(names.block(known.folder(), key))) {
         n++;
         continue;
       }
@@ -553,7 +434,7 @@ public final class S3Tier implements Tier {
   /** What the tier has asked of the store, and how it fared. */
   public S3Stats s3Stats() {
     return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
-        bytesUploaded.sum(), bytesDownloaded.sum(), damaged.sum(), notStored.sum(),
+        bytesUploaded.sum(), reads.bytesDownloaded(), reads.damagedBlocks(), notStored.sum(),
         deletes.deleted(), deletes.backlog(), lister.listings(), lister.lastSeconds(),
         lister.lastObjects(), index.fleet().members().size(), index.ownedSize(),
         index.ownedBytes());
@@ -624,7 +505,7 @@ public final class S3Tier implements Tier {
    * @return whether it was the store's failure
    */
   private boolean storeFailed(Throwable error) {
-    if (missing(error) || conditionFailed(error)) {
+    if (ObjectReads.missing(error) || ObjectReads.conditionFailed(error)) {
       return false;
     }
     if (error instanceof AwsServiceException s && s.statusCode() == 400) {
@@ -636,14 +517,6 @@ public final class S3Tier implements Tier {
     }
     store.failed(error.toString());
     return true;
-  }
-
-  private static boolean missing(Throwable error) {
-    return error instanceof AwsServiceException s && s.statusCode() == 404;
-  }
-
-  private static boolean conditionFailed(Throwable error) {
-    return error instanceof AwsServiceException s && s.statusCode() == 412;
   }
 
   private void ensureOpen() {

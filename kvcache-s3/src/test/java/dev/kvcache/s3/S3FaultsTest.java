@@ -128,7 +128,8 @@ class S3FaultsTest {
     for (BlockKey key : keys) {
       tier.put(key, Payloads.of(key, 2, BLOCK));
     }
-    proxy.mode(Mode.DROP_ONE_REQUEST);
+    assertThat(tier.listNow()).isTrue(); // no listing under way: the GET is the next request
+    proxy.dropNextRequest();
     ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
     assertThat(tier.getInto(keys.get(0), dst)).isEqualTo(GetStatus.HIT);
     assertThat(Payloads.verify(keys.get(0), dst.flip())).isEqualTo(2);

@@ -198,6 +198,7 @@ class S3TierTest {
     try (BlockLease lease = first.get(key)) {
       assertThat(lease.status()).isEqualTo(GetStatus.MISS);
     }
+    assertThat(first.getAll(List.of(key)).get(0).status()).isEqualTo(GetStatus.MISS);
     assertThat(first.s3Stats().damagedBlocks()).isEqualTo(1);
     assertThat(first.contains(key)).isFalse();
     long deadline = System.nanoTime() + 5_000_000_000L;

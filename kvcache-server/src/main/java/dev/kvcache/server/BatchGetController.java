@@ -36,6 +36,11 @@ class BatchGetController {
 
   /** The most keys one batch takes. */
   static final int MAX_KEYS = 256;
+  /**
+   * Keys leased at once: a tier that reads from far away (an object store) has this many reads
+   * under way, and past the byte limit at most this many are read and let go of.
+   */
+  private static final int WINDOW = 16;
 
   /** Header of a batch answer: each key's block length in the body, 0 when not cached. */
   static final String LENGTHS_HEADER = "Kvcache-Block-Lengths";
@@ -65,8 +70,8 @@ class BatchGetController {
   record BatchGetRequest(List<String> keys) {}
 
   /**
-   * Leases each block in turn and answers them all from the leases, which close once the body is
-   * written; every key is checked before any block is leased.
+   * Leases the blocks, {@value #WINDOW} keys at a time, and answers them all from the leases,
+   * which close once the body is written; every key is checked before any block is leased.
    */
   @Post(uri = "/batch-get", produces = MediaType.APPLICATION_OCTET_STREAM)
   HttpResponse<ByteBuf> batchGet(String namespace, @Body BatchGetRequest request) {
@@ -80,25 +85,32 @@ class BatchGetController {
     StringBuilder lengths = new StringBuilder(keys.size() * 8);
     StringBuilder checksums = new StringBuilder(keys.size() * 9);
     long total = 0;
+    List<BlockLease> window = List.of();
+    int taken = 0; // leases of the window handed on or closed
     try {
-      for (BlockKey key : keys) {
-        BlockLease lease = cache.get(key);
-        int length = lease.status() == GetStatus.HIT ? lease.length() : 0;
-        if (length == 0) {
-          lease.close();
-        } else if (total + length > maxBatchBytes && !leases.isEmpty()) {
-          lease.close();
-          break; // the rest in the client's next batch
-        } else {
-          leases.add(lease);
-          total += length;
-          checksums.append(checksums.length() == 0 ? "" : ",")
-              .append(Crc32c.toHeader(Crc32c.of(lease)));
+      boolean full = false;
+      for (int from = 0; from < keys.size() && !full; from += WINDOW) {
+        window = cache.getAll(keys.subList(from, Math.min(keys.size(), from + WINDOW)));
+        for (taken = 0; taken < window.size(); ) {
+          BlockLease lease = window.get(taken++);
+          int length = lease.status() == GetStatus.HIT ? lease.length() : 0;
+          full |= length > 0 && total + length > maxBatchBytes && !leases.isEmpty();
+          if (full || length == 0) {
+            lease.close(); // a miss; or, past the byte limit, left to the client's next batch
+          } else {
+            leases.add(lease);
+            total += length;
+            checksums.append(checksums.length() == 0 ? "" : ",")
+                .append(Crc32c.toHeader(Crc32c.of(lease)));
+          }
+          if (!full) {
+            lengths.append(lengths.length() == 0 ? "" : ",").append(length);
+          }
         }
-        lengths.append(lengths.length() == 0 ? "" : ",").append(length);
       }
     } catch (RuntimeException e) {
       leases.forEach(BlockLease::close);
+      window.subList(taken, window.size()).forEach(BlockLease::close);
       throw e;
     }
     return HttpResponse.ok((ByteBuf) served.batchBody(namespace, leases))

@@ -10,6 +10,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A TCP proxy on loopback in front of a real S3 server that injects the faults an object store
@@ -25,12 +26,7 @@ public final class FaultyProxy implements AutoCloseable {
     SLOW_DOWN,
     INTERNAL_ERROR,
     HANG,
-    CUT_ANSWERS,
-    /**
-     * Closes the next connection when its first request arrives, without an answer, as a store
-     * closes a pooled connection just as the client reuses it; then passes requests on again.
-     */
-    DROP_ONE_REQUEST
+    CUT_ANSWERS
   }
 
   private static final int CUT_AFTER_BYTES = 64 << 10;
@@ -39,6 +35,7 @@ public final class FaultyProxy implements AutoCloseable {
   private final ServerSocket server;
   private final List<Socket> open = new CopyOnWriteArrayList<>();
   private volatile Mode mode = Mode.PASS;
+  private final AtomicBoolean dropNext = new AtomicBoolean();
   private volatile boolean closed;
 
   public FaultyProxy(URI target) throws IOException {
@@ -51,6 +48,15 @@ public final class FaultyProxy implements AutoCloseable {
 
   public URI endpoint() {
     return URI.create("http://127.0.0.1:" + server.getLocalPort());
+  }
+
+  /**
+   * Closes the connection that carries the next request as the request arrives, without an
+   * answer, as a store closes a pooled connection just as the client reuses it; the connections
+   * stay as they are until then.
+   */
+  public void dropNextRequest() {
+    dropNext.set(true);
   }
 
   /** Sets what happens from now on; connections already open are closed. */
@@ -83,10 +89,6 @@ public final class FaultyProxy implements AutoCloseable {
         case SLOW_DOWN, INTERNAL_ERROR -> refuse(client, now);
         case HANG -> client.getInputStream().transferTo(OutputStream.nullOutputStream());
         case PASS, CUT_ANSWERS -> forward(client, now == Mode.CUT_ANSWERS);
-        case DROP_ONE_REQUEST -> {
-          readHead(client.getInputStream());
-          mode = Mode.PASS;
-        }
       }
     } catch (IOException e) {
       // the connection ended
@@ -142,7 +144,16 @@ public final class FaultyProxy implements AutoCloseable {
       open.add(upstream);
       Thread up = new Thread(() -> {
         try {
-          client.getInputStream().transferTo(upstream.getOutputStream());
+          InputStream from = client.getInputStream();
+          OutputStream to = upstream.getOutputStream();
+          byte[] request = new byte[16 << 10];
+          for (int n; (n = from.read(request)) > 0; ) {
+            if (dropNext.compareAndSet(true, false)) {
+              closeQuietly(client); // the request is never passed on nor answered
+              return;
+            }
+            to.write(request, 0, n);
+          }
         } catch (IOException e) {
           // either side closed
         } finally {

@@ -1,0 +1,300 @@
+package dev.kvcache.s3;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.s3.internal.DeleteQueue;
+import dev.kvcache.s3.internal.Download;
+import dev.kvcache.s3.internal.ObjectIndex;
+import dev.kvcache.s3.internal.ObjectIndex.Entry;
+import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.internal.ObjectNames.Folder;
+import dev.kvcache.s3.internal.Requests;
+import dev.kvcache.s3.internal.Requests.Op;
+import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.spi.BufferLease;
+import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.TierCounters;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+
+/**
+ * An object tier's reads: downloads straight into their destination, checked against the CRC32C
+ * each object was stored with, a damaged object refused (a miss) and deleted on its ETag; several
+ * at once for {@link S3Tier#getAll}. The presence index learns the objects read, and forgets those
+ * found missing.
+ */
+final class ObjectReads {
+
+  private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
+  /** The most downloads one {@link #getAll} has under way at once. */
+  static final int READ_AHEAD = 8;
+
+  private final S3TierConfig config;
+  private final S3AsyncClient s3;
+  private final ObjectNames names;
+  private final ObjectIndex index;
+  private final StoreState store;
+  private final Requests requests;
+  private final DeleteQueue deletes;
+  private final TierCounters counters;
+  private final LoadRate loadRate;
+  private final Predicate<Throwable> storeFailed;
+  private final Consumer<List<Entry>> evict;
+  private final LongAdder bytesDownloaded = new LongAdder();
+  private final LongAdder damaged = new LongAdder();
+  /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
+  private final Set<String> refused = ConcurrentHashMap.newKeySet();
+
+  /**
+   * @param storeFailed records a failed request; whether it was the store's failure
+   * @param evict counts the entries the index let go of as evictions and deletes their objects
+   */
+  ObjectReads(S3TierConfig config, S3AsyncClient s3, ObjectNames names, ObjectIndex index,
+      StoreState store, Requests requests, DeleteQueue deletes, TierCounters counters,
+      LoadRate loadRate, Predicate<Throwable> storeFailed, Consumer<List<Entry>> evict) {
+    this.config = config;
+    this.s3 = s3;
+    this.names = names;
+    this.index = index;
+    this.store = store;
+    this.requests = requests;
+    this.deletes = deletes;
+    this.counters = counters;
+    this.loadRate = loadRate;
+    this.storeFailed = storeFailed;
+    this.evict = evict;
+  }
+
+  /** Block bytes read and checked. */
+  long bytesDownloaded() {
+    return bytesDownloaded.sum();
+  }
+
+  /** Objects refused because their bytes did not match their checksum. */
+  long damagedBlocks() {
+    return damaged.sum();
+  }
+
+  /** As {@link S3Tier#get}. */
+  BlockLease get(BlockKey key) {
+    Download d = download(key, null, true);
+    if (d == null || d.outcome() != Download.Outcome.INTACT) {
+      return BlockLease.miss(key);
+    }
+    return new BufferLease(key, d.bytes(), OptionalInt.of(d.crc32c()), counters);
+  }
+
+  /** As {@link S3Tier#getInto}, {@code dst} writable. */
+  GetStatus getInto(BlockKey key, ByteBuffer dst) {
+    Entry known = index.peek(key);
+    if (known != null && known.length() > dst.remaining()) {
+      return GetStatus.BUFFER_TOO_SMALL;
+    }
+    Download d = download(key, dst, true);
+    if (d == null) {
+      return GetStatus.MISS;
+    }
+    return d.outcome() == Download.Outcome.INTACT ? GetStatus.HIT : GetStatus.BUFFER_TOO_SMALL;
+  }
+
+  /** A pinned block read, counted as the pin was; a miss if it is gone or changed in length. */
+  GetStatus readPinned(BlockKey key, ByteBuffer dst) {
+    int start = dst.position();
+    Download d = download(key, dst, false);
+    if (d == null || d.outcome() != Download.Outcome.INTACT) {
+      dst.position(start);
+      return GetStatus.MISS;
+    }
+    return GetStatus.HIT;
+  }
+
+  /**
+   * Leases each block, its downloads under way at once ({@value #READ_AHEAD} at most), each into
+   * a buffer of its own, checked as {@link S3Tier#get} checks it.
+   */
+  List<BlockLease> getAll(List<BlockKey> keys) {
+    List<BlockLease> leases = new ArrayList<>(keys.size());
+    PendingDownload[] pending = new PendingDownload[keys.size()];
+    try {
+      for (int i = 0; i < keys.size(); i++) {
+        for (int ahead = i; ahead < Math.min(keys.size(), i + READ_AHEAD); ahead++) {
+          if (pending[ahead] == null) {
+            pending[ahead] = startDownload(Objects.requireNonNull(keys.get(ahead), "key"), null,
+                true);
+          }
+        }
+        Download d = pending[i].finish();
+        pending[i] = null;
+        leases.add(d == null || d.outcome() != Download.Outcome.INTACT
+            ? BlockLease.miss(keys.get(i))
+            : new BufferLease(keys.get(i), d.bytes(), OptionalInt.of(d.crc32c()), counters));
+      }
+      return leases;
+    } catch (RuntimeException | Error e) {
+      leases.forEach(BlockLease::close);
+      for (PendingDownload p : pending) {
+        if (p != null) {
+          p.abandon();
+        }
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Downloads a block into {@code dst} (or a buffer of its own if null) and checks it: the
+   * download, {@link Download.Outcome#INTACT} or (for a {@code dst} too small, left as it was)
+   * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was. A read the
+   * caller counted already ({@code counted} false) counts no hit or miss.
+   */
+  private Download download(BlockKey key, ByteBuffer dst, boolean counted) {
+    return startDownload(key, dst, counted).finish();
+  }
+
+  /** Sends a block's GET, as {@link #download} does, without waiting for it. */
+  private PendingDownload startDownload(BlockKey key, ByteBuffer dst, boolean counted) {
+    if (!store.available()) {
+      count(counted, GetStatus.MISS);
+      return PendingDownload.NONE;
+    }
+    Entry known = index.use(key);
+    Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
+    String name = names.block(folder, key);
+    if (goingAway(name)) {
+      count(counted, GetStatus.MISS);
+      return PendingDownload.NONE;
+    }
+    GetObjectRequest request = GetObjectRequest.builder()
+        .bucket(config.bucket())
+        .key(name)
+        // the stored checksum comes back in the answer's headers; the tier checks it itself
+        .overrideConfiguration(o -> o.putHeader("x-amz-checksum-mode", "ENABLED"))
+        .build();
+    Download d = new Download(dst, config.maxBlockBytes());
+    long start = System.nanoTime();
+    CompletableFuture<Download> answer = s3.getObject(request, d);
+    return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted, d,
+        answer, start));
+  }
+
+  /** Waits for a download {@link #startDownload} sent, and checks what came, as {@link #download}. */
+  private Download finishDownload(BlockKey key, Entry known, Folder folder, String name,
+      ByteBuffer dst, boolean counted, Download d, CompletableFuture<Download> answer,
+      long start) {
+    try {
+      answer.join();
+      requests.sent(Op.GET, System.nanoTime() - start);
+      store.succeeded();
+    } catch (CompletionException e) {
+      d.abandon();
+      requests.sent(Op.GET, System.nanoTime() - start);
+      if (missing(e.getCause())) {
+        index.remove(key);
+      } else if (storeFailed.test(e.getCause())) {
+        requests.failed(Op.GET);
+      }
+      count(counted, GetStatus.MISS);
+      return null;
+    }
+    switch (d.outcome()) {
+      case INTACT -> {
+        long nanos = System.nanoTime() - start;
+        int length = d.length();
+        loadRate.record(length, nanos);
+        bytesDownloaded.add(length);
+        if (known == null) {
+          evict.accept(index.add(key, folder, length));
+        }
+        count(counted, GetStatus.HIT);
+        return d;
+      }
+      case DAMAGED -> {
+        d.abandon();
+        refuseDamaged(key, name, d);
+      }
+      case TOO_LARGE -> {
+        d.abandon();
+        if (dst != null) {
+          return d;
+        }
+      }
+    }
+    count(counted, GetStatus.MISS);
+    return null;
+  }
+
+  /** A download under way: {@link #finish} waits for it and checks it. */
+  private record PendingDownload(Download download, Supplier<Download> finisher) {
+    /** No download: a miss. */
+    static final PendingDownload NONE = new PendingDownload(null, () -> null);
+
+    Download finish() {
+      return finisher.get();
+    }
+
+    /** Stops writing into the download's buffer; its answer is let go of. */
+    void abandon() {
+      if (download != null) {
+        download.abandon();
+      }
+    }
+  }
+
+  private void count(boolean counted, GetStatus status) {
+    if (counted && status == GetStatus.HIT) {
+      counters.hit();
+    } else if (counted) {
+      counters.miss();
+    }
+  }
+
+  /** Whether the object is to be deleted: queued, or damaged and being deleted. */
+  boolean goingAway(String name) {
+    return deletes.pending(name) || refused.contains(name);
+  }
+
+  private void refuseDamaged(BlockKey key, String name, Download d) {
+    damaged.increment();
+    index.remove(key);
+    refused.add(name);
+    String etag = d.response().eTag();
+    log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",
+        name);
+    long start = System.nanoTime();
+    s3.deleteObject(b -> b.bucket(config.bucket()).key(name).ifMatch(etag))
+        .handle((ok, error) -> {
+          requests.sent(Op.DELETE, System.nanoTime() - start);
+          if (error != null && !missing(error) && !conditionFailed(error)) {
+            // a store that does not take conditional deletes: delete it all the same
+            deletes.delete(name);
+          }
+          refused.remove(name);
+          return null;
+        });
+  }
+
+  static boolean missing(Throwable error) {
+    return error instanceof AwsServiceException s && s.statusCode() == 404;
+  }
+
+  static boolean conditionFailed(Throwable error) {
+    return error instanceof AwsServiceException s && s.statusCode() == 412;
+  }
+}
