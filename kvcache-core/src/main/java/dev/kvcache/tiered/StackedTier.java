@@ -48,8 +48,9 @@ import java.util.function.Supplier;
  * StackedStats#uploadsDropped()}).
  *
  * <p><b>Reads.</b> The upper tier first, then a block it evicted that waits for its upload (with
- * {@link Upload#EVICTED}: until the backing tier has it, it is read from the upper tier's lease, and
- * a RAM tier above that evicts its own copy need not write it down again), then the backing tier.
+ * {@link Upload#EVICTED}: until the backing tier has it, it is read from the upper tier's lease,
+ * and a RAM tier above that evicts its own copy need not write it down again), then the backing
+ * tier.
  * A block of the backing tier is not copied into the upper one: the RAM tier above keeps it while
  * it is hot. A read served above the backing tier is passed on to it as a use ({@link
  * Tier#usedAbove}), so that a backing tier that evicts by recency keeps the blocks hot above it:
@@ -62,8 +63,8 @@ import java.util.function.Supplier;
  * <p>Closing uploads what is queued, then closes both tiers.
  *
  * <p>This class holds the writes, the uploads, the reads and the pins of the two tiers (over 700
- * lines): the uploads (the queue's turns, the evicted blocks waiting, settling a key's backing copy)
- * are the part to move into a class of their own.
+ * lines): the uploads (the queue's turns, the evicted blocks waiting, settling a key's backing
+ * copy) are the part to move into a class of their own.
  */
 public final class StackedTier implements Tier {
 
@@ -507,9 +508,9 @@ public final class StackedTier implements Tier {
   /**
    * Pins the leading keys either tier holds, in runs as {@link #locatePrefix} finds them: the upper
    * tier's blocks under its leases, and each run of keys after one up to the next the upper tier
-   * holds under the backing tier's pin (an object tier's pin marks its blocks used and fetches one only
-   * when it is read). A key whose backing copy may be stale ends the pin. Each pinned block counts
-   * as a hit, the first key not found as a miss.
+   * holds under the backing tier's pin (an object tier's pin marks its blocks used and fetches one
+   * only when it is read). A key whose backing copy may be stale ends the pin. Each pinned block
+   * counts as a hit, the first key not found as a miss.
    *
    * @throws IllegalArgumentException if {@code timeout} is not positive
    */
@@ -556,7 +557,7 @@ public final class StackedTier implements Tier {
     return upper.contains(key) || evicted.containsKey(key);
   }
 
-  /** Adds the backing tier's pin to {@code pinned}, its blocks counted as hits; how many it holds. */
+  /** Adds the backing tier's pin to {@code pinned}, its blocks counted as hits; how many. */
   private int hold(TieredPin pinned, PrefixPin pin) {
     int blocks = pin.blocks();
     if (blocks == 0) {

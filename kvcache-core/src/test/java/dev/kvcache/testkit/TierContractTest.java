@@ -535,7 +535,8 @@ public abstract class TierContractTest {
     for (int i = 0; i < 20; i++) { // more than a tier reads at once
       keys.add(Payloads.key(3000 + i));
       if (i % 3 != 1) {
-        tier.put(keys.get(i), Payloads.of(keys.get(i), i, BLOCK));
+        assertThat(tier.put(keys.get(i), Payloads.of(keys.get(i), i, BLOCK)))
+            .isEqualTo(PutStatus.STORED);
       }
     }
     settle(tier);

@@ -132,19 +132,29 @@ final class ObjectReads {
   List<BlockLease> getAll(List<BlockKey> keys) {
     List<BlockLease> leases = new ArrayList<>(keys.size());
     PendingDownload[] pending = new PendingDownload[keys.size()];
+    long start = System.nanoTime();
+    long bytes = 0;
     try {
       for (int i = 0; i < keys.size(); i++) {
         for (int ahead = i; ahead < Math.min(keys.size(), i + READ_AHEAD); ahead++) {
           if (pending[ahead] == null) {
             pending[ahead] = startDownload(Objects.requireNonNull(keys.get(ahead), "key"), null,
-                true);
+                true, false, true);
           }
         }
         Download d = pending[i].finish();
         pending[i] = null;
-        leases.add(d == null || d.outcome() != Download.Outcome.INTACT
-            ? BlockLease.miss(keys.get(i))
-            : new BufferLease(keys.get(i), d.bytes(), OptionalInt.of(d.crc32c()), counters));
+        boolean hit = d != null && d.outcome() == Download.Outcome.INTACT;
+        bytes += hit ? d.length() : 0;
+        leases.add(hit
+            ? new BufferLease(keys.get(i), d.bytes(), OptionalInt.of(d.crc32c()), counters)
+            : BlockLease.miss(keys.get(i)));
+      }
+      long nanos = System.nanoTime() - start;
+      for (BlockLease lease : leases) { // the downloads overlap: each gets its share of the time
+        if (lease.status() == GetStatus.HIT) {
+          loadRate.record(lease.length(), nanos * lease.length() / bytes);
+        }
       }
       return leases;
     } catch (RuntimeException | Error e) {
@@ -165,11 +175,16 @@ final class ObjectReads {
    * caller counted already ({@code counted} false) counts no hit or miss.
    */
   private Download download(BlockKey key, ByteBuffer dst, boolean counted) {
-    return startDownload(key, dst, counted).finish();
+    return startDownload(key, dst, counted, true, true).finish();
   }
 
-  /** Sends a block's GET, as {@link #download} does, without waiting for it. */
-  private PendingDownload startDownload(BlockKey key, ByteBuffer dst, boolean counted) {
+  /**
+   * Sends a block's GET, as {@link #download} does, without waiting for it; {@code timed}: its
+   * time goes into the load rate (not for downloads that overlap); {@code again}: a GET whose
+   * connection failed under it without an answer is sent once more.
+   */
+  private PendingDownload startDownload(BlockKey key, ByteBuffer dst, boolean counted,
+      boolean timed, boolean again) {
     if (!store.available()) {
       count(counted, GetStatus.MISS);
       return PendingDownload.NONE;
@@ -190,14 +205,14 @@ final class ObjectReads {
     Download d = new Download(dst, config.maxBlockBytes());
     long start = System.nanoTime();
     CompletableFuture<Download> answer = s3.getObject(request, d);
-    return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted, d,
-        answer, start));
+    return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted,
+        timed, again, d, answer, start));
   }
 
-  /** Waits for a download {@link #startDownload} sent, and checks what came, as {@link #download}. */
+  /** Waits for a download {@link #startDownload} sent and checks it, as {@link #download} does. */
   private Download finishDownload(BlockKey key, Entry known, Folder folder, String name,
-      ByteBuffer dst, boolean counted, Download d, CompletableFuture<Download> answer,
-      long start) {
+      ByteBuffer dst, boolean counted, boolean timed, boolean again, Download d,
+      CompletableFuture<Download> answer, long start) {
     try {
       answer.join();
       requests.sent(Op.GET, System.nanoTime() - start);
@@ -205,6 +220,10 @@ final class ObjectReads {
     } catch (CompletionException e) {
       d.abandon();
       requests.sent(Op.GET, System.nanoTime() - start);
+      if (again && S3Clients.connectionFailed(e.getCause())) {
+        // the SDK's own retry may not start a streamed answer afresh: a new download, once
+        return startDownload(key, dst, counted, timed, false).finish();
+      }
       if (missing(e.getCause())) {
         index.remove(key);
       } else if (storeFailed.test(e.getCause())) {
@@ -215,9 +234,10 @@ final class ObjectReads {
     }
     switch (d.outcome()) {
       case INTACT -> {
-        long nanos = System.nanoTime() - start;
         int length = d.length();
-        loadRate.record(length, nanos);
+        if (timed) {
+          loadRate.record(length, System.nanoTime() - start);
+        }
         bytesDownloaded.add(length);
         if (known == null) {
           evict.accept(index.add(key, folder, length));
