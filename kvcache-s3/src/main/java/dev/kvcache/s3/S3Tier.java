@@ -124,7 +124,7 @@ public final class S3Tier implements Tier {
     this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters,
         loadRate, this::storeFailed, this::evict);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
-        this::storeFailed, reads::goingAway, this::evict);
+        this::storeFailed, reads::goingAway, deletes, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
         config.maxBlockBytes(), reads::goingAway, this::storeFailed, this::evict);
     this.listing = Executors.newSingleThreadScheduledExecutor(r -> {

@@ -2,6 +2,7 @@ package dev.kvcache.s3.internal;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -28,6 +29,9 @@ public final class DeleteQueue implements AutoCloseable {
 
   /** The most names in one request: S3's limit. */
   public static final int BATCH = 1000;
+  /** How long, and how many, deleted names are remembered for listings under way. */
+  static final int REMEMBERED_SECONDS = 300;
+  static final int REMEMBERED_NAMES = 100_000;
 
   private static final Logger log = LoggerFactory.getLogger(DeleteQueue.class);
 
@@ -38,6 +42,8 @@ public final class DeleteQueue implements AutoCloseable {
   private final Predicate<Throwable> storeFailure;
   private final LinkedHashSet<String> queued = new LinkedHashSet<>();
   private final Set<String> sending = new LinkedHashSet<>();
+  /** Names deleted lately, with when their delete was answered (System.nanoTime), oldest first. */
+  private final LinkedHashMap<String, Long> deletedAt = new LinkedHashMap<>();
   private final LongAdder deleted = new LongAdder();
   private final Thread thread;
   private boolean closed;
@@ -92,6 +98,16 @@ public final class DeleteQueue implements AutoCloseable {
     return queued.size() + sending.size();
   }
 
+  /**
+   * Whether the object's delete was answered at or after {@code nanos} ({@link System#nanoTime}),
+   * within the last {@value #REMEMBERED_SECONDS} seconds: a listing page asked for before that may
+   * still show it.
+   */
+  public synchronized boolean deletedSince(String name, long nanos) {
+    Long at = deletedAt.get(name);
+    return at != null && at - nanos >= 0;
+  }
+
   /** The objects deleted. */
   public long deleted() {
     return deleted.sum();
@@ -134,6 +150,18 @@ public final class DeleteQueue implements AutoCloseable {
       List<String> retry = send(batch);
       synchronized (this) {
         batch.forEach(sending::remove);
+        long now = System.nanoTime();
+        for (String name : batch) {
+          deletedAt.remove(name);
+          deletedAt.put(name, now); // the names tried again are gone from a listing meanwhile too
+        }
+        for (var it = deletedAt.values().iterator(); it.hasNext(); ) {
+          if (now - it.next() <= TimeUnit.SECONDS.toNanos(REMEMBERED_SECONDS)
+              && deletedAt.size() <= REMEMBERED_NAMES) {
+            break;
+          }
+          it.remove();
+        }
         for (String name : retry) {
           queued.add(name);
         }

@@ -37,6 +37,7 @@ public final class Lister {
   private final Requests requests;
   private final Predicate<Throwable> storeFailure;
   private final Predicate<String> goingAway;
+  private final DeleteQueue deletes;
   private final Consumer<List<ObjectIndex.Entry>> evict;
   private volatile long listings;
   private volatile double lastSeconds;
@@ -48,11 +49,13 @@ public final class Lister {
    *     store's failure
    * @param goingAway whether an object's deletion is under way: a listing passes it by, since
    *     the page listing it may be older than the eviction
+   * @param deletes the tier's deletes: an object deleted after its page was asked for is passed
+   *     by too
    * @param evict deletes the objects of entries the index took out to make room for listed ones
    */
   public Lister(S3AsyncClient s3, String bucket, ObjectNames names, Folders folders,
       ObjectIndex index, Requests requests, Predicate<Throwable> storeFailure,
-      Predicate<String> goingAway, Consumer<List<ObjectIndex.Entry>> evict) {
+      Predicate<String> goingAway, DeleteQueue deletes, Consumer<List<ObjectIndex.Entry>> evict) {
     this.s3 = s3;
     this.bucket = bucket;
     this.names = names;
@@ -61,6 +64,7 @@ public final class Lister {
     this.requests = requests;
     this.storeFailure = storeFailure;
     this.goingAway = goingAway;
+    this.deletes = deletes;
     this.evict = evict;
   }
 
@@ -80,6 +84,7 @@ public final class Lister {
     String token = null;
     do {
       ListObjectsV2Response page;
+      long asked = System.nanoTime();
       try {
         page = requests.listPage(s3, bucket, names.prefix(), token, storeFailure);
       } catch (CompletionException e) {
@@ -90,7 +95,7 @@ public final class Lister {
       for (S3Object o : page.contents()) {
         Optional<Named> named = names.parse(o.key());
         if (named.isEmpty() || o.size() == null || o.size() < 1 || o.size() > Integer.MAX_VALUE
-            || goingAway.test(o.key())) {
+            || goingAway.test(o.key()) || deletes.deletedSince(o.key(), asked)) {
           continue;
         }
         Folder folder = folders.folder(named.get().folder());
@@ -111,7 +116,8 @@ public final class Lister {
       found.sort(Comparator.comparing(Listed::written,
           Comparator.nullsFirst(Comparator.naturalOrder())));
       for (Listed l : found) {
-        if (!goingAway.test(names.block(l.folder(), l.key()))) {
+        String name = names.block(l.folder(), l.key());
+        if (!goingAway.test(name) && !deletes.deletedSince(name, start)) {
           evict.accept(index.listed(l.key(), l.folder(), l.length()));
         }
       }
