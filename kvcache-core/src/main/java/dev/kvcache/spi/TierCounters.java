@@ -21,6 +21,11 @@ public final class TierCounters {
     hits.increment();
   }
 
+  /** Counts {@code n} hits at once (the blocks of a prefix pin). */
+  public void hits(int n) {
+    hits.add(n);
+  }
+
   public void miss() {
     misses.increment();
   }

@@ -536,7 +536,9 @@ public final class StackedTier implements Tier {
             && (end == n || !heldAbove(keys.get(end)))) {
           end++;
         }
-        int held = end == n ? 0 : hold(pinned, backing.pinPrefix(keys.subList(n, end), timeout));
+        int held = end == n ? 0 : pinned.add(backing.pinPrefix(keys.subList(n, end), timeout));
+        backingHits.add(held);
+        counters.hits(held);
         n += held;
         if (held == 0 || n < end) {
           break; // neither tier holds keys[n]
@@ -555,21 +557,6 @@ public final class StackedTier implements Tier {
   /** Whether the upper tier holds the key, or a block it evicted that waits for its upload. */
   private boolean heldAbove(BlockKey key) {
     return upper.contains(key) || evicted.containsKey(key);
-  }
-
-  /** Adds the backing tier's pin to {@code pinned}, its blocks counted as hits; how many. */
-  private int hold(TieredPin pinned, PrefixPin pin) {
-    int blocks = pin.blocks();
-    if (blocks == 0) {
-      pin.close();
-      return 0;
-    }
-    pinned.add(pin);
-    backingHits.add(blocks);
-    for (int i = 0; i < blocks; i++) {
-      counters.hit();
-    }
-    return blocks;
   }
 
   /**

@@ -38,12 +38,22 @@ final class TieredPin implements PinnedBlocks {
     held.add(new Held(lease, null, 0));
   }
 
-  /** Adds the blocks of {@code below}, which the pin now closes. */
-  void add(PrefixPin below) {
+  /**
+   * Adds the blocks of {@code below}, which the pin now closes (at once, if it holds none).
+   *
+   * @return how many blocks it holds
+   */
+  int add(PrefixPin below) {
+    int blocks = below.blocks();
+    if (blocks == 0) {
+      below.close();
+      return 0;
+    }
     belowPins.add(below);
-    for (int i = 0; i < below.blocks(); i++) {
+    for (int i = 0; i < blocks; i++) {
       held.add(new Held(null, below, i));
     }
+    return blocks;
   }
 
   @Override

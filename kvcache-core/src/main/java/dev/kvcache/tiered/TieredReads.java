@@ -414,18 +414,11 @@ final class TieredReads {
             && spills.find(keys.get(end)) == null) {
           end++;
         }
-        PrefixPin below = lower.pinPrefix(keys.subList(n, end), timeout);
-        if (below.blocks() == 0) {
-          below.close();
-          break;
-        }
-        pinned.add(below);
-        lowerHits.add(below.blocks());
-        for (int i = 0; i < below.blocks(); i++) {
-          counters.hit();
-        }
-        n += below.blocks();
-        if (n < end) {
+        int held = pinned.add(lower.pinPrefix(keys.subList(n, end), timeout));
+        lowerHits.add(held);
+        counters.hits(held);
+        n += held;
+        if (held == 0 || n < end) {
           break; // no tier holds keys[n]
         }
       }

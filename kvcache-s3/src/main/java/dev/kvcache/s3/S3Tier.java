@@ -343,9 +343,7 @@ public final class S3Tier implements Tier {
     for (Entry known; n < found && (known = index.use(keys.get(n))) != null; n++) {
       lengths[n] = known.length(); // a key a lookup found by HEAD is known unless the index is full
     }
-    for (int i = 0; i < n; i++) {
-      counters.hit();
-    }
+    counters.hits(n);
     if (n < keys.size()) {
       counters.miss();
     }
