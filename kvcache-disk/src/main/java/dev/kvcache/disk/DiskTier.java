@@ -21,6 +21,7 @@ import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
+import dev.kvcache.disk.internal.OwnerOnly;
 import dev.kvcache.disk.internal.PartWriter;
 import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
@@ -194,7 +195,7 @@ public final class DiskTier implements Tier {
   /** As {@link #open(DiskTierConfig)}, with the file system's space told by {@code space}. */
   static DiskTier open(DiskTierConfig config, FileSpace space) throws IOException {
     Objects.requireNonNull(config, "config");
-    Files.createDirectories(config.directory());
+    OwnerOnly.prepareDirectory(config.directory());
     DirectoryLock lock = DirectoryLock.acquire(config.directory());
     DiskTier tier;
     try {
@@ -574,6 +575,9 @@ public final class DiskTier implements Tier {
       synchronized (commitLock) {
         journal = Journal.create(dir, nextJournalGeneration);
       }
+      if (active != null) {
+        noRoom = null; // the journal was all that was missing
+      }
       return true;
     } catch (IOException e) {
       if (noRoom == null) {
@@ -724,6 +728,7 @@ public final class DiskTier implements Tier {
     List<Map.Entry<BlockKey, Location>> indexed = new ArrayList<>();
     List<Map.Entry<BlockKey, Location>> evicted = new ArrayList<>();
     long ticket;
+    Journal j;
     try {
       Records.scan(victim, victim.end(), (kind, key, loc) -> {
         Location cur = index.get(key);
@@ -733,7 +738,8 @@ public final class DiskTier implements Tier {
         }
       });
       synchronized (commitLock) {
-        ticket = journal.append(JournalEntry.drop(victim.id()));
+        j = journal;
+        ticket = j.append(JournalEntry.drop(victim.id()));
         for (Map.Entry<BlockKey, Location> e : indexed) {
           if (index.remove(e.getKey(), e.getValue())) {
             counters.eviction();
@@ -745,7 +751,7 @@ public final class DiskTier implements Tier {
     } finally {
       victim.unpin();
     }
-    journal.awaitDurable(ticket);
+    j.awaitDurable(ticket);
     if (superBlocks.remove(victim.id()) == null) {
       return;
     }
@@ -889,9 +895,11 @@ public final class DiskTier implements Tier {
     Location moved = new Location(r.sb.id(), (int) r.payload, cur.storedLength, cur.rawLength,
         cur.payloadCrc, cur.encoding, cur.sequence, 0);
     long ticket = -1;
+    Journal j;
     synchronized (commitLock) {
+      j = journal;
       if (index.replace(key, cur, moved)) {
-        ticket = journal.append(JournalEntry.put(key, moved, 0));
+        ticket = j.append(JournalEntry.put(key, moved, 0));
         live(cur, -1);
         live(moved, +1);
       }
@@ -902,7 +910,7 @@ public final class DiskTier implements Tier {
       bytesRewritten.add(moved.recordBytes());
       if (config.syncPolicy() == SyncPolicy.ALWAYS) {
         r.sb.force();
-        journal.awaitDurable(ticket);
+        j.awaitDurable(ticket);
       }
     }
   }
@@ -950,20 +958,25 @@ public final class DiskTier implements Tier {
     }
   }
 
-  /** Records a change in the journal and applies it to the index, in the same order for both. */
+  /**
+   * Records a change in the journal and applies it to the index, in the same order for both. The
+   * ticket is awaited on the journal it came from: a checkpoint may start the next one meanwhile.
+   */
   private void commit(ByteBuffer entry, SuperBlock written, Runnable apply) throws IOException {
     long ticket;
+    Journal j;
     synchronized (commitLock) {
-      ticket = journal.append(entry);
+      j = journal;
+      ticket = j.append(entry);
       apply.run();
     }
     if (config.syncPolicy() == SyncPolicy.ALWAYS) {
       if (written != null) {
         written.force();
       }
-      journal.awaitDurable(ticket);
+      j.awaitDurable(ticket);
     }
-    if (journal.sizeBytes() > config.checkpointJournalBytes()) {
+    if (j.sizeBytes() > config.checkpointJournalBytes()) {
       try {
         checkpoint();
       } catch (IOException e) { // the change is journalled: the journal just grows on
@@ -1081,7 +1094,11 @@ public final class DiskTier implements Tier {
     }
   }
 
-  /** Writes a checkpoint of the index and starts a new journal generation. */
+  /**
+   * Writes a checkpoint of the index and starts a new journal generation. The old journal is
+   * retired once the checkpoint is durable: it holds nothing the checkpoint lacks, so a put still
+   * waiting on it returns.
+   */
   private void checkpoint() throws IOException {
     if (!checkpointing.compareAndSet(false, true)) {
       return;
@@ -1095,7 +1112,7 @@ public final class DiskTier implements Tier {
         journal = Journal.create(dir, next);
       }
       checkpointBytes = Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
-      old.close();
+      old.retire();
       Files.deleteIfExists(old.path());
     } finally {
       checkpointing.set(false);
@@ -1313,7 +1330,8 @@ public final class DiskTier implements Tier {
 
   /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
   private long usedBytes() {
-    long used = checkpointBytes + (journal == null ? 0 : journal.sizeBytes());
+    Journal j = journal;
+    long used = checkpointBytes + (j == null ? 0 : j.sizeBytes());
     SuperBlock a = active;
     for (SuperBlock sb : superBlocks.values()) {
       used += sb == a ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
@@ -1340,29 +1358,42 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Degraded while there is no room for a new super-block (checked again now, so a probe sees
-   * space that came back before the next put does) or while writes fail.
+   * Degraded while there is no room for a new super-block or while writes fail. Room is checked
+   * again now, so a probe sees space that came back before the next put does; the check only
+   * reads (the next put starts the super-block).
    */
   @Override
   public CacheHealth health() {
-    if (noRoom != null && !closed) {
-      synchronized (writeLock) {
-        try {
-          if (active == null && !closed) {
-            rollOver(false);
-          }
-        } catch (IOException e) {
-          log.debug("checking for room in {}: {}", dir, e.toString());
-        }
-      }
-    }
     List<String> problems = new ArrayList<>(2);
-    for (String problem : new String[] {noRoom, writeFailure}) {
-      if (problem != null) {
-        problems.add(problem);
-      }
+    String room = noRoom;
+    if (room != null && !roomCameBack()) {
+      problems.add(room);
+    }
+    String failure = writeFailure;
+    if (failure != null) {
+      problems.add(failure);
     }
     return new CacheHealth(problems);
+  }
+
+  /**
+   * Whether a put would now find the room {@link #noRoom} says there was not (for the journal and
+   * the super-block it lacks), without dropping anything.
+   */
+  private boolean roomCameBack() {
+    if (closed) {
+      return false;
+    }
+    if (journal != null && active != null) {
+      return true;
+    }
+    long size = active == null ? config.superBlockBytes() : 0;
+    try {
+      return usedBytes() + size <= config.capacityBytes() && shortOfSpace(size) <= 0;
+    } catch (IOException e) {
+      log.debug("checking for room in {}: {}", dir, e.toString());
+      return false;
+    }
   }
 
   private void requireOpen() {
@@ -1399,7 +1430,7 @@ public final class DiskTier implements Tier {
       if (old != null) { // else nothing changed since the open, whose metadata stays as it was
         long next = old.generation() + 1;
         Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
-        old.close();
+        old.retire();
         Files.deleteIfExists(old.path());
       }
     } catch (IOException e) {

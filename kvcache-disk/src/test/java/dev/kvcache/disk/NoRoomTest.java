@@ -99,6 +99,7 @@ class NoRoomTest {
 
       space.usable = 1L << 40; // space is back
       assertThat(tier.health().degraded()).as("health once space is back").isFalse();
+      assertThat(superBlockFiles(dir)).as("super-blocks after a health check").isEqualTo(files);
       put(tier, 40, 45, PutStatus.STORED);
       assertHolds(tier, 0, 45);
     }

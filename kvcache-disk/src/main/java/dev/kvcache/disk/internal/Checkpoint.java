@@ -16,6 +16,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.zip.CRC32C;
 
@@ -65,8 +66,9 @@ public final class Checkpoint {
       Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
     long count = 0;
     CRC32C entriesCrc = new CRC32C();
-    try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+    try (FileChannel ch = FileChannel.open(temp, Set.of(StandardOpenOption.CREATE,
+        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE),
+        OwnerOnly.fileAttributes(temp.getParent()))) {
       ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 16384).order(ByteOrder.LITTLE_ENDIAN);
       long pos = FILE_HEADER_BYTES;
       for (Map.Entry<BlockKey, Location> e : index) {

@@ -7,6 +7,7 @@ import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Set;
 
 /** An exclusive lock on a directory's {@code lock} file, held while a tier has it open. */
 public final class DirectoryLock implements AutoCloseable {
@@ -22,8 +23,8 @@ public final class DirectoryLock implements AutoCloseable {
   }
 
   public static DirectoryLock acquire(Path dir) throws IOException {
-    FileChannel ch = FileChannel.open(dir.resolve(FILE_NAME), StandardOpenOption.CREATE,
-        StandardOpenOption.WRITE);
+    FileChannel ch = FileChannel.open(dir.resolve(FILE_NAME),
+        Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE), OwnerOnly.fileAttributes(dir));
     FileLock lock;
     try {
       lock = ch.tryLock();

@@ -9,6 +9,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -29,6 +30,7 @@ public final class Journal implements AutoCloseable {
   private long appended;
   private long durable;
   private boolean forcing;
+  private boolean retired;
 
   private Journal(long generation, Path path, FileChannel channel, long length) {
     this.generation = generation;
@@ -48,8 +50,8 @@ public final class Journal implements AutoCloseable {
    */
   public static Journal create(Path dir, long generation) throws IOException {
     Path path = dir.resolve(fileName(generation));
-    FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-        StandardOpenOption.WRITE);
+    FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.READ, StandardOpenOption.WRITE), OwnerOnly.fileAttributes(dir));
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       h.putInt(MAGIC_OFFSET, JOURNAL_MAGIC);
@@ -85,10 +87,13 @@ public final class Journal implements AutoCloseable {
     }
   }
 
-  /** Appends one entry; returns a ticket for {@link #awaitDurable}. */
+  /** Appends one entry; returns a ticket for {@link #awaitDurable} on this journal. */
   public long append(ByteBuffer entry) throws IOException {
     lock.lock();
     try {
+      if (retired) {
+        throw new IllegalStateException("journal " + path + " was retired by a checkpoint");
+      }
       SuperBlock.writeFully(channel, entry.duplicate(), appended);
       appended += ENTRY_BYTES;
       return appended;
@@ -97,7 +102,10 @@ public final class Journal implements AutoCloseable {
     }
   }
 
-  /** Returns once every entry up to {@code ticket} is on the device. */
+  /**
+   * Returns once every entry up to {@code ticket}, a ticket of this journal, is on the device (or
+   * in a durable checkpoint, once the journal is {@link #retire retired}).
+   */
   public void awaitDurable(long ticket) throws IOException {
     lock.lock();
     try {
@@ -128,9 +136,38 @@ public final class Journal implements AutoCloseable {
     awaitDurable(sizeBytes());
   }
 
+  /**
+   * Ends this journal once a durable checkpoint holds every change it records: waits for a force
+   * under way, counts every entry as durable (a waiter returns at once) and closes the file. No
+   * entry may be appended after it.
+   */
+  public void retire() throws IOException {
+    lock.lock();
+    try {
+      while (forcing) {
+        forced.awaitUninterruptibly();
+      }
+      retired = true;
+      durable = appended;
+      forced.signalAll();
+      channel.close();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Closes the file; waits for a force under way first, so no waiter forces a closed file. */
   @Override
   public void close() throws IOException {
-    channel.close();
+    lock.lock();
+    try {
+      while (forcing) {
+        forced.awaitUninterruptibly();
+      }
+      channel.close();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /**

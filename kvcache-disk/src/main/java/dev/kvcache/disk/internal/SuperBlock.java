@@ -10,6 +10,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
@@ -64,8 +65,8 @@ public final class SuperBlock {
   /** Creates a new, empty super-block file of {@code sizeBytes} (sparse until written). */
   public static SuperBlock create(Path dir, int id, long sizeBytes) throws IOException {
     Path path = dir.resolve(fileName(id));
-    FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-        StandardOpenOption.WRITE);
+    FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.READ, StandardOpenOption.WRITE), OwnerOnly.fileAttributes(dir));
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       h.putInt(FILE_MAGIC_OFFSET, FILE_MAGIC);
