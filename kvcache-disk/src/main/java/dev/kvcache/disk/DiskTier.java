@@ -811,6 +811,9 @@ public final class DiskTier implements Tier {
    * One step of background reclamation: compacts the sealed super-block with the least live data
    * if that is under a quarter, else, once the files pass the high watermark (two super-blocks
    * below the capacity), reclaims the oldest, rewriting forward its blocks read since written.
+   * A compaction that finds no room to move a live block stops and keeps the super-block: only
+   * reclaiming the oldest (eviction by age) lets live blocks go. Unless the sync policy is {@code
+   * NONE}, the moved records are forced before the super-block they left is dropped.
    *
    * @return whether there was anything to do
    */
@@ -849,14 +852,22 @@ public final class DiskTier implements Tier {
           tombstones.add(Map.entry(key, loc.sequence));
         }
       });
+      Set<SuperBlock> written = new HashSet<>();
       for (Map.Entry<BlockKey, Location> m : moves) {
         if (stop.getAsBoolean() || closed) {
           return true;
         }
         limiter.acquire(m.getValue().recordBytes());
-        moveForward(m.getKey(), m.getValue(), v);
+        if (!moveForward(m.getKey(), m.getValue(), v, written) && compact) {
+          return false; // no room: the super-block stays until there is
+        }
       }
-      carryForward(tombstones);
+      carryForward(tombstones, written);
+      if (config.syncPolicy() != SyncPolicy.NONE) {
+        for (SuperBlock sb : written) {
+          sb.force(); // before the drop's journal entry is durable
+        }
+      }
     } finally {
       victim.unpin();
     }
@@ -868,22 +879,27 @@ public final class DiskTier implements Tier {
 
   /**
    * Rewrites a live block from {@code from} into the active super-block, keeping its sequence
-   * number (so a newer put of the key still wins on replay). Journalled only if the index still
-   * pointed at the old copy.
+   * number (so a newer put of the key still wins on replay), and adds the super-block written to
+   * {@code written}. Journalled only if the index still pointed at the old copy.
+   *
+   * @return false if there was no room to move it (it stays where it is); true if it was moved,
+   *     or was damaged and dropped
    */
-  private void moveForward(BlockKey key, Location cur, SuperBlock from) throws IOException {
+  private boolean moveForward(BlockKey key, Location cur, SuperBlock from, Set<SuperBlock> written)
+      throws IOException {
     if (!Records.payloadIntact(from, cur)) {
       corrupt(key, cur, from, "checksum mismatch found while moving it forward");
-      return;
+      return true;
     }
     Reservation r = reserve(cur.storedLength);
     if (r == null) {
-      return;
+      return false;
     }
+    written.add(r.sb);
     r.sb.recordSequence(cur.sequence);
     try {
       if (r.sb == from) {
-        return; // cannot happen: the victim is never the active super-block
+        return true; // cannot happen: the victim is never the active super-block
       }
       r.sb.write(from.slice(cur.payloadOffset, cur.storedLength), r.payload);
       r.sb.write(Records.header(KIND_BLOCK, cur.encoding, cur.sequence, key,
@@ -913,6 +929,7 @@ public final class DiskTier implements Tier {
         j.awaitDurable(ticket);
       }
     }
+    return true;
   }
 
   /**
@@ -932,10 +949,10 @@ public final class DiskTier implements Tier {
    * Rewrites tombstones from a super-block about to be dropped into the active one, keeping their
    * sequence numbers, so that a deleted block whose record outlives its tombstone's super-block
    * stays deleted in a rebuild from the records. The journal and the checkpoint already have the
-   * deletes: nothing is journalled. Forced before the drop unless the sync policy is {@code NONE}.
+   * deletes: nothing is journalled. The super-blocks written are added to {@code written}.
    */
-  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones) throws IOException {
-    Set<SuperBlock> written = new HashSet<>();
+  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones, Set<SuperBlock> written)
+      throws IOException {
     for (Map.Entry<BlockKey, Long> t : tombstones) {
       Reservation r = reserve(0);
       if (r == null) {
@@ -950,11 +967,6 @@ public final class DiskTier implements Tier {
       }
       bytesWritten.add(HEADER_BYTES);
       written.add(r.sb);
-    }
-    if (config.syncPolicy() != SyncPolicy.NONE) {
-      for (SuperBlock sb : written) {
-        sb.force();
-      }
     }
   }
 

@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.internal.FileSpace;
+import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.testkit.Payloads;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -125,6 +126,35 @@ class NoRoomTest {
       assertThat(tier.diskStats().superBlocksDropped()).isZero();
       assertHolds(tier, 0, 40);
       assertThat(tier.health().degraded()).isTrue();
+    }
+  }
+
+  @Test
+  void compactionWithoutRoomToMoveBlocksKeepsTheSuperBlock() throws IOException {
+    SetSpace space = new SetSpace();
+    try (DiskTier tier = DiskTier.open(config(temp.resolve("tier")), space)) {
+      put(tier, 0, 40, PutStatus.STORED); // the first super-block holds blocks 0 to 14
+      space.usable = FLOOR - (16L << 20); // no room for another super-block, even by dropping
+      int stored = 0; // fill the active super-block: nowhere is left to move a block to
+      while (tier.put(Payloads.key(40 + stored), Payloads.of(Payloads.key(40 + stored), 1, BLOCK))
+          == PutStatus.STORED) {
+        stored++;
+      }
+      for (int i = 0; i < 12; i++) { // the first super-block is a fifth live: compaction's pick
+        tier.delete(Payloads.key(i));
+      }
+      long evictions = tier.stats().evictions();
+      tier.reclaimOnce(new RateLimiter(1L << 30), () -> false);
+      assertHolds(tier, 12, 40);
+      assertThat(tier.stats().evictions()).as("evictions").isEqualTo(evictions);
+      assertThat(tier.diskStats().superBlocksDropped()).isZero();
+
+      space.usable = 1L << 40; // room again: the compaction moves the blocks, then drops
+      put(tier, 100, 101, PutStatus.STORED); // a new super-block, for the moves
+      tier.reclaimOnce(new RateLimiter(1L << 30), () -> false);
+      assertThat(tier.diskStats().superBlocksDropped()).isEqualTo(1);
+      assertHolds(tier, 12, 40);
+      assertThat(tier.stats().evictions()).as("evictions").isEqualTo(evictions);
     }
   }
 

@@ -49,7 +49,11 @@ public final class DirectoryState {
   public boolean checkpointLoaded;
   /** Changes found in records newer than the metadata (see {@link #rollForward}). */
   public long rolledForward;
-  /** Index entries left out because their super-block file is missing, damaged or cut short. */
+  /**
+   * Blocks left out of the index: entries whose super-block file is missing, damaged or cut short,
+   * and the newest record of a key whose payload failed its checksum when a rebuild or a
+   * roll-forward read it from the records.
+   */
   public final List<LostBlock> lostBlocks = new ArrayList<>();
 
   /** Why an indexed block's record cannot be read at all. */
@@ -59,7 +63,12 @@ public final class DirectoryState {
     /** Its super-block file ends before the record does. */
     TRUNCATED,
     /** Its super-block file's header is damaged. */
-    DAMAGED
+    DAMAGED,
+    /**
+     * Its record, the newest of its key, fails its payload checksum: the index was built from the
+     * records (a rebuild, or a roll-forward past the journal) and could not take it.
+     */
+    RECORD_DAMAGED
   }
 
   /** An index entry whose record cannot be read, and why. */
@@ -125,6 +134,7 @@ public final class DirectoryState {
       rollForward();
     }
     // entries whose super-block is gone, damaged or cut short are not blocks any more
+    int leftOut = lostBlocks.size();
     index.entrySet().removeIf(e -> {
       Location loc = e.getValue();
       SuperBlock sb = superBlocks.get(loc.superBlockId);
@@ -136,9 +146,9 @@ public final class DirectoryState {
       }
       return loss != null;
     });
-    if (!lostBlocks.isEmpty()) {
+    if (lostBlocks.size() > leftOut) {
       log.warn("{}: {} indexed blocks are in super-block files that are missing, damaged or cut"
-          + " short", dir, lostBlocks.size());
+          + " short", dir, lostBlocks.size() - leftOut);
     }
   }
 
@@ -216,6 +226,7 @@ public final class DirectoryState {
   private void rollForward() {
     long described = maxSequence;
     Map<BlockKey, Long> tombstones = new HashMap<>();
+    Map<BlockKey, Location> damaged = new HashMap<>();
     long[] added = {0};
     for (SuperBlock sb : superBlocks.descendingMap().values()) {
       boolean[] newer = {false};
@@ -230,6 +241,8 @@ public final class DirectoryState {
         } else if (Records.payloadIntact(sb, loc)) {
           index.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
           added[0]++;
+        } else {
+          damaged.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
         }
       });
       if (!newer[0]) {
@@ -237,6 +250,7 @@ public final class DirectoryState {
       }
     }
     tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
+    leftOut(damaged, tombstones);
     rolledForward = added[0] + tombstones.size();
     if (rolledForward > 0) {
       log.info("{}: {} blocks and {} deletes found in records newer than the journal", dir,
@@ -249,6 +263,7 @@ public final class DirectoryState {
     rebuilt = true;
     index.clear();
     Map<BlockKey, Long> tombstones = new HashMap<>();
+    Map<BlockKey, Location> damaged = new HashMap<>();
     int done = 0;
     long[] corrupt = {0};
     for (SuperBlock sb : superBlocks.values()) {
@@ -261,6 +276,7 @@ public final class DirectoryState {
           index.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
         } else {
           corrupt[0]++;
+          damaged.merge(key, loc, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
         }
       });
       done++;
@@ -268,9 +284,25 @@ public final class DirectoryState {
           dir, done, superBlocks.size(), index.size());
     }
     tombstones.forEach((key, seq) -> index.computeIfPresent(key, (k, cur) -> cur.sequence < seq ? null : cur));
+    leftOut(damaged, tombstones);
     if (corrupt[0] > 0) {
       log.warn("{}: {} records failed their checksum and were left out", dir, corrupt[0]);
     }
+  }
+
+  /**
+   * Notes as lost each of the {@code damaged} records (the newest damaged record per key) that
+   * would be its key's block: newer than the key's indexed record and than its last tombstone.
+   */
+  private void leftOut(Map<BlockKey, Location> damaged, Map<BlockKey, Long> tombstones) {
+    damaged.forEach((key, loc) -> {
+      Location indexed = index.get(key);
+      Long deleted = tombstones.get(key);
+      if ((indexed == null || indexed.sequence < loc.sequence)
+          && (deleted == null || deleted < loc.sequence)) {
+        lostBlocks.add(new LostBlock(key, loc, Loss.RECORD_DAMAGED));
+      }
+    });
   }
 
   /** Closes every super-block opened. */

@@ -36,8 +36,9 @@ import picocli.CommandLine.Spec;
  * java -jar kvcache-disk/target/kvcache-disk-tool.jar rebuild /var/cache/kvcache
  * </pre>
  *
- * Exit codes: 0 clean, 1 an indexed block damaged, truncated or missing ({@code verify}), 2 bad
- * usage or the directory cannot be read or is in use.
+ * Exit codes: 0 clean, 1 a block damaged, truncated or missing ({@code verify}: one the index
+ * refers to, or the newest record of a key that an index built from the records had to leave
+ * out), 2 bad usage or the directory cannot be read or is in use.
  */
 @Command(name = "kvcache-disk", mixinStandardHelpOptions = true,
     description = "Checks, describes and repairs a kvcache disk tier directory.",
@@ -93,7 +94,9 @@ public final class DiskTool {
   }
 
   @Command(name = "verify", description = "Reads every record, checks every checksum and every"
-      + " index entry; exits 1 if a block the index refers to is damaged, truncated or missing.")
+      + " index entry; exits 1 if a block the index refers to is damaged, truncated or missing,"
+      + " or if an index built from the records (no checkpoint or journal to read) left a"
+      + " damaged block out.")
   static final class Verify extends DirectoryCommand {
     @Override
     int run() throws IOException {
@@ -149,7 +152,8 @@ public final class DiskTool {
         long indexed = state.index.size() + state.lostBlocks.size();
         out().printf("index%s: %d blocks, %d intact, %d damaged, %d truncated, %d missing%n",
             state.rebuilt ? " (rebuilt from the records: no usable checkpoint or journal)" : "",
-            indexed, intactIndexed, lost.get(Loss.DAMAGED), lost.get(Loss.TRUNCATED),
+            indexed, intactIndexed, lost.get(Loss.DAMAGED) + lost.get(Loss.RECORD_DAMAGED),
+            lost.get(Loss.TRUNCATED),
             lost.get(Loss.MISSING));
         if (!state.damagedSuperBlocks.isEmpty()) {
           out().println("super-blocks with a damaged header: " + state.damagedSuperBlocks);
@@ -171,6 +175,8 @@ public final class DiskTool {
             + ", whose file ends before the record does";
         case DAMAGED -> "damaged: block " + b.key() + " " + where
             + ", whose file's header is damaged";
+        case RECORD_DAMAGED -> "damaged: block " + b.key() + " " + where
+            + " fails its checksum; the index was built from the records without it";
       };
     }
   }

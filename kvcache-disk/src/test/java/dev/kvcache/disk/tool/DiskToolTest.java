@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -73,6 +74,46 @@ public class DiskToolTest {
     assertThat(run.exit()).isEqualTo(1);
     assertThat(run.out()).contains("damaged: block").contains("1 damaged, 0 truncated, 0 missing")
         .contains("DAMAGED");
+  }
+
+  private static void damage(Path file, long at) throws IOException {
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3}), at);
+    }
+  }
+
+  @Test
+  void aDamagedBlockARebuildLeftOutFailsVerification() throws IOException {
+    Path dir = directoryWithBlocks(10);
+    Files.delete(dir.resolve("index.kvx")); // no checkpoint and no journal: rebuilt from records
+    damage(superBlockFiles(dir).get(0), 4096 + 5000);
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    assertThat(run.out()).contains("rebuilt from the records")
+        .contains("fails its checksum; the index was built from the records without it")
+        .contains("10 blocks, 9 intact, 1 damaged, 0 truncated, 0 missing")
+        .contains("DAMAGED");
+  }
+
+  @Test
+  void aDamagedBlockNewerThanTheMetadataFailsVerification() throws IOException {
+    Path dir = directoryWithBlocks(10);
+    Path older = temp.resolve("index-of-10.kvx");
+    Files.copy(dir.resolve("index.kvx"), older);
+    try (DiskTier tier = DiskTier.open(config(dir))) {
+      for (int i = 10; i < 15; i++) {
+        BlockKey key = Payloads.key(i);
+        tier.put(key, Payloads.of(key, 1, 100_000));
+      }
+    }
+    // the checkpoint of the first ten: the last five are found in the records (roll-forward)
+    Files.copy(older, dir.resolve("index.kvx"), StandardCopyOption.REPLACE_EXISTING);
+    // the reopen started a second super-block; its third record's payload, pages aligned
+    damage(superBlockFiles(dir).get(1), 8192 + 2 * 102_400 + 5000);
+    Run run = tool("verify", dir.toString());
+    assertThat(run.exit()).isEqualTo(1);
+    assertThat(run.out()).contains("without it")
+        .contains("index: 15 blocks, 14 intact, 1 damaged").contains("DAMAGED");
   }
 
   private static java.util.List<Path> superBlockFiles(Path dir) throws IOException {
