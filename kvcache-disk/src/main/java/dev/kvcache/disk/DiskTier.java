@@ -12,6 +12,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
@@ -21,7 +22,6 @@ import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
-import dev.kvcache.disk.internal.OwnerOnly;
 import dev.kvcache.disk.internal.PartWriter;
 import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
@@ -38,7 +38,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -107,6 +106,7 @@ public final class DiskTier implements Tier {
 
   private final DiskTierConfig config;
   private final Path dir;
+  private final StorageDevice device;
   private final DirectoryLock directoryLock;
   private final BlockCodec codec;
   private ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
@@ -157,6 +157,7 @@ public final class DiskTier implements Tier {
       throws IOException {
     this.config = config;
     this.dir = config.directory();
+    this.device = config.device();
     this.directoryLock = directoryLock;
     this.space = space;
     this.minFreeBytes = config.minFreeBytes() >= 0
@@ -195,11 +196,12 @@ public final class DiskTier implements Tier {
   /** As {@link #open(DiskTierConfig)}, with the file system's space told by {@code space}. */
   static DiskTier open(DiskTierConfig config, FileSpace space) throws IOException {
     Objects.requireNonNull(config, "config");
-    OwnerOnly.prepareDirectory(config.directory());
-    DirectoryLock lock = DirectoryLock.acquire(config.directory());
+    StorageDevice device = config.device();
+    device.prepareDirectory(config.directory());
+    DirectoryLock lock = DirectoryLock.acquire(device, config.directory());
     DiskTier tier;
     try {
-      tier = new DiskTier(config, lock, space != null ? space : FileSpace.of(config.directory()));
+      tier = new DiskTier(config, lock, space != null ? space : FileSpace.of(device, config.directory()));
     } catch (IOException | RuntimeException e) {
       lock.close();
       throw e;
@@ -222,10 +224,10 @@ public final class DiskTier implements Tier {
 
   private void recover() throws IOException {
     long started = System.nanoTime();
-    DirectoryState state = DirectoryState.load(dir, true);
+    DirectoryState state = DirectoryState.load(device, dir, true);
     for (Path damaged : state.damagedSuperBlocks) {
       log.warn("{}: damaged super-block header, the file holds nothing usable: deleting it", damaged);
-      Files.deleteIfExists(damaged);
+      device.delete(damaged);
     }
     for (SuperBlock sb : state.droppedSuperBlocks) {
       sb.drop(); // its drop was journalled but the file survived a crash
@@ -243,13 +245,13 @@ public final class DiskTier implements Tier {
         && state.rolledForward == 0 && state.droppedSuperBlocks.isEmpty()
         && state.damagedSuperBlocks.isEmpty();
     if (checkpointCurrent) {
-      checkpointBytes = Files.size(dir.resolve(Checkpoint.FILE_NAME)); // a clean shutdown's
+      checkpointBytes = Checkpoint.size(device, dir); // a clean shutdown's
     } else {
       try {
-        checkpointBytes = Checkpoint.write(dir, state.nextGeneration, sequence.get(),
-            index.entrySet(), index.size());
+        checkpointBytes = Checkpoint.write(device, dir, state.nextGeneration, sequence.get(),
+            index.entrySet());
         for (Path replayed : state.journals.values()) {
-          Files.deleteIfExists(replayed); // the checkpoint covers them now
+          device.delete(replayed); // the checkpoint covers them now
         }
       } catch (IOException e) { // a full file system: the journals stay, for the next open
         log.warn("{}: cannot write a checkpoint ({}); the next open replays the journals again",
@@ -573,7 +575,7 @@ public final class DiskTier implements Tier {
     }
     try {
       synchronized (commitLock) {
-        journal = Journal.create(dir, nextJournalGeneration);
+        journal = Journal.create(device, dir, nextJournalGeneration);
       }
       if (active != null) {
         noRoom = null; // the journal was all that was missing
@@ -672,9 +674,9 @@ public final class DiskTier implements Tier {
         return noRoom(size); // the space is pinned by leases
       }
     }
-    SuperBlock sb = SuperBlock.create(dir, nextSuperBlockId.getAndIncrement(), size);
+    SuperBlock sb = SuperBlock.create(device, dir, nextSuperBlockId.getAndIncrement(), size);
     if (config.syncPolicy() != SyncPolicy.NONE) {
-      Checkpoint.forceDirectory(dir); // the new file's name must survive a power loss too
+      device.forceDirectory(dir); // the new file's name must survive a power loss too
     }
     superBlocks.put(sb.id(), sb);
     active = sb;
@@ -1121,11 +1123,11 @@ public final class DiskTier implements Tier {
       synchronized (commitLock) {
         old = journal;
         next = old.generation() + 1;
-        journal = Journal.create(dir, next);
+        journal = Journal.create(device, dir, next);
       }
-      checkpointBytes = Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
+      checkpointBytes = Checkpoint.write(device, dir, next, sequence.get(), index.entrySet());
       old.retire();
-      Files.deleteIfExists(old.path());
+      device.delete(old.path());
     } finally {
       checkpointing.set(false);
     }
@@ -1441,9 +1443,9 @@ public final class DiskTier implements Tier {
       Journal old = journal;
       if (old != null) { // else nothing changed since the open, whose metadata stays as it was
         long next = old.generation() + 1;
-        Checkpoint.write(dir, next, sequence.get(), index.entrySet(), index.size());
+        Checkpoint.write(device, dir, next, sequence.get(), index.entrySet());
         old.retire();
-        Files.deleteIfExists(old.path());
+        device.delete(old.path());
       }
     } catch (IOException e) {
       log.warn("closing the disk tier in {}: {} (the next open replays the journal)", dir, e.toString());

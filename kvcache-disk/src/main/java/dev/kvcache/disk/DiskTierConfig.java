@@ -1,6 +1,8 @@
 package dev.kvcache.disk;
 
 import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.disk.device.FileSystemDevice;
+import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.RecordLayout;
 import java.nio.file.Path;
 import java.util.Objects;
@@ -50,6 +52,7 @@ public final class DiskTierConfig {
   private final BlockCodec codec;
   private final long reclaimBytesPerSecond;
   private final Admission admission;
+  private final StorageDevice device;
 
   private DiskTierConfig(Builder b) {
     this.directory = b.directory;
@@ -63,6 +66,7 @@ public final class DiskTierConfig {
     this.codec = b.codec;
     this.reclaimBytesPerSecond = b.reclaimBytesPerSecond;
     this.admission = b.admission;
+    this.device = b.device;
   }
 
   /** A builder with the defaults, for a tier in {@code directory} of {@code capacityBytes}. */
@@ -121,6 +125,11 @@ public final class DiskTierConfig {
     return checkpointJournalBytes;
   }
 
+  /** The device the tier's files are on: {@link FileSystemDevice#INSTANCE} unless set. */
+  public StorageDevice device() {
+    return device;
+  }
+
   /** The codec blocks are stored with, or null to store them as they are. */
   public BlockCodec codec() {
     return codec;
@@ -149,6 +158,7 @@ public final class DiskTierConfig {
     private BlockCodec codec;
     private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
     private Admission admission = Admission.ALWAYS;
+    private StorageDevice device = FileSystemDevice.INSTANCE;
 
     private Builder(Path directory, long capacityBytes) {
       this.directory = Objects.requireNonNull(directory, "directory");
@@ -190,6 +200,16 @@ public final class DiskTierConfig {
     /** Journal size that triggers a checkpoint; at least 64 KiB. */
     public Builder checkpointJournalBytes(long checkpointJournalBytes) {
       this.checkpointJournalBytes = checkpointJournalBytes;
+      return this;
+    }
+
+    /**
+     * The device the tier's files are on: the file system ({@link FileSystemDevice#INSTANCE}, the
+     * default), or files in memory ({@link dev.kvcache.disk.device.MemoryDevice}, to measure the
+     * tier's own cost).
+     */
+    public Builder device(StorageDevice device) {
+      this.device = Objects.requireNonNull(device, "device");
       return this;
     }
 

@@ -3,20 +3,16 @@ package dev.kvcache.disk.internal;
 import static dev.kvcache.disk.internal.JournalLayout.*;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.disk.device.DeviceFile;
+import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.zip.CRC32C;
 
@@ -45,64 +41,67 @@ public final class Checkpoint {
   private Checkpoint() {}
 
   /** Writes a checkpoint of {@code index} and returns its size in bytes. */
-  public static long write(Path dir, long nextGeneration, long maxSequence,
-      Iterable<Map.Entry<BlockKey, Location>> index, long entryCount) throws IOException {
+  public static long write(StorageDevice device, Path dir, long nextGeneration, long maxSequence,
+      Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
     Path temp = dir.resolve(TEMP_NAME);
     long count;
     try {
-      count = writeTemp(temp, nextGeneration, maxSequence, index);
+      device.delete(temp); // left by a crash
+      try (DeviceFile ch = device.create(temp)) {
+        count = writeTemp(ch, nextGeneration, maxSequence, index);
+      }
     } catch (IOException | RuntimeException e) {
-      Files.deleteIfExists(temp); // a full file system: give back what was written
+      device.delete(temp); // a full file system: give back what was written
       throw e;
     }
-    Path target = dir.resolve(FILE_NAME);
-    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    forceDirectory(dir);
+    device.rename(temp, dir.resolve(FILE_NAME));
+    device.forceDirectory(dir);
     return FILE_HEADER_BYTES + (count + 1) * ENTRY_BYTES;
   }
 
+  /** The size in bytes of the checkpoint in {@code dir}. */
+  public static long size(StorageDevice device, Path dir) throws IOException {
+    return device.size(dir.resolve(FILE_NAME));
+  }
+
   /** Writes the checkpoint to {@code temp}, forced to the device; returns its entry count. */
-  private static long writeTemp(Path temp, long nextGeneration, long maxSequence,
+  private static long writeTemp(DeviceFile ch, long nextGeneration, long maxSequence,
       Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
     long count = 0;
     CRC32C entriesCrc = new CRC32C();
-    try (FileChannel ch = FileChannel.open(temp, Set.of(StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE),
-        OwnerOnly.fileAttributes(temp.getParent()))) {
-      ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 16384).order(ByteOrder.LITTLE_ENDIAN);
-      long pos = FILE_HEADER_BYTES;
-      for (Map.Entry<BlockKey, Location> e : index) {
-        if (!buf.hasRemaining()) {
-          pos = flush(ch, buf, pos, entriesCrc);
-        }
-        buf.put(JournalEntry.put(e.getKey(), e.getValue(), e.getValue().hits()));
-        count++;
+    ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 16384).order(ByteOrder.LITTLE_ENDIAN);
+    long pos = FILE_HEADER_BYTES;
+    for (Map.Entry<BlockKey, Location> e : index) {
+      if (!buf.hasRemaining()) {
+        pos = flush(ch, buf, pos, entriesCrc);
       }
-      pos = flush(ch, buf, pos, entriesCrc);
-      ByteBuffer trailer = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      trailer.putInt(MAGIC_OFFSET, TRAILER_MAGIC);
-      trailer.putInt(ENTRIES_CRC_OFFSET, (int) entriesCrc.getValue());
-      trailer.putInt(CRC_OFFSET, SuperBlock.crc(trailer, 0, CRC_OFFSET));
-      SuperBlock.writeFully(ch, trailer, pos);
-      ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      h.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC);
-      h.put(VERSION_OFFSET, (byte) VERSION);
-      h.putLong(GENERATION_OFFSET, nextGeneration);
-      h.putLong(MAX_SEQUENCE_OFFSET, maxSequence);
-      h.putLong(ENTRY_COUNT_OFFSET, count);
-      h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
-      SuperBlock.writeFully(ch, h, 0);
-      ch.force(true);
+      buf.put(JournalEntry.put(e.getKey(), e.getValue(), e.getValue().hits()));
+      count++;
     }
+    pos = flush(ch, buf, pos, entriesCrc);
+    ByteBuffer trailer = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    trailer.putInt(MAGIC_OFFSET, TRAILER_MAGIC);
+    trailer.putInt(ENTRIES_CRC_OFFSET, (int) entriesCrc.getValue());
+    trailer.putInt(CRC_OFFSET, SuperBlock.crc(trailer, 0, CRC_OFFSET));
+    ch.write(trailer, pos);
+    ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    h.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC);
+    h.put(VERSION_OFFSET, (byte) VERSION);
+    h.putLong(GENERATION_OFFSET, nextGeneration);
+    h.putLong(MAX_SEQUENCE_OFFSET, maxSequence);
+    h.putLong(ENTRY_COUNT_OFFSET, count);
+    h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
+    ch.write(h, 0);
+    ch.force();
     return count;
   }
 
-  private static long flush(FileChannel ch, ByteBuffer buf, long pos, CRC32C crc)
+  private static long flush(DeviceFile ch, ByteBuffer buf, long pos, CRC32C crc)
       throws IOException {
     buf.flip();
     crc.update(buf.duplicate());
     int n = buf.remaining();
-    SuperBlock.writeFully(ch, buf, pos);
+    ch.write(buf, pos);
     buf.clear();
     return pos + n;
   }
@@ -112,14 +111,15 @@ public final class Checkpoint {
    *
    * @return its header, or null if there is none or it is damaged (then nothing was handed over)
    */
-  public static Header read(Path dir, BiConsumer<BlockKey, Location> entries) throws IOException {
+  public static Header read(StorageDevice device, Path dir, BiConsumer<BlockKey, Location> entries)
+      throws IOException {
     Path path = dir.resolve(FILE_NAME);
-    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+    try (DeviceFile ch = device.open(path, false)) {
       long size = ch.size();
       if (size < 2L * FILE_HEADER_BYTES || size > Integer.MAX_VALUE) {
         return null;
       }
-      MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, size);
+      ByteBuffer map = ch.map(size);
       try {
         ByteBuffer m = map.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         if (m.getInt(MAGIC_OFFSET) != CHECKPOINT_MAGIC
@@ -154,17 +154,10 @@ public final class Checkpoint {
         }
         return new Header(m.getLong(GENERATION_OFFSET), m.getLong(MAX_SEQUENCE_OFFSET), count);
       } finally {
-        Unmapper.unmap(map);
+        ch.unmap(map);
       }
     } catch (NoSuchFileException e) {
       return null;
-    }
-  }
-
-  /** Forces a directory's entries (a rename or a new file) to the device. */
-  public static void forceDirectory(Path dir) throws IOException {
-    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-      ch.force(true);
     }
   }
 }

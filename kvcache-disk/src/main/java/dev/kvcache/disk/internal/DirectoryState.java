@@ -3,9 +3,8 @@ package dev.kvcache.disk.internal;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -74,10 +73,12 @@ public final class DirectoryState {
   /** An index entry whose record cannot be read, and why. */
   public record LostBlock(BlockKey key, Location location, Loss loss) {}
 
+  private final StorageDevice device;
   private final Path dir;
   private final boolean repair;
 
-  private DirectoryState(Path dir, boolean repair) {
+  private DirectoryState(StorageDevice device, Path dir, boolean repair) {
+    this.device = device;
     this.dir = dir;
     this.repair = repair;
   }
@@ -88,37 +89,35 @@ public final class DirectoryState {
    *
    * @throws IOException if a file cannot be read, or a super-block has an unknown format version
    */
-  public static DirectoryState load(Path dir, boolean repair) throws IOException {
-    DirectoryState s = new DirectoryState(dir, repair);
+  public static DirectoryState load(StorageDevice device, Path dir, boolean repair)
+      throws IOException {
+    DirectoryState s = new DirectoryState(device, dir, repair);
     s.read(false);
     return s;
   }
 
   /** Reads {@code dir}'s super-blocks and builds the index from their records alone. */
-  public static DirectoryState fromRecords(Path dir) throws IOException {
-    DirectoryState s = new DirectoryState(dir, false);
+  public static DirectoryState fromRecords(StorageDevice device, Path dir) throws IOException {
+    DirectoryState s = new DirectoryState(device, dir, false);
     s.read(true);
     return s;
   }
 
   private void read(boolean fromRecords) throws IOException {
     TreeMap<Integer, Path> sbFiles = new TreeMap<>();
-    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
-      for (Path p : files) {
-        String name = p.getFileName().toString();
-        Matcher m = SUPER_BLOCK_FILE.matcher(name);
-        if (m.matches()) {
-          sbFiles.put(Integer.parseUnsignedInt(m.group(1), 16), p);
-        }
-        m = JOURNAL_FILE.matcher(name);
-        if (m.matches()) {
-          journals.put(Long.parseUnsignedLong(m.group(1), 16), p);
-        }
+    for (String name : device.list(dir)) {
+      Matcher m = SUPER_BLOCK_FILE.matcher(name);
+      if (m.matches()) {
+        sbFiles.put(Integer.parseUnsignedInt(m.group(1), 16), dir.resolve(name));
+      }
+      m = JOURNAL_FILE.matcher(name);
+      if (m.matches()) {
+        journals.put(Long.parseUnsignedLong(m.group(1), 16), dir.resolve(name));
       }
     }
     Set<Integer> damagedIds = new HashSet<>();
     for (Map.Entry<Integer, Path> f : sbFiles.entrySet()) {
-      SuperBlock sb = SuperBlock.open(f.getValue(), f.getKey());
+      SuperBlock sb = SuperBlock.open(device, f.getValue(), f.getKey());
       if (sb == null) {
         damagedSuperBlocks.add(f.getValue());
         damagedIds.add(f.getKey());
@@ -155,14 +154,14 @@ public final class DirectoryState {
   /** Loads the checkpoint and replays the journals after it; false if a scan must do instead. */
   private boolean replayMetadata() throws IOException {
     Set<Integer> dropped = new HashSet<>();
-    Checkpoint.Header cp = Checkpoint.read(dir, index::put);
+    Checkpoint.Header cp = Checkpoint.read(device, dir, index::put);
     long first = cp != null ? cp.nextGeneration : 1;
     if (cp != null) {
       checkpointLoaded = true;
       maxSequence = cp.maxSequence;
     } else {
       index.clear();
-      if (Files.exists(dir.resolve(Checkpoint.FILE_NAME))) {
+      if (device.exists(dir.resolve(Checkpoint.FILE_NAME))) {
         log.warn("{}: the checkpoint is damaged", dir);
       }
       if (!superBlocks.isEmpty() && (journals.isEmpty() || journals.firstKey() != 1)) {
@@ -178,7 +177,7 @@ public final class DirectoryState {
         index.clear();
         return false;
       }
-      long n = Journal.replay(j.getValue(), j.getKey(), repair, e -> apply(e, dropped));
+      long n = Journal.replay(device, j.getValue(), j.getKey(), repair, e -> apply(e, dropped));
       if (n < 0) {
         log.warn("{}: damaged journal header: rebuilding the index from the super-blocks", j.getValue());
         index.clear();

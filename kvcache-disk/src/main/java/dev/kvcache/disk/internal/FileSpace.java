@@ -1,13 +1,12 @@
 package dev.kvcache.disk.internal;
 
+import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
-import java.nio.file.FileStore;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The free and total space of the file system a tier's directory is on. An interface so that tests
- * can play a file system filling up and emptying without mounting one.
+ * The free and total space where a tier's directory is. An interface so that tests can play a
+ * file system filling up and emptying without mounting one.
  */
 public interface FileSpace {
 
@@ -17,18 +16,17 @@ public interface FileSpace {
   /** The file system's size in bytes. */
   long totalBytes() throws IOException;
 
-  /** The file system {@code dir} is on, as the operating system reports it. */
-  static FileSpace of(Path dir) throws IOException {
-    FileStore store = Files.getFileStore(dir);
+  /** The space {@code device} reports for {@code dir}. */
+  static FileSpace of(StorageDevice device, Path dir) {
     return new FileSpace() {
       @Override
       public long usableBytes() throws IOException {
-        return store.getUsableSpace();
+        return device.usableBytes(dir);
       }
 
       @Override
       public long totalBytes() throws IOException {
-        return store.getTotalSpace();
+        return device.totalBytes(dir);
       }
     };
   }

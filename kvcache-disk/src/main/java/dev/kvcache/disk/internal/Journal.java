@@ -2,14 +2,12 @@ package dev.kvcache.disk.internal;
 
 import static dev.kvcache.disk.internal.JournalLayout.*;
 
+import dev.kvcache.disk.device.DeviceFile;
+import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -24,7 +22,7 @@ public final class Journal implements AutoCloseable {
 
   private final long generation;
   private final Path path;
-  private final FileChannel channel;
+  private final DeviceFile channel;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition forced = lock.newCondition();
   private long appended;
@@ -32,7 +30,7 @@ public final class Journal implements AutoCloseable {
   private boolean forcing;
   private boolean retired;
 
-  private Journal(long generation, Path path, FileChannel channel, long length) {
+  private Journal(long generation, Path path, DeviceFile channel, long length) {
     this.generation = generation;
     this.path = path;
     this.channel = channel;
@@ -48,23 +46,23 @@ public final class Journal implements AutoCloseable {
    * Creates journal {@code generation} in {@code dir}, with its header forced to the device. A
    * file it could not write whole (a full file system) is deleted again.
    */
-  public static Journal create(Path dir, long generation) throws IOException {
+  public static Journal create(StorageDevice device, Path dir, long generation)
+      throws IOException {
     Path path = dir.resolve(fileName(generation));
-    FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW,
-        StandardOpenOption.READ, StandardOpenOption.WRITE), OwnerOnly.fileAttributes(dir));
+    DeviceFile ch = device.create(path);
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       h.putInt(MAGIC_OFFSET, JOURNAL_MAGIC);
       h.put(VERSION_OFFSET, (byte) VERSION);
       h.putLong(GENERATION_OFFSET, generation);
       h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
-      SuperBlock.writeFully(ch, h, 0);
-      ch.force(true);
-      Checkpoint.forceDirectory(dir);
+      ch.write(h, 0);
+      ch.force();
+      device.forceDirectory(dir);
       return new Journal(generation, path, ch, FILE_HEADER_BYTES);
     } catch (IOException | RuntimeException e) {
       ch.close();
-      Files.deleteIfExists(path);
+      device.delete(path);
       throw e;
     }
   }
@@ -94,7 +92,7 @@ public final class Journal implements AutoCloseable {
       if (retired) {
         throw new IllegalStateException("journal " + path + " was retired by a checkpoint");
       }
-      SuperBlock.writeFully(channel, entry.duplicate(), appended);
+      channel.write(entry.duplicate(), appended);
       appended += ENTRY_BYTES;
       return appended;
     } finally {
@@ -118,7 +116,7 @@ public final class Journal implements AutoCloseable {
         long target = appended;
         lock.unlock();
         try {
-          channel.force(false);
+          channel.force();
         } finally {
           lock.lock();
           forcing = false;
@@ -176,14 +174,12 @@ public final class Journal implements AutoCloseable {
    *
    * @return the number of valid entries, or -1 if the file header is not a valid journal header
    */
-  public static long replay(Path file, long expectedGeneration, boolean cutTornTail,
-      Consumer<JournalEntry> entries) throws IOException {
-    try (FileChannel ch = cutTornTail
-        ? FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)
-        : FileChannel.open(file, StandardOpenOption.READ)) {
+  public static long replay(StorageDevice device, Path file, long expectedGeneration,
+      boolean cutTornTail, Consumer<JournalEntry> entries) throws IOException {
+    try (DeviceFile ch = device.open(file, cutTornTail)) {
       long size = ch.size();
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      readFully(ch, h, 0);
+      ch.read(h, 0);
       if (h.hasRemaining() || h.getInt(MAGIC_OFFSET) != JOURNAL_MAGIC
           || h.getInt(CRC_OFFSET) != SuperBlock.crc(h, 0, CRC_OFFSET)
           || (h.get(VERSION_OFFSET) & 0xff) != VERSION
@@ -195,7 +191,7 @@ public final class Journal implements AutoCloseable {
       long count = 0;
       while (pos < size) {
         buf.clear();
-        readFully(ch, buf, pos);
+        ch.read(buf, pos);
         buf.flip();
         int at = 0;
         for (; at + ENTRY_BYTES <= buf.limit(); at += ENTRY_BYTES) {
@@ -212,19 +208,9 @@ public final class Journal implements AutoCloseable {
         }
       }
       if (pos < size && cutTornTail) {
-        ch.truncate(pos);
+        ch.setSize(pos);
       }
       return count;
-    }
-  }
-
-  private static void readFully(FileChannel ch, ByteBuffer b, long position) throws IOException {
-    while (b.hasRemaining()) {
-      int n = ch.read(b, position);
-      if (n < 0) {
-        return;
-      }
-      position += n;
     }
   }
 }

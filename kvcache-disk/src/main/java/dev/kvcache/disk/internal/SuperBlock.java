@@ -2,15 +2,12 @@ package dev.kvcache.disk.internal;
 
 import static dev.kvcache.disk.internal.RecordLayout.*;
 
+import dev.kvcache.disk.device.DeviceFile;
+import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
@@ -19,7 +16,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One super-block file: records are appended to it with positional writes (from the caller's
- * buffer straight to the page cache) and read through a read-only mapping of the whole file.
+ * buffer straight to the device's file) and read through a read-only mapping of the whole file.
  *
  * <p>Readers pin it while they use its mapping; a dropped super-block is unmapped and deleted when
  * the last pin is released, so a lease never sees its file vanish.
@@ -29,10 +26,10 @@ public final class SuperBlock {
   private static final Logger log = LoggerFactory.getLogger(SuperBlock.class);
 
   private final int id;
-  private final Path path;
-  private final FileChannel channel;
+  private final StorageDevice device;
+  private final DeviceFile file;
   private final long sizeBytes;
-  private final MappedByteBuffer map;
+  private final ByteBuffer map;
   /** Pins held; -1 once unmapped. */
   private final AtomicInteger pins = new AtomicInteger();
   private final AtomicLong liveBytes = new AtomicLong();
@@ -47,14 +44,14 @@ public final class SuperBlock {
   /** End of the last record: the next write position while active, the used length once sealed. */
   private volatile long end;
 
-  private SuperBlock(int id, Path path, FileChannel channel, long sizeBytes, long end,
+  private SuperBlock(int id, StorageDevice device, DeviceFile file, long sizeBytes, long end,
       long lowestSequence) throws IOException {
     this.id = id;
     this.lowestSequence = new AtomicLong(lowestSequence);
-    this.path = path;
-    this.channel = channel;
+    this.device = device;
+    this.file = file;
     this.sizeBytes = sizeBytes;
-    this.map = channel.map(FileChannel.MapMode.READ_ONLY, 0, sizeBytes);
+    this.map = file.map(sizeBytes);
     this.end = end;
   }
 
@@ -63,10 +60,10 @@ public final class SuperBlock {
   }
 
   /** Creates a new, empty super-block file of {@code sizeBytes} (sparse until written). */
-  public static SuperBlock create(Path dir, int id, long sizeBytes) throws IOException {
+  public static SuperBlock create(StorageDevice device, Path dir, int id, long sizeBytes)
+      throws IOException {
     Path path = dir.resolve(fileName(id));
-    FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW,
-        StandardOpenOption.READ, StandardOpenOption.WRITE), OwnerOnly.fileAttributes(dir));
+    DeviceFile ch = device.create(path);
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       h.putInt(FILE_MAGIC_OFFSET, FILE_MAGIC);
@@ -75,15 +72,12 @@ public final class SuperBlock {
       h.putLong(FILE_SIZE_OFFSET, sizeBytes);
       h.putLong(FILE_CREATED_OFFSET, System.currentTimeMillis());
       h.putInt(FILE_CRC_OFFSET, crc(h, 0, FILE_CRC_OFFSET));
-      writeFully(ch, h, 0);
-      ch.truncate(sizeBytes);
-      if (ch.size() < sizeBytes) {
-        ch.write(ByteBuffer.allocate(1), sizeBytes - 1);
-      }
-      return new SuperBlock(id, path, ch, sizeBytes, FIRST_RECORD_OFFSET, Long.MAX_VALUE);
+      ch.write(h, 0);
+      ch.setSize(sizeBytes);
+      return new SuperBlock(id, device, ch, sizeBytes, FIRST_RECORD_OFFSET, Long.MAX_VALUE);
     } catch (IOException | RuntimeException e) {
       ch.close();
-      Files.deleteIfExists(path);
+      device.delete(path);
       throw e;
     }
   }
@@ -94,11 +88,12 @@ public final class SuperBlock {
    * @return null if the file's header is damaged (it holds nothing usable)
    * @throws IOException if it cannot be read, or was written by an unknown format version
    */
-  public static SuperBlock open(Path path, int expectedId) throws IOException {
-    FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+  public static SuperBlock open(StorageDevice device, Path path, int expectedId)
+      throws IOException {
+    DeviceFile ch = device.open(path, true);
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      while (h.hasRemaining() && ch.read(h, h.position()) > 0) {}
+      ch.read(h, 0);
       if (h.hasRemaining() || h.getInt(FILE_MAGIC_OFFSET) != FILE_MAGIC
           || h.getInt(FILE_CRC_OFFSET) != crc(h, 0, FILE_CRC_OFFSET)
           || h.getInt(FILE_ID_OFFSET) != expectedId) {
@@ -115,7 +110,7 @@ public final class SuperBlock {
         ch.close();
         return null;
       }
-      SuperBlock sb = new SuperBlock(expectedId, path, ch, size, size, 0);
+      SuperBlock sb = new SuperBlock(expectedId, device, ch, size, size, 0);
       sb.seal(); // a super-block from an earlier run is never appended to
       return sb;
     } catch (IOException | RuntimeException e) {
@@ -129,7 +124,7 @@ public final class SuperBlock {
   }
 
   public Path path() {
-    return path;
+    return file.path();
   }
 
   public long sizeBytes() {
@@ -169,17 +164,17 @@ public final class SuperBlock {
 
   /** Writes {@code src}'s remaining bytes at {@code position}; advances {@code src}. */
   public void write(ByteBuffer src, long position) throws IOException {
-    writeFully(channel, src, position);
+    file.write(src, position);
   }
 
   /** Forces written bytes to the device (data only, as fdatasync). */
   public void force() throws IOException {
-    channel.force(false);
+    file.force();
   }
 
   /** Cuts the file to {@code length} bytes (after recovery, to give back an unused tail). */
   public void truncate(long length) throws IOException {
-    channel.truncate(length);
+    file.setSize(length);
   }
 
   /** A read-only view of {@code length} mapped bytes at {@code offset}; pin first. */
@@ -236,14 +231,14 @@ public final class SuperBlock {
 
   private void release() {
     if (pins.compareAndSet(0, -1)) {
-      Unmapper.unmap(map);
+      file.unmap(map);
       try {
-        channel.close();
+        file.close();
         if (deleteOnRelease) {
-          Files.deleteIfExists(path);
+          device.delete(file.path());
         }
       } catch (IOException e) {
-        log.warn("could not release super-block {}: {}", path, e.toString());
+        log.warn("could not release super-block {}: {}", file.path(), e.toString());
       }
     }
   }
@@ -252,11 +247,5 @@ public final class SuperBlock {
     CRC32C crc = new CRC32C();
     crc.update(b.duplicate().position(from).limit(from + length));
     return (int) crc.getValue();
-  }
-
-  static void writeFully(FileChannel ch, ByteBuffer src, long position) throws IOException {
-    while (src.hasRemaining()) {
-      position += ch.write(src, position);
-    }
   }
 }

@@ -4,6 +4,8 @@ import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.disk.DirectoryLockedException;
+import dev.kvcache.disk.device.FileSystemDevice;
+import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
@@ -45,6 +47,9 @@ import picocli.CommandLine.Spec;
     subcommands = {DiskTool.Verify.class, DiskTool.Stats.class, DiskTool.Rebuild.class})
 public final class DiskTool {
 
+  /** The tool reads and repairs directories on the file system. */
+  private static final StorageDevice FILES = FileSystemDevice.INSTANCE;
+
   public static void main(String[] args) {
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
   }
@@ -82,7 +87,7 @@ public final class DiskTool {
         err().println("error: " + dir + " is not a directory");
         return 2;
       }
-      try (DirectoryLock lock = DirectoryLock.acquire(dir)) {
+      try (DirectoryLock lock = DirectoryLock.acquire(FILES, dir)) {
         return run();
       } catch (DirectoryLockedException e) {
         err().println("error: " + e.getMessage());
@@ -100,7 +105,7 @@ public final class DiskTool {
   static final class Verify extends DirectoryCommand {
     @Override
     int run() throws IOException {
-      DirectoryState state = DirectoryState.load(dir, false);
+      DirectoryState state = DirectoryState.load(FILES, dir, false);
       try {
         long[] counts = new long[4]; // records, intact blocks, damaged blocks, tombstones
         Map<Long, BlockKey> recordAt = new HashMap<>();
@@ -185,7 +190,7 @@ public final class DiskTool {
   static final class Stats extends DirectoryCommand {
     @Override
     int run() throws IOException {
-      DirectoryState state = DirectoryState.load(dir, false);
+      DirectoryState state = DirectoryState.load(FILES, dir, false);
       try {
         long fileBytes = 0;
         for (SuperBlock sb : state.superBlocks.values()) {
@@ -225,10 +230,10 @@ public final class DiskTool {
   static final class Rebuild extends DirectoryCommand {
     @Override
     int run() throws IOException {
-      DirectoryState state = DirectoryState.fromRecords(dir);
+      DirectoryState state = DirectoryState.fromRecords(FILES, dir);
       try {
-        Checkpoint.write(dir, state.nextGeneration, state.maxSequence, state.index.entrySet(),
-            state.index.size());
+        Checkpoint.write(FILES, dir, state.nextGeneration, state.maxSequence,
+            state.index.entrySet());
         for (Path j : state.journals.values()) {
           Files.deleteIfExists(j); // the new checkpoint says to replay from after them
         }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.kvcache.BlockKey;
+import dev.kvcache.disk.device.FileSystemDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -99,7 +100,7 @@ class MetadataFuzzTest {
     Files.write(path, file.array());
 
     List<JournalEntry> handed = new ArrayList<>();
-    long count = Journal.replay(path, generation, true, handed::add);
+    long count = Journal.replay(FileSystemDevice.INSTANCE, path, generation, true, handed::add);
 
     boolean headerValid = header.getInt(MAGIC_OFFSET) == JOURNAL_MAGIC
         && header.getInt(CRC_OFFSET) == SuperBlock.crc(header, 0, CRC_OFFSET)
@@ -147,7 +148,7 @@ class MetadataFuzzTest {
     file.putInt(trailer + CRC_OFFSET, SuperBlock.crc(file, trailer, CRC_OFFSET));
     Files.write(dir.resolve(Checkpoint.FILE_NAME), file.array());
     List<BlockKey> handed = new ArrayList<>();
-    assertThat(Checkpoint.read(dir, (key, loc) -> handed.add(key))).isNull();
+    assertThat(Checkpoint.read(FileSystemDevice.INSTANCE, dir, (key, loc) -> handed.add(key))).isNull();
     assertThat(handed).as("not even the put before it").isEmpty();
   }
 
@@ -186,7 +187,7 @@ class MetadataFuzzTest {
     Files.write(dir.resolve(Checkpoint.FILE_NAME), bytes);
 
     List<BlockKey> handed = new ArrayList<>();
-    Checkpoint.Header header = Checkpoint.read(dir, (key, loc) -> handed.add(key));
+    Checkpoint.Header header = Checkpoint.read(FileSystemDevice.INSTANCE, dir, (key, loc) -> handed.add(key));
     if (header == null) {
       assertThat(handed).as("nothing of a checkpoint refused").isEmpty();
     } else {

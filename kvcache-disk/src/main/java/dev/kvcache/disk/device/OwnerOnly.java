@@ -1,4 +1,4 @@
-package dev.kvcache.disk.internal;
+package dev.kvcache.disk.device;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -19,7 +19,7 @@ import java.util.Set;
  * user could read would pass by the server's tokens. On a file system without POSIX permissions
  * nothing is set.
  */
-public final class OwnerOnly {
+final class OwnerOnly {
 
   private static final Set<PosixFilePermission> FILE = PosixFilePermissions.fromString("rw-------");
   private static final Set<PosixFilePermission> DIRECTORY =
@@ -29,7 +29,7 @@ public final class OwnerOnly {
   private OwnerOnly() {}
 
   /** The attributes a new file in {@code dir} is created with. */
-  public static FileAttribute<?>[] fileAttributes(Path dir) {
+  static FileAttribute<?>[] fileAttributes(Path dir) {
     return posix(dir)
         ? new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(FILE)}
         : NONE;
@@ -39,7 +39,7 @@ public final class OwnerOnly {
    * Creates {@code dir} (its parents as the umask says) if it is missing, and makes it and every
    * file in it its owner's alone: files an earlier version created under the umask are narrowed.
    */
-  public static void prepareDirectory(Path dir) throws IOException {
+  static void prepareDirectory(Path dir) throws IOException {
     Path parent = dir.toAbsolutePath().getParent();
     if (parent != null) {
       Files.createDirectories(parent);

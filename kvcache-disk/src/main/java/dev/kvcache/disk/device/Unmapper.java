@@ -1,4 +1,4 @@
-package dev.kvcache.disk.internal;
+package dev.kvcache.disk.device;
 
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -13,7 +13,7 @@ import org.slf4j.LoggerFactory;
  * Callers guarantee that nothing reads the buffer afterwards: reading an unmapped buffer crashes
  * the JVM.
  */
-public final class Unmapper {
+final class Unmapper {
 
   private static final Logger log = LoggerFactory.getLogger(Unmapper.class);
   private static final Object UNSAFE;
@@ -37,7 +37,7 @@ public final class Unmapper {
 
   private Unmapper() {}
 
-  public static void unmap(ByteBuffer mapped) {
+  static void unmap(ByteBuffer mapped) {
     if (INVOKE_CLEANER == null) {
       return;
     }

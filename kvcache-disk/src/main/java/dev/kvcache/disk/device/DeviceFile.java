@@ -1,0 +1,53 @@
+package dev.kvcache.disk.device;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * An open file of a {@link StorageDevice}. Positional calls only: several threads write and read
+ * different parts of one file at once.
+ */
+public interface DeviceFile extends Closeable {
+
+  /** The file's path. */
+  Path path();
+
+  /** The file's size in bytes. */
+  long size() throws IOException;
+
+  /**
+   * Writes all of {@code src}'s remaining bytes at {@code position}, growing the file if they end
+   * past it; advances {@code src}. Visible to reads and mappings when it returns; on the device
+   * after the next {@link #force}.
+   */
+  void write(ByteBuffer src, long position) throws IOException;
+
+  /**
+   * Reads into {@code dst} from {@code position} until it is full or the file ends.
+   *
+   * @return the bytes read
+   */
+  int read(ByteBuffer dst, long position) throws IOException;
+
+  /** Cuts the file to {@code size} bytes, or grows it (with zeros) to that size. */
+  void setSize(long size) throws IOException;
+
+  /** Forces what was written to the device, and the size if it changed (as {@code fdatasync}). */
+  void force() throws IOException;
+
+  /**
+   * A read-only view of the file's first {@code length} bytes that sees every later write to
+   * them, valid until {@link #unmap}. The file must not grow past the length while mapped.
+   */
+  ByteBuffer map(long length) throws IOException;
+
+  /** Ends a view from {@link #map}; nothing may read it afterwards. */
+  void unmap(ByteBuffer view);
+
+  /** The alignment, in bytes, of the position, length and memory address of writes: 1 for any. */
+  default int writeAlignment() {
+    return 1;
+  }
+}

@@ -1,0 +1,355 @@
+package dev.kvcache.disk.device;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * Files kept in direct memory, with no system call on any path: a write is a copy into the file's
+ * memory, a mapping is a view of it, a force does nothing. For measuring what a disk tier costs
+ * apart from its device (the tier over this device against a plain copy of the same bytes), and
+ * for tests that need no disk. Nothing survives the JVM; {@link #usableBytes} is the capacity
+ * given less what the files hold.
+ */
+public final class MemoryDevice implements StorageDevice {
+
+  private final long capacityBytes;
+  private final AtomicLong usedBytes = new AtomicLong();
+  private final Map<Path, MemoryFile> files = new ConcurrentHashMap<>();
+  private final Set<Path> directories = ConcurrentHashMap.newKeySet();
+  private final Set<Path> locked = ConcurrentHashMap.newKeySet();
+
+  /** A device that holds at most {@code capacityBytes} of files. */
+  public MemoryDevice(long capacityBytes) {
+    if (capacityBytes <= 0) {
+      throw new IllegalArgumentException("capacityBytes must be positive, got " + capacityBytes);
+    }
+    this.capacityBytes = capacityBytes;
+  }
+
+  private static Path key(Path path) {
+    return path.toAbsolutePath().normalize();
+  }
+
+  private void requireDirectory(Path file) throws NoSuchFileException {
+    Path parent = key(file).getParent();
+    if (parent == null || !directories.contains(parent)) {
+      throw new NoSuchFileException(file.toString(), null, "no such directory");
+    }
+  }
+
+  @Override
+  public void prepareDirectory(Path dir) {
+    directories.add(key(dir));
+  }
+
+  @Override
+  public List<String> list(Path dir) throws IOException {
+    Path d = key(dir);
+    if (!directories.contains(d)) {
+      throw new NoSuchFileException(dir.toString());
+    }
+    List<String> names = new ArrayList<>();
+    for (Path p : files.keySet()) {
+      if (d.equals(p.getParent())) {
+        names.add(p.getFileName().toString());
+      }
+    }
+    return names;
+  }
+
+  @Override
+  public DeviceFile create(Path file) throws IOException {
+    requireDirectory(file);
+    MemoryFile f = new MemoryFile(file, usedBytes, capacityBytes);
+    if (files.putIfAbsent(key(file), f) != null) {
+      throw new FileAlreadyExistsException(file.toString());
+    }
+    return f.handle();
+  }
+
+  @Override
+  public DeviceFile open(Path file, boolean writable) throws IOException {
+    MemoryFile f = files.get(key(file));
+    if (f == null) {
+      throw new NoSuchFileException(file.toString());
+    }
+    return f.handle();
+  }
+
+  @Override
+  public boolean exists(Path file) {
+    return files.containsKey(key(file));
+  }
+
+  @Override
+  public synchronized void rename(Path source, Path target) throws IOException {
+    requireDirectory(target);
+    MemoryFile f = files.remove(key(source));
+    if (f == null) {
+      throw new NoSuchFileException(source.toString());
+    }
+    MemoryFile replaced = files.put(key(target), f.renamed(target));
+    if (replaced != null) {
+      replaced.deleted();
+    }
+  }
+
+  @Override
+  public boolean delete(Path file) {
+    MemoryFile f = files.remove(key(file));
+    if (f == null) {
+      return false;
+    }
+    f.deleted();
+    return true;
+  }
+
+  @Override
+  public void forceDirectory(Path dir) {}
+
+  @Override
+  public long usableBytes(Path dir) {
+    return capacityBytes - usedBytes.get();
+  }
+
+  @Override
+  public long totalBytes(Path dir) {
+    return capacityBytes;
+  }
+
+  @Override
+  public Closeable tryLock(Path dir) {
+    Path d = key(dir);
+    if (!locked.add(d)) {
+      throw new OverlappingFileLockException();
+    }
+    return () -> locked.remove(d);
+  }
+
+  @Override
+  public String toString() {
+    return "memory (" + usedBytes.get() + " of " + capacityBytes + " bytes used)";
+  }
+
+  /**
+   * A file's bytes: one direct buffer, grown by copying (never while it is mapped), shared by every
+   * handle opened on the file.
+   */
+  static final class MemoryFile {
+    private final AtomicLong deviceUsed;
+    private final long deviceCapacity;
+    private final ReentrantReadWriteLock growth = new ReentrantReadWriteLock();
+    private volatile Path path;
+    private ByteBuffer data = ByteBuffer.allocateDirect(0);
+    private volatile long size;
+    private int maps;
+
+    MemoryFile(Path path, AtomicLong deviceUsed, long deviceCapacity) {
+      this.path = path;
+      this.deviceUsed = deviceUsed;
+      this.deviceCapacity = deviceCapacity;
+    }
+
+    MemoryFile renamed(Path to) {
+      path = to;
+      return this;
+    }
+
+    void deleted() {
+      deviceUsed.addAndGet(-size);
+    }
+
+    DeviceFile handle() {
+      return new Handle(this);
+    }
+
+    long size() {
+      return size;
+    }
+
+    /** Makes the file {@code newSize} bytes, zeroing what it gains. Holds the write lock. */
+    private void resize(long newSize) throws IOException {
+      long old = size;
+      if (newSize > old && deviceUsed.addAndGet(newSize - old) > deviceCapacity) {
+        deviceUsed.addAndGet(old - newSize);
+        throw new IOException("No space left on device");
+      }
+      if (newSize < old) {
+        deviceUsed.addAndGet(newSize - old);
+      }
+      if (newSize > data.capacity()) {
+        if (maps > 0) {
+          throw new IllegalStateException(path + " grows past its mapped length");
+        }
+        if (newSize > Integer.MAX_VALUE) {
+          throw new IOException(path + ": a memory device's files hold at most 2 GiB");
+        }
+        ByteBuffer bigger = ByteBuffer.allocateDirect(
+            (int) Math.min(Integer.MAX_VALUE, Math.max(newSize, 2L * data.capacity())));
+        bigger.put(data.duplicate().clear().limit((int) old));
+        data = bigger;
+      } else if (newSize > old) {
+        ByteBuffer zero = data.duplicate().clear().position((int) old).limit((int) newSize);
+        while (zero.hasRemaining()) {
+          zero.put((byte) 0);
+        }
+      }
+      size = newSize;
+    }
+
+    void write(ByteBuffer src, long position) throws IOException {
+      long end = position + src.remaining();
+      if (end > size) {
+        growth.writeLock().lock();
+        try {
+          if (end > size) {
+            resize(end);
+          }
+        } finally {
+          growth.writeLock().unlock();
+        }
+      }
+      growth.readLock().lock();
+      try {
+        data.duplicate().clear().position((int) position).put(src);
+      } finally {
+        growth.readLock().unlock();
+      }
+    }
+
+    int read(ByteBuffer dst, long position) {
+      growth.readLock().lock();
+      try {
+        long n = Math.min(dst.remaining(), size - position);
+        if (n <= 0) {
+          return 0;
+        }
+        dst.put(data.duplicate().clear().position((int) position).limit((int) (position + n)));
+        return (int) n;
+      } finally {
+        growth.readLock().unlock();
+      }
+    }
+
+    void setSize(long newSize) throws IOException {
+      growth.writeLock().lock();
+      try {
+        resize(newSize);
+      } finally {
+        growth.writeLock().unlock();
+      }
+    }
+
+    ByteBuffer map(long length) throws IOException {
+      growth.writeLock().lock();
+      try {
+        if (length > size) {
+          resize(length); // as a mapping past the end would be, once written: zeros
+        }
+        maps++;
+        return data.duplicate().clear().limit((int) length).slice().asReadOnlyBuffer();
+      } finally {
+        growth.writeLock().unlock();
+      }
+    }
+
+    void unmap() {
+      growth.writeLock().lock();
+      try {
+        maps--;
+      } finally {
+        growth.writeLock().unlock();
+      }
+    }
+
+    /** A copy of the file's bytes. */
+    byte[] copy() {
+      growth.readLock().lock();
+      try {
+        byte[] bytes = new byte[(int) size];
+        data.duplicate().clear().get(bytes);
+        return bytes;
+      } finally {
+        growth.readLock().unlock();
+      }
+    }
+  }
+
+  /** An open handle on a {@link MemoryFile}. */
+  private static final class Handle implements DeviceFile {
+    private final MemoryFile file;
+    private volatile boolean closed;
+
+    Handle(MemoryFile file) {
+      this.file = file;
+    }
+
+    private void requireOpen() throws IOException {
+      if (closed) {
+        throw new java.nio.channels.ClosedChannelException();
+      }
+    }
+
+    @Override
+    public Path path() {
+      return file.path;
+    }
+
+    @Override
+    public long size() throws IOException {
+      requireOpen();
+      return file.size();
+    }
+
+    @Override
+    public void write(ByteBuffer src, long position) throws IOException {
+      requireOpen();
+      file.write(src, position);
+    }
+
+    @Override
+    public int read(ByteBuffer dst, long position) throws IOException {
+      requireOpen();
+      return file.read(dst, position);
+    }
+
+    @Override
+    public void setSize(long size) throws IOException {
+      requireOpen();
+      file.setSize(size);
+    }
+
+    @Override
+    public void force() throws IOException {
+      requireOpen();
+    }
+
+    @Override
+    public ByteBuffer map(long length) throws IOException {
+      requireOpen();
+      return file.map(length);
+    }
+
+    @Override
+    public void unmap(ByteBuffer view) {
+      file.unmap();
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+    }
+  }
+}
