@@ -10,7 +10,9 @@ package dev.kvcache.disk;
  * @param superBlocksDropped super-block files dropped to make room
  * @param writeFailures puts whose bytes or journal entry could not be written (the file system
  *     full, an I/O error); each answered {@link dev.kvcache.PutStatus#REJECTED_NO_SPACE}
+ * @param syncs syncs completed ({@link DiskTier#sync}, and the periodic ones of {@link
+ *     SyncPolicy#PERIODIC}): everything stored before one started survives a power loss
  */
 public record DiskStats(
     long corruptBlocks, long unchangedPuts, long bytesWritten, long superBlocks,
-    long superBlocksDropped, long writeFailures) {}
+    long superBlocksDropped, long writeFailures, long syncs) {}

@@ -152,6 +152,7 @@ public final class DiskTier implements Tier {
   private final LongAdder blocksRewritten = new LongAdder();
   private final LongAdder bytesRewritten = new LongAdder();
   private final LongAdder writeFailures = new LongAdder();
+  private final LongAdder syncs = new LongAdder();
 
   private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace space)
       throws IOException {
@@ -1087,13 +1088,19 @@ public final class DiskTier implements Tier {
     requireOpen();
     for (SuperBlock sb : superBlocks.values()) {
       if (dirty.remove(sb)) {
-        sb.force();
+        try {
+          sb.force();
+        } catch (IOException e) {
+          dirty.add(sb);
+          throw e;
+        }
       }
     }
     Journal j = journal;
     if (j != null) {
       j.force();
     }
+    syncs.increment();
   }
 
   private void periodicSync() {
@@ -1368,7 +1375,7 @@ public final class DiskTier implements Tier {
   /** The disk tier's own counters. */
   public DiskStats diskStats() {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
-        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum());
+        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), syncs.sum());
   }
 
   /**

@@ -79,6 +79,7 @@ public final class FaultyDevice {
   private final AtomicLong cutAt = new AtomicLong(-1);
   private final AtomicLong cuts = new AtomicLong();
   private volatile Fault fault = (op, path) -> null;
+  private volatile Runnable onCut = () -> {};
 
   /** A device of {@code capacityBytes}, whose power cuts draw from {@code seed}. */
   public FaultyDevice(long capacityBytes, long seed) {
@@ -95,6 +96,11 @@ public final class FaultyDevice {
   /** Sets the fault every later operation consults. */
   public void fault(Fault fault) {
     this.fault = fault;
+  }
+
+  /** Runs {@code action} at each power cut, at the instant of the cut (no operation runs). */
+  public void onCut(Runnable action) {
+    this.onCut = action;
   }
 
   /** Operations run so far, of every session. */
@@ -131,6 +137,7 @@ public final class FaultyDevice {
     try {
       epoch++;
       cuts.incrementAndGet();
+      onCut.run();
       cutAt.set(-1);
       Map<Path, Node> after = new HashMap<>(durableNames);
       int kept = random.nextInt(pendingChanges.size() + 1);
