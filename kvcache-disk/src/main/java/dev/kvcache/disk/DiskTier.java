@@ -40,7 +40,6 @@ import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -121,6 +120,8 @@ public final class DiskTier implements Tier {
   private final Object writeLock = new Object();
   /** Makes journal order the order of index updates; guards journal rotation. */
   private final Object commitLock = new Object();
+  /** Makes syncs one at a time. */
+  private final Object syncLock = new Object();
   private final AtomicBoolean checkpointing = new AtomicBoolean();
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
@@ -249,8 +250,13 @@ public final class DiskTier implements Tier {
       checkpointBytes = Checkpoint.size(device, dir); // a clean shutdown's
     } else {
       try {
+        // what a crash left may be in the page cache alone: on the device before the checkpoint
         checkpointBytes = Checkpoint.write(device, dir, state.nextGeneration, sequence.get(),
-            index.entrySet());
+            index.entrySet(), () -> {
+              for (SuperBlock sb : superBlocks.values()) {
+                sb.force();
+              }
+            });
         for (Path replayed : state.journals.values()) {
           device.delete(replayed); // the checkpoint covers them now
         }
@@ -301,29 +307,33 @@ public final class DiskTier implements Tier {
         counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
       }
-      int stored;
-      int payloadCrc;
-      int encoding;
       try {
-        if (codec == null) {
-          r.sb.write(data, r.payload);
-          stored = length;
-          payloadCrc = rawCrc;
-          encoding = ENCODING_RAW;
-        } else {
-          PositionedChannel out = new PositionedChannel(r.sb, r.payload);
-          codec.encode(data, out);
-          stored = (int) out.written();
-          payloadCrc = out.crc();
-          encoding = ENCODING_CONTAINER;
-          giveBack(r, stored);
+        int stored;
+        int payloadCrc;
+        int encoding;
+        try {
+          if (codec == null) {
+            r.sb.write(data, r.payload);
+            stored = length;
+            payloadCrc = rawCrc;
+            encoding = ENCODING_RAW;
+          } else {
+            PositionedChannel out = new PositionedChannel(r.sb, r.payload);
+            codec.encode(data, out);
+            stored = (int) out.written();
+            payloadCrc = out.crc();
+            encoding = ENCODING_CONTAINER;
+            giveBack(r, stored);
+          }
+        } catch (IOException e) {
+          abandon(r);
+          r.sb.unpin();
+          throw e;
         }
-      } catch (IOException e) {
-        abandon(r);
-        r.sb.unpin();
-        throw e;
+        return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
+      } finally {
+        r.sb.finishRecord();
       }
-      return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
     } catch (IOException e) {
       return writeFailed(key, e);
     }
@@ -355,7 +365,8 @@ public final class DiskTier implements Tier {
     Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
         seq, 0);
     boolean[] installed = {false};
-    commit(JournalEntry.put(key, loc, 0), r.sb, () -> installed[0] = install(key, loc));
+    commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
+        () -> installed[0] = install(key, loc));
     bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
     counters.put();
     if (writeFailure != null) {
@@ -417,6 +428,7 @@ public final class DiskTier implements Tier {
       } catch (IOException e) {
         abandon(r);
         r.sb.unpin();
+        r.sb.finishRecord();
         throw e;
       }
     }
@@ -439,6 +451,14 @@ public final class DiskTier implements Tier {
 
     @Override
     protected PutStatus publish() {
+      try {
+        return publishRecord();
+      } finally {
+        r.sb.finishRecord();
+      }
+    }
+
+    private PutStatus publishRecord() {
       int stored;
       try {
         if (failure != null) {
@@ -451,10 +471,10 @@ public final class DiskTier implements Tier {
         }
         stored = (int) (encoder == null ? out.written() : encoder.finish());
       } catch (IOException e) {
-        discard();
+        discardRecord();
         return writeFailed(key(), e);
       } catch (RuntimeException e) {
-        discard();
+        discardRecord();
         throw e;
       }
       if (encoder != null) {
@@ -471,6 +491,15 @@ public final class DiskTier implements Tier {
 
     @Override
     protected void discard() {
+      try {
+        discardRecord();
+      } finally {
+        r.sb.finishRecord();
+      }
+    }
+
+    /** Zeroes what was written and gives the room back. */
+    private void discardRecord() {
       if (encoder != null) {
         encoder.close();
       } else {
@@ -613,6 +642,7 @@ public final class DiskTier implements Tier {
       }
       long seq = sequence.incrementAndGet();
       sb.recordSequence(seq); // a writer's later sequence keeps this a lower bound
+      sb.startRecord(); // every caller finishes it, once
       return new Reservation(sb, start, payload, payload + stored, seq);
     }
   }
@@ -816,7 +846,9 @@ public final class DiskTier implements Tier {
    * below the capacity), reclaims the oldest, rewriting forward its blocks read since written.
    * A compaction that finds no room to move a live block stops and keeps the super-block: only
    * reclaiming the oldest (eviction by age) lets live blocks go. Unless the sync policy is {@code
-   * NONE}, the moved records are forced before the super-block they left is dropped.
+   * NONE}, every record written so far is forced before the super-block is dropped: the moved
+   * ones, and the newer copies that made its other records dead, so that a power loss cannot take
+   * a key's newer copy after the drop took the older one.
    *
    * @return whether there was anything to do
    */
@@ -828,7 +860,7 @@ public final class DiskTier implements Tier {
     double lowest = COMPACT_BELOW_LIVE_FRACTION;
     for (SuperBlock sb : superBlocks.values()) {
       double live = (double) sb.liveBytes().get() / Math.max(1, sb.end() - FIRST_RECORD_OFFSET);
-      if (sb.isSealed() && live < lowest) {
+      if (sb.isSealed() && live < lowest && !sb.hasUnfinishedRecords()) {
         lowest = live;
         sparsest = sb;
       }
@@ -837,7 +869,8 @@ public final class DiskTier implements Tier {
     SuperBlock victim = sparsest;
     if (victim == null && usedBytes() > config.capacityBytes() - 2 * config.superBlockBytes()) {
       Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
-      victim = oldest == null || !oldest.getValue().isSealed() ? null : oldest.getValue();
+      victim = oldest == null || !oldest.getValue().isSealed()
+          || oldest.getValue().hasUnfinishedRecords() ? null : oldest.getValue();
     }
     if (victim == null || !victim.pin()) {
       return false;
@@ -855,21 +888,18 @@ public final class DiskTier implements Tier {
           tombstones.add(Map.entry(key, loc.sequence));
         }
       });
-      Set<SuperBlock> written = new HashSet<>();
       for (Map.Entry<BlockKey, Location> m : moves) {
         if (stop.getAsBoolean() || closed) {
           return true;
         }
         limiter.acquire(m.getValue().recordBytes());
-        if (!moveForward(m.getKey(), m.getValue(), v, written) && compact) {
+        if (!moveForward(m.getKey(), m.getValue(), v) && compact) {
           return false; // no room: the super-block stays until there is
         }
       }
-      carryForward(tombstones, written);
+      carryForward(tombstones);
       if (config.syncPolicy() != SyncPolicy.NONE) {
-        for (SuperBlock sb : written) {
-          sb.force(); // before the drop's journal entry is durable
-        }
+        forceDirty(); // before the drop's journal entry is durable
       }
     } finally {
       victim.unpin();
@@ -882,14 +912,13 @@ public final class DiskTier implements Tier {
 
   /**
    * Rewrites a live block from {@code from} into the active super-block, keeping its sequence
-   * number (so a newer put of the key still wins on replay), and adds the super-block written to
-   * {@code written}. Journalled only if the index still pointed at the old copy.
+   * number (so a newer put of the key still wins on replay). Journalled only if the index still
+   * pointed at the old copy.
    *
    * @return false if there was no room to move it (it stays where it is); true if it was moved,
    *     or was damaged and dropped
    */
-  private boolean moveForward(BlockKey key, Location cur, SuperBlock from, Set<SuperBlock> written)
-      throws IOException {
+  private boolean moveForward(BlockKey key, Location cur, SuperBlock from) throws IOException {
     if (!Records.payloadIntact(from, cur)) {
       corrupt(key, cur, from, "checksum mismatch found while moving it forward");
       return true;
@@ -898,7 +927,16 @@ public final class DiskTier implements Tier {
     if (r == null) {
       return false;
     }
-    written.add(r.sb);
+    try {
+      return moveInto(r, key, cur, from);
+    } finally {
+      r.sb.finishRecord();
+    }
+  }
+
+  /** The rest of {@link #moveForward}, into reservation {@code r}. */
+  private boolean moveInto(Reservation r, BlockKey key, Location cur, SuperBlock from)
+      throws IOException {
     r.sb.recordSequence(cur.sequence);
     try {
       if (r.sb == from) {
@@ -911,14 +949,19 @@ public final class DiskTier implements Tier {
     } finally {
       r.sb.unpin();
     }
+    dirty.add(r.sb);
     Location moved = new Location(r.sb.id(), (int) r.payload, cur.storedLength, cur.rawLength,
         cur.payloadCrc, cur.encoding, cur.sequence, 0);
+    boolean always = config.syncPolicy() == SyncPolicy.ALWAYS;
+    if (always) {
+      r.sb.force(); // before its entry can reach the device
+    }
     long ticket = -1;
     Journal j;
     synchronized (commitLock) {
       j = journal;
       if (index.replace(key, cur, moved)) {
-        ticket = j.append(JournalEntry.put(key, moved, 0));
+        ticket = j.append(JournalEntry.put(key, moved, 0, always));
         live(cur, -1);
         live(moved, +1);
       }
@@ -927,8 +970,7 @@ public final class DiskTier implements Tier {
     if (ticket >= 0) {
       blocksRewritten.increment();
       bytesRewritten.add(moved.recordBytes());
-      if (config.syncPolicy() == SyncPolicy.ALWAYS) {
-        r.sb.force();
+      if (always) {
         j.awaitDurable(ticket);
       }
     }
@@ -952,10 +994,9 @@ public final class DiskTier implements Tier {
    * Rewrites tombstones from a super-block about to be dropped into the active one, keeping their
    * sequence numbers, so that a deleted block whose record outlives its tombstone's super-block
    * stays deleted in a rebuild from the records. The journal and the checkpoint already have the
-   * deletes: nothing is journalled. The super-blocks written are added to {@code written}.
+   * deletes: nothing is journalled.
    */
-  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones, Set<SuperBlock> written)
-      throws IOException {
+  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones) throws IOException {
     for (Map.Entry<BlockKey, Long> t : tombstones) {
       Reservation r = reserve(0);
       if (r == null) {
@@ -967,17 +1008,25 @@ public final class DiskTier implements Tier {
             r.payload - HEADER_BYTES);
       } finally {
         r.sb.unpin();
+        r.sb.finishRecord(); // a tombstone is not indexed
       }
       bytesWritten.add(HEADER_BYTES);
-      written.add(r.sb);
+      dirty.add(r.sb);
     }
   }
 
   /**
-   * Records a change in the journal and applies it to the index, in the same order for both. The
-   * ticket is awaited on the journal it came from: a checkpoint may start the next one meanwhile.
+   * Records a change in the journal and applies it to the index, in the same order for both. Under
+   * {@link SyncPolicy#ALWAYS} the record in {@code written} is forced before the entry is appended
+   * (so that no journal force, another put's included, makes the entry durable before its record),
+   * and the entry is awaited on the journal it went to: a checkpoint may start the next one
+   * meanwhile.
    */
   private void commit(ByteBuffer entry, SuperBlock written, Runnable apply) throws IOException {
+    boolean always = config.syncPolicy() == SyncPolicy.ALWAYS;
+    if (always && written != null) {
+      written.force();
+    }
     long ticket;
     Journal j;
     synchronized (commitLock) {
@@ -985,10 +1034,7 @@ public final class DiskTier implements Tier {
       ticket = j.append(entry);
       apply.run();
     }
-    if (config.syncPolicy() == SyncPolicy.ALWAYS) {
-      if (written != null) {
-        written.force();
-      }
+    if (always) {
       j.awaitDurable(ticket);
     }
     if (j.sizeBytes() > config.checkpointJournalBytes()) {
@@ -1057,7 +1103,9 @@ public final class DiskTier implements Tier {
               r.payload - HEADER_BYTES);
         } finally {
           r.sb.unpin();
+          r.sb.finishRecord(); // a tombstone is not indexed
         }
+        dirty.add(r.sb);
       }
       long seq = r != null ? r.sequence : sequence.incrementAndGet();
       boolean[] removed = {false};
@@ -1086,6 +1134,27 @@ public final class DiskTier implements Tier {
    */
   public void sync() throws IOException {
     requireOpen();
+    synchronized (syncLock) { // one at a time: a sync entry must not pass a force still under way
+      Journal j = journal;
+      long covered = j == null ? 0 : j.sizeBytes();
+      forceDirty();
+      if (j != null) {
+        synchronized (commitLock) {
+          if (journal == j) { // else a checkpoint retired it, and holds all it said
+            j.append(JournalEntry.sync(covered));
+          }
+        }
+        j.force();
+      }
+    }
+    syncs.increment();
+  }
+
+  /**
+   * Forces every super-block written since it was last forced: every record whose journal entry
+   * was appended before this started is then on the device.
+   */
+  private void forceDirty() throws IOException {
     for (SuperBlock sb : superBlocks.values()) {
       if (dirty.remove(sb)) {
         try {
@@ -1096,11 +1165,6 @@ public final class DiskTier implements Tier {
         }
       }
     }
-    Journal j = journal;
-    if (j != null) {
-      j.force();
-    }
-    syncs.increment();
   }
 
   private void periodicSync() {
@@ -1127,12 +1191,24 @@ public final class DiskTier implements Tier {
     try {
       Journal old;
       long next;
+      boolean durable = config.syncPolicy() != SyncPolicy.NONE;
+      if (durable) {
+        forceDirty(); // most of it, before commits wait for the rest
+      }
       synchronized (commitLock) {
         old = journal;
+        if (durable) {
+          // the old journal whole on the device before any entry of the next one: until the
+          // checkpoint is in place, recovery replays both, and a drop in the next one must not
+          // outlive the put in the old one that made the dropped copy dead
+          forceDirty();
+          old.force();
+        }
         next = old.generation() + 1;
         journal = Journal.create(device, dir, next);
       }
-      checkpointBytes = Checkpoint.write(device, dir, next, sequence.get(), index.entrySet());
+      checkpointBytes = Checkpoint.write(device, dir, next, sequence.get(), index.entrySet(),
+          this::forceDirty);
       old.retire();
       device.delete(old.path());
     } finally {
@@ -1450,7 +1526,7 @@ public final class DiskTier implements Tier {
       Journal old = journal;
       if (old != null) { // else nothing changed since the open, whose metadata stays as it was
         long next = old.generation() + 1;
-        Checkpoint.write(device, dir, next, sequence.get(), index.entrySet());
+        Checkpoint.write(device, dir, next, sequence.get(), index.entrySet(), this::forceDirty);
         old.retire();
         device.delete(old.path());
       }

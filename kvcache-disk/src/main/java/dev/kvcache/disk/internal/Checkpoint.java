@@ -40,15 +40,26 @@ public final class Checkpoint {
 
   private Checkpoint() {}
 
-  /** Writes a checkpoint of {@code index} and returns its size in bytes. */
+  /** Work that must be done before a checkpoint replaces the last one. */
+  @FunctionalInterface
+  public interface Barrier {
+    void run() throws IOException;
+  }
+
+  /**
+   * Writes a checkpoint of {@code index} and returns its size in bytes. {@code recordsDurable}
+   * runs once the entries are written and before the checkpoint is forced and renamed: it forces
+   * every record the entries name (each was written before it entered the index), so that the
+   * checkpoint never reaches the device before a record it names.
+   */
   public static long write(StorageDevice device, Path dir, long nextGeneration, long maxSequence,
-      Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
+      Iterable<Map.Entry<BlockKey, Location>> index, Barrier recordsDurable) throws IOException {
     Path temp = dir.resolve(TEMP_NAME);
     long count;
     try {
       device.delete(temp); // left by a crash
       try (DeviceFile ch = device.create(temp)) {
-        count = writeTemp(ch, nextGeneration, maxSequence, index);
+        count = writeTemp(ch, nextGeneration, maxSequence, index, recordsDurable);
       }
     } catch (IOException | RuntimeException e) {
       device.delete(temp); // a full file system: give back what was written
@@ -66,7 +77,7 @@ public final class Checkpoint {
 
   /** Writes the checkpoint to {@code temp}, forced to the device; returns its entry count. */
   private static long writeTemp(DeviceFile ch, long nextGeneration, long maxSequence,
-      Iterable<Map.Entry<BlockKey, Location>> index) throws IOException {
+      Iterable<Map.Entry<BlockKey, Location>> index, Barrier recordsDurable) throws IOException {
     long count = 0;
     CRC32C entriesCrc = new CRC32C();
     ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 16384).order(ByteOrder.LITTLE_ENDIAN);
@@ -86,12 +97,13 @@ public final class Checkpoint {
     ch.write(trailer, pos);
     ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     h.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC);
-    h.put(VERSION_OFFSET, (byte) VERSION);
+    h.put(VERSION_OFFSET, (byte) CHECKPOINT_VERSION);
     h.putLong(GENERATION_OFFSET, nextGeneration);
     h.putLong(MAX_SEQUENCE_OFFSET, maxSequence);
     h.putLong(ENTRY_COUNT_OFFSET, count);
     h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
     ch.write(h, 0);
+    recordsDurable.run();
     ch.force();
     return count;
   }
@@ -124,7 +136,7 @@ public final class Checkpoint {
         ByteBuffer m = map.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         if (m.getInt(MAGIC_OFFSET) != CHECKPOINT_MAGIC
             || m.getInt(CRC_OFFSET) != SuperBlock.crc(m, 0, CRC_OFFSET)
-            || (m.get(VERSION_OFFSET) & 0xff) != VERSION) {
+            || (m.get(VERSION_OFFSET) & 0xff) != CHECKPOINT_VERSION) {
           return null;
         }
         long count = m.getLong(ENTRY_COUNT_OFFSET);

@@ -49,6 +49,11 @@ public final class DirectoryState {
   /** Changes found in records newer than the metadata (see {@link #rollForward}). */
   public long rolledForward;
   /**
+   * Puts in the journal whose record did not reach the device (a power loss after the entry was
+   * written and before its record was forced): passed by, so their keys keep their earlier block.
+   */
+  public long unconfirmedLost;
+  /**
    * Blocks left out of the index: entries whose super-block file is missing, damaged or cut short,
    * and the newest record of a key whose payload failed its checksum when a rebuild or a
    * roll-forward read it from the records.
@@ -177,7 +182,8 @@ public final class DirectoryState {
         index.clear();
         return false;
       }
-      long n = Journal.replay(device, j.getValue(), j.getKey(), repair, e -> apply(e, dropped));
+      long n = Journal.replay(device, j.getValue(), j.getKey(), repair,
+          (e, confirmed) -> apply(e, confirmed, dropped));
       if (n < 0) {
         log.warn("{}: damaged journal header: rebuilding the index from the super-blocks", j.getValue());
         index.clear();
@@ -186,6 +192,10 @@ public final class DirectoryState {
       expected++;
     }
     index.values().removeIf(loc -> dropped.contains(loc.superBlockId));
+    if (unconfirmedLost > 0) {
+      log.warn("{}: {} puts in the journal lost their record to a crash before it reached the"
+          + " device; their keys keep their earlier blocks", dir, unconfirmedLost);
+    }
     for (int id : dropped) {
       SuperBlock sb = superBlocks.remove(id);
       if (sb != null) {
@@ -196,12 +206,19 @@ public final class DirectoryState {
     return true;
   }
 
-  private void apply(JournalEntry e, Set<Integer> dropped) {
+  private void apply(JournalEntry e, boolean confirmed, Set<Integer> dropped) {
     switch (e.type) {
       case JournalLayout.TYPE_PUT:
+        nextSuperBlockId = Math.max(nextSuperBlockId, e.superBlockId + 1);
+        if (dropped.contains(e.superBlockId)) {
+          break; // written while its super-block was being dropped: never installed
+        }
+        if (!confirmed && !recordWhole(e.key, e.location)) {
+          unconfirmedLost++; // the key keeps what the index held before this entry
+          break;
+        }
         // a block moved forward keeps its sequence: the later entry wins
         index.merge(e.key, e.location, (cur, nu) -> nu.sequence >= cur.sequence ? nu : cur);
-        nextSuperBlockId = Math.max(nextSuperBlockId, e.superBlockId + 1);
         break;
       case JournalLayout.TYPE_DELETE:
         index.computeIfPresent(e.key, (k, cur) -> cur.sequence < e.sequence ? null : cur);
@@ -211,9 +228,15 @@ public final class DirectoryState {
         nextSuperBlockId = Math.max(nextSuperBlockId, e.superBlockId + 1);
         break;
       default:
-        break;
+        return; // a sync entry: what it says is used by the journal's reader
     }
     maxSequence = Math.max(maxSequence, e.sequence);
+  }
+
+  /** Whether the record of {@code key} at {@code loc} is whole (see {@link Records#whole}). */
+  private boolean recordWhole(BlockKey key, Location loc) {
+    SuperBlock sb = superBlocks.get(loc.superBlockId);
+    return sb != null && Records.whole(sb, key, loc);
   }
 
   /**

@@ -10,7 +10,6 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Consumer;
 
 /**
  * The metadata journal: 64-byte entries appended with one positional write each, so they reach
@@ -53,7 +52,7 @@ public final class Journal implements AutoCloseable {
     try {
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       h.putInt(MAGIC_OFFSET, JOURNAL_MAGIC);
-      h.put(VERSION_OFFSET, (byte) VERSION);
+      h.put(VERSION_OFFSET, (byte) JOURNAL_VERSION);
       h.putLong(GENERATION_OFFSET, generation);
       h.putInt(CRC_OFFSET, SuperBlock.crc(h, 0, CRC_OFFSET));
       ch.write(h, 0);
@@ -168,49 +167,76 @@ public final class Journal implements AutoCloseable {
     }
   }
 
+  /** What {@link #replay} hands over. */
+  public interface Visitor {
+    /**
+     * A valid entry, in order. A put that is not {@code confirmed} may have reached the device
+     * before its record did: its record must be checked before it is believed.
+     */
+    void entry(JournalEntry entry, boolean confirmed);
+  }
+
   /**
    * Reads journal {@code file}, handing each valid entry to {@code entries} in order. A torn or
-   * corrupt entry ends the journal; with {@code cutTornTail} the file is cut there.
+   * corrupt entry ends the journal; with {@code cutTornTail} the file is cut there. A put is
+   * confirmed by its flag, by a later sync entry past it, or by being in a version 1 journal.
    *
    * @return the number of valid entries, or -1 if the file header is not a valid journal header
    */
   public static long replay(StorageDevice device, Path file, long expectedGeneration,
-      boolean cutTornTail, Consumer<JournalEntry> entries) throws IOException {
+      boolean cutTornTail, Visitor entries) throws IOException {
     try (DeviceFile ch = device.open(file, cutTornTail)) {
       long size = ch.size();
       ByteBuffer h = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
       ch.read(h, 0);
+      int version = h.get(VERSION_OFFSET) & 0xff;
       if (h.hasRemaining() || h.getInt(MAGIC_OFFSET) != JOURNAL_MAGIC
           || h.getInt(CRC_OFFSET) != SuperBlock.crc(h, 0, CRC_OFFSET)
-          || (h.get(VERSION_OFFSET) & 0xff) != VERSION
+          || (version != 1 && version != JOURNAL_VERSION)
           || h.getLong(GENERATION_OFFSET) != expectedGeneration) {
         return -1;
       }
-      ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 4096);
-      long pos = FILE_HEADER_BYTES;
-      long count = 0;
-      while (pos < size) {
-        buf.clear();
-        ch.read(buf, pos);
-        buf.flip();
-        int at = 0;
-        for (; at + ENTRY_BYTES <= buf.limit(); at += ENTRY_BYTES) {
-          JournalEntry e = JournalEntry.read(buf, at);
-          if (e == null) {
-            break;
-          }
-          entries.accept(e);
-          count++;
+      long[] confirmedBelow = {version == 1 ? Long.MAX_VALUE : FILE_HEADER_BYTES};
+      long end = scan(ch, size, (e, at) -> {
+        if (e.type == TYPE_SYNC) {
+          confirmedBelow[0] = Math.max(confirmedBelow[0], e.sequence);
         }
-        pos += at;
-        if (at < buf.capacity()) {
-          break; // a bad entry, or the end of the file
-        }
+      });
+      scan(ch, end, (e, at) ->
+          entries.entry(e, e.type != TYPE_PUT || e.recordDurable || at < confirmedBelow[0]));
+      if (end < size && cutTornTail) {
+        ch.setSize(end);
       }
-      if (pos < size && cutTornTail) {
-        ch.setSize(pos);
-      }
-      return count;
+      return (end - FILE_HEADER_BYTES) / ENTRY_BYTES;
     }
+  }
+
+  /** An entry and its offset in the file. */
+  private interface Positioned {
+    void entry(JournalEntry e, long at);
+  }
+
+  /** Hands over the valid entries before {@code limit}; returns the end of the last one. */
+  private static long scan(DeviceFile ch, long limit, Positioned entries) throws IOException {
+    ByteBuffer buf = ByteBuffer.allocateDirect(ENTRY_BYTES * 4096);
+    long pos = FILE_HEADER_BYTES;
+    while (pos < limit) {
+      buf.clear().limit((int) Math.min(buf.capacity(), limit - pos));
+      ch.read(buf, pos);
+      buf.flip();
+      int at = 0;
+      for (; at + ENTRY_BYTES <= buf.limit(); at += ENTRY_BYTES) {
+        JournalEntry e = JournalEntry.read(buf, at);
+        if (e == null) {
+          return pos + at; // a bad entry ends the journal
+        }
+        entries.entry(e, pos + at);
+      }
+      pos += at;
+      if (at < buf.capacity()) {
+        break; // the end of the file (or a torn entry)
+      }
+    }
+    return pos;
   }
 }

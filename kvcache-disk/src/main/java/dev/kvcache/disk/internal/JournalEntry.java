@@ -15,19 +15,30 @@ public final class JournalEntry {
   public final long sequence;
   /** For puts: the record's location; null otherwise. */
   public final Location location;
+  /** For puts: whether the record was on the device before the entry was written. */
+  public final boolean recordDurable;
 
-  private JournalEntry(int type, BlockKey key, int superBlockId, long sequence, Location location) {
+  private JournalEntry(int type, BlockKey key, int superBlockId, long sequence, Location location,
+      boolean recordDurable) {
     this.type = type;
     this.key = key;
     this.superBlockId = superBlockId;
     this.sequence = sequence;
     this.location = location;
+    this.recordDurable = recordDurable;
   }
 
+  /** A checkpoint's entry, or a put's whose record may not be on the device yet. */
   public static ByteBuffer put(BlockKey key, Location loc, int hits) {
+    return put(key, loc, hits, false);
+  }
+
+  /** A put's entry; {@code recordDurable} if its record was forced before the entry is written. */
+  public static ByteBuffer put(BlockKey key, Location loc, int hits, boolean recordDurable) {
     ByteBuffer e = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     e.put(TYPE_OFFSET, (byte) TYPE_PUT);
     e.put(ENCODING_OFFSET, (byte) loc.encoding);
+    e.putShort(FLAGS_OFFSET, (short) (recordDurable ? FLAG_RECORD_DURABLE : 0));
     e.putInt(SUPER_BLOCK_OFFSET, loc.superBlockId);
     e.putLong(SEQUENCE_OFFSET, loc.sequence);
     e.putLong(KEY_HI_OFFSET, key.hi());
@@ -46,6 +57,17 @@ public final class JournalEntry {
     e.putLong(SEQUENCE_OFFSET, sequence);
     e.putLong(KEY_HI_OFFSET, key.hi());
     e.putLong(KEY_LO_OFFSET, key.lo());
+    return seal(e);
+  }
+
+  /**
+   * A sync entry: every entry before journal offset {@code covered} had its record on the device
+   * when this entry was written.
+   */
+  public static ByteBuffer sync(long covered) {
+    ByteBuffer e = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    e.put(TYPE_OFFSET, (byte) TYPE_SYNC);
+    e.putLong(SEQUENCE_OFFSET, covered);
     return seal(e);
   }
 
@@ -80,10 +102,12 @@ public final class JournalEntry {
             e.getInt(at + STORED_LENGTH_OFFSET), e.getInt(at + RAW_LENGTH_OFFSET),
             e.getInt(at + PAYLOAD_CRC_OFFSET), e.get(at + ENCODING_OFFSET), seq,
             e.getInt(at + HITS_OFFSET));
-        return new JournalEntry(type, key, sb, seq, loc);
+        boolean durable = (e.getShort(at + FLAGS_OFFSET) & FLAG_RECORD_DURABLE) != 0;
+        return new JournalEntry(type, key, sb, seq, loc, durable);
       case TYPE_DELETE:
       case TYPE_DROP:
-        return new JournalEntry(type, key, sb, seq, null);
+      case TYPE_SYNC:
+        return new JournalEntry(type, key, sb, seq, null, false);
       default:
         return null;
     }

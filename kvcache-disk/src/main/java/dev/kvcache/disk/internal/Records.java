@@ -71,6 +71,30 @@ public final class Records {
     return SuperBlock.crc(b, b.position(), b.remaining());
   }
 
+  /**
+   * Whether the record of {@code key} at {@code loc} in {@code sb} (pinned) is whole: its header
+   * intact and naming the key, sequence and length, and its payload matching its checksum. A
+   * record whose payload survived a crash but whose header did not is not whole: scans, which
+   * read headers, would not see it.
+   */
+  public static boolean whole(SuperBlock sb, BlockKey key, Location loc) {
+    long header = (long) loc.payloadOffset - HEADER_BYTES;
+    if (header < FIRST_RECORD_OFFSET
+        || (long) loc.payloadOffset + loc.storedLength > sb.sizeBytes()) {
+      return false;
+    }
+    ByteBuffer h = sb.view();
+    int at = (int) header;
+    return h.getInt(at + MAGIC_OFFSET) == RECORD_MAGIC
+        && (h.get(at + VERSION_OFFSET) & 0xff) == VERSION
+        && h.getInt(at + HEADER_CRC_OFFSET) == SuperBlock.crc(h, at, HEADER_CRC_OFFSET)
+        && h.get(at + KIND_OFFSET) == KIND_BLOCK
+        && h.getLong(at + KEY_HI_OFFSET) == key.hi() && h.getLong(at + KEY_LO_OFFSET) == key.lo()
+        && h.getLong(at + SEQUENCE_OFFSET) == loc.sequence
+        && h.getInt(at + STORED_LENGTH_OFFSET) == loc.storedLength
+        && payloadIntact(sb, loc);
+  }
+
   /** Whether the payload at {@code loc} in {@code sb} (pinned) matches its checksum. */
   public static boolean payloadIntact(SuperBlock sb, Location loc) {
     return crc(sb.slice(loc.payloadOffset, loc.storedLength)) == loc.payloadCrc;

@@ -33,6 +33,8 @@ public final class SuperBlock {
   /** Pins held; -1 once unmapped. */
   private final AtomicInteger pins = new AtomicInteger();
   private final AtomicLong liveBytes = new AtomicLong();
+  /** Records reserved here whose write has not finished (indexed, or given up). */
+  private final AtomicInteger unfinished = new AtomicInteger();
   /**
    * The lowest sequence number of the records written here (a block moved forward keeps its old
    * one); 0, for "any", in a super-block from an earlier run.
@@ -150,6 +152,23 @@ public final class SuperBlock {
 
   public AtomicLong liveBytes() {
     return liveBytes;
+  }
+
+  /** Notes that a record was reserved here; {@link #finishRecord} once it is indexed or dropped. */
+  public void startRecord() {
+    unfinished.incrementAndGet();
+  }
+
+  public void finishRecord() {
+    unfinished.decrementAndGet();
+  }
+
+  /**
+   * Whether a record reserved here may still enter the index: such a super-block must not be
+   * compacted, whose scan would miss the record and whose drop would then evict it.
+   */
+  public boolean hasUnfinishedRecords() {
+    return unfinished.get() > 0;
   }
 
   /** Notes that a record with this sequence number is being written here. */

@@ -233,7 +233,11 @@ public final class DiskTool {
       DirectoryState state = DirectoryState.fromRecords(FILES, dir);
       try {
         Checkpoint.write(FILES, dir, state.nextGeneration, state.maxSequence,
-            state.index.entrySet());
+            state.index.entrySet(), () -> {
+              for (SuperBlock sb : state.superBlocks.values()) {
+                sb.force();
+              }
+            });
         for (Path j : state.journals.values()) {
           Files.deleteIfExists(j); // the new checkpoint says to replay from after them
         }

@@ -57,7 +57,7 @@ class MetadataFuzzTest {
     ByteBuffer e = ByteBuffer.allocate(ENTRY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     e.put(data.consumeBytes(ENTRY_BYTES)).clear();
     if (data.consumeBoolean()) {
-      e.put(TYPE_OFFSET, (byte) data.consumeInt(0, 4));
+      e.put(TYPE_OFFSET, (byte) data.consumeInt(0, 5));
       e.putInt(CRC_OFFSET, SuperBlock.crc(e, 0, CRC_OFFSET));
     }
     return e;
@@ -66,7 +66,7 @@ class MetadataFuzzTest {
   private static boolean valid(ByteBuffer e) {
     int type = e.get(TYPE_OFFSET);
     return e.getInt(CRC_OFFSET) == SuperBlock.crc(e, 0, CRC_OFFSET)
-        && (type == TYPE_PUT || type == TYPE_DELETE || type == TYPE_DROP);
+        && (type == TYPE_PUT || type == TYPE_DELETE || type == TYPE_DROP || type == TYPE_SYNC);
   }
 
   /**
@@ -80,7 +80,7 @@ class MetadataFuzzTest {
     boolean goodHeader = data.consumeInt(0, 15) != 0;
     ByteBuffer header = ByteBuffer.allocate(FILE_HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     if (goodHeader) {
-      header.putInt(MAGIC_OFFSET, JOURNAL_MAGIC).put(VERSION_OFFSET, (byte) VERSION)
+      header.putInt(MAGIC_OFFSET, JOURNAL_MAGIC).put(VERSION_OFFSET, (byte) JOURNAL_VERSION)
           .putLong(GENERATION_OFFSET, generation);
       header.putInt(CRC_OFFSET, SuperBlock.crc(header, 0, CRC_OFFSET));
     } else {
@@ -100,11 +100,12 @@ class MetadataFuzzTest {
     Files.write(path, file.array());
 
     List<JournalEntry> handed = new ArrayList<>();
-    long count = Journal.replay(FileSystemDevice.INSTANCE, path, generation, true, handed::add);
+    long count = Journal.replay(FileSystemDevice.INSTANCE, path, generation, true,
+        (e, confirmed) -> handed.add(e));
 
     boolean headerValid = header.getInt(MAGIC_OFFSET) == JOURNAL_MAGIC
         && header.getInt(CRC_OFFSET) == SuperBlock.crc(header, 0, CRC_OFFSET)
-        && header.get(VERSION_OFFSET) == VERSION
+        && header.get(VERSION_OFFSET) == JOURNAL_VERSION
         && header.getLong(GENERATION_OFFSET) == generation;
     if (!headerValid) {
       assertThat(count).isEqualTo(-1);
@@ -135,7 +136,7 @@ class MetadataFuzzTest {
     ByteBuffer delete = JournalEntry.delete(BlockKey.of(3, 4), 2);
     ByteBuffer file = ByteBuffer.allocate(FILE_HEADER_BYTES + 3 * ENTRY_BYTES)
         .order(ByteOrder.LITTLE_ENDIAN);
-    file.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC).put(VERSION_OFFSET, (byte) VERSION)
+    file.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC).put(VERSION_OFFSET, (byte) CHECKPOINT_VERSION)
         .putLong(GENERATION_OFFSET, 2).putLong(ENTRY_COUNT_OFFSET, 2);
     file.putInt(CRC_OFFSET, SuperBlock.crc(file, 0, CRC_OFFSET));
     file.put(FILE_HEADER_BYTES, put, 0, ENTRY_BYTES)
@@ -166,7 +167,7 @@ class MetadataFuzzTest {
     }
     ByteBuffer file = ByteBuffer.allocate(FILE_HEADER_BYTES + (n + 1) * ENTRY_BYTES)
         .order(ByteOrder.LITTLE_ENDIAN);
-    file.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC).put(VERSION_OFFSET, (byte) VERSION)
+    file.putInt(MAGIC_OFFSET, CHECKPOINT_MAGIC).put(VERSION_OFFSET, (byte) CHECKPOINT_VERSION)
         .putLong(GENERATION_OFFSET, data.consumeLong()).putLong(MAX_SEQUENCE_OFFSET, data.consumeLong())
         .putLong(ENTRY_COUNT_OFFSET, data.consumeInt(0, 15) == 0 ? data.consumeLong() : n);
     file.putInt(CRC_OFFSET, SuperBlock.crc(file, 0, CRC_OFFSET));
