@@ -11,14 +11,11 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockEncoder;
-import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.disk.device.StorageDevice;
-import dev.kvcache.disk.internal.Checkpoint;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
 import dev.kvcache.disk.internal.Doorkeeper;
 import dev.kvcache.disk.internal.FileSpace;
-import dev.kvcache.disk.internal.Journal;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
@@ -30,7 +27,6 @@ import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
-import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -43,19 +39,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -98,8 +91,6 @@ import org.slf4j.LoggerFactory;
 public final class DiskTier implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
-  /** Bytes a read checks and then copies at a time: small enough to stay in the core's cache. */
-  private static final int VERIFY_CHUNK_BYTES = 64 << 10;
   /** Written over the parts of a record whose writer was closed without a commit. */
   private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(64 << 10).asReadOnlyBuffer();
 
@@ -108,7 +99,8 @@ public final class DiskTier implements Tier {
   private final StorageDevice device;
   private final DirectoryLock directoryLock;
   private final BlockCodec codec;
-  private ConcurrentHashMap<BlockKey, Location> index = new ConcurrentHashMap<>();
+  private final BlockIndex index;
+  private final RecordReads reads;
   private volatile BlockEvictionListener evictionListener;
   /** Live super-blocks by id, oldest first. */
   private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks = new ConcurrentSkipListMap<>();
@@ -118,11 +110,6 @@ public final class DiskTier implements Tier {
   private final Set<SuperBlock> dirty = ConcurrentHashMap.newKeySet();
   /** Guards space reservation in the active super-block and its roll-over. */
   private final Object writeLock = new Object();
-  /** Makes journal order the order of index updates; guards journal rotation. */
-  private final Object commitLock = new Object();
-  /** Makes syncs one at a time. */
-  private final Object syncLock = new Object();
-  private final AtomicBoolean checkpointing = new AtomicBoolean();
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
   private final ScheduledExecutorService syncer;
@@ -137,11 +124,7 @@ public final class DiskTier implements Tier {
   private volatile String noRoom;
   /** The last write's failure, until a write succeeds; null when the last write succeeded. */
   private volatile String writeFailure;
-  /** The journal; null while it cannot be created (a full file system), and then no puts. */
-  private volatile Journal journal;
-  /** The generation of the journal to create when there is none. */
-  private long nextJournalGeneration;
-  private volatile long checkpointBytes;
+  private final MetadataLog metadata;
   private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
@@ -153,10 +136,9 @@ public final class DiskTier implements Tier {
   private final LongAdder blocksRewritten = new LongAdder();
   private final LongAdder bytesRewritten = new LongAdder();
   private final LongAdder writeFailures = new LongAdder();
-  private final LongAdder syncs = new LongAdder();
 
-  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace space)
-      throws IOException {
+  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace space,
+      DirectoryState state) throws IOException {
     this.config = config;
     this.dir = config.directory();
     this.device = config.device();
@@ -166,6 +148,12 @@ public final class DiskTier implements Tier {
         ? config.minFreeBytes()
         : DiskTierConfig.defaultMinFreeBytes(space.totalBytes());
     this.codec = config.codec();
+    superBlocks.putAll(state.superBlocks);
+    this.index = new BlockIndex(state.index, superBlocks);
+    this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks);
+    this.metadata = new MetadataLog(device, dir, config.syncPolicy(),
+        config.checkpointJournalBytes(), state.nextGeneration, this::forceDirty, index::entries,
+        sequence::get);
     this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
         ? Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "kvcache-disk-sync");
@@ -201,15 +189,22 @@ public final class DiskTier implements Tier {
     StorageDevice device = config.device();
     device.prepareDirectory(config.directory());
     DirectoryLock lock = DirectoryLock.acquire(device, config.directory());
+    long started = System.nanoTime();
     DiskTier tier;
+    DirectoryState state = null;
     try {
-      tier = new DiskTier(config, lock, space != null ? space : FileSpace.of(device, config.directory()));
+      state = DirectoryState.load(device, config.directory(), true);
+      tier = new DiskTier(config, lock,
+          space != null ? space : FileSpace.of(device, config.directory()), state);
     } catch (IOException | RuntimeException e) {
+      if (state != null) {
+        state.close();
+      }
       lock.close();
       throw e;
     }
     try {
-      tier.recover();
+      tier.recover(state, started);
       tier.reclaimer.start();
       if (tier.syncer != null) {
         long every = config.syncIntervalMillis();
@@ -224,9 +219,7 @@ public final class DiskTier implements Tier {
 
   // ---------------------------------------------------------------- recovery
 
-  private void recover() throws IOException {
-    long started = System.nanoTime();
-    DirectoryState state = DirectoryState.load(device, dir, true);
+  private void recover(DirectoryState state, long started) throws IOException {
     for (Path damaged : state.damagedSuperBlocks) {
       log.warn("{}: damaged super-block header, the file holds nothing usable: deleting it", damaged);
       device.delete(damaged);
@@ -234,37 +227,9 @@ public final class DiskTier implements Tier {
     for (SuperBlock sb : state.droppedSuperBlocks) {
       sb.drop(); // its drop was journalled but the file survived a crash
     }
-    superBlocks.putAll(state.superBlocks);
-    index = state.index;
     sequence.set(state.maxSequence);
     nextSuperBlockId.set(state.nextSuperBlockId);
-    for (Location loc : index.values()) {
-      superBlocks.get(loc.superBlockId).liveBytes().addAndGet(loc.recordBytes());
-    }
-    nextJournalGeneration = state.nextGeneration;
-    // after a clean close the checkpoint is all there is, and it stays valid as it is
-    boolean checkpointCurrent = state.checkpointLoaded && state.journals.isEmpty()
-        && state.rolledForward == 0 && state.droppedSuperBlocks.isEmpty()
-        && state.damagedSuperBlocks.isEmpty();
-    if (checkpointCurrent) {
-      checkpointBytes = Checkpoint.size(device, dir); // a clean shutdown's
-    } else {
-      try {
-        // what a crash left may be in the page cache alone: on the device before the checkpoint
-        checkpointBytes = Checkpoint.write(device, dir, state.nextGeneration, sequence.get(),
-            index.entrySet(), () -> {
-              for (SuperBlock sb : superBlocks.values()) {
-                sb.force();
-              }
-            });
-        for (Path replayed : state.journals.values()) {
-          device.delete(replayed); // the checkpoint covers them now
-        }
-      } catch (IOException e) { // a full file system: the journals stay, for the next open
-        log.warn("{}: cannot write a checkpoint ({}); the next open replays the journals again",
-            dir, e.toString());
-      }
-    }
+    metadata.recovered(state, superBlocks.values());
     synchronized (writeLock) {
       // nothing stored is dropped to make room while opening
       if (startJournal()) {
@@ -289,7 +254,7 @@ public final class DiskTier implements Tier {
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return PutStatus.REJECTED_TOO_LARGE;
     }
-    if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
+    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
       counters.put();
       return PutStatus.NOT_ADMITTED;
     }
@@ -365,7 +330,7 @@ public final class DiskTier implements Tier {
     Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
         seq, 0);
     boolean[] installed = {false};
-    commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
+    metadata.commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
         () -> installed[0] = install(key, loc));
     bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
     counters.put();
@@ -394,7 +359,7 @@ public final class DiskTier implements Tier {
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
-    if (doorkeeper != null && !index.containsKey(key) && !doorkeeper.seenOrRemember(key)) {
+    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
       return new UnadmittedWriter(key, length);
     }
     try {
@@ -600,13 +565,11 @@ public final class DiskTier implements Tier {
    * @return false, with {@link #noRoom} saying why, if it still cannot be created
    */
   private boolean startJournal() {
-    if (journal != null) {
+    if (metadata.ready()) {
       return true;
     }
     try {
-      synchronized (commitLock) {
-        journal = Journal.create(device, dir, nextJournalGeneration);
-      }
+      metadata.start();
       if (active != null) {
         noRoom = null; // the journal was all that was missing
       }
@@ -760,8 +723,7 @@ public final class DiskTier implements Tier {
     // The pin holds its file until they are handed over, even if another thread drops it meanwhile
     List<Map.Entry<BlockKey, Location>> indexed = new ArrayList<>();
     List<Map.Entry<BlockKey, Location>> evicted = new ArrayList<>();
-    long ticket;
-    Journal j;
+    MetadataLog.Ticket ticket;
     try {
       Records.scan(victim, victim.end(), (kind, key, loc) -> {
         Location cur = index.get(key);
@@ -770,21 +732,19 @@ public final class DiskTier implements Tier {
           indexed.add(Map.entry(key, cur));
         }
       });
-      synchronized (commitLock) {
-        j = journal;
-        ticket = j.append(JournalEntry.drop(victim.id()));
+      ticket = metadata.append(JournalEntry.drop(victim.id()), () -> {
         for (Map.Entry<BlockKey, Location> e : indexed) {
           if (index.remove(e.getKey(), e.getValue())) {
             counters.eviction();
             evicted.add(e); // by this thread alone, if two drop the super-block at once
           }
         }
-      }
+      });
       handOverEvicted(victim, evicted);
     } finally {
       victim.unpin();
     }
-    j.awaitDurable(ticket);
+    ticket.awaitDurable();
     if (superBlocks.remove(victim.id()) == null) {
       return;
     }
@@ -810,7 +770,7 @@ public final class DiskTier implements Tier {
       }
       // the key as the record names it, with its namespace, so that a tier below can name it too
       BlockKey key = Records.withNamespace(e.getKey(), victim, e.getValue());
-      BlockLease lease = leaseAt(key, e.getValue(), victim, false);
+      BlockLease lease = reads.leaseAt(key, e.getValue(), victim, false);
       if (lease == null) {
         continue; // damaged: dropped, and not passed on
       }
@@ -853,7 +813,7 @@ public final class DiskTier implements Tier {
    * @return whether there was anything to do
    */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
-    if (closed || journal == null) {
+    if (closed || !metadata.ready()) {
       return false;
     }
     SuperBlock sparsest = null;
@@ -920,7 +880,7 @@ public final class DiskTier implements Tier {
    */
   private boolean moveForward(BlockKey key, Location cur, SuperBlock from) throws IOException {
     if (!Records.payloadIntact(from, cur)) {
-      corrupt(key, cur, from, "checksum mismatch found while moving it forward");
+      reads.corrupt(key, cur, from, "checksum mismatch found while moving it forward");
       return true;
     }
     Reservation r = reserve(cur.storedLength);
@@ -956,22 +916,14 @@ public final class DiskTier implements Tier {
     if (always) {
       r.sb.force(); // before its entry can reach the device
     }
-    long ticket = -1;
-    Journal j;
-    synchronized (commitLock) {
-      j = journal;
-      if (index.replace(key, cur, moved)) {
-        ticket = j.append(JournalEntry.put(key, moved, 0, always));
-        live(cur, -1);
-        live(moved, +1);
-      }
-    }
+    MetadataLog.Ticket ticket = metadata.appendIf(() -> index.replace(key, cur, moved),
+        JournalEntry.put(key, moved, 0, always));
     bytesWritten.add(moved.recordBytes());
-    if (ticket >= 0) {
+    if (ticket != null) {
       blocksRewritten.increment();
       bytesRewritten.add(moved.recordBytes());
       if (always) {
-        j.awaitDurable(ticket);
+        ticket.awaitDurable();
       }
     }
     return true;
@@ -1016,37 +968,6 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Records a change in the journal and applies it to the index, in the same order for both. Under
-   * {@link SyncPolicy#ALWAYS} the record in {@code written} is forced before the entry is appended
-   * (so that no journal force, another put's included, makes the entry durable before its record),
-   * and the entry is awaited on the journal it went to: a checkpoint may start the next one
-   * meanwhile.
-   */
-  private void commit(ByteBuffer entry, SuperBlock written, Runnable apply) throws IOException {
-    boolean always = config.syncPolicy() == SyncPolicy.ALWAYS;
-    if (always && written != null) {
-      written.force();
-    }
-    long ticket;
-    Journal j;
-    synchronized (commitLock) {
-      j = journal;
-      ticket = j.append(entry);
-      apply.run();
-    }
-    if (always) {
-      j.awaitDurable(ticket);
-    }
-    if (j.sizeBytes() > config.checkpointJournalBytes()) {
-      try {
-        checkpoint();
-      } catch (IOException e) { // the change is journalled: the journal just grows on
-        log.warn("{}: cannot write a checkpoint: {}", dir, e.toString());
-      }
-    }
-  }
-
-  /**
    * Indexes {@code loc} under {@code key} unless a newer record is there already, or its
    * super-block was dropped while the record was being written (then it counts as evicted).
    *
@@ -1057,28 +978,8 @@ public final class DiskTier implements Tier {
       counters.eviction();
       return false;
     }
-    Location[] replaced = {null};
-    Location now = index.merge(key, loc, (cur, nu) -> {
-      if (nu.sequence > cur.sequence) {
-        replaced[0] = cur;
-        return nu;
-      }
-      return cur;
-    });
-    if (now == loc) {
-      live(loc, +1);
-    }
-    if (replaced[0] != null) {
-      live(replaced[0], -1);
-    }
+    index.install(key, loc);
     return true;
-  }
-
-  private void live(Location loc, int sign) {
-    SuperBlock sb = superBlocks.get(loc.superBlockId);
-    if (sb != null) {
-      sb.liveBytes().addAndGet(sign * loc.recordBytes());
-    }
   }
 
   @Override
@@ -1109,15 +1010,8 @@ public final class DiskTier implements Tier {
       }
       long seq = r != null ? r.sequence : sequence.incrementAndGet();
       boolean[] removed = {false};
-      commit(JournalEntry.delete(key, seq), r != null ? r.sb : null, () ->
-          index.computeIfPresent(key, (k, loc) -> {
-            if (loc.sequence < seq) {
-              removed[0] = true;
-              live(loc, -1);
-              return null;
-            }
-            return loc;
-          }));
+      metadata.commit(JournalEntry.delete(key, seq), r != null ? r.sb : null,
+          () -> removed[0] = index.deleteOlderThan(key, seq));
       bytesWritten.add(HEADER_BYTES + JournalLayout.ENTRY_BYTES);
       if (removed[0]) {
         counters.delete();
@@ -1134,20 +1028,7 @@ public final class DiskTier implements Tier {
    */
   public void sync() throws IOException {
     requireOpen();
-    synchronized (syncLock) { // one at a time: a sync entry must not pass a force still under way
-      Journal j = journal;
-      long covered = j == null ? 0 : j.sizeBytes();
-      forceDirty();
-      if (j != null) {
-        synchronized (commitLock) {
-          if (journal == j) { // else a checkpoint retired it, and holds all it said
-            j.append(JournalEntry.sync(covered));
-          }
-        }
-        j.force();
-      }
-    }
-    syncs.increment();
+    metadata.sync();
   }
 
   /**
@@ -1179,100 +1060,16 @@ public final class DiskTier implements Tier {
     }
   }
 
-  /**
-   * Writes a checkpoint of the index and starts a new journal generation. The old journal is
-   * retired once the checkpoint is durable: it holds nothing the checkpoint lacks, so a put still
-   * waiting on it returns.
-   */
-  private void checkpoint() throws IOException {
-    if (!checkpointing.compareAndSet(false, true)) {
-      return;
-    }
-    try {
-      Journal old;
-      long next;
-      boolean durable = config.syncPolicy() != SyncPolicy.NONE;
-      if (durable) {
-        forceDirty(); // most of it, before commits wait for the rest
-      }
-      synchronized (commitLock) {
-        old = journal;
-        if (durable) {
-          // the old journal whole on the device before any entry of the next one: until the
-          // checkpoint is in place, recovery replays both, and a drop in the next one must not
-          // outlive the put in the old one that made the dropped copy dead
-          forceDirty();
-          old.force();
-        }
-        next = old.generation() + 1;
-        journal = Journal.create(device, dir, next);
-      }
-      checkpointBytes = Checkpoint.write(device, dir, next, sequence.get(), index.entrySet(),
-          this::forceDirty);
-      old.retire();
-      device.delete(old.path());
-    } finally {
-      checkpointing.set(false);
-    }
-  }
-
   // ---------------------------------------------------------------- reads
 
   @Override
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");
     requireOpen();
-    Location loc = index.get(key);
-    SuperBlock sb = pinOrMiss(key, loc);
-    if (sb == null) {
-      return BlockLease.miss(key);
-    }
-    BlockLease lease = leaseAt(key, loc, sb, true);
-    if (lease == null) {
-      counters.miss();
-      return BlockLease.miss(key);
-    }
-    loc.hit();
-    counters.hit();
-    return lease;
+    return reads.get(key);
   }
 
-  /**
-   * A lease on the block at {@code loc} in {@code sb}, which the caller pinned: the lease takes the
-   * pin over (or lets it go, for a decoded copy). Null if the record is damaged: the block is then
-   * dropped and the pin let go.
-   *
-   * @param counted whether the lease counts as open in the statistics: a caller's does, one handed
-   *     to the eviction listener does not
-   */
-  private BlockLease leaseAt(BlockKey key, Location loc, SuperBlock sb, boolean counted) {
-    ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
-    ByteBuffer bytes;
-    if (loc.encoding == ENCODING_RAW) {
-      if (!intact(key, loc, sb, stored)) {
-        sb.unpin();
-        return null;
-      }
-      bytes = stored;
-    } else {
-      ByteBuffer decoded = ByteBuffer.allocateDirect(loc.rawLength);
-      boolean ok = decodeInto(key, loc, sb, stored, decoded);
-      sb.unpin();
-      if (!ok) {
-        return null;
-      }
-      bytes = decoded.flip().asReadOnlyBuffer();
-      sb = null;
-    }
-    if (counted) {
-      counters.leaseOpened();
-    }
-    // an encoded record's checksum is of its container: the block's own is computed once decoded,
-    // so that every lease carries the CRC32C of the bytes it shows
-    return new DiskLease(key, bytes, sb, OptionalInt.of(
-        loc.encoding == ENCODING_RAW ? loc.payloadCrc : Records.crc(bytes.duplicate())), counted);
-  }
-
+  /** Copies the block into {@code dst}, checking its checksum on the way; see {@link Tier}. */
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {
     Objects.requireNonNull(key, "key");
@@ -1281,116 +1078,14 @@ public final class DiskTier implements Tier {
       throw new ReadOnlyBufferException();
     }
     requireOpen();
-    Location loc = index.get(key);
-    SuperBlock sb = pinOrMiss(key, loc);
-    if (sb == null) {
-      return GetStatus.MISS;
-    }
-    try {
-      if (dst.remaining() < loc.rawLength) {
-        return GetStatus.BUFFER_TOO_SMALL;
-      }
-      long start = System.nanoTime();
-      ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
-      if (loc.encoding == ENCODING_RAW) {
-        if (!copyIfIntact(key, loc, sb, stored, dst)) {
-          counters.miss();
-          return GetStatus.MISS;
-        }
-      } else if (!decodeInto(key, loc, sb, stored, dst)) {
-        counters.miss();
-        return GetStatus.MISS;
-      }
-      loadRate.record(loc.rawLength, System.nanoTime() - start);
-      loc.hit();
-      counters.hit();
-      return GetStatus.HIT;
-    } finally {
-      sb.unpin();
-    }
-  }
-
-  /**
-   * The super-block holding {@code loc}, pinned; or null, counted as a miss, if there is no such
-   * block. An index entry whose super-block is gone (a put that finished while its super-block was
-   * being dropped; the journal already orders it before the drop) is removed on the way.
-   */
-  private SuperBlock pinOrMiss(BlockKey key, Location loc) {
-    SuperBlock sb = loc == null ? null : superBlocks.get(loc.superBlockId);
-    if (sb != null && sb.pin()) {
-      return sb;
-    }
-    if (loc != null && !superBlocks.containsKey(loc.superBlockId)) {
-      index.remove(key, loc);
-    }
-    counters.miss();
-    return null;
-  }
-
-  /** Checks a raw record's checksum; a mismatch drops the block. */
-  private boolean intact(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored) {
-    int actual = Records.crc(stored);
-    if (actual == loc.payloadCrc) {
-      return true;
-    }
-    corrupt(key, loc, sb, String.format("expected checksum 0x%08x, found 0x%08x", loc.payloadCrc, actual));
-    return false;
-  }
-
-  /**
-   * Copies a raw record into {@code dst} while checking its checksum, a cache-sized chunk at a
-   * time, so the bytes cross the memory bus once rather than once for the check and once for the
-   * copy. A mismatch drops the block and puts {@code dst}'s position back.
-   */
-  private boolean copyIfIntact(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored, ByteBuffer dst) {
-    int start = dst.position();
-    int length = stored.remaining();
-    CRC32C crc = new CRC32C();
-    for (int at = 0; at < length; at += VERIFY_CHUNK_BYTES) {
-      stored.limit(Math.min(length, at + VERIFY_CHUNK_BYTES)).position(at);
-      crc.update(stored);
-      dst.put(stored.position(at));
-    }
-    int actual = (int) crc.getValue();
-    if (actual == loc.payloadCrc) {
-      return true;
-    }
-    dst.position(start);
-    corrupt(key, loc, sb, String.format("expected checksum 0x%08x, found 0x%08x", loc.payloadCrc, actual));
-    return false;
-  }
-
-  /** Decodes an encoded record into {@code dst}; a damaged container drops the block. */
-  private boolean decodeInto(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored, ByteBuffer dst) {
-    int start = dst.position();
-    try {
-      BlockCodec.decode(stored, dst);
-      if (dst.position() - start == loc.rawLength) {
-        return true;
-      }
-      int decoded = dst.position() - start;
-      dst.position(start);
-      corrupt(key, loc, sb, "decodes to " + decoded + " bytes, expected " + loc.rawLength);
-    } catch (CorruptBlockException e) {
-      corrupt(key, loc, sb, e.getMessage());
-    }
-    return false;
-  }
-
-  private void corrupt(BlockKey key, Location loc, SuperBlock sb, String detail) {
-    corruptBlocks.increment();
-    if (index.remove(key, loc)) {
-      live(loc, -1);
-    }
-    log.warn("dropped block {}: record at offset {} of {} is damaged: {}", key,
-        loc.payloadOffset - HEADER_BYTES, sb.path(), detail);
+    return reads.getInto(key, dst);
   }
 
   @Override
   public boolean contains(BlockKey key) {
     Objects.requireNonNull(key, "key");
     requireOpen();
-    return index.containsKey(key);
+    return index.contains(key);
   }
 
   // ---------------------------------------------------------------- state
@@ -1427,8 +1122,7 @@ public final class DiskTier implements Tier {
 
   /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
   private long usedBytes() {
-    Journal j = journal;
-    long used = checkpointBytes + (j == null ? 0 : j.sizeBytes());
+    long used = metadata.bytes();
     SuperBlock a = active;
     for (SuperBlock sb : superBlocks.values()) {
       used += sb == a ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
@@ -1451,7 +1145,7 @@ public final class DiskTier implements Tier {
   /** The disk tier's own counters. */
   public DiskStats diskStats() {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
-        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), syncs.sum());
+        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), metadata.syncs());
   }
 
   /**
@@ -1481,7 +1175,7 @@ public final class DiskTier implements Tier {
     if (closed) {
       return false;
     }
-    if (journal != null && active != null) {
+    if (metadata.ready() && active != null) {
       return true;
     }
     long size = active == null ? config.superBlockBytes() : 0;
@@ -1523,13 +1217,7 @@ public final class DiskTier implements Tier {
         a.truncate(used);
         a.end(used);
       }
-      Journal old = journal;
-      if (old != null) { // else nothing changed since the open, whose metadata stays as it was
-        long next = old.generation() + 1;
-        Checkpoint.write(device, dir, next, sequence.get(), index.entrySet(), this::forceDirty);
-        old.retire();
-        device.delete(old.path());
-      }
+      metadata.closeWithCheckpoint();
     } catch (IOException e) {
       log.warn("closing the disk tier in {}: {} (the next open replays the journal)", dir, e.toString());
     } finally {
@@ -1544,60 +1232,11 @@ public final class DiskTier implements Tier {
     for (SuperBlock sb : superBlocks.values()) {
       sb.close();
     }
-    try {
-      if (journal != null) {
-        journal.close();
-      }
-    } catch (IOException e) {
-      log.debug("closing the journal: {}", e.toString());
-    }
+    metadata.closeFile();
     try {
       directoryLock.close();
     } catch (IOException e) {
       log.debug("releasing the directory lock: {}", e.toString());
-    }
-  }
-
-  /** A lease on a mapped record (pinning its super-block), or on a decoded copy. */
-  private final class DiskLease extends PinnedLease {
-    private final ByteBuffer bytes;
-    private final SuperBlock pinned;
-    private final OptionalInt crc32c;
-    /** Whether it counts as open in the statistics: not if it was handed to the listener. */
-    private final boolean counted;
-
-    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c,
-        boolean counted) {
-      super(key);
-      this.bytes = bytes;
-      this.pinned = pinned;
-      this.crc32c = crc32c;
-      this.counted = counted;
-    }
-
-    @Override
-    public OptionalInt crc32c() {
-      return crc32c;
-    }
-
-    @Override
-    public int length() {
-      return bytes.capacity();
-    }
-
-    @Override
-    protected ByteBuffer view() {
-      return bytes.duplicate().clear();
-    }
-
-    @Override
-    protected void release() {
-      if (counted) {
-        counters.leaseClosed();
-      }
-      if (pinned != null) {
-        pinned.unpin();
-      }
     }
   }
 }

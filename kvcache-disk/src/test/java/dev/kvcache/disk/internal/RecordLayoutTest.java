@@ -80,4 +80,24 @@ class RecordLayoutTest {
     e.put(20, (byte) 1);
     assertThat(JournalEntry.read(e, 0)).as("a damaged entry").isNull();
   }
+
+  @Test
+  void aPutsFlagAndASyncEntryHaveTheDocumentedBytes() {
+    Location loc = new Location(3, 8192, 1000, 2000, 0x12345678, 1, 99, 0);
+    ByteBuffer flagged = JournalEntry.put(BlockKey.of(5, 6), loc, 0, true)
+        .order(ByteOrder.LITTLE_ENDIAN);
+    assertThat(flagged.getShort(2)).isEqualTo((short) 1);
+    assertThat(JournalEntry.read(flagged, 0).recordDurable).isTrue();
+    assertThat(JournalEntry.read(JournalEntry.put(BlockKey.of(5, 6), loc, 0), 0).recordDurable)
+        .isFalse();
+
+    ByteBuffer sync = JournalEntry.sync(4160).order(ByteOrder.LITTLE_ENDIAN);
+    assertThat(sync.get(0)).isEqualTo((byte) 4);
+    assertThat(sync.getLong(8)).isEqualTo(4160);
+    JournalEntry back = JournalEntry.read(sync, 0);
+    assertThat(back.type).isEqualTo(JournalLayout.TYPE_SYNC);
+    assertThat(back.sequence).isEqualTo(4160);
+    assertThat(JournalLayout.JOURNAL_VERSION).isEqualTo(2);
+    assertThat(JournalLayout.CHECKPOINT_VERSION).isEqualTo(1);
+  }
 }
