@@ -6,10 +6,10 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
-import dev.kvcache.disk.internal.Unmapper;
+import dev.kvcache.disk.device.DeviceFile;
+import dev.kvcache.disk.device.FileSystemDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +57,9 @@ public class DiskColdReadBenchmark {
   private Path base;
   private DiskTier tier;
   private FileChannel plainFile;
-  private MappedByteBuffer plain;
+  /** The plain file, mapped through the file system device as the tier maps its own. */
+  private DeviceFile plainMapping;
+  private ByteBuffer plain;
   private ByteBuffer dst;
   private int blocks;
 
@@ -97,7 +99,8 @@ public class DiskColdReadBenchmark {
       tier.close();
     }
     if (plain != null) {
-      Unmapper.unmap(plain);
+      plainMapping.unmap(plain);
+      plainMapping.close();
       plain = null;
     }
     Process sync = new ProcessBuilder("sync").inheritIO().start();
@@ -113,7 +116,8 @@ public class DiskColdReadBenchmark {
       Files.writeString(dropCaches, "1");
     }
     tier = DiskTier.open(config());
-    plain = plainFile.map(FileChannel.MapMode.READ_ONLY, 0, (long) blocks * blockSizeBytes);
+    plainMapping = FileSystemDevice.INSTANCE.open(base.resolve("plain"), false);
+    plain = plainMapping.map((long) blocks * blockSizeBytes);
   }
 
   @Benchmark
@@ -146,7 +150,8 @@ public class DiskColdReadBenchmark {
       tier.close();
     }
     if (plain != null) {
-      Unmapper.unmap(plain);
+      plainMapping.unmap(plain);
+      plainMapping.close();
     }
     plainFile.close();
     Blocks.deleteTree(base);

@@ -11,6 +11,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockEncoder;
+import dev.kvcache.disk.SuperBlockSpace.Reservation;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
@@ -39,13 +40,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
@@ -102,30 +100,17 @@ public final class DiskTier implements Tier {
   private final BlockIndex index;
   private final RecordReads reads;
   private volatile BlockEvictionListener evictionListener;
-  /** Live super-blocks by id, oldest first. */
-  private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks = new ConcurrentSkipListMap<>();
-  /** Dropped super-blocks whose files still exist while leases pin them. */
-  private final Set<SuperBlock> retiring = ConcurrentHashMap.newKeySet();
-  /** Super-blocks written since the last periodic force. */
-  private final Set<SuperBlock> dirty = ConcurrentHashMap.newKeySet();
-  /** Guards space reservation in the active super-block and its roll-over. */
-  private final Object writeLock = new Object();
+  private final SuperBlockSpace space;
+  /** Live super-blocks by id, oldest first ({@link SuperBlockSpace#superBlocks}). */
+  private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks;
   private final AtomicLong sequence = new AtomicLong();
-  private final AtomicInteger nextSuperBlockId = new AtomicInteger(1);
   private final ScheduledExecutorService syncer;
   private final Reclaimer reclaimer;
   /** Keys put once, for {@link Admission#SEEN_BEFORE}; null otherwise. */
   private final Doorkeeper doorkeeper;
-  private final FileSpace space;
-  /** {@link DiskTierConfig#minFreeBytes()}, or its default for this file system. */
-  private final long minFreeBytes;
-  private volatile SuperBlock active;
-  /** Why there is no active super-block (no room for one); null while there is one. */
-  private volatile String noRoom;
   /** The last write's failure, until a write succeeds; null when the last write succeeded. */
   private volatile String writeFailure;
   private final MetadataLog metadata;
-  private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
@@ -137,23 +122,22 @@ public final class DiskTier implements Tier {
   private final LongAdder bytesRewritten = new LongAdder();
   private final LongAdder writeFailures = new LongAdder();
 
-  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace space,
+  private DiskTier(DiskTierConfig config, DirectoryLock directoryLock, FileSpace fileSpace,
       DirectoryState state) throws IOException {
     this.config = config;
     this.dir = config.directory();
     this.device = config.device();
     this.directoryLock = directoryLock;
-    this.space = space;
-    this.minFreeBytes = config.minFreeBytes() >= 0
-        ? config.minFreeBytes()
-        : DiskTierConfig.defaultMinFreeBytes(space.totalBytes());
     this.codec = config.codec();
-    superBlocks.putAll(state.superBlocks);
+    sequence.set(state.maxSequence);
+    this.metadata = new MetadataLog(device, dir, config.syncPolicy(),
+        config.checkpointJournalBytes(), state.nextGeneration, this::forceDirty,
+        this::indexEntries, sequence::get);
+    this.space = new SuperBlockSpace(config, fileSpace, metadata, sequence, state.superBlocks,
+        state.nextSuperBlockId);
+    this.superBlocks = space.superBlocks();
     this.index = new BlockIndex(state.index, superBlocks);
     this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks);
-    this.metadata = new MetadataLog(device, dir, config.syncPolicy(),
-        config.checkpointJournalBytes(), state.nextGeneration, this::forceDirty, index::entries,
-        sequence::get);
     this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
         ? Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "kvcache-disk-sync");
@@ -227,18 +211,12 @@ public final class DiskTier implements Tier {
     for (SuperBlock sb : state.droppedSuperBlocks) {
       sb.drop(); // its drop was journalled but the file survived a crash
     }
-    sequence.set(state.maxSequence);
-    nextSuperBlockId.set(state.nextSuperBlockId);
     metadata.recovered(state, superBlocks.values());
-    synchronized (writeLock) {
-      // nothing stored is dropped to make room while opening
-      if (startJournal()) {
-        rollOver(false);
-      }
-    }
+    space.open(this::dropSuperBlock, reclaimer::wake);
     log.info("opened disk tier {}: {} blocks in {} super-blocks{}, {} ms", dir, index.size(),
         superBlocks.size(), state.rebuilt ? " (index rebuilt from the records)" : "",
         (System.nanoTime() - started) / 1_000_000);
+    String noRoom = space.noRoom();
     if (noRoom != null) {
       log.warn("disk tier {} opened degraded, refusing puts until there is room: {}", dir, noRoom);
     }
@@ -267,7 +245,7 @@ public final class DiskTier implements Tier {
     }
     try {
       long reserve = codec == null ? length : codec.maxEncodedLength(length);
-      Reservation r = reserve(reserve);
+      Reservation r = space.reserve(reserve);
       if (r == null) {
         counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
@@ -288,10 +266,10 @@ public final class DiskTier implements Tier {
             stored = (int) out.written();
             payloadCrc = out.crc();
             encoding = ENCODING_CONTAINER;
-            giveBack(r, stored);
+            space.giveBack(r, stored);
           }
         } catch (IOException e) {
-          abandon(r);
+          space.abandon(r);
           r.sb.unpin();
           throw e;
         }
@@ -319,14 +297,12 @@ public final class DiskTier implements Tier {
       r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc),
           r.payload - HEADER_BYTES);
     } catch (IOException e) {
-      abandon(r);
+      space.abandon(r);
       throw e;
     } finally {
       r.sb.unpin();
     }
-    if (superBlocks.containsKey(r.sb.id())) {
-      dirty.add(r.sb); // now that its bytes are written: the next sync forces them
-    }
+    space.written(r.sb); // now that its bytes are written: the next sync forces them
     Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
         seq, 0);
     boolean[] installed = {false};
@@ -363,7 +339,7 @@ public final class DiskTier implements Tier {
       return new UnadmittedWriter(key, length);
     }
     try {
-      Reservation r = reserve(codec == null ? length : codec.maxEncodedLength(length));
+      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length));
       if (r != null) {
         return new RecordWriter(key, length, r);
       }
@@ -391,7 +367,7 @@ public final class DiskTier implements Tier {
       try {
         this.encoder = codec == null ? null : codec.encoder(length, out);
       } catch (IOException e) {
-        abandon(r);
+        space.abandon(r);
         r.sb.unpin();
         r.sb.finishRecord();
         throw e;
@@ -443,7 +419,7 @@ public final class DiskTier implements Tier {
         throw e;
       }
       if (encoder != null) {
-        giveBack(r, stored);
+        space.giveBack(r, stored);
       }
       try {
         return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored,
@@ -479,7 +455,7 @@ public final class DiskTier implements Tier {
       } catch (IOException e) {
         log.debug("zeroing the abandoned record of {}: {}", key(), e.toString());
       }
-      abandon(r);
+      space.abandon(r);
       r.sb.unpin();
     }
   }
@@ -539,179 +515,6 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * Where a record goes: a pinned super-block, where the reservation starts (the previous end of
-   * the super-block), the payload offset, its end, and the record's sequence.
-   */
-  private static final class Reservation {
-    final SuperBlock sb;
-    final long start;
-    final long payload;
-    final long end;
-    final long sequence;
-
-    Reservation(SuperBlock sb, long start, long payload, long end, long sequence) {
-      this.sb = sb;
-      this.start = start;
-      this.payload = payload;
-      this.end = end;
-      this.sequence = sequence;
-    }
-  }
-
-  /**
-   * Creates the journal if there is none yet (it could not be created when the tier opened). Holds
-   * {@link #writeLock}.
-   *
-   * @return false, with {@link #noRoom} saying why, if it still cannot be created
-   */
-  private boolean startJournal() {
-    if (metadata.ready()) {
-      return true;
-    }
-    try {
-      metadata.start();
-      if (active != null) {
-        noRoom = null; // the journal was all that was missing
-      }
-      return true;
-    } catch (IOException e) {
-      if (noRoom == null) {
-        log.warn("disk tier {} refuses puts and deletes until its journal can be created: {}", dir,
-            e.toString());
-      }
-      noRoom = "cannot create the journal in " + dir + ": " + e.getMessage();
-      return false;
-    }
-  }
-
-  /** Reserves room for a record of {@code stored} payload bytes; null if there is no room. */
-  private Reservation reserve(long stored) throws IOException {
-    synchronized (writeLock) {
-      requireOpen();
-      if (!startJournal()) {
-        return null;
-      }
-      if (active == null || payloadOffset(active.end(), stored) + stored > active.sizeBytes()) {
-        if (!rollOver(true)) {
-          return null; // no active super-block until a later put finds room
-        }
-      }
-      long start = active.end();
-      long payload = payloadOffset(start, stored);
-      active.end(payload + stored);
-      SuperBlock sb = active;
-      if (!sb.pin()) {
-        throw new IllegalStateException("the active super-block is unmapped");
-      }
-      long seq = sequence.incrementAndGet();
-      sb.recordSequence(seq); // a writer's later sequence keeps this a lower bound
-      sb.startRecord(); // every caller finishes it, once
-      return new Reservation(sb, start, payload, payload + stored, seq);
-    }
-  }
-
-  /** After encoding into {@code r}, gives back the unused tail if nothing was reserved after it. */
-  private void giveBack(Reservation r, int stored) {
-    synchronized (writeLock) {
-      if (active == r.sb && active.end() == r.end) {
-        active.end(r.payload + stored);
-      }
-    }
-  }
-
-  /**
-   * After a failed write into {@code r}, gives the whole reservation back if nothing was reserved
-   * after it, so no unwritten gap is left where scans read (on a full tmpfs, reading a gap
-   * through the mapping faults).
-   */
-  private void abandon(Reservation r) {
-    synchronized (writeLock) {
-      if (active == r.sb && active.end() == r.end) {
-        active.end(r.start);
-      }
-    }
-  }
-
-  /**
-   * Seals the active super-block and starts a new one. With {@code mayDrop}, the oldest
-   * super-blocks are dropped while the files would exceed the capacity, and, if that is enough to
-   * get there, while the file system would have less than the free-space floor left; a shortage
-   * that dropping every super-block could not end (something else filled the file system) drops
-   * nothing. Without {@code mayDrop} (while opening) nothing is dropped. Holds {@link #writeLock}.
-   *
-   * @return false if no room can be made; {@link #noRoom} then says why
-   */
-  private boolean rollOver(boolean mayDrop) throws IOException {
-    long size = config.superBlockBytes();
-    SuperBlock sealed = active;
-    if (sealed != null) {
-      long used = alignUp(sealed.end(), PAGE);
-      sealed.end(used);
-      sealed.truncate(used); // its records stay dirty until the sync policy forces them
-      sealed.seal();
-      active = null;
-    }
-    if (!mayDrop || shortOfSpace(size) > droppableBytes()) {
-      if (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
-        return noRoom(size);
-      }
-    }
-    while (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
-      Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
-      if (oldest == null) {
-        return noRoom(size);
-      }
-      dropSuperBlock(oldest.getValue());
-      reapRetired();
-      if (usedBytes() + size <= config.capacityBytes() && !retiring.isEmpty()
-          && shortOfSpace(size) > 0) {
-        return noRoom(size); // the space is pinned by leases
-      }
-    }
-    SuperBlock sb = SuperBlock.create(device, dir, nextSuperBlockId.getAndIncrement(), size);
-    if (config.syncPolicy() != SyncPolicy.NONE) {
-      device.forceDirectory(dir); // the new file's name must survive a power loss too
-    }
-    superBlocks.put(sb.id(), sb);
-    active = sb;
-    if (noRoom != null) {
-      noRoom = null;
-      log.info("disk tier {} has room again and takes puts", dir);
-    }
-    if (mayDrop) {
-      reclaimer.wake(); // not while opening: see Reclaimer
-    }
-    return true;
-  }
-
-  /** Bytes the file system lacks for a new super-block of {@code size} above the floor. */
-  private long shortOfSpace(long size) throws IOException {
-    return size + minFreeBytes - space.usableBytes();
-  }
-
-  /** Bytes of file system space that dropping every sealed super-block would give back. */
-  private long droppableBytes() {
-    long bytes = 0;
-    for (SuperBlock sb : superBlocks.values()) {
-      bytes += alignUp(sb.end(), PAGE);
-    }
-    return bytes;
-  }
-
-  /** Notes that no super-block of {@code size} can be started, and why; false. */
-  private boolean noRoom(long size) throws IOException {
-    String why = "no room for a new super-block of " + size + " bytes: the files take "
-        + usedBytes() + " of the " + config.capacityBytes() + " bytes of capacity, and the file"
-        + " system has " + space.usableBytes() + " bytes free, " + minFreeBytes + " of which are"
-        + " kept free (minFreeBytes)";
-    if (noRoom == null && !closed) {
-      log.warn("disk tier {} refuses puts until there is room: {}", dir, why);
-    }
-    noRoom = why;
-    return false;
-  }
-
-  /**
    * Drops a super-block: its blocks leave the index, the journal records the drop durably, and
    * the file is deleted once no lease pins it.
    */
@@ -745,11 +548,9 @@ public final class DiskTier implements Tier {
       victim.unpin();
     }
     ticket.awaitDurable();
-    if (superBlocks.remove(victim.id()) == null) {
+    if (!space.remove(victim)) {
       return;
     }
-    dirty.remove(victim);
-    retiring.add(victim);
     superBlocksDropped.increment();
     victim.drop();
   }
@@ -793,10 +594,6 @@ public final class DiskTier implements Tier {
     return true;
   }
 
-  private void reapRetired() {
-    retiring.removeIf(SuperBlock::isReleased);
-  }
-
   /** Live fraction under which a sealed super-block is compacted. */
   private static final double COMPACT_BELOW_LIVE_FRACTION = 0.25;
 
@@ -813,7 +610,7 @@ public final class DiskTier implements Tier {
    * @return whether there was anything to do
    */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
-    if (closed || !metadata.ready()) {
+    if (space.closed() || !metadata.ready()) {
       return false;
     }
     SuperBlock sparsest = null;
@@ -827,7 +624,7 @@ public final class DiskTier implements Tier {
     }
     boolean compact = sparsest != null;
     SuperBlock victim = sparsest;
-    if (victim == null && usedBytes() > config.capacityBytes() - 2 * config.superBlockBytes()) {
+    if (victim == null && space.usedBytes() > config.capacityBytes() - 2 * config.superBlockBytes()) {
       Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
       victim = oldest == null || !oldest.getValue().isSealed()
           || oldest.getValue().hasUnfinishedRecords() ? null : oldest.getValue();
@@ -849,7 +646,7 @@ public final class DiskTier implements Tier {
         }
       });
       for (Map.Entry<BlockKey, Location> m : moves) {
-        if (stop.getAsBoolean() || closed) {
+        if (stop.getAsBoolean() || space.closed()) {
           return true;
         }
         limiter.acquire(m.getValue().recordBytes());
@@ -864,7 +661,7 @@ public final class DiskTier implements Tier {
     } finally {
       victim.unpin();
     }
-    if (!closed) {
+    if (!space.closed()) {
       dropSuperBlock(victim);
     }
     return true;
@@ -883,7 +680,7 @@ public final class DiskTier implements Tier {
       reads.corrupt(key, cur, from, "checksum mismatch found while moving it forward");
       return true;
     }
-    Reservation r = reserve(cur.storedLength);
+    Reservation r = space.reserve(cur.storedLength);
     if (r == null) {
       return false;
     }
@@ -909,7 +706,7 @@ public final class DiskTier implements Tier {
     } finally {
       r.sb.unpin();
     }
-    dirty.add(r.sb);
+    space.written(r.sb);
     Location moved = new Location(r.sb.id(), (int) r.payload, cur.storedLength, cur.rawLength,
         cur.payloadCrc, cur.encoding, cur.sequence, 0);
     boolean always = config.syncPolicy() == SyncPolicy.ALWAYS;
@@ -950,7 +747,7 @@ public final class DiskTier implements Tier {
    */
   private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones) throws IOException {
     for (Map.Entry<BlockKey, Long> t : tombstones) {
-      Reservation r = reserve(0);
+      Reservation r = space.reserve(0);
       if (r == null) {
         break; // no room: only a rebuild from the records could bring those blocks back
       }
@@ -963,7 +760,7 @@ public final class DiskTier implements Tier {
         r.sb.finishRecord(); // a tombstone is not indexed
       }
       bytesWritten.add(HEADER_BYTES);
-      dirty.add(r.sb);
+      space.written(r.sb);
     }
   }
 
@@ -990,14 +787,13 @@ public final class DiskTier implements Tier {
     if (cur == null) {
       return false;
     }
-    synchronized (writeLock) {
-      if (!startJournal()) {
-        throw new UncheckedIOException("could not journal the delete of " + key + ": " + noRoom,
-            new IOException(noRoom));
-      }
+    if (!space.ensureJournal()) {
+      String why = space.noRoom();
+      throw new UncheckedIOException("could not journal the delete of " + key + ": " + why,
+          new IOException(why));
     }
     try {
-      Reservation r = reserve(0);
+      Reservation r = space.reserve(0);
       if (r != null) {
         try {
           r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0),
@@ -1006,7 +802,7 @@ public final class DiskTier implements Tier {
           r.sb.unpin();
           r.sb.finishRecord(); // a tombstone is not indexed
         }
-        dirty.add(r.sb);
+        space.written(r.sb);
       }
       long seq = r != null ? r.sequence : sequence.incrementAndGet();
       boolean[] removed = {false};
@@ -1031,30 +827,23 @@ public final class DiskTier implements Tier {
     metadata.sync();
   }
 
-  /**
-   * Forces every super-block written since it was last forced: every record whose journal entry
-   * was appended before this started is then on the device.
-   */
+  /** Forces the super-blocks written since their last force (see {@link SuperBlockSpace}). */
   private void forceDirty() throws IOException {
-    for (SuperBlock sb : superBlocks.values()) {
-      if (dirty.remove(sb)) {
-        try {
-          sb.force();
-        } catch (IOException e) {
-          dirty.add(sb);
-          throw e;
-        }
-      }
-    }
+    space.forceDirty();
+  }
+
+  /** What a checkpoint writes: every index entry. */
+  private Iterable<Map.Entry<BlockKey, Location>> indexEntries() {
+    return index.entries();
   }
 
   private void periodicSync() {
     try {
-      if (!closed) {
+      if (!space.closed()) {
         sync();
       }
     } catch (IOException | RuntimeException e) {
-      if (!closed) {
+      if (!space.closed()) {
         log.warn("periodic sync of {} failed: {}", dir, e.toString());
       }
     }
@@ -1120,25 +909,10 @@ public final class DiskTier implements Tier {
     return dir;
   }
 
-  /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
-  private long usedBytes() {
-    long used = metadata.bytes();
-    SuperBlock a = active;
-    for (SuperBlock sb : superBlocks.values()) {
-      used += sb == a ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
-    }
-    for (SuperBlock sb : retiring) {
-      if (!sb.isReleased()) {
-        used += alignUp(sb.end(), PAGE);
-      }
-    }
-    return used;
-  }
-
   @Override
   public CacheStats stats() {
-    reapRetired();
-    return counters.snapshot(index.size(), usedBytes(), config.capacityBytes(),
+    space.reapRetired();
+    return counters.snapshot(index.size(), space.usedBytes(), config.capacityBytes(),
         blocksRewritten.sum(), bytesRewritten.sum());
   }
 
@@ -1156,8 +930,8 @@ public final class DiskTier implements Tier {
   @Override
   public CacheHealth health() {
     List<String> problems = new ArrayList<>(2);
-    String room = noRoom;
-    if (room != null && !roomCameBack()) {
+    String room = space.noRoom();
+    if (room != null) {
       problems.add(room);
     }
     String failure = writeFailure;
@@ -1167,28 +941,8 @@ public final class DiskTier implements Tier {
     return new CacheHealth(problems);
   }
 
-  /**
-   * Whether a put would now find the room {@link #noRoom} says there was not (for the journal and
-   * the super-block it lacks), without dropping anything.
-   */
-  private boolean roomCameBack() {
-    if (closed) {
-      return false;
-    }
-    if (metadata.ready() && active != null) {
-      return true;
-    }
-    long size = active == null ? config.superBlockBytes() : 0;
-    try {
-      return usedBytes() + size <= config.capacityBytes() && shortOfSpace(size) <= 0;
-    } catch (IOException e) {
-      log.debug("checking for room in {}: {}", dir, e.toString());
-      return false;
-    }
-  }
-
   private void requireOpen() {
-    if (closed) {
+    if (space.closed()) {
       throw new IllegalStateException("the disk tier in " + dir + " is closed");
     }
   }
@@ -1199,24 +953,15 @@ public final class DiskTier implements Tier {
    */
   @Override
   public void close() {
-    synchronized (writeLock) {
-      if (closed) {
-        return;
-      }
-      closed = true;
+    if (!space.close()) {
+      return;
     }
     if (syncer != null) {
       syncer.shutdownNow();
     }
     reclaimer.stop();
     try {
-      SuperBlock a = active;
-      if (a != null) {
-        long used = alignUp(a.end(), PAGE);
-        a.force();
-        a.truncate(used);
-        a.end(used);
-      }
+      space.sealActive();
       metadata.closeWithCheckpoint();
     } catch (IOException e) {
       log.warn("closing the disk tier in {}: {} (the next open replays the journal)", dir, e.toString());
