@@ -1,6 +1,6 @@
 package dev.kvcache.disk;
 
-import static dev.kvcache.disk.internal.RecordLayout.*;
+import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
@@ -9,30 +9,20 @@ import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
-import dev.kvcache.codec.BlockCodec;
-import dev.kvcache.codec.BlockEncoder;
-import dev.kvcache.disk.SuperBlockSpace.Reservation;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
-import dev.kvcache.disk.internal.Doorkeeper;
 import dev.kvcache.disk.internal.FileSpace;
 import dev.kvcache.disk.internal.JournalEntry;
-import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
-import dev.kvcache.disk.internal.PartWriter;
-import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
-import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
-import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.nio.file.Path;
@@ -81,25 +71,26 @@ import org.slf4j.LoggerFactory;
  * file system full, an I/O error) loses only the block being written, and is counted ({@link
  * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
  *
- * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
- * yet: recovery, space and roll-over, compaction, the hand-over of evicted blocks, the commit of
- * records, reads and health are each to become a class of their own, over a storage-device seam that every file operation
- * goes through.
+ * <p><b>Parts.</b> This class is the front: it opens and recovers the directory, hands over what
+ * drops evict, and answers for the tier. The work is done by {@link SuperBlockSpace} (the
+ * super-blocks, reservations, roll-over and room), {@link BlockIndex} (the index and the live
+ * bytes per super-block), {@link MetadataLog} (journal, syncs and checkpoints), {@link
+ * RecordWrites} (puts, writers, deletes), {@link RecordReads} (leases and copying reads) and
+ * {@link Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
+ * every file operation goes through.
  */
 public final class DiskTier implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
-  /** Written over the parts of a record whose writer was closed without a commit. */
-  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(64 << 10).asReadOnlyBuffer();
 
   private final DiskTierConfig config;
   private final Path dir;
   private final StorageDevice device;
   private final DirectoryLock directoryLock;
-  private final BlockCodec codec;
   private final BlockIndex index;
   private final RecordReads reads;
   private final Compactor compactor;
+  private final RecordWrites writes;
   private volatile BlockEvictionListener evictionListener;
   private final SuperBlockSpace space;
   /** Live super-blocks by id, oldest first ({@link SuperBlockSpace#superBlocks}). */
@@ -107,10 +98,6 @@ public final class DiskTier implements Tier {
   private final AtomicLong sequence = new AtomicLong();
   private final ScheduledExecutorService syncer;
   private final Reclaimer reclaimer;
-  /** Keys put once, for {@link Admission#SEEN_BEFORE}; null otherwise. */
-  private final Doorkeeper doorkeeper;
-  /** The last write's failure, until a write succeeds; null when the last write succeeded. */
-  private volatile String writeFailure;
   private final MetadataLog metadata;
 
   private final TierCounters counters = new TierCounters();
@@ -129,7 +116,6 @@ public final class DiskTier implements Tier {
     this.dir = config.directory();
     this.device = config.device();
     this.directoryLock = directoryLock;
-    this.codec = config.codec();
     sequence.set(state.maxSequence);
     this.metadata = new MetadataLog(device, dir, config.syncPolicy(),
         config.checkpointJournalBytes(), state.nextGeneration, this::forceDirty,
@@ -141,6 +127,8 @@ public final class DiskTier implements Tier {
     this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks);
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
         bytesWritten, blocksRewritten, bytesRewritten);
+    this.writes = new RecordWrites(config, index, space, metadata, sequence, counters,
+        unchangedPuts, bytesWritten, writeFailures);
     this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
         ? Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "kvcache-disk-sync");
@@ -149,9 +137,6 @@ public final class DiskTier implements Tier {
         })
         : null;
     this.reclaimer = new Reclaimer(this, config.reclaimBytesPerSecond());
-    this.doorkeeper = config.admission() == Admission.SEEN_BEFORE
-        ? new Doorkeeper((int) Math.min(1 << 26, 8 * Math.max(1, config.capacityBytes() >> 16)))
-        : null;
   }
 
   /**
@@ -231,290 +216,25 @@ public final class DiskTier implements Tier {
   public PutStatus put(BlockKey key, ByteBuffer src) {
     Objects.requireNonNull(src, "src");
     requireOpen();
-    int length = src.remaining();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return PutStatus.REJECTED_TOO_LARGE;
-    }
-    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
-      counters.put();
-      return PutStatus.NOT_ADMITTED;
-    }
-    ByteBuffer data = src.duplicate();
-    int rawCrc = codec == null ? Records.crc(data) : 0;
-    if (codec == null && isUnchanged(key, data, rawCrc)) {
-      unchangedPuts.increment();
-      counters.put();
-      return PutStatus.STORED;
-    }
-    try {
-      long reserve = codec == null ? length : codec.maxEncodedLength(length);
-      Reservation r = space.reserve(reserve);
-      if (r == null) {
-        counters.rejection();
-        return PutStatus.REJECTED_NO_SPACE;
-      }
-      try {
-        int stored;
-        int payloadCrc;
-        int encoding;
-        try {
-          if (codec == null) {
-            r.sb.write(data, r.payload);
-            stored = length;
-            payloadCrc = rawCrc;
-            encoding = ENCODING_RAW;
-          } else {
-            PositionedChannel out = new PositionedChannel(r.sb, r.payload);
-            codec.encode(data, out);
-            stored = (int) out.written();
-            payloadCrc = out.crc();
-            encoding = ENCODING_CONTAINER;
-            space.giveBack(r, stored);
-          }
-        } catch (IOException e) {
-          space.abandon(r);
-          r.sb.unpin();
-          throw e;
-        }
-        return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
-      } finally {
-        r.sb.finishRecord();
-      }
-    } catch (IOException e) {
-      return writeFailed(key, e);
-    }
+    return writes.put(key, src);
   }
 
   /**
-   * Completes a record whose payload is written into {@code r}: writes its header, unpins the
-   * super-block, journals the record and indexes it.
-   *
-   * @return {@link PutStatus#STORED}, or {@link PutStatus#NOT_ADMITTED} if the super-block was
-   *     dropped to make room while the payload was being written
-   * @throws IOException if the header or the journal entry cannot be written; the reservation is
-   *     then given back
-   */
-  private PutStatus completeRecord(Reservation r, long seq, BlockKey key, int length, int stored,
-      int payloadCrc, int encoding) throws IOException {
-    try {
-      r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc),
-          r.payload - HEADER_BYTES);
-    } catch (IOException e) {
-      space.abandon(r);
-      throw e;
-    } finally {
-      r.sb.unpin();
-    }
-    space.written(r.sb); // now that its bytes are written: the next sync forces them
-    Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
-        seq, 0);
-    boolean[] installed = {false};
-    metadata.commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
-        () -> installed[0] = install(key, loc));
-    bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
-    counters.put();
-    if (writeFailure != null) {
-      writeFailure = null;
-      log.info("writes to the disk tier in {} succeed again", dir);
-    }
-    return installed[0] ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
-  }
-
-  /**
-   * A writer straight into the block's record: room is reserved in the active super-block when it
-   * opens, the parts are written to their place there as they come, and the commit writes the
-   * record's header and journals it. No buffer of the whole block lies in between: small parts
-   * are gathered into positional writes of 256 KiB ({@link PartWriter}), or encoded chunk by chunk
-   * when the tier stores blocks encoded.
-   *
-   * <p>The block's sequence is taken at the commit, so a put of the same key that completes while
-   * the writer is open is replaced by the commit, as it would be by a later put. A writer that is
-   * closed without a commit zeroes what it wrote before giving its room back, so that a scan of
-   * the records never mistakes its bytes for a record.
+   * A writer straight into the block's record: see {@link RecordWrites#writer}. The block's
+   * sequence is taken at the commit, so a put of the same key that completes while the writer is
+   * open is replaced by the commit, as it would be by a later put.
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
     requireOpen();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
-    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
-      return new UnadmittedWriter(key, length);
-    }
-    try {
-      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length));
-      if (r != null) {
-        return new RecordWriter(key, length, r);
-      }
-      counters.rejection();
-    } catch (IOException e) {
-      writeFailed(key, e);
-    }
-    return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
+    return writes.writer(key, length);
   }
 
-  /** The writer of a block's record in a reservation; see {@link #writer}. */
-  private final class RecordWriter extends AbstractBlockWriter {
-    private final Reservation r;
-    private final PositionedChannel out;
-    private final PartWriter parts;
-    private final BlockEncoder encoder;
-    private IOException failure;
-
-    RecordWriter(BlockKey key, int length, Reservation r) throws IOException {
-      super(key, length);
-      this.r = r;
-      // a raw record's checksum is the one the writer computes as the parts come in
-      this.out = new PositionedChannel(r.sb, r.payload, codec != null);
-      this.parts = codec == null ? new PartWriter(out) : null;
-      try {
-        this.encoder = codec == null ? null : codec.encoder(length, out);
-      } catch (IOException e) {
-        space.abandon(r);
-        r.sb.unpin();
-        r.sb.finishRecord();
-        throw e;
-      }
-    }
-
-    @Override
-    protected void copyIn(ByteBuffer src, int offset) {
-      if (failure != null) {
-        return; // the commit reports it
-      }
-      try {
-        if (encoder == null) {
-          parts.write(src);
-        } else {
-          encoder.write(src.duplicate());
-        }
-      } catch (IOException e) {
-        failure = e;
-      }
-    }
-
-    @Override
-    protected PutStatus publish() {
-      try {
-        return publishRecord();
-      } finally {
-        r.sb.finishRecord();
-      }
-    }
-
-    private PutStatus publishRecord() {
-      int stored;
-      try {
-        if (failure != null) {
-          throw failure;
-        }
-        requireOpen();
-        if (encoder == null) {
-          parts.flush();
-          parts.close();
-        }
-        stored = (int) (encoder == null ? out.written() : encoder.finish());
-      } catch (IOException e) {
-        discardRecord();
-        return writeFailed(key(), e);
-      } catch (RuntimeException e) {
-        discardRecord();
-        throw e;
-      }
-      if (encoder != null) {
-        space.giveBack(r, stored);
-      }
-      try {
-        return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored,
-            encoder == null ? crc32c().getAsInt() : out.crc(),
-            encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
-      } catch (IOException e) {
-        return writeFailed(key(), e);
-      }
-    }
-
-    @Override
-    protected void discard() {
-      try {
-        discardRecord();
-      } finally {
-        r.sb.finishRecord();
-      }
-    }
-
-    /** Zeroes what was written and gives the room back. */
-    private void discardRecord() {
-      if (encoder != null) {
-        encoder.close();
-      } else {
-        parts.close();
-      }
-      try {
-        for (long at = r.payload, end = r.payload + out.written(); at < end; ) {
-          int n = (int) Math.min(ZEROS.capacity(), end - at);
-          r.sb.write(ZEROS.duplicate().limit(n), at);
-          at += n;
-        }
-      } catch (IOException e) {
-        log.debug("zeroing the abandoned record of {}: {}", key(), e.toString());
-      }
-      space.abandon(r);
-      r.sb.unpin();
-    }
-  }
-
-  /** A writer whose block the doorkeeper turned away: it takes the bytes and keeps none. */
-  private final class UnadmittedWriter extends AbstractBlockWriter {
-    UnadmittedWriter(BlockKey key, int length) {
-      super(key, length, false); // keeps nothing to checksum
-    }
-
-    @Override
-    protected void copyIn(ByteBuffer src, int offset) {}
-
-    @Override
-    protected PutStatus publish() {
-      counters.put();
-      return PutStatus.NOT_ADMITTED;
-    }
-
-    @Override
-    protected void discard() {}
-  }
-
-  /**
-   * A put that failed to write: counted, and the tier reports itself degraded until a write
-   * succeeds. Logged as a warning when writes start failing, then only at debug level.
-   */
-  private PutStatus writeFailed(BlockKey key, IOException e) {
-    writeFailures.increment();
-    counters.rejection();
-    if (writeFailure == null) {
-      log.warn("put of {} failed, and puts fail until a write to {} succeeds: {}", key, dir,
-          e.toString());
-    } else {
-      log.debug("put of {} failed: {}", key, e.toString());
-    }
-    writeFailure = "writes to " + dir + " fail: " + e.getMessage();
-    return PutStatus.REJECTED_NO_SPACE;
-  }
-
-  /** Whether the block stored under {@code key} already holds exactly these bytes. */
-  private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
-    Location cur = index.get(key);
-    if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
-        || cur.payloadCrc != crc) {
-      return false;
-    }
-    SuperBlock sb = superBlocks.get(cur.superBlockId);
-    if (sb == null || !sb.pin()) {
-      return false;
-    }
-    try {
-      return sb.slice(cur.payloadOffset, cur.storedLength).mismatch(data) < 0;
-    } finally {
-      sb.unpin();
-    }
+  @Override
+  public boolean delete(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    requireOpen();
+    return writes.delete(key);
   }
 
   /**
@@ -600,60 +320,6 @@ public final class DiskTier implements Tier {
   /** One step of background reclamation; see {@link Compactor#reclaimOnce}. */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
     return compactor.reclaimOnce(limiter, stop);
-  }
-
-  /**
-   * Indexes {@code loc} under {@code key} unless a newer record is there already, or its
-   * super-block was dropped while the record was being written (then it counts as evicted).
-   *
-   * @return false if the super-block was dropped
-   */
-  private boolean install(BlockKey key, Location loc) {
-    if (!superBlocks.containsKey(loc.superBlockId)) {
-      counters.eviction();
-      return false;
-    }
-    index.install(key, loc);
-    return true;
-  }
-
-  @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    requireOpen();
-    Location cur = index.get(key);
-    if (cur == null) {
-      return false;
-    }
-    if (!space.ensureJournal()) {
-      String why = space.noRoom();
-      throw new UncheckedIOException("could not journal the delete of " + key + ": " + why,
-          new IOException(why));
-    }
-    try {
-      Reservation r = space.reserve(0);
-      if (r != null) {
-        try {
-          r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0),
-              r.payload - HEADER_BYTES);
-        } finally {
-          r.sb.unpin();
-          r.sb.finishRecord(); // a tombstone is not indexed
-        }
-        space.written(r.sb);
-      }
-      long seq = r != null ? r.sequence : sequence.incrementAndGet();
-      boolean[] removed = {false};
-      metadata.commit(JournalEntry.delete(key, seq), r != null ? r.sb : null,
-          () -> removed[0] = index.deleteOlderThan(key, seq));
-      bytesWritten.add(HEADER_BYTES + JournalLayout.ENTRY_BYTES);
-      if (removed[0]) {
-        counters.delete();
-      }
-      return removed[0];
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not journal the delete of " + key + " in " + dir, e);
-    }
   }
 
   /**
@@ -772,7 +438,7 @@ public final class DiskTier implements Tier {
     if (room != null) {
       problems.add(room);
     }
-    String failure = writeFailure;
+    String failure = writes.writeFailure();
     if (failure != null) {
       problems.add(failure);
     }

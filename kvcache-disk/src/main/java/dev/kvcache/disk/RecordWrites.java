@@ -1,0 +1,435 @@
+package dev.kvcache.disk;
+
+import static dev.kvcache.disk.internal.RecordLayout.ENCODING_CONTAINER;
+import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
+import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
+import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
+import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.PutStatus;
+import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.codec.BlockEncoder;
+import dev.kvcache.disk.SuperBlockSpace.Reservation;
+import dev.kvcache.disk.internal.Doorkeeper;
+import dev.kvcache.disk.internal.JournalEntry;
+import dev.kvcache.disk.internal.JournalLayout;
+import dev.kvcache.disk.internal.Location;
+import dev.kvcache.disk.internal.PartWriter;
+import dev.kvcache.disk.internal.PositionedChannel;
+import dev.kvcache.disk.internal.Records;
+import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.PutChecks;
+import dev.kvcache.spi.TierCounters;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The disk tier's writes: a put writes the caller's bytes straight to their place in a
+ * reservation in the active super-block with a positional write (no staging copy for direct
+ * buffers), then its header, and commits the record (journal entry and index, under the sync
+ * policy's forces); a writer does the same for a block that arrives in parts; a delete writes a
+ * tombstone record and journals it. A write that fails loses only the block being written: the
+ * put is refused, counted, and the tier reports itself degraded until a write succeeds.
+ */
+final class RecordWrites {
+
+  private static final Logger log = LoggerFactory.getLogger(RecordWrites.class);
+  /** Written over the parts of a record whose writer was closed without a commit. */
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(64 << 10).asReadOnlyBuffer();
+
+  private final DiskTierConfig config;
+  private final Path dir;
+  private final BlockCodec codec;
+  private final BlockIndex index;
+  private final SuperBlockSpace space;
+  private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks;
+  private final MetadataLog metadata;
+  private final AtomicLong sequence;
+  /** Keys put once, for {@link Admission#SEEN_BEFORE}; null otherwise. */
+  private final Doorkeeper doorkeeper;
+  private final TierCounters counters;
+  private final LongAdder unchangedPuts;
+  private final LongAdder bytesWritten;
+  private final LongAdder writeFailures;
+  /** The last write's failure, until a write succeeds; null when the last write succeeded. */
+  private volatile String writeFailure;
+
+  RecordWrites(DiskTierConfig config, BlockIndex index, SuperBlockSpace space,
+      MetadataLog metadata, AtomicLong sequence, TierCounters counters, LongAdder unchangedPuts,
+      LongAdder bytesWritten, LongAdder writeFailures) {
+    this.config = config;
+    this.dir = config.directory();
+    this.codec = config.codec();
+    this.index = index;
+    this.space = space;
+    this.superBlocks = space.superBlocks();
+    this.metadata = metadata;
+    this.sequence = sequence;
+    this.counters = counters;
+    this.unchangedPuts = unchangedPuts;
+    this.bytesWritten = bytesWritten;
+    this.writeFailures = writeFailures;
+    this.doorkeeper = config.admission() == Admission.SEEN_BEFORE
+        ? new Doorkeeper((int) Math.min(1 << 26, 8 * Math.max(1, config.capacityBytes() >> 16)))
+        : null;
+  }
+
+  /** Why writes fail, until one succeeds; null while they do not. */
+  String writeFailure() {
+    return writeFailure;
+  }
+
+  private void requireOpen() {
+    if (space.closed()) {
+      throw new IllegalStateException("the disk tier in " + dir + " is closed");
+    }
+  }
+
+  /** See {@link DiskTier#put}. */
+  PutStatus put(BlockKey key, ByteBuffer src) {
+    int length = src.remaining();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
+      return PutStatus.REJECTED_TOO_LARGE;
+    }
+    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
+      counters.put();
+      return PutStatus.NOT_ADMITTED;
+    }
+    ByteBuffer data = src.duplicate();
+    int rawCrc = codec == null ? Records.crc(data) : 0;
+    if (codec == null && isUnchanged(key, data, rawCrc)) {
+      unchangedPuts.increment();
+      counters.put();
+      return PutStatus.STORED;
+    }
+    try {
+      long reserve = codec == null ? length : codec.maxEncodedLength(length);
+      Reservation r = space.reserve(reserve);
+      if (r == null) {
+        counters.rejection();
+        return PutStatus.REJECTED_NO_SPACE;
+      }
+      try {
+        int stored;
+        int payloadCrc;
+        int encoding;
+        try {
+          if (codec == null) {
+            r.sb.write(data, r.payload);
+            stored = length;
+            payloadCrc = rawCrc;
+            encoding = ENCODING_RAW;
+          } else {
+            PositionedChannel out = new PositionedChannel(r.sb, r.payload);
+            codec.encode(data, out);
+            stored = (int) out.written();
+            payloadCrc = out.crc();
+            encoding = ENCODING_CONTAINER;
+            space.giveBack(r, stored);
+          }
+        } catch (IOException e) {
+          space.abandon(r);
+          r.sb.unpin();
+          throw e;
+        }
+        return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
+      } finally {
+        r.sb.finishRecord();
+      }
+    } catch (IOException e) {
+      return writeFailed(key, e);
+    }
+  }
+
+  /**
+   * Completes a record whose payload is written into {@code r}: writes its header, unpins the
+   * super-block, journals the record and indexes it.
+   *
+   * @return {@link PutStatus#STORED}, or {@link PutStatus#NOT_ADMITTED} if the super-block was
+   *     dropped to make room while the payload was being written
+   * @throws IOException if the header or the journal entry cannot be written; the reservation is
+   *     then given back
+   */
+  private PutStatus completeRecord(Reservation r, long seq, BlockKey key, int length, int stored,
+      int payloadCrc, int encoding) throws IOException {
+    try {
+      r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc),
+          r.payload - HEADER_BYTES);
+    } catch (IOException e) {
+      space.abandon(r);
+      throw e;
+    } finally {
+      r.sb.unpin();
+    }
+    space.written(r.sb); // now that its bytes are written: the next sync forces them
+    Location loc = new Location(r.sb.id(), (int) r.payload, stored, length, payloadCrc, encoding,
+        seq, 0);
+    boolean[] installed = {false};
+    metadata.commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
+        () -> installed[0] = install(key, loc));
+    bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
+    counters.put();
+    if (writeFailure != null) {
+      writeFailure = null;
+      log.info("writes to the disk tier in {} succeed again", dir);
+    }
+    return installed[0] ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
+  }
+
+  /**
+   * A writer straight into the block's record: room is reserved in the active super-block when it
+   * opens, the parts are written to their place there as they come, and the commit writes the
+   * record's header and journals it. No buffer of the whole block lies in between: small parts
+   * are gathered into positional writes of 256 KiB ({@link PartWriter}), or encoded chunk by chunk
+   * when the tier stores blocks encoded.
+   *
+   * <p>The block's sequence is taken at the commit, so a put of the same key that completes while
+   * the writer is open is replaced by the commit, as it would be by a later put. A writer that is
+   * closed without a commit zeroes what it wrote before giving its room back, so that a scan of
+   * the records never mistakes its bytes for a record.
+   */
+  BlockWriter writer(BlockKey key, int length) {
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
+      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
+    }
+    if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
+      return new UnadmittedWriter(key, length);
+    }
+    try {
+      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length));
+      if (r != null) {
+        return new RecordWriter(key, length, r);
+      }
+      counters.rejection();
+    } catch (IOException e) {
+      writeFailed(key, e);
+    }
+    return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
+  }
+
+  /** The writer of a block's record in a reservation; see {@link #writer}. */
+  private final class RecordWriter extends AbstractBlockWriter {
+    private final Reservation r;
+    private final PositionedChannel out;
+    private final PartWriter parts;
+    private final BlockEncoder encoder;
+    private IOException failure;
+
+    RecordWriter(BlockKey key, int length, Reservation r) throws IOException {
+      super(key, length);
+      this.r = r;
+      // a raw record's checksum is the one the writer computes as the parts come in
+      this.out = new PositionedChannel(r.sb, r.payload, codec != null);
+      this.parts = codec == null ? new PartWriter(out) : null;
+      try {
+        this.encoder = codec == null ? null : codec.encoder(length, out);
+      } catch (IOException e) {
+        space.abandon(r);
+        r.sb.unpin();
+        r.sb.finishRecord();
+        throw e;
+      }
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {
+      if (failure != null) {
+        return; // the commit reports it
+      }
+      try {
+        if (encoder == null) {
+          parts.write(src);
+        } else {
+          encoder.write(src.duplicate());
+        }
+      } catch (IOException e) {
+        failure = e;
+      }
+    }
+
+    @Override
+    protected PutStatus publish() {
+      try {
+        return publishRecord();
+      } finally {
+        r.sb.finishRecord();
+      }
+    }
+
+    private PutStatus publishRecord() {
+      int stored;
+      try {
+        if (failure != null) {
+          throw failure;
+        }
+        requireOpen();
+        if (encoder == null) {
+          parts.flush();
+          parts.close();
+        }
+        stored = (int) (encoder == null ? out.written() : encoder.finish());
+      } catch (IOException e) {
+        discardRecord();
+        return writeFailed(key(), e);
+      } catch (RuntimeException e) {
+        discardRecord();
+        throw e;
+      }
+      if (encoder != null) {
+        space.giveBack(r, stored);
+      }
+      try {
+        return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored,
+            encoder == null ? crc32c().getAsInt() : out.crc(),
+            encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
+      } catch (IOException e) {
+        return writeFailed(key(), e);
+      }
+    }
+
+    @Override
+    protected void discard() {
+      try {
+        discardRecord();
+      } finally {
+        r.sb.finishRecord();
+      }
+    }
+
+    /** Zeroes what was written and gives the room back. */
+    private void discardRecord() {
+      if (encoder != null) {
+        encoder.close();
+      } else {
+        parts.close();
+      }
+      try {
+        for (long at = r.payload, end = r.payload + out.written(); at < end; ) {
+          int n = (int) Math.min(ZEROS.capacity(), end - at);
+          r.sb.write(ZEROS.duplicate().limit(n), at);
+          at += n;
+        }
+      } catch (IOException e) {
+        log.debug("zeroing the abandoned record of {}: {}", key(), e.toString());
+      }
+      space.abandon(r);
+      r.sb.unpin();
+    }
+  }
+
+  /** A writer whose block the doorkeeper turned away: it takes the bytes and keeps none. */
+  private final class UnadmittedWriter extends AbstractBlockWriter {
+    UnadmittedWriter(BlockKey key, int length) {
+      super(key, length, false); // keeps nothing to checksum
+    }
+
+    @Override
+    protected void copyIn(ByteBuffer src, int offset) {}
+
+    @Override
+    protected PutStatus publish() {
+      counters.put();
+      return PutStatus.NOT_ADMITTED;
+    }
+
+    @Override
+    protected void discard() {}
+  }
+
+  /**
+   * A put that failed to write: counted, and the tier reports itself degraded until a write
+   * succeeds. Logged as a warning when writes start failing, then only at debug level.
+   */
+  private PutStatus writeFailed(BlockKey key, IOException e) {
+    writeFailures.increment();
+    counters.rejection();
+    if (writeFailure == null) {
+      log.warn("put of {} failed, and puts fail until a write to {} succeeds: {}", key, dir,
+          e.toString());
+    } else {
+      log.debug("put of {} failed: {}", key, e.toString());
+    }
+    writeFailure = "writes to " + dir + " fail: " + e.getMessage();
+    return PutStatus.REJECTED_NO_SPACE;
+  }
+
+  /** Whether the block stored under {@code key} already holds exactly these bytes. */
+  private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
+    Location cur = index.get(key);
+    if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
+        || cur.payloadCrc != crc) {
+      return false;
+    }
+    SuperBlock sb = superBlocks.get(cur.superBlockId);
+    if (sb == null || !sb.pin()) {
+      return false;
+    }
+    try {
+      return sb.slice(cur.payloadOffset, cur.storedLength).mismatch(data) < 0;
+    } finally {
+      sb.unpin();
+    }
+  }
+
+  /**
+   * Indexes {@code loc} under {@code key} unless a newer record is there already, or its
+   * super-block was dropped while the record was being written (then it counts as evicted).
+   *
+   * @return false if the super-block was dropped
+   */
+  private boolean install(BlockKey key, Location loc) {
+    if (!superBlocks.containsKey(loc.superBlockId)) {
+      counters.eviction();
+      return false;
+    }
+    index.install(key, loc);
+    return true;
+  }
+
+  /** See {@link DiskTier#delete}. */
+  boolean delete(BlockKey key) {
+    Location cur = index.get(key);
+    if (cur == null) {
+      return false;
+    }
+    if (!space.ensureJournal()) {
+      String why = space.noRoom();
+      throw new UncheckedIOException("could not journal the delete of " + key + ": " + why,
+          new IOException(why));
+    }
+    try {
+      Reservation r = space.reserve(0);
+      if (r != null) {
+        try {
+          r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0),
+              r.payload - HEADER_BYTES);
+        } finally {
+          r.sb.unpin();
+          r.sb.finishRecord(); // a tombstone is not indexed
+        }
+        space.written(r.sb);
+      }
+      long seq = r != null ? r.sequence : sequence.incrementAndGet();
+      boolean[] removed = {false};
+      metadata.commit(JournalEntry.delete(key, seq), r != null ? r.sb : null,
+          () -> removed[0] = index.deleteOlderThan(key, seq));
+      bytesWritten.add(HEADER_BYTES + JournalLayout.ENTRY_BYTES);
+      if (removed[0]) {
+        counters.delete();
+      }
+      return removed[0];
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not journal the delete of " + key + " in " + dir, e);
+    }
+  }
+}
