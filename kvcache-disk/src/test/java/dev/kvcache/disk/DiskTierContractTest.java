@@ -18,15 +18,21 @@ class DiskTierContractTest extends TierContractTest {
   @Override
   protected Tier newTier(long capacityBytes, int maxBlockBytes) {
     try {
-      return DiskTier.open(DiskTierConfig.builder(temp.resolve("tier-" + tiers++), capacityBytes)
+      return DiskTier.open(configure(DiskTierConfig.builder(temp.resolve("tier-" + tiers++),
+              capacityBytes)
           .superBlockBytes(capacityBytes / 4)
           .maxBlockBytes(maxBlockBytes)
           .minFreeBytes(0)
-          .syncPolicy(SyncPolicy.NONE)
+          .syncPolicy(SyncPolicy.NONE), capacityBytes)
           .build());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** The settings of a tier of {@code capacityBytes}, as a subclass runs the suite with them. */
+  protected DiskTierConfig.Builder configure(DiskTierConfig.Builder builder, long capacityBytes) {
+    return builder;
   }
 
   /** The disk tier offers none (the default {@code tryWriter}): its writers may wait for room. */
