@@ -12,7 +12,11 @@ package dev.kvcache.disk;
  *     full, an I/O error); each answered {@link dev.kvcache.PutStatus#REJECTED_NO_SPACE}
  * @param syncs syncs completed ({@link DiskTier#sync}, and the periodic ones of {@link
  *     SyncPolicy#PERIODIC}): everything stored before one started survives a power loss
+ * @param scrubbedBytes bytes of records the background scrub checked against their checksums
+ * @param scrubDamaged damaged blocks the scrub found, and dropped (also in {@code corruptBlocks})
+ * @param scrubPasses passes of the scrub over every super-block completed
  */
 public record DiskStats(
     long corruptBlocks, long unchangedPuts, long bytesWritten, long superBlocks,
-    long superBlocksDropped, long writeFailures, long syncs) {}
+    long superBlocksDropped, long writeFailures, long syncs, long scrubbedBytes,
+    long scrubDamaged, long scrubPasses) {}

@@ -91,6 +91,8 @@ public final class DiskTier implements Tier {
   private final RecordReads reads;
   private final Compactor compactor;
   private final RecordWrites writes;
+  /** Null when {@link DiskTierConfig#scrubBytesPerSecond()} is 0. */
+  private final Scrubber scrubber;
   private volatile BlockEvictionListener evictionListener;
   private final SuperBlockSpace space;
   /** Live super-blocks by id, oldest first ({@link SuperBlockSpace#superBlocks}). */
@@ -129,6 +131,9 @@ public final class DiskTier implements Tier {
         bytesWritten, blocksRewritten, bytesRewritten);
     this.writes = new RecordWrites(config, index, space, metadata, sequence, counters,
         unchangedPuts, bytesWritten, writeFailures);
+    this.scrubber = config.scrubBytesPerSecond() > 0
+        ? new Scrubber(superBlocks, index, reads, config.scrubBytesPerSecond(), dir.toString())
+        : null;
     this.syncer = config.syncPolicy() == SyncPolicy.PERIODIC
         ? Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "kvcache-disk-sync");
@@ -178,6 +183,9 @@ public final class DiskTier implements Tier {
     try {
       tier.recover(state, started);
       tier.reclaimer.start();
+      if (tier.scrubber != null) {
+        tier.scrubber.start();
+      }
       if (tier.syncer != null) {
         long every = config.syncIntervalMillis();
         tier.syncer.scheduleWithFixedDelay(tier::periodicSync, every, every, TimeUnit.MILLISECONDS);
@@ -423,7 +431,9 @@ public final class DiskTier implements Tier {
   /** The disk tier's own counters. */
   public DiskStats diskStats() {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
-        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), metadata.syncs());
+        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), metadata.syncs(),
+        scrubber == null ? 0 : scrubber.bytes(), scrubber == null ? 0 : scrubber.damaged(),
+        scrubber == null ? 0 : scrubber.passes());
   }
 
   /**
@@ -464,6 +474,9 @@ public final class DiskTier implements Tier {
       syncer.shutdownNow();
     }
     reclaimer.stop();
+    if (scrubber != null) {
+      scrubber.stop();
+    }
     try {
       space.sealActive();
       metadata.closeWithCheckpoint();
@@ -475,6 +488,9 @@ public final class DiskTier implements Tier {
   }
 
   private void closeFiles() {
+    if (scrubber != null) {
+      scrubber.stop();
+    }
     if (syncer != null) {
       syncer.shutdownNow();
     }

@@ -12,7 +12,8 @@ import java.nio.file.Path;
  * Opens the disk tier for {@link dev.kvcache.KvCacheConfig} ({@code lower = disk}). Settings, under
  * {@code disk.}: {@code dir} (required), {@code capacity} (required), {@code super-block},
  * {@code sync-policy} ({@code none}, {@code periodic}, {@code always}), {@code sync-interval},
- * {@code min-free}, {@code reclaim-rate} (bytes per second), {@code admission} ({@code always},
+ * {@code min-free}, {@code reclaim-rate} and {@code scrub-rate} (bytes per second; a scrub rate
+ * of 0 turns the scrub off), {@code admission} ({@code always},
  * {@code seen_before}), {@code codec} ({@code none}, the default, stores blocks as they are;
  * {@code lz4} stores them with the {@link BlockCodec}), {@code codec-filter} (a {@link Filter},
  * such as {@code byte_shuffle_2} for bf16 tensors; {@code none} by default); defaults as in {@link
@@ -43,6 +44,9 @@ public final class DiskTierFactory implements TierFactory {
     if (settings.has("reclaim-rate")) {
       b.reclaimBytesPerSecond(settings.bytes("reclaim-rate", 0));
     }
+    if (settings.has("scrub-rate")) {
+      b.scrubBytesPerSecond(settings.bytes("scrub-rate", 0));
+    }
     b.admission(settings.choice("admission", Admission.class, Admission.ALWAYS));
     Filter filter = settings.choice("codec-filter", Filter.class, Filter.NONE);
     if (settings.choice("codec", Codec.class, Codec.NONE) == Codec.LZ4) {
@@ -65,7 +69,8 @@ public final class DiskTierFactory implements TierFactory {
           .replace("maxBlockBytes", "setting 'ram.max-block-bytes'")
           .replace("syncIntervalMillis", "setting 'disk.sync-interval' (in ms)")
           .replace("minFreeBytes", "setting 'disk.min-free'")
-          .replace("reclaimBytesPerSecond", "setting 'disk.reclaim-rate'");
+          .replace("reclaimBytesPerSecond", "setting 'disk.reclaim-rate'")
+          .replace("scrubBytesPerSecond", "setting 'disk.scrub-rate'");
       throw new IllegalArgumentException(message, e);
     }
   }

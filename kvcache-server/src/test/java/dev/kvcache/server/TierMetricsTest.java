@@ -71,6 +71,33 @@ class TierMetricsTest {
   }
 
   @Test
+  void theDiskTiersScrubIsAMetric() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      byte[] block = new byte[BLOCK];
+      new Random(7).nextBytes(block);
+      for (int i = 0; i < 4; i++) {
+        assertThat(server.put("default", BlockApiTest.key(i), block).statusCode()).isEqualTo(201);
+      }
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      double scrubbed = 0;
+      while (scrubbed == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+        scrubbed = scalar(server, "kvcache_scrub_bytes_total");
+      }
+      assertThat(scrubbed).as("bytes the scrub checked").isPositive();
+      assertThat(scalar(server, "kvcache_scrub_damaged_total")).isZero();
+      assertThat(scalar(server, "kvcache_scrub_passes_total")).isNotNegative();
+    }
+  }
+
+  private static double scalar(TestServer server, String name) throws Exception {
+    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+    Matcher m = Pattern.compile("(?m)^" + name + "(\\{[^}]*\\})? (\\S+)$").matcher(text);
+    assertThat(m.find()).as("%s in:%n%s", name, text).isTrue();
+    return Double.parseDouble(m.group(2));
+  }
+
+  @Test
   void aRamOnlyServerHasOnlyItsRamTier() throws Exception {
     try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.disk-dir", ""))) {
       byte[] block = new byte[4096];
