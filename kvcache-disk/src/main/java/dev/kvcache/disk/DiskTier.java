@@ -72,11 +72,11 @@ import org.slf4j.LoggerFactory;
  * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
  *
  * <p><b>Parts.</b> This class is the front: it opens and recovers the directory, hands over what
- * drops evict, and answers for the tier. The work is done by {@link SuperBlockSpace} (the
- * super-blocks, reservations, roll-over and room), {@link BlockIndex} (the index and the live
- * bytes per super-block), {@link MetadataLog} (journal, syncs and checkpoints), {@link
- * RecordWrites} (puts, writers, deletes), {@link RecordReads} (leases and copying reads) and
- * {@link Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
+ * drops evict, and answers for the tier. The work is done by {@code SuperBlockSpace} (the
+ * super-blocks, reservations, roll-over and room), {@code BlockIndex} (the index and the live
+ * bytes per super-block), {@code MetadataLog} (journal, syncs and checkpoints), {@link
+ * RecordWrites} (puts, writers, deletes), {@code RecordReads} (leases and copying reads) and
+ * {@code Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
  * every file operation goes through.
  */
 public final class DiskTier implements Tier {
@@ -228,9 +228,9 @@ public final class DiskTier implements Tier {
   }
 
   /**
-   * A writer straight into the block's record: see {@link RecordWrites#writer}. The block's
-   * sequence is taken at the commit, so a put of the same key that completes while the writer is
-   * open is replaced by the commit, as it would be by a later put.
+   * A writer straight into the block's record, its parts written to their place as they come.
+   * The block's sequence is taken at the commit, so a put of the same key that completes while
+   * the writer is open is replaced by the commit, as it would be by a later put.
    */
   @Override
   public BlockWriter writer(BlockKey key, int length) {
@@ -339,7 +339,7 @@ public final class DiskTier implements Tier {
     metadata.sync();
   }
 
-  /** Forces the super-blocks written since their last force (see {@link SuperBlockSpace}). */
+  /** Forces the super-blocks written since their last force (see {@code SuperBlockSpace}). */
   private void forceDirty() throws IOException {
     space.forceDirty();
   }
