@@ -8,6 +8,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
+import dev.kvcache.disk.device.MemoryDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
@@ -46,6 +47,10 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *   <li>{@code getInto} copies a stored block into a direct buffer after checking its checksum;
  *       {@code leaseGet} checks the checksum and reads one word through the zero-copy view;
  *       {@code baselineGet} copies the same bytes out of a mapped plain file.
+ *   <li>With {@code device=memory} the tier's files are in memory ({@code MemoryDevice}: no system
+ *       call), so {@code put} and {@code getInto} measure the tier's own cost;
+ *       {@code baselineCopy} copies the same bytes from one direct buffer to another, the floor
+ *       both are compared with.
  * </ul>
  */
 @State(Scope.Benchmark)
@@ -62,6 +67,10 @@ public class DiskThroughputBenchmark {
 
   @Param({"1073741824"})
   public long workingSetBytes;
+
+  /** The tier's storage device: the file system under {@code baseDir}, or memory. */
+  @Param({"file"})
+  public String device;
 
   /** Parts a block arrives in for {@code writerPut} and {@code gatheredPut}: one HTTP/2 DATA frame. */
   private static final int PART_BYTES = 16 << 10;
@@ -89,9 +98,16 @@ public class DiskThroughputBenchmark {
     superBlockBytes = workingSetBytes / 4; // 8 in the capacity: 256 MiB, the default, for 1 GiB
     src = Blocks.randomDirect(blockSizeBytes, 11);
     dst = ByteBuffer.allocateDirect(blockSizeBytes);
-    tier = DiskTier.open(DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
+    DiskTierConfig.Builder config = DiskTierConfig.builder(base.resolve("tier"),
+        2 * workingSetBytes)
         .superBlockBytes(superBlockBytes).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
-        .syncPolicy(SyncPolicy.NONE).build());
+        .syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0);
+    if (device.equals("memory")) {
+      config.device(new MemoryDevice(3 * workingSetBytes));
+    } else if (!device.equals("file")) {
+      throw new IllegalArgumentException("device is 'file' or 'memory', got " + device);
+    }
+    tier = DiskTier.open(config.build());
     if (params.getBenchmark().endsWith("baselinePut")) {
       baselineFiles = new RotatingFiles(base.resolve("baseline"), superBlockBytes, 2 * workingSetBytes);
     }
@@ -151,6 +167,12 @@ public class DiskThroughputBenchmark {
   public int baselinePut() throws IOException {
     src.putLong(0, counter++);
     return baselineFiles.write(src);
+  }
+
+  @Benchmark
+  public ByteBuffer baselineCopy() {
+    src.putLong(0, counter++);
+    return dst.clear().put(src.duplicate());
   }
 
   @Benchmark
