@@ -7,7 +7,9 @@ import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -29,6 +31,8 @@ public final class MemoryDevice implements StorageDevice {
   private final Map<Path, MemoryFile> files = new ConcurrentHashMap<>();
   private final Set<Path> directories = ConcurrentHashMap.newKeySet();
   private final Set<Path> locked = ConcurrentHashMap.newKeySet();
+  /** Memory of deleted files, by capacity, for the next file that grows to that size. */
+  private final Map<Integer, ArrayDeque<ByteBuffer>> free = new HashMap<>();
 
   /** A device that holds at most {@code capacityBytes} of files. */
   public MemoryDevice(long capacityBytes) {
@@ -72,7 +76,7 @@ public final class MemoryDevice implements StorageDevice {
   @Override
   public DeviceFile create(Path file) throws IOException {
     requireDirectory(file);
-    MemoryFile f = new MemoryFile(file, usedBytes, capacityBytes);
+    MemoryFile f = new MemoryFile(file, usedBytes, capacityBytes, this::allocate);
     if (files.putIfAbsent(key(file), f) != null) {
       throw new FileAlreadyExistsException(file.toString());
     }
@@ -103,6 +107,7 @@ public final class MemoryDevice implements StorageDevice {
     MemoryFile replaced = files.put(key(target), f.renamed(target));
     if (replaced != null) {
       replaced.deleted();
+      recycle(replaced);
     }
   }
 
@@ -113,7 +118,39 @@ public final class MemoryDevice implements StorageDevice {
       return false;
     }
     f.deleted();
+    recycle(f);
     return true;
+  }
+
+  /** Keeps a deleted file's memory for the next file of its size, unless it is still mapped. */
+  private void recycle(MemoryFile f) {
+    ByteBuffer released = f.release();
+    if (released != null && released.capacity() > 0) {
+      synchronized (free) {
+        free.computeIfAbsent(released.capacity(), c -> new ArrayDeque<>()).push(released);
+      }
+    }
+  }
+
+  /**
+   * Memory for a file of {@code capacity}: a deleted file's, zeroed (its old bytes never show), or
+   * new. Super-blocks are all of one size, so the tier's memory is allocated once.
+   */
+  private ByteBuffer allocate(int capacity) {
+    ByteBuffer reused;
+    synchronized (free) {
+      ArrayDeque<ByteBuffer> same = free.get(capacity);
+      reused = same == null ? null : same.poll();
+    }
+    if (reused == null) {
+      return ByteBuffer.allocateDirect(capacity);
+    }
+    ByteBuffer zero = reused.duplicate().clear();
+    ByteBuffer zeros = ByteBuffer.allocateDirect(Math.min(capacity, 1 << 20));
+    while (zero.hasRemaining()) {
+      zero.put(zeros.duplicate().limit(Math.min(zeros.capacity(), zero.remaining())));
+    }
+    return reused.clear();
   }
 
   @Override
@@ -143,13 +180,23 @@ public final class MemoryDevice implements StorageDevice {
     return "memory (" + usedBytes.get() + " of " + capacityBytes + " bytes used)";
   }
 
+  /** Where a file's memory comes from. */
+  @FunctionalInterface
+  interface Buffers {
+    ByteBuffer allocate(int capacity);
+  }
+
   /**
    * A file's bytes: one direct buffer, grown by copying (never while it is mapped), shared by every
    * handle opened on the file.
    */
   static final class MemoryFile {
+    /** Zeros copied over a stretch a file gains. */
+    private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
+
     private final AtomicLong deviceUsed;
     private final long deviceCapacity;
+    private final Buffers buffers;
     private final ReentrantReadWriteLock growth = new ReentrantReadWriteLock();
     private volatile Path path;
     private ByteBuffer data = ByteBuffer.allocateDirect(0);
@@ -157,9 +204,29 @@ public final class MemoryDevice implements StorageDevice {
     private int maps;
 
     MemoryFile(Path path, AtomicLong deviceUsed, long deviceCapacity) {
+      this(path, deviceUsed, deviceCapacity, ByteBuffer::allocateDirect);
+    }
+
+    MemoryFile(Path path, AtomicLong deviceUsed, long deviceCapacity, Buffers buffers) {
       this.path = path;
       this.deviceUsed = deviceUsed;
       this.deviceCapacity = deviceCapacity;
+      this.buffers = buffers;
+    }
+
+    /** The file's memory, given back once it is deleted and unmapped; null if still mapped. */
+    ByteBuffer release() {
+      growth.writeLock().lock();
+      try {
+        if (maps > 0) {
+          return null;
+        }
+        ByteBuffer released = data;
+        data = ByteBuffer.allocateDirect(0);
+        return released;
+      } finally {
+        growth.writeLock().unlock();
+      }
     }
 
     MemoryFile renamed(Path to) {
@@ -196,14 +263,14 @@ public final class MemoryDevice implements StorageDevice {
         if (newSize > Integer.MAX_VALUE) {
           throw new IOException(path + ": a memory device's files hold at most 2 GiB");
         }
-        ByteBuffer bigger = ByteBuffer.allocateDirect(
+        ByteBuffer bigger = buffers.allocate(
             (int) Math.min(Integer.MAX_VALUE, Math.max(newSize, 2L * data.capacity())));
         bigger.put(data.duplicate().clear().limit((int) old));
         data = bigger;
       } else if (newSize > old) {
-        ByteBuffer zero = data.duplicate().clear().position((int) old).limit((int) newSize);
-        while (zero.hasRemaining()) {
-          zero.put((byte) 0);
+        ByteBuffer gained = data.duplicate().clear().position((int) old).limit((int) newSize);
+        while (gained.hasRemaining()) {
+          gained.put(ZEROS.duplicate().limit(Math.min(ZEROS.capacity(), gained.remaining())));
         }
       }
       size = newSize;
