@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -45,6 +44,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  *       write_through}), and all but the last spill queue's worth of {@code write_behind}; under
  *       {@code periodic}, the same for what was stored before a sync that started after it and
  *       ended before the cut; under {@code none}, and with {@code ram_first}, nothing.
+ *   <li>a later operation on a key, answered or not, may have taken effect; over RAM a later put
+ *       may also leave the key a miss, since it takes the disk's copy away before it writes its
+ *       own ({@code docs/tiered-cache.md}, "On power loss").
  * </ul>
  *
  * {@code -Dkvcache.powerCuts=300} runs ten times the cuts.
