@@ -456,9 +456,7 @@ public final class DiskTier implements Tier {
   }
 
   private void requireOpen() {
-    if (space.closed()) {
-      throw new IllegalStateException("the disk tier in " + dir + " is closed");
-    }
+    space.requireOpen();
   }
 
   /**

@@ -89,11 +89,6 @@ final class RecordWrites {
     return writeFailure;
   }
 
-  private void requireOpen() {
-    if (space.closed()) {
-      throw new IllegalStateException("the disk tier in " + dir + " is closed");
-    }
-  }
 
   /** See {@link DiskTier#put}. */
   PutStatus put(BlockKey key, ByteBuffer src) {
@@ -272,7 +267,7 @@ final class RecordWrites {
         if (failure != null) {
           throw failure;
         }
-        requireOpen();
+        space.requireOpen();
         if (encoder == null) {
           parts.flush();
           parts.close();

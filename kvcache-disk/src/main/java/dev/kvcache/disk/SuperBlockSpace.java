@@ -121,6 +121,13 @@ final class SuperBlockSpace {
     return closed;
   }
 
+  /** @throws IllegalStateException if the tier is closed */
+  void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("the disk tier in " + dir + " is closed");
+    }
+  }
+
   /** Stops reservations; false if it was closed already. */
   boolean close() {
     synchronized (writeLock) {
@@ -176,9 +183,7 @@ final class SuperBlockSpace {
    */
   Reservation reserve(long stored) throws IOException {
     synchronized (writeLock) {
-      if (closed) {
-        throw new IllegalStateException("the disk tier in " + dir + " is closed");
-      }
+      requireOpen();
       if (!startJournal()) {
         return null;
       }

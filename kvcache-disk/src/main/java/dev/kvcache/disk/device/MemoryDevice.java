@@ -145,11 +145,7 @@ public final class MemoryDevice implements StorageDevice {
     if (reused == null) {
       return ByteBuffer.allocateDirect(capacity);
     }
-    ByteBuffer zero = reused.duplicate().clear();
-    ByteBuffer zeros = ByteBuffer.allocateDirect(Math.min(capacity, 1 << 20));
-    while (zero.hasRemaining()) {
-      zero.put(zeros.duplicate().limit(Math.min(zeros.capacity(), zero.remaining())));
-    }
+    zero(reused.duplicate().clear());
     return reused.clear();
   }
 
@@ -180,6 +176,16 @@ public final class MemoryDevice implements StorageDevice {
     return "memory (" + usedBytes.get() + " of " + capacityBytes + " bytes used)";
   }
 
+  /** Zeros copied over memory a file gains or takes over. */
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
+
+  /** Writes zeros over {@code range}'s remaining bytes. */
+  private static void zero(ByteBuffer range) {
+    while (range.hasRemaining()) {
+      range.put(ZEROS.duplicate().limit(Math.min(ZEROS.capacity(), range.remaining())));
+    }
+  }
+
   /** Where a file's memory comes from. */
   @FunctionalInterface
   interface Buffers {
@@ -191,9 +197,6 @@ public final class MemoryDevice implements StorageDevice {
    * handle opened on the file.
    */
   static final class MemoryFile {
-    /** Zeros copied over a stretch a file gains. */
-    private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
-
     private final AtomicLong deviceUsed;
     private final long deviceCapacity;
     private final Buffers buffers;
@@ -268,10 +271,7 @@ public final class MemoryDevice implements StorageDevice {
         bigger.put(data.duplicate().clear().limit((int) old));
         data = bigger;
       } else if (newSize > old) {
-        ByteBuffer gained = data.duplicate().clear().position((int) old).limit((int) newSize);
-        while (gained.hasRemaining()) {
-          gained.put(ZEROS.duplicate().limit(Math.min(ZEROS.capacity(), gained.remaining())));
-        }
+        zero(data.duplicate().clear().position((int) old).limit((int) newSize));
       }
       size = newSize;
     }
