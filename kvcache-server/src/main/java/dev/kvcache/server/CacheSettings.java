@@ -12,7 +12,8 @@ import java.util.function.Function;
  * environment). Sizes take a unit (B, KiB, MiB, GiB, TiB). The defaults fit a laptop: 1 GiB of RAM
  * over an 8 GiB disk tier in {@code ./kvcache-data}, every PUT written behind to disk ({@code
  * durability}); an empty {@code disk-dir} means RAM only. An empty {@code disk-min-free} leaves the
- * disk tier's default floor (the smaller of 1 GiB and 5% of the file system).
+ * disk tier's default floor (the smaller of 1 GiB and 5% of the file system), an empty {@code
+ * disk-scrub-rate} its default scrub rate (16 MiB per second; 0 turns the scrub off).
  *
  * <p>{@code kvcache.cache.s3.*} adds an object-storage tier below the disk (or below RAM, with no
  * disk) once {@code s3.bucket} is set: every {@code s3.} setting of {@link
@@ -34,6 +35,7 @@ class CacheSettings {
   private String diskCodec = "none";
   private String diskCodecFilter = "none";
   private String diskMinFree = "";
+  private String diskScrubRate = "";
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";
@@ -62,6 +64,7 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-codec", "disk.codec", s -> s.diskCodec, true),
       new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
       new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
+      new Setting("kvcache.cache.disk-scrub-rate", "disk.scrub-rate", s -> s.diskScrubRate, true),
       new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
       new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true),
       new Setting("kvcache.cache.spill-queue-blocks", "tiered.spill-queue-blocks",
@@ -174,6 +177,14 @@ class CacheSettings {
 
   public void setDiskMinFree(String diskMinFree) {
     this.diskMinFree = diskMinFree;
+  }
+
+  public String getDiskScrubRate() {
+    return diskScrubRate;
+  }
+
+  public void setDiskScrubRate(String diskScrubRate) {
+    this.diskScrubRate = diskScrubRate;
   }
 
   public String getDurability() {

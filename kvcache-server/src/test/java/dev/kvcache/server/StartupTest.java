@@ -70,6 +70,13 @@ class StartupTest {
   }
 
   @Test
+  void aMalformedScrubRateIsNamed() {
+    assertThatThrownBy(() ->
+        TestServer.start(dir, Map.of("kvcache.cache.disk-scrub-rate", "fast")))
+        .hasStackTraceContaining("setting 'kvcache.cache.disk-scrub-rate' is 'fast'");
+  }
+
+  @Test
   void theRamPolicyIsChosenByNameAndAnUnknownOneIsNamed() {
     try (TestServer server =
         TestServer.start(dir, Map.of("kvcache.cache.ram-policy", "w_tiny_lfu"))) {

@@ -90,6 +90,27 @@ class TierMetricsTest {
     }
   }
 
+  @Test
+  void aScrubRateOfZeroTurnsTheScrubOff() throws Exception {
+    byte[] block = new byte[BLOCK];
+    new Random(8).nextBytes(block);
+    try (TestServer scrubbing = TestServer.start(dir.resolve("scrubbing"));
+        TestServer off = TestServer.start(dir.resolve("off"),
+            Map.of("kvcache.cache.disk-scrub-rate", "0"))) {
+      for (int i = 0; i < 4; i++) {
+        assertThat(scrubbing.put("default", BlockApiTest.key(i), block).statusCode()).isEqualTo(201);
+        assertThat(off.put("default", BlockApiTest.key(i), block).statusCode()).isEqualTo(201);
+      }
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      while (scalar(scrubbing, "kvcache_scrub_bytes_total") == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+      }
+      assertThat(scalar(scrubbing, "kvcache_scrub_bytes_total")).as("the default rate").isPositive();
+      assertThat(scalar(off, "kvcache_scrub_bytes_total")).as("a rate of 0").isZero();
+      assertThat(scalar(off, "kvcache_scrub_passes_total")).isZero();
+    }
+  }
+
   private static double scalar(TestServer server, String name) throws Exception {
     String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
     Matcher m = Pattern.compile("(?m)^" + name + "(\\{[^}]*\\})? (\\S+)$").matcher(text);
