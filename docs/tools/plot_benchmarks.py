@@ -610,6 +610,52 @@ def disk_writer_table(rows, out, img):
     plt.close(fig)
 
 
+def seam_tables(results_dir, out, img):
+    """The disk tier before the storage device seam and after it, alternating in one session
+    (disk-seam-ab.json): GB/s per side (mean of the rounds' scores) and after / before per round."""
+    doc = read_json(results_dir, "disk-seam-ab.json")
+    if doc is None:
+        return
+    scores = defaultdict(list)  # (benchmark, size, side) -> GB/s of each round, in order
+    for run in doc["runs"]:
+        for r in run["results"]:
+            size = int(r["params"]["blockSizeBytes"])
+            scores[(method(r), size, run["side"])].append(gbps(r)[0])
+    keys = sorted({(b, s) for (b, s, side) in scores})
+    out.append("\n### The disk tier before and after the storage device seam (GB/s, work disk)\n")
+    out.append("| benchmark | block | before | seam alone | after | after / before, per round |")
+    out.append("|---|---|---|---|---|---|")
+    labels, ratios, rounds = [], [], []
+    for b, size in keys:
+        before, after = scores[(b, size, "before")], scores[(b, size, "after")]
+        seam = scores.get((b, size, "seam"), [])
+        per_round = [a / o for o, a in zip(before, after)]
+        cell = lambda v: f"{statistics.mean(v):.2f}" if v else "-"
+        out.append(f"| {b} | {size_label(size)} | {cell(before)} | {cell(seam)} | {cell(after)} | "
+                   f"**{statistics.mean(after) / statistics.mean(before):.2f}** "
+                   f"({', '.join(f'{x:.2f}' for x in per_round)}) |")
+        labels.append(f"{b} {size_label(size)}")
+        ratios.append(statistics.mean(after) / statistics.mean(before))
+        rounds.append(per_round)
+    fig, ax = plt.subplots(figsize=(11, 4))
+    control = [label.startswith("baseline") for label in labels]
+    for flag, color, name in ((False, "tab:blue", "the tier: mean of the rounds"),
+                              (True, "tab:gray", "plain file IO, the same code in both: the noise")):
+        xs = [i for i in range(len(ratios)) if control[i] == flag]
+        ax.bar(xs, [ratios[i] for i in xs], color=color, alpha=0.6, label=name)
+    for i, rs in enumerate(rounds):
+        ax.plot([i] * len(rs), rs, "k.", label="one round" if i == 0 else None)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=7, rotation=35, ha="right")
+    ax.set_ylim(0, 1.8)
+    bar_panel(ax, "after / before", "The disk tier through the storage device seam, against the tier "
+              "before it (same session, alternating)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "disk-seam-ab.png"), dpi=110)
+    plt.close(fig)
+
+
 def tiered_tables(rows, out, img):
     """The tiered cache beside RAM alone and disk alone (TieredCacheBenchmark), GB/s and ratios."""
     data = {}  # (method, stack, size) -> (GB/s, error)
@@ -1611,6 +1657,7 @@ def main():
     small_tables(rows, out)
     disk_tables(rows, out, img)
     disk_writer_table(rows, out, img)
+    seam_tables(results_dir, out, img)
     tiered_tables(rows, out, img)
     durability_tables(rows, out, img)
     spill_tables(rows, out, img)
