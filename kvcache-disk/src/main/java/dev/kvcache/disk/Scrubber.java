@@ -13,7 +13,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,44 +23,26 @@ import org.slf4j.LoggerFactory;
  * it. A damaged block is dropped and counted, as a read that finds one drops it. Only the records
  * the index points at are read: dead ones cost nothing. When a pass is over, the next starts.
  */
-final class Scrubber implements Runnable {
+final class Scrubber extends BackgroundWork {
 
   private static final Logger log = LoggerFactory.getLogger(Scrubber.class);
-  private static final long IDLE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks;
   private final BlockIndex index;
   private final RecordReads reads;
   private final RateLimiter limiter;
-  private final Thread thread;
   private final LongAdder records = new LongAdder();
   private final LongAdder bytes = new LongAdder();
   private final LongAdder damaged = new LongAdder();
   private final LongAdder passes = new LongAdder();
-  private volatile boolean stopped;
 
   Scrubber(ConcurrentSkipListMap<Integer, SuperBlock> superBlocks, BlockIndex index,
       RecordReads reads, long bytesPerSecond, String dir) {
+    super("kvcache-disk-scrub " + dir, TimeUnit.SECONDS.toNanos(1));
     this.superBlocks = superBlocks;
     this.index = index;
     this.reads = reads;
     this.limiter = new RateLimiter(bytesPerSecond);
-    this.thread = new Thread(this, "kvcache-disk-scrub " + dir);
-    this.thread.setDaemon(true);
-  }
-
-  void start() {
-    thread.start();
-  }
-
-  void stop() {
-    stopped = true;
-    LockSupport.unpark(thread);
-    try {
-      thread.join(TimeUnit.SECONDS.toMillis(10));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 
   /** Records checked so far. */
@@ -86,20 +67,20 @@ final class Scrubber implements Runnable {
 
   @Override
   public void run() {
-    while (!stopped) {
+    while (!stopped()) {
       int next = 0;
       boolean any = false;
-      for (Map.Entry<Integer, SuperBlock> e = superBlocks.ceilingEntry(next); e != null && !stopped;
-          e = superBlocks.ceilingEntry(next)) {
+      for (Map.Entry<Integer, SuperBlock> e = superBlocks.ceilingEntry(next);
+          e != null && !stopped(); e = superBlocks.ceilingEntry(next)) {
         next = e.getKey() + 1;
         any |= scrub(e.getValue());
       }
-      if (stopped) {
+      if (stopped()) {
         return;
       }
       passes.increment();
       if (!any) {
-        LockSupport.parkNanos(IDLE_NANOS);
+        idle();
       }
     }
   }
@@ -128,7 +109,7 @@ final class Scrubber implements Runnable {
     for (Map.Entry<BlockKey, Location> e : indexed) {
       Location loc = e.getValue();
       limiter.acquire(loc.storedLength);
-      if (stopped || !sb.pin()) {
+      if (stopped() || !sb.pin()) {
         break; // closing, or the super-block was dropped meanwhile
       }
       try {
