@@ -47,6 +47,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *   <li>{@code getInto} copies a stored block into a direct buffer after checking its checksum;
  *       {@code leaseGet} checks the checksum and reads one word through the zero-copy view;
  *       {@code baselineGet} copies the same bytes out of a mapped plain file.
+ *   <li>With {@code directWrites=true} the tier writes payloads past the page cache; {@code
+ *       baselinePut} stays the page cache's.
  *   <li>With {@code device=memory} the tier's files are in memory ({@code MemoryDevice}: no system
  *       call), so {@code put} and {@code getInto} measure the tier's own cost;
  *       {@code baselineCopy} copies the same bytes from one direct buffer to another, the floor
@@ -71,6 +73,13 @@ public class DiskThroughputBenchmark {
   /** The tier's storage device: the file system under {@code baseDir}, or memory. */
   @Param({"file"})
   public String device;
+
+  /**
+   * Whether the tier writes block payloads past the page cache ({@code O_DIRECT}): its reads of
+   * them then come from the device, not the page cache.
+   */
+  @Param({"false"})
+  public boolean directWrites;
 
   /** Parts a block arrives in for {@code writerPut} and {@code gatheredPut}: one HTTP/2 DATA frame. */
   private static final int PART_BYTES = 16 << 10;
@@ -101,7 +110,7 @@ public class DiskThroughputBenchmark {
     DiskTierConfig.Builder config = DiskTierConfig.builder(base.resolve("tier"),
         2 * workingSetBytes)
         .superBlockBytes(superBlockBytes).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
-        .syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0);
+        .syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0).directWrites(directWrites);
     if (device.equals("memory")) {
       config.device(new MemoryDevice(3 * workingSetBytes));
     } else if (!device.equals("file")) {

@@ -492,6 +492,9 @@ public final class DiskTier implements Tier {
     if (syncer != null) {
       syncer.shutdownNow();
     }
+    if (writes != null) {
+      writes.close();
+    }
     for (SuperBlock sb : superBlocks.values()) {
       sb.close();
     }

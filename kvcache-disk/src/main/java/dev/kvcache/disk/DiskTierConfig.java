@@ -57,6 +57,7 @@ public final class DiskTierConfig {
   private final BlockCodec codec;
   private final long reclaimBytesPerSecond;
   private final long scrubBytesPerSecond;
+  private final boolean directWrites;
   private final Admission admission;
   private final StorageDevice device;
 
@@ -72,6 +73,7 @@ public final class DiskTierConfig {
     this.codec = b.codec;
     this.reclaimBytesPerSecond = b.reclaimBytesPerSecond;
     this.scrubBytesPerSecond = b.scrubBytesPerSecond;
+    this.directWrites = b.directWrites;
     this.admission = b.admission;
     this.device = b.device;
   }
@@ -152,6 +154,11 @@ public final class DiskTierConfig {
     return scrubBytesPerSecond;
   }
 
+  /** Whether block payloads are written past the page cache where the device takes it. */
+  public boolean directWrites() {
+    return directWrites;
+  }
+
   /** Which puts are written. */
   public Admission admission() {
     return admission;
@@ -170,6 +177,7 @@ public final class DiskTierConfig {
     private BlockCodec codec;
     private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
     private long scrubBytesPerSecond = DEFAULT_SCRUB_BYTES_PER_SECOND;
+    private boolean directWrites;
     private Admission admission = Admission.ALWAYS;
     private StorageDevice device = FileSystemDevice.INSTANCE;
 
@@ -245,6 +253,18 @@ public final class DiskTierConfig {
      */
     public Builder scrubBytesPerSecond(long scrubBytesPerSecond) {
       this.scrubBytesPerSecond = scrubBytesPerSecond;
+      return this;
+    }
+
+    /**
+     * Whether the payloads of blocks larger than a page are written past the page cache ({@code
+     * O_DIRECT}, from aligned buffers, several writes in flight) where the device's files take
+     * it ({@link dev.kvcache.disk.device.DeviceFile#directAlignment}); elsewhere, and for headers,
+     * journal, checkpoints, encoded blocks and compaction's moves, writes go through the page
+     * cache. Every record then starts on a page of its own. Default false.
+     */
+    public Builder directWrites(boolean directWrites) {
+      this.directWrites = directWrites;
       return this;
     }
 

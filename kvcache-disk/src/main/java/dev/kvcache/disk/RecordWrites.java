@@ -5,6 +5,7 @@ import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
 import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
+import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
@@ -12,6 +13,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.disk.SuperBlockSpace.Reservation;
+import dev.kvcache.disk.internal.DirectWrites;
 import dev.kvcache.disk.internal.Doorkeeper;
 import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.JournalLayout;
@@ -36,9 +38,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The disk tier's writes: a put writes the caller's bytes straight to their place in a
  * reservation in the active super-block with a positional write (no staging copy for direct
- * buffers), then its header, and commits the record (journal entry and index, under the sync
- * policy's forces); a writer does the same for a block that arrives in parts; a delete writes a
- * tombstone record and journals it. A write that fails loses only the block being written: the
+ * buffers), or, with {@link DiskTierConfig#directWrites()}, past the page cache through aligned
+ * buffers ({@link DirectWrites}); then its header, and commits the record (journal entry and
+ * index, under the sync policy's forces); a writer does the same for a block that arrives in
+ * parts; a delete writes a tombstone record and journals it. A write that fails loses only the block being written: the
  * put is refused, counted, and the tier reports itself degraded until a write succeeds.
  */
 final class RecordWrites {
@@ -61,6 +64,8 @@ final class RecordWrites {
   private final LongAdder unchangedPuts;
   private final LongAdder bytesWritten;
   private final LongAdder writeFailures;
+  /** Streams of payloads written past the page cache; null when writes go through it. */
+  private final DirectWrites direct;
   /** The last write's failure, until a write succeeds; null when the last write succeeded. */
   private volatile String writeFailure;
 
@@ -79,9 +84,17 @@ final class RecordWrites {
     this.unchangedPuts = unchangedPuts;
     this.bytesWritten = bytesWritten;
     this.writeFailures = writeFailures;
+    this.direct = config.directWrites() ? new DirectWrites(dir.toString()) : null;
     this.doorkeeper = config.admission() == Admission.SEEN_BEFORE
         ? new Doorkeeper((int) Math.min(1 << 26, 8 * Math.max(1, config.capacityBytes() >> 16)))
         : null;
+  }
+
+  /** Ends the threads of direct writes, once no write is under way. */
+  void close() {
+    if (direct != null) {
+      direct.close();
+    }
   }
 
   /** Why writes fail, until one succeeds; null while they do not. */
@@ -120,7 +133,7 @@ final class RecordWrites {
         int encoding;
         try {
           if (codec == null) {
-            r.sb.write(data, r.payload);
+            writePayload(r, data);
             stored = length;
             payloadCrc = rawCrc;
             encoding = ENCODING_RAW;
@@ -144,6 +157,32 @@ final class RecordWrites {
     } catch (IOException e) {
       return writeFailed(key, e);
     }
+  }
+
+  /** Writes a raw payload to its place in {@code r}: past the page cache where it goes direct. */
+  private void writePayload(Reservation r, ByteBuffer data) throws IOException {
+    DirectWrites.Stream stream = directStream(r, data.remaining());
+    if (stream == null) {
+      r.sb.write(data, r.payload);
+      return;
+    }
+    try {
+      stream.write(data);
+      stream.finish();
+    } catch (IOException | RuntimeException e) {
+      stream.abandon();
+      throw e;
+    }
+  }
+
+  /**
+   * A stream of a raw payload of {@code length} bytes past the page cache into {@code r}; null if
+   * it goes through the page cache: direct writes are off, the record fits in a page, or the
+   * super-block's file takes no direct writes.
+   */
+  private DirectWrites.Stream directStream(Reservation r, long length) {
+    return direct != null && HEADER_BYTES + length > PAGE && r.sb.directAlignment() > 0
+        ? direct.open(r.sb, r.payload) : null;
   }
 
   /**
@@ -216,7 +255,10 @@ final class RecordWrites {
   private final class RecordWriter extends AbstractBlockWriter {
     private final Reservation r;
     private final PositionedChannel out;
+    /** The raw payload's way through the page cache, or null: {@link #stream} or encoded. */
     private final PartWriter parts;
+    /** The raw payload's way past the page cache, or null. */
+    private final DirectWrites.Stream stream;
     private final BlockEncoder encoder;
     private IOException failure;
 
@@ -225,7 +267,8 @@ final class RecordWrites {
       this.r = r;
       // a raw record's checksum is the one the writer computes as the parts come in
       this.out = new PositionedChannel(r.sb, r.payload, codec != null);
-      this.parts = codec == null ? new PartWriter(out) : null;
+      this.stream = codec == null ? directStream(r, length) : null;
+      this.parts = codec == null && stream == null ? new PartWriter(out) : null;
       try {
         this.encoder = codec == null ? null : codec.encoder(length, out);
       } catch (IOException e) {
@@ -242,7 +285,9 @@ final class RecordWrites {
         return; // the commit reports it
       }
       try {
-        if (encoder == null) {
+        if (stream != null) {
+          stream.write(src);
+        } else if (encoder == null) {
           parts.write(src);
         } else {
           encoder.write(src.duplicate());
@@ -268,11 +313,15 @@ final class RecordWrites {
           throw failure;
         }
         space.requireOpen();
-        if (encoder == null) {
+        if (stream != null) {
+          stored = (int) stream.finish();
+        } else if (encoder == null) {
           parts.flush();
           parts.close();
+          stored = (int) out.written();
+        } else {
+          stored = (int) encoder.finish();
         }
-        stored = (int) (encoder == null ? out.written() : encoder.finish());
       } catch (IOException e) {
         discardRecord();
         return writeFailed(key(), e);
@@ -303,13 +352,20 @@ final class RecordWrites {
 
     /** Zeroes what was written and gives the room back. */
     private void discardRecord() {
-      if (encoder != null) {
-        encoder.close();
+      long written;
+      if (stream != null) {
+        stream.abandon();
+        written = stream.written();
       } else {
-        parts.close();
+        if (encoder != null) {
+          encoder.close();
+        } else {
+          parts.close();
+        }
+        written = out.written();
       }
       try {
-        for (long at = r.payload, end = r.payload + out.written(); at < end; ) {
+        for (long at = r.payload, end = r.payload + written; at < end; ) {
           int n = (int) Math.min(ZEROS.capacity(), end - at);
           r.sb.write(ZEROS.duplicate().limit(n), at);
           at += n;

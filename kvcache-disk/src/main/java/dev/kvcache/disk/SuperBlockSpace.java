@@ -1,11 +1,12 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 import static dev.kvcache.disk.internal.RecordLayout.alignUp;
-import static dev.kvcache.disk.internal.RecordLayout.payloadOffset;
 
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.FileSpace;
+import dev.kvcache.disk.internal.RecordLayout;
 import dev.kvcache.disk.internal.SuperBlock;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -58,6 +59,8 @@ final class SuperBlockSpace {
   }
 
   private final DiskTierConfig config;
+  /** Whether every record starts on a page of its own ({@link DiskTierConfig#directWrites()}). */
+  private final boolean directPlacement;
   private final StorageDevice device;
   private final Path dir;
   private final FileSpace space;
@@ -85,6 +88,7 @@ final class SuperBlockSpace {
       AtomicLong sequence, Map<Integer, SuperBlock> found, int nextSuperBlockId)
       throws IOException {
     this.config = config;
+    this.directPlacement = config.directWrites();
     this.device = config.device();
     this.dir = config.directory();
     this.space = space;
@@ -187,14 +191,15 @@ final class SuperBlockSpace {
       if (!startJournal()) {
         return null;
       }
-      if (active == null || payloadOffset(active.end(), stored) + stored > active.sizeBytes()) {
+      if (active == null || recordEnd(payloadOffset(active.end(), stored), stored)
+          > active.sizeBytes()) {
         if (!rollOver(true)) {
           return null; // no active super-block until a later put finds room
         }
       }
       long start = active.end();
       long payload = payloadOffset(start, stored);
-      active.end(payload + stored);
+      active.end(recordEnd(payload, stored));
       SuperBlock sb = active;
       if (!sb.pin()) {
         throw new IllegalStateException("the active super-block is unmapped");
@@ -202,15 +207,34 @@ final class SuperBlockSpace {
       long seq = sequence.incrementAndGet();
       sb.recordSequence(seq); // a writer's later sequence keeps this a lower bound
       sb.startRecord(); // every caller finishes it, once
-      return new Reservation(sb, start, payload, payload + stored, seq);
+      return new Reservation(sb, start, payload, recordEnd(payload, stored), seq);
     }
+  }
+
+  /**
+   * Where a record of {@code stored} payload bytes goes after {@code cursor}: as {@link
+   * RecordLayout#payloadOffset}; where writes are direct, a record larger than a page starts on a
+   * page of its own, so that its pages are its alone (a direct write covers whole pages).
+   */
+  private long payloadOffset(long cursor, long stored) {
+    return RecordLayout.payloadOffset(ownsPages(stored) ? alignUp(cursor, PAGE) : cursor, stored);
+  }
+
+  /** The end of a record's room: its last page, whole, if it {@link #ownsPages}. */
+  private long recordEnd(long payload, long stored) {
+    return ownsPages(stored) ? alignUp(payload + stored, PAGE) : payload + stored;
+  }
+
+  /** Whether a record has whole pages to itself: one larger than a page, where writes are direct. */
+  private boolean ownsPages(long stored) {
+    return directPlacement && HEADER_BYTES + stored > PAGE;
   }
 
   /** After encoding into {@code r}, gives back the unused tail if nothing was reserved after it. */
   void giveBack(Reservation r, int stored) {
     synchronized (writeLock) {
       if (active == r.sb && active.end() == r.end) {
-        active.end(r.payload + stored);
+        active.end(recordEnd(r.payload, stored));
       }
     }
   }

@@ -33,8 +33,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Power cuts at random operations of a {@link FaultyDevice}, under concurrent puts and deletes
  * that overwrite a few dozen keys (so super-blocks are compacted and the journal checkpointed all
- * the time), then recovery and a read of every key. For the disk tier alone and for RAM over it in
- * each durability mode, under each sync policy:
+ * the time), then recovery and a read of every key. For the disk tier alone (its payloads written
+ * through the page cache or past it) and for RAM over it in each durability mode, under each sync
+ * policy:
  *
  * <ul>
  *   <li>recovery never fails, and no read returns a byte that was not put: every hit is exactly
@@ -62,12 +63,16 @@ class PowerLossTest {
 
   enum Stack { DISK, RAM_OVER_DISK }
 
+  /** How the disk tier writes block payloads ({@link DiskTierConfig#directWrites()}). */
+  enum Writes { PAGE_CACHE, DIRECT }
+
   static Stream<Arguments> cells() {
     List<Arguments> cells = new ArrayList<>();
     for (SyncPolicy policy : SyncPolicy.values()) {
-      cells.add(Arguments.of(Stack.DISK, Durability.WRITE_THROUGH, policy));
+      cells.add(Arguments.of(Stack.DISK, Durability.WRITE_THROUGH, policy, Writes.PAGE_CACHE));
+      cells.add(Arguments.of(Stack.DISK, Durability.WRITE_THROUGH, policy, Writes.DIRECT));
       for (Durability mode : Durability.values()) {
-        cells.add(Arguments.of(Stack.RAM_OVER_DISK, mode, policy));
+        cells.add(Arguments.of(Stack.RAM_OVER_DISK, mode, policy, Writes.PAGE_CACHE));
       }
     }
     return cells.stream();
@@ -92,8 +97,8 @@ class PowerLossTest {
     }
   }
 
-  private static Opened open(Stack stack, Durability mode, SyncPolicy policy, StorageDevice device)
-      throws IOException {
+  private static Opened open(Stack stack, Durability mode, SyncPolicy policy, Writes writes,
+      StorageDevice device) throws IOException {
     DiskTier disk = DiskTier.open(DiskTierConfig.builder(DIR, 24L << 20)
         .device(device)
         .superBlockBytes(256L << 10)
@@ -102,6 +107,7 @@ class PowerLossTest {
         .syncIntervalMillis(5)
         .checkpointJournalBytes(64 << 10)
         .reclaimBytesPerSecond(1L << 30)
+        .directWrites(writes == Writes.DIRECT)
         .build());
     if (stack == Stack.DISK) {
       return new Opened(disk, disk);
@@ -117,11 +123,12 @@ class PowerLossTest {
         .build(), disk);
   }
 
-  @ParameterizedTest(name = "{0} {1} {2}")
+  @ParameterizedTest(name = "{0} {1} {2} {3}")
   @MethodSource("cells")
   void whatWasPromisedSurvivesPowerCutsAndNoWrongByteIsRead(Stack stack, Durability mode,
-      SyncPolicy policy) throws Exception {
-    long seed = 1000L * stack.ordinal() + 100L * mode.ordinal() + policy.ordinal();
+      SyncPolicy policy, Writes writes) throws Exception {
+    long seed = 1000L * stack.ordinal() + 100L * mode.ordinal() + policy.ordinal()
+        + 10_000L * writes.ordinal();
     SplittableRandom random = new SplittableRandom(seed);
     FaultyDevice device = new FaultyDevice(256L << 20, seed);
     AtomicLong versions = new AtomicLong();
@@ -137,7 +144,7 @@ class PowerLossTest {
     int totalAcks = 0;
 
     StorageDevice session = device.session();
-    Opened opened = open(stack, mode, policy, session);
+    Opened opened = open(stack, mode, policy, writes, session);
     for (int cut = 0; cut < CUTS; cut++) {
       List<Ack> acked = new CopyOnWriteArrayList<>();
       // (syncs completed, acknowledgements so far), taken as the writers run
@@ -222,7 +229,7 @@ class PowerLossTest {
       }
 
       session = device.session();
-      opened = open(stack, mode, policy, session); // recovery never fails
+      opened = open(stack, mode, policy, writes, session); // recovery never fails
       KvCache reopened = opened.cache();
       ByteBuffer dst = ByteBuffer.allocateDirect(length(KEYS));
       for (int key = 0; key < KEYS; key++) {

@@ -36,6 +36,7 @@ class CacheSettings {
   private String diskCodecFilter = "none";
   private String diskMinFree = "";
   private String diskScrubRate = "";
+  private String diskDirectWrites = "false";
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";
@@ -65,6 +66,8 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
       new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
       new Setting("kvcache.cache.disk-scrub-rate", "disk.scrub-rate", s -> s.diskScrubRate, true),
+      new Setting("kvcache.cache.disk-direct-writes", "disk.direct-writes",
+          s -> s.diskDirectWrites, true),
       new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
       new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true),
       new Setting("kvcache.cache.spill-queue-blocks", "tiered.spill-queue-blocks",
@@ -177,6 +180,14 @@ class CacheSettings {
 
   public void setDiskMinFree(String diskMinFree) {
     this.diskMinFree = diskMinFree;
+  }
+
+  public String getDiskDirectWrites() {
+    return diskDirectWrites;
+  }
+
+  public void setDiskDirectWrites(String diskDirectWrites) {
+    this.diskDirectWrites = diskDirectWrites;
   }
 
   public String getDiskScrubRate() {

@@ -46,8 +46,28 @@ public interface DeviceFile extends Closeable {
   /** Ends a view from {@link #map}; nothing may read it afterwards. */
   void unmap(ByteBuffer view);
 
-  /** The alignment, in bytes, of the position, length and memory address of writes: 1 for any. */
-  default int writeAlignment() {
-    return 1;
+  /**
+   * The alignment, in bytes, that the position, the length and the memory address of a {@link
+   * #writeDirect} must keep; 0 if this file takes no direct writes (its device or file system
+   * has none).
+   */
+  default int directAlignment() {
+    return 0;
+  }
+
+  /**
+   * Writes all of {@code src}'s remaining bytes at {@code position} past the page cache
+   * ({@code O_DIRECT}), advancing {@code src}: position, length and the buffer's address are
+   * multiples of {@link #directAlignment}. Visible to reads and mappings when it returns, as
+   * {@link #write} is; on the device after the next {@link #force}, which also flushes the
+   * device's own cache. Writes of the same bytes through {@link #write} and through this one may
+   * be mixed, a page at a time: a page written one way is not written the other way while a write
+   * of it is under way.
+   *
+   * @throws UnsupportedOperationException if {@link #directAlignment} is 0
+   * @throws IllegalArgumentException if position, length or address is not aligned
+   */
+  default void writeDirect(ByteBuffer src, long position) throws IOException {
+    throw new UnsupportedOperationException(path() + " takes no direct writes");
   }
 }

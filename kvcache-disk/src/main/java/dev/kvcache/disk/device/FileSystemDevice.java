@@ -1,5 +1,6 @@
 package dev.kvcache.disk.device;
 
+import com.sun.nio.file.ExtendedOpenOption;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -17,14 +18,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The operating system's file system, through {@link FileChannel}: positional writes and reads go
- * through the page cache, a file is read through a read-only {@code mmap} of it, {@link
+ * through the page cache (direct writes past it, where the file system takes {@code O_DIRECT}), a
+ * file is read through a read-only {@code mmap} of it, {@link
  * DeviceFile#force} is {@code fdatasync}, and a directory is forced by {@code fsync} of the
  * directory itself. Files are created {@code 0600} in a {@code 0700} directory.
  */
 public final class FileSystemDevice implements StorageDevice {
+
+  private static final Logger log = LoggerFactory.getLogger(FileSystemDevice.class);
 
   /** The one instance. */
   public static final FileSystemDevice INSTANCE = new FileSystemDevice();
@@ -54,14 +60,14 @@ public final class FileSystemDevice implements StorageDevice {
 
   @Override
   public DeviceFile create(Path file) throws IOException {
-    return new ChannelFile(file, FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW,
+    return new ChannelFile(this, file, FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW,
         StandardOpenOption.READ, StandardOpenOption.WRITE),
         OwnerOnly.fileAttributes(file.toAbsolutePath().getParent())));
   }
 
   @Override
   public DeviceFile open(Path file, boolean writable) throws IOException {
-    return new ChannelFile(file, writable
+    return new ChannelFile(this, file, writable
         ? FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)
         : FileChannel.open(file, StandardOpenOption.READ));
   }
@@ -144,12 +150,22 @@ public final class FileSystemDevice implements StorageDevice {
     return "file system";
   }
 
-  /** A file as a {@link FileChannel}. */
+  /**
+   * A file as a {@link FileChannel}; for direct writes, a second channel of it opened with {@code
+   * O_DIRECT} ({@link ExtendedOpenOption#DIRECT}) the first time they are asked for. Direct writes
+   * must keep to the file system's block size (the JDK checks position, length and address).
+   */
   private static final class ChannelFile implements DeviceFile {
+    private final FileSystemDevice device;
     private final Path path;
     private final FileChannel channel;
+    /** Null until {@link #directAlignment} opened it, and if the file system refuses it. */
+    private volatile FileChannel direct;
+    /** -1 until {@link #directAlignment} is first asked. */
+    private int alignment = -1;
 
-    ChannelFile(Path path, FileChannel channel) {
+    ChannelFile(FileSystemDevice device, Path path, FileChannel channel) {
+      this.device = device;
       this.path = path;
       this.channel = channel;
     }
@@ -210,8 +226,43 @@ public final class FileSystemDevice implements StorageDevice {
     }
 
     @Override
+    public synchronized int directAlignment() {
+      if (alignment < 0) {
+        alignment = 0;
+        try {
+          long block = device.store(path.toAbsolutePath().getParent()).getBlockSize();
+          direct = FileChannel.open(path, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
+          alignment = (int) block;
+        } catch (IOException | UnsupportedOperationException e) {
+          log.info("{}: no direct writes on its file system ({}); writes go through the page cache",
+              path, e.toString());
+        }
+      }
+      return alignment;
+    }
+
+    @Override
+    public void writeDirect(ByteBuffer src, long position) throws IOException {
+      FileChannel d = direct;
+      if (d == null) {
+        throw new UnsupportedOperationException(path + " takes no direct writes");
+      }
+      DirectWriteCheck.requireAligned(src, position, alignment, path);
+      while (src.hasRemaining()) {
+        position += d.write(src, position);
+      }
+    }
+
+    @Override
     public void close() throws IOException {
-      channel.close();
+      try {
+        channel.close();
+      } finally {
+        FileChannel d = direct;
+        if (d != null) {
+          d.close();
+        }
+      }
     }
   }
 }

@@ -387,6 +387,18 @@ public final class MemoryDevice implements StorageDevice {
     }
 
     @Override
+    public int directAlignment() {
+      return DirectWriteCheck.MEMORY_ALIGNMENT;
+    }
+
+    /** As {@link #write}, once the alignment is checked: there is no page cache to go past. */
+    @Override
+    public void writeDirect(ByteBuffer src, long position) throws IOException {
+      DirectWriteCheck.requireAligned(src, position, DirectWriteCheck.MEMORY_ALIGNMENT, file.path);
+      write(src, position);
+    }
+
+    @Override
     public int read(ByteBuffer dst, long position) throws IOException {
       requireOpen();
       return file.read(dst, position);

@@ -16,9 +16,9 @@ import java.util.List;
  * <p>What a device promises is what a POSIX file system promises: a write is visible to reads and
  * mappings of the file at once; it is on the device only after a {@link DeviceFile#force} of that
  * file returns; a file created, renamed or deleted is so after a power loss only once {@link
- * #forceDirectory} of its directory returns. A device for direct IO (aligned buffers, no page
- * cache) fits the same calls: its files state the alignment their writes need ({@link
- * DeviceFile#writeAlignment}).
+ * #forceDirectory} of its directory returns. A file may also take direct writes (aligned
+ * buffers, past the page cache: {@link DeviceFile#writeDirect}), and states the alignment they
+ * need ({@link DeviceFile#directAlignment}).
  */
 public interface StorageDevice {
 

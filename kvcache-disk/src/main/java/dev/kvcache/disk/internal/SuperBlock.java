@@ -186,6 +186,20 @@ public final class SuperBlock {
     file.write(src, position);
   }
 
+  /**
+   * The alignment of {@link #writeDirect}, if it divides the page (every record starts on a page
+   * of its own where writes are direct); 0 if this file takes no direct writes.
+   */
+  public int directAlignment() {
+    int a = file.directAlignment();
+    return a > 0 && PAGE % a == 0 ? a : 0;
+  }
+
+  /** Writes {@code src}'s remaining bytes at {@code position} past the page cache; aligned. */
+  public void writeDirect(ByteBuffer src, long position) throws IOException {
+    file.writeDirect(src, position);
+  }
+
   /** Forces written bytes to the device (data only, as fdatasync). */
   public void force() throws IOException {
     file.force();

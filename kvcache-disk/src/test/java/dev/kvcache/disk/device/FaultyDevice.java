@@ -49,7 +49,7 @@ public final class FaultyDevice {
   /** The operations a fault or a power cut can fall on. */
   public enum Op {
     LIST, CREATE, OPEN, EXISTS, RENAME, DELETE, FORCE_DIRECTORY, LOCK, SPACE,
-    SIZE, WRITE, READ, SET_SIZE, FORCE, MAP
+    SIZE, WRITE, WRITE_DIRECT, READ, SET_SIZE, FORCE, MAP
   }
 
   /** Decides whether an operation fails; runs before it, on the caller's thread, and may block. */
@@ -80,6 +80,7 @@ public final class FaultyDevice {
   private final AtomicLong cuts = new AtomicLong();
   private volatile Fault fault = (op, path) -> null;
   private volatile Runnable onCut = () -> {};
+  private volatile int directAlignment = DirectWriteCheck.MEMORY_ALIGNMENT;
 
   /** A device of {@code capacityBytes}, whose power cuts draw from {@code seed}. */
   public FaultyDevice(long capacityBytes, long seed) {
@@ -96,6 +97,14 @@ public final class FaultyDevice {
   /** Sets the fault every later operation consults. */
   public void fault(Fault fault) {
     this.fault = fault;
+  }
+
+  /**
+   * The alignment its files' direct writes need, checked at each; 0 for a device that takes none
+   * (as a file system that refuses {@code O_DIRECT}). The page (4096) unless set.
+   */
+  public void directAlignment(int alignment) {
+    this.directAlignment = alignment;
   }
 
   /** Runs {@code action} at each power cut, at the instant of the cut (no operation runs). */
@@ -500,6 +509,25 @@ public final class FaultyDevice {
     @Override
     public void write(ByteBuffer src, long position) throws IOException {
       session.run(Op.WRITE, path, () -> {
+        node.write(src, position);
+        return null;
+      });
+    }
+
+    @Override
+    public int directAlignment() {
+      return directAlignment;
+    }
+
+    /** As {@link #write} (a direct write is as volatile until forced), its alignment checked. */
+    @Override
+    public void writeDirect(ByteBuffer src, long position) throws IOException {
+      int alignment = directAlignment;
+      if (alignment == 0) {
+        throw new UnsupportedOperationException(path + " takes no direct writes");
+      }
+      DirectWriteCheck.requireAligned(src, position, alignment, path);
+      session.run(Op.WRITE_DIRECT, path, () -> {
         node.write(src, position);
         return null;
       });

@@ -1,0 +1,278 @@
+package dev.kvcache.bench.remote;
+
+import com.sun.nio.file.ExtendedOpenOption;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.OpenOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The floor of a PUT: the least a program does to take a block over HTTP/1.1 and write it to the
+ * device. Each connection has a thread; each request's body is read from the socket into one
+ * buffer and written with positional writes to a series of files of {@code --file-bytes}, the
+ * oldest deleted past {@code --capacity}, as the disk tier fills super-blocks and drops the oldest.
+ * The answer is {@code 201} with no body, so the project's clients drive it as they drive
+ * kvcache-server (it takes a PUT to any path). No checksum, no index, no journal, no RAM tier.
+ *
+ * <p>{@code --sync periodic} forces the files written in the last second, once a second (the disk
+ * tier's default); {@code always} forces before each answer; {@code none} never. {@code --direct}
+ * writes with {@code O_DIRECT} from a buffer aligned to the file system's block, each block padded
+ * to a whole number of them, as a disk tier writing past the page cache would.
+ *
+ * <pre>
+ * java -cp kvcache-bench/target/benchmarks.jar dev.kvcache.bench.remote.PutFloorServer \
+ *     --dir target/put-floor --port 8090
+ * </pre>
+ */
+@Command(name = "put-floor", mixinStandardHelpOptions = true,
+    description = "Takes PUTs over HTTP/1.1 and writes their bodies to files: the floor of a PUT.")
+public final class PutFloorServer implements Callable<Integer> {
+
+  private static final byte[] CREATED =
+      "HTTP/1.1 201 Created\r\ncontent-length: 0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+  private static final int HEADER_BYTES = 16 << 10;
+
+  @Option(names = "--dir", required = true, description = "where the files go")
+  Path dir;
+
+  @Option(names = "--port", defaultValue = "0", description = "port on 127.0.0.1 (0: any free)")
+  int port;
+
+  @Option(names = "--file-bytes", defaultValue = "268435456",
+      description = "bytes per file (default: 256 MiB, the disk tier's super-block)")
+  long fileBytes;
+
+  @Option(names = "--capacity", defaultValue = "8589934592",
+      description = "bytes of files kept (default: 8 GiB, the server's disk tier)")
+  long capacityBytes;
+
+  @Option(names = "--max-block-bytes", defaultValue = "67108864",
+      description = "the largest body (default: 64 MiB)")
+  int maxBlockBytes;
+
+  @Option(names = "--sync", defaultValue = "periodic",
+      description = "none, periodic (every second) or always (before each answer)")
+  String sync;
+
+  @Option(names = "--direct", description = "write with O_DIRECT")
+  boolean direct;
+
+  private RotatingWrites files;
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new PutFloorServer()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    if (!List.of("none", "periodic", "always").contains(sync)) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--sync is none, periodic or always, got '" + sync + "'");
+    }
+    Files.createDirectories(dir);
+    int align = direct ? (int) Files.getFileStore(dir).getBlockSize() : 1;
+    files = new RotatingWrites(dir, fileBytes, capacityBytes, direct, align);
+    try (ServerSocketChannel server = ServerSocketChannel.open()) {
+      server.bind(new InetSocketAddress("127.0.0.1", port));
+      System.out.println("listening on " + server.getLocalAddress());
+      System.out.flush();
+      if (sync.equals("periodic")) {
+        Thread syncer = new Thread(this::syncEverySecond, "put-floor-sync");
+        syncer.setDaemon(true);
+        syncer.start();
+      }
+      while (true) {
+        SocketChannel socket = server.accept();
+        Thread t = new Thread(() -> serve(socket, align), "put-floor-connection");
+        t.setDaemon(true);
+        t.start();
+      }
+    }
+  }
+
+  private void syncEverySecond() {
+    while (true) {
+      try {
+        TimeUnit.SECONDS.sleep(1);
+        files.forceWritten();
+      } catch (InterruptedException e) {
+        return;
+      } catch (IOException e) {
+        System.err.println("sync failed: " + e);
+      }
+    }
+  }
+
+  /** Serves one connection's requests in turn until the client closes it. */
+  private void serve(SocketChannel socket, int align) {
+    ByteBuffer head = ByteBuffer.allocateDirect(HEADER_BYTES);
+    ByteBuffer body = ByteBuffer.allocateDirect(maxBlockBytes + 2 * align).alignedSlice(align);
+    ByteBuffer created = ByteBuffer.wrap(CREATED);
+    try (socket) {
+      while (true) {
+        int length = readHeaders(socket, head);
+        if (length < 0) {
+          return;
+        }
+        if (head.remaining() > length) {
+          throw new IOException("a request sent before the answer to the last one");
+        }
+        body.clear().limit(length);
+        body.put(head); // the body's first bytes, read with the headers
+        while (body.hasRemaining()) {
+          if (socket.read(body) < 0) {
+            return;
+          }
+        }
+        head.clear();
+        FileChannel file = files.write(body.flip());
+        if (sync.equals("always")) {
+          file.force(false);
+        }
+        socket.write(created.clear());
+      }
+    } catch (IOException | RuntimeException e) {
+      System.err.println("connection ended: " + e);
+    }
+  }
+
+  /**
+   * Reads a request's headers into {@code head}; leaves {@code head} holding whatever was read
+   * past them (the start of the body), ready to be read.
+   *
+   * @return the body's length, or -1 when the client closed the connection
+   */
+  private static int readHeaders(SocketChannel socket, ByteBuffer head) throws IOException {
+    int end;
+    while ((end = headersEnd(head)) < 0) {
+      if (!head.hasRemaining()) {
+        throw new IOException("headers longer than " + HEADER_BYTES + " bytes");
+      }
+      if (socket.read(head) < 0) {
+        return -1;
+      }
+    }
+    byte[] text = new byte[end];
+    head.get(0, text);
+    int length = -1;
+    for (String line : new String(text, StandardCharsets.US_ASCII).split("\r\n")) {
+      if (line.toLowerCase(Locale.ROOT).startsWith("content-length:")) {
+        length = Integer.parseInt(line.substring("content-length:".length()).trim());
+      }
+    }
+    if (length < 0) {
+      throw new IOException("a request without content-length");
+    }
+    head.flip().position(end);
+    return length;
+  }
+
+  /** The offset just past the blank line ending the headers in {@code head}, or -1. */
+  private static int headersEnd(ByteBuffer head) {
+    for (int i = 3; i < head.position(); i++) {
+      if (head.get(i) == '\n' && head.get(i - 1) == '\r' && head.get(i - 2) == '\n'
+          && head.get(i - 3) == '\r') {
+        return i + 1;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * The files: positional writes from several threads at places handed out in order. A file stays
+   * open until it is deleted, so a write that took its place before a roll-over finishes.
+   */
+  private static final class RotatingWrites {
+    private final Path dir;
+    private final long fileBytes;
+    private final long capacityBytes;
+    private final boolean direct;
+    private final int align;
+    private final ArrayDeque<Map.Entry<Path, FileChannel>> files = new ArrayDeque<>();
+    private final Set<FileChannel> written = new HashSet<>();
+    private FileChannel current;
+    private long offset;
+    private int created;
+
+    RotatingWrites(Path dir, long fileBytes, long capacityBytes, boolean direct, int align) {
+      this.dir = dir;
+      this.fileBytes = fileBytes;
+      this.capacityBytes = capacityBytes;
+      this.direct = direct;
+      this.align = align;
+    }
+
+    /** Writes {@code src}'s bytes (padded to the alignment) and returns the file they went to. */
+    FileChannel write(ByteBuffer src) throws IOException {
+      int length = src.remaining();
+      int padded = (length + align - 1) / align * align;
+      FileChannel file;
+      long at;
+      synchronized (this) {
+        if (current == null || offset + padded > fileBytes) {
+          next();
+        }
+        file = current;
+        at = offset;
+        offset += padded;
+        written.add(file);
+      }
+      src.limit(src.position() + padded); // O_DIRECT writes whole blocks: the buffer's next bytes
+      while (src.hasRemaining()) {
+        at += file.write(src, at);
+      }
+      return file;
+    }
+
+    /** Forces the files written since the last call, as a periodic sync does. */
+    void forceWritten() throws IOException {
+      List<FileChannel> toForce;
+      synchronized (this) {
+        toForce = new ArrayList<>(written);
+        written.clear();
+      }
+      for (FileChannel f : toForce) {
+        if (f.isOpen()) {
+          f.force(false);
+        }
+      }
+    }
+
+    private void next() throws IOException {
+      while ((files.size() + 1) * fileBytes > capacityBytes && !files.isEmpty()) {
+        Map.Entry<Path, FileChannel> oldest = files.removeFirst();
+        written.remove(oldest.getValue());
+        oldest.getValue().close();
+        Files.delete(oldest.getKey());
+      }
+      Path path = dir.resolve(String.format("floor-%08d", created++));
+      List<OpenOption> options = new ArrayList<>(List.of(StandardOpenOption.CREATE,
+          StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE));
+      if (direct) {
+        options.add(ExtendedOpenOption.DIRECT);
+      }
+      current = FileChannel.open(path, options.toArray(OpenOption[]::new));
+      files.addLast(Map.entry(path, current));
+      offset = 0;
+    }
+  }
+}

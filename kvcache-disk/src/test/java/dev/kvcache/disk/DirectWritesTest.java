@@ -1,0 +1,230 @@
+package dev.kvcache.disk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.GetStatus;
+import dev.kvcache.PutStatus;
+import dev.kvcache.disk.device.FaultyDevice;
+import dev.kvcache.disk.internal.RecordLayout;
+import dev.kvcache.testkit.Payloads;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Block payloads written past the page cache ({@link DiskTierConfig#directWrites()}): what reads,
+ * leases and a reopen see is what was put, whatever the length; every record larger than a page
+ * has its pages to itself; mapped reads and leases held across direct writes into the same
+ * super-block stay right; where the device takes no direct writes, or a direct write fails, the
+ * tier goes on through the page cache or refuses that one put.
+ */
+class DirectWritesTest {
+
+  /** Lengths around the page and the direct-write chunk, and a few blocks' worth. */
+  private static final int[] LENGTHS = {32, 4000, 4032, 4033, 4096, 4097, 65_536 + 3, 1 << 20,
+      (1 << 20) + 1, (3 << 20) + 5};
+
+  @TempDir Path temp;
+
+  private static DiskTierConfig.Builder config(Path dir) {
+    return DiskTierConfig.builder(dir, 256L << 20).superBlockBytes(32L << 20).minFreeBytes(0)
+        .maxBlockBytes(4 << 20).syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0)
+        .directWrites(true);
+  }
+
+  private static void assertHolds(DiskTier tier, BlockKey key, int version, int length) {
+    ByteBuffer dst = ByteBuffer.allocateDirect(length);
+    assertThat(tier.getInto(key, dst)).as("%s", key).isEqualTo(GetStatus.HIT);
+    assertThat(dst.flip().remaining()).isEqualTo(length);
+    assertThat(Payloads.verify(key, dst)).as("%s", key).isEqualTo(version);
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(version);
+    }
+  }
+
+  @Test
+  void everyLengthReadsBackBeforeAndAfterAReopen() throws Exception {
+    Path dir = temp.resolve("tier");
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      for (int i = 0; i < LENGTHS.length; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(tier.put(key, Payloads.of(key, 1, LENGTHS[i]))).isEqualTo(PutStatus.STORED);
+        assertHolds(tier, key, 1, LENGTHS[i]);
+      }
+      for (int i = 0; i < LENGTHS.length; i++) { // the writer, in parts of 16 KiB and a tail
+        BlockKey key = Payloads.key(100 + i);
+        ByteBuffer src = Payloads.of(key, 2, LENGTHS[i]);
+        try (BlockWriter w = tier.writer(key, LENGTHS[i])) {
+          for (int at = 0; at < LENGTHS[i]; at += 16 << 10) {
+            w.write(src.duplicate().position(at).limit(Math.min(LENGTHS[i], at + (16 << 10))));
+          }
+          assertThat(w.commit()).isEqualTo(PutStatus.STORED);
+        }
+        assertHolds(tier, key, 2, LENGTHS[i]);
+      }
+    }
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      for (int i = 0; i < LENGTHS.length; i++) {
+        assertHolds(tier, Payloads.key(i), 1, LENGTHS[i]);
+        assertHolds(tier, Payloads.key(100 + i), 2, LENGTHS[i]);
+      }
+    }
+  }
+
+  @Test
+  void aRecordLargerThanAPageHasItsPagesToItself() throws Exception {
+    Path dir = temp.resolve("tier");
+    int[] lengths = {5000, 100, 9000, 10_000};
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      for (int i = 0; i < lengths.length; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(tier.put(key, Payloads.of(key, 1, lengths[i]))).isEqualTo(PutStatus.STORED);
+      }
+    }
+    // the headers, found by their magic at 64-byte boundaries after the file's header page
+    ByteBuffer file = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("sb-00000001.kvsb")))
+        .order(ByteOrder.LITTLE_ENDIAN);
+    List<Integer> headers = new ArrayList<>();
+    for (int at = RecordLayout.PAGE; at + 64 <= file.limit(); at += 64) {
+      if (file.getInt(at) == RecordLayout.RECORD_MAGIC) {
+        headers.add(at);
+      }
+    }
+    int page = RecordLayout.PAGE;
+    // 5000 bytes: a page of its own for the header, the payload from the next page, its tail page
+    // its own: the 100-byte record starts on the page after it, and the 9000-byte record, which
+    // may not share a page with it, takes a page for its header after that
+    assertThat(headers).containsExactly(page + page - 64, 4 * page, 5 * page + page - 64,
+        9 * page + page - 64);
+  }
+
+  @Test
+  void leasesAndMappedReadsStayRightAcrossDirectWritesIntoTheirSuperBlock() throws Exception {
+    Path dir = temp.resolve("tier");
+    int length = (1 << 20) + 12_345;
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      BlockKey held = Payloads.key(0);
+      tier.put(held, Payloads.of(held, 1, length));
+      try (BlockLease old = tier.get(held)) {
+        ByteBuffer view = old.bytes();
+        assertThat(Payloads.verify(held, view.duplicate())).isEqualTo(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicInteger reads = new AtomicInteger();
+        Thread reader = new Thread(() -> {
+          try {
+            while (!Thread.currentThread().isInterrupted()) {
+              if (Payloads.verify(held, view.duplicate()) != 1) {
+                throw new AssertionError("the held lease changed");
+              }
+              reads.incrementAndGet();
+            }
+          } catch (Throwable t) {
+            failure.compareAndSet(null, t);
+          }
+        });
+        reader.start();
+        try {
+          for (int v = 2; v < 12; v++) { // new records of the same key and of others, same file
+            assertThat(tier.put(held, Payloads.of(held, v, length))).isEqualTo(PutStatus.STORED);
+            BlockKey other = Payloads.key(v);
+            assertThat(tier.put(other, Payloads.of(other, v, length))).isEqualTo(PutStatus.STORED);
+            assertHolds(tier, held, v, length);
+            assertHolds(tier, other, v, length);
+          }
+        } finally {
+          reader.interrupt();
+          reader.join();
+        }
+        assertThat(failure.get()).isNull();
+        assertThat(reads.get()).isPositive();
+        assertThat(Payloads.verify(held, view.duplicate())).isEqualTo(1);
+      }
+    }
+  }
+
+  @Test
+  void aRecordWrittenWhereAnAbandonedWriterZeroedItsBytesReadsRight() throws Exception {
+    Path dir = temp.resolve("tier");
+    int length = 3 << 20;
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      BlockKey key = Payloads.key(1);
+      ByteBuffer src = Payloads.of(key, 1, length);
+      try (BlockWriter w = tier.writer(key, length)) {
+        w.write(src.duplicate().limit(length / 2)); // half, then closed without a commit
+      }
+      assertThat(tier.contains(key)).isFalse();
+      assertThat(tier.put(key, Payloads.of(key, 2, length))).isEqualTo(PutStatus.STORED);
+      assertHolds(tier, key, 2, length);
+    }
+  }
+
+  @Test
+  void aDeviceWithoutDirectWritesGetsEveryWriteThroughThePageCache() throws Exception {
+    FaultyDevice device = new FaultyDevice(1L << 30, 1);
+    device.directAlignment(0);
+    Map<FaultyDevice.Op, AtomicInteger> ops = countOps(device);
+    try (DiskTier tier = DiskTier.open(config(temp.resolve("tier")).device(device.session())
+        .build())) {
+      for (int i = 0; i < LENGTHS.length; i++) {
+        BlockKey key = Payloads.key(i);
+        assertThat(tier.put(key, Payloads.of(key, 1, LENGTHS[i]))).isEqualTo(PutStatus.STORED);
+        assertHolds(tier, key, 1, LENGTHS[i]);
+      }
+    }
+    assertThat(ops).doesNotContainKey(FaultyDevice.Op.WRITE_DIRECT);
+    assertThat(ops.get(FaultyDevice.Op.WRITE).get()).isPositive();
+  }
+
+  @Test
+  void aFailedDirectWriteRefusesThatPutAndLosesNothingElse() throws Exception {
+    FaultyDevice device = new FaultyDevice(1L << 30, 2);
+    AtomicInteger directWrites = new AtomicInteger();
+    try (DiskTier tier = DiskTier.open(config(temp.resolve("tier")).device(device.session())
+        .syncPolicy(SyncPolicy.ALWAYS).build())) {
+      BlockKey kept = Payloads.key(0);
+      assertThat(tier.put(kept, Payloads.of(kept, 1, 2 << 20))).isEqualTo(PutStatus.STORED);
+      device.fault((op, path) -> op == FaultyDevice.Op.WRITE_DIRECT
+          && directWrites.incrementAndGet() == 2 ? new IOException("EIO (injected)") : null);
+      BlockKey failed = Payloads.key(1);
+      assertThat(tier.put(failed, Payloads.of(failed, 1, 2 << 20)))
+          .isEqualTo(PutStatus.REJECTED_NO_SPACE);
+      assertThat(tier.contains(failed)).isFalse();
+      assertThat(tier.health().degraded()).isTrue();
+      BlockKey next = Payloads.key(2);
+      assertThat(tier.put(next, Payloads.of(next, 1, 2 << 20))).isEqualTo(PutStatus.STORED);
+      assertHolds(tier, kept, 1, 2 << 20);
+      assertHolds(tier, next, 1, 2 << 20);
+    }
+    assertThat(directWrites.get()).as("direct writes tried").isGreaterThan(2);
+    device.cutPower(); // under ALWAYS every acknowledged put survives, the refused one is gone
+    try (DiskTier tier = DiskTier.open(config(temp.resolve("tier")).device(device.session())
+        .build())) {
+      assertHolds(tier, Payloads.key(0), 1, 2 << 20);
+      assertHolds(tier, Payloads.key(2), 1, 2 << 20);
+      assertThat(tier.contains(Payloads.key(1))).isFalse();
+    }
+  }
+
+  /** Counts each kind of operation the device runs from now on. */
+  private static Map<FaultyDevice.Op, AtomicInteger> countOps(FaultyDevice device) {
+    Map<FaultyDevice.Op, AtomicInteger> ops = new ConcurrentHashMap<>();
+    device.fault((op, path) -> {
+      ops.computeIfAbsent(op, o -> new AtomicInteger()).incrementAndGet();
+      return null;
+    });
+    return ops;
+  }
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Sustained PUTs through kvcache-server over its disk tier, against the floor of a PUT in the same
+run: the same bytes, from the same client, received by a plain program that writes them to files
+(``PutFloorServer`` in kvcache-bench) and forces them once a second, as the disk tier's default
+sync policy does.
+
+    python/benchmarks/put_path.sh            # builds what is missing, runs this
+
+or, in a venv with the kvcache package:
+
+    python put_path.py --server-jar kvcache-server/target/kvcache-server.jar \\
+        --bench-jar kvcache-bench/target/benchmarks.jar --dir target/put-path \\
+        --out docs/results/put-path.json
+
+For each RAM size and block size, each round starts each system fresh on an empty directory of the
+work disk (``--dir``), fills it with RAM's size and 1 GiB more (unmeasured: RAM fills and the JIT
+compiles), then measures ``--measure`` bytes of PUTs under new keys from ``--threads`` threads:
+the RAM tier is full, so every byte put goes to disk at the pace the disk tier takes it. The
+systems alternate within a round. Reported per run: GB/s, the server's CPU seconds per GiB (user
+and system, all its threads, from /proc), the client's, the bytes the server process wrote per
+byte put (``write_bytes`` of /proc/<pid>/io: what it sent towards the device, compaction and
+journal included) and the put latency's p50, p95 and p99. The summary is the median over the
+rounds with the least and greatest, and kvcache over the floor.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import kvcache
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import free_port, wait_for_port  # noqa: E402
+
+GIB = 1 << 30
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def parse_size(text: str) -> int:
+    units = {"KIB": 10, "MIB": 20, "GIB": 30}
+    for unit, shift in units.items():
+        if text.upper().endswith(unit):
+            return int(text[:-len(unit)]) << shift
+    return int(text)
+
+
+def size_label(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= GIB else f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process and all its threads, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def write_bytes(pid: int) -> int:
+    """Bytes a process caused to be sent towards the storage device, from /proc/<pid>/io."""
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no write_bytes in /proc/{pid}/io")
+
+
+def start(system: str, a: argparse.Namespace, ram: int, size: int, work: str) -> subprocess.Popen[bytes]:
+    """Starts kvcache-server or the floor program on a new port; returns it with ``.port`` set."""
+    port = free_port()
+    if system.startswith("kvcache"):
+        cmd = ["java", "-Xmx1g", f"-XX:MaxDirectMemorySize={(ram >> 20) + 2048}m",
+               f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
+               f"-Dkvcache.cache.disk-dir={work}", f"-Dkvcache.cache.disk-capacity={a.capacity}",
+               "-Dkvcache.cache.disk-min-free=0B", f"-Dkvcache.cache.max-block-bytes={max(size, 1 << 20)}",
+               f"-Dkvcache.cache.disk-direct-writes={'true' if system == 'kvcache-direct' else 'false'}",
+               *a.server_option, "-jar", a.server_jar]
+    else:
+        cmd = ["java", "-Xmx256m", f"-XX:MaxDirectMemorySize={4 * size + (64 << 20)}",
+               "-cp", a.bench_jar, "dev.kvcache.bench.remote.PutFloorServer", "--dir", work,
+               "--port", str(port), "--capacity", str(a.capacity), "--max-block-bytes", str(size),
+               *(["--direct"] if system == "floor-direct" else [])]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(a.dir, f"{system}.log"), "ab"))
+    wait_for_port(port, p, system)
+    p.port = port  # type: ignore[attr-defined]
+    return p
+
+
+def put_bytes(port: int, threads: int, size: int, total: int, first_key: int,
+              latencies: list[float] | None) -> int:
+    """Puts ``total`` bytes of blocks of ``size`` under new keys from ``threads`` threads, each with
+    its own client and its own block; returns the next unused key number."""
+    count = max(threads, total // size)
+    per_thread = count // threads
+    failures: list[str] = []
+
+    def worker(t: int) -> None:
+        client = kvcache.Client(f"127.0.0.1:{port}")
+        block = bytearray(os.urandom(size))
+        mine: list[float] = []
+        try:
+            for i in range(per_thread):
+                n = first_key + t * per_thread + i
+                block[:8] = n.to_bytes(8, "little")
+                key = b"put-path-%012d" % n
+                t0 = time.perf_counter()
+                status = client.put(key, block)
+                mine.append(time.perf_counter() - t0)
+                if status is not kvcache.PutStatus.STORED:
+                    failures.append(f"put {n}: {status}")
+                    return
+        finally:
+            client.close()
+            if latencies is not None:
+                latencies.extend(mine)
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if failures:
+        raise RuntimeError(failures[0])
+    return first_key + per_thread * threads
+
+
+def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str, Any]:
+    work = os.path.join(a.dir, system)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    os.sync()  # no writeback left from the run before
+    p = start(system, a, ram, size, work)
+    try:
+        next_key = put_bytes(p.port, a.threads, size, ram + GIB, 0, None)
+        latencies: list[float] = []
+        cpu0, io0, client0, t0 = cpu_seconds(p.pid), write_bytes(p.pid), time.process_time(), time.monotonic()
+        after = put_bytes(p.port, a.threads, size, a.measure, next_key, latencies)
+        wall = time.monotonic() - t0
+        put = (after - next_key) * size
+        gib = put / GIB
+        latencies.sort()
+        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e3  # noqa: E731
+        return {"system": system, "ram_bytes": ram, "block_bytes": size, "threads": a.threads,
+                "bytes_put": put, "seconds": wall, "gbps": put / 1e9 / wall,
+                "server_cpu_s_per_gib": (cpu_seconds(p.pid) - cpu0) / gib,
+                "client_cpu_s_per_gib": (time.process_time() - client0) / gib,
+                "server_write_bytes_per_byte": (write_bytes(p.pid) - io0) / put,
+                "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
+    finally:
+        p.terminate()
+        p.wait(60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
+    """Markdown rows: per RAM and block size, each system's medians (least-greatest) and the
+    ratios of kvcache to each floor."""
+    out = ["| RAM | block | system | GB/s | server CPU s/GiB | device bytes / byte | p50 ms | p95 ms |",
+           "|---|---|---|---|---|---|---|---|"]
+    cases = sorted({(r["ram_bytes"], r["block_bytes"]) for r in runs})
+
+    def cell(values: list[float], digits: int = 2) -> str:
+        return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+    for ram, size in cases:
+        for system in systems:
+            rs = [r for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
+            if rs:
+                out.append(f"| {size_label(ram)} | {size_label(size)} | {system} | "
+                           f"{cell([r['gbps'] for r in rs])} | {cell([r['server_cpu_s_per_gib'] for r in rs])} | "
+                           f"{cell([r['server_write_bytes_per_byte'] for r in rs])} | "
+                           f"{cell([r['p50_ms'] for r in rs], 1)} | {cell([r['p95_ms'] for r in rs], 1)} |")
+        def of(system: str) -> list[dict[str, Any]]:
+            return [r for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
+
+        for server in (s for s in systems if s.startswith("kvcache")):
+            for floor in (s for s in systems if not s.startswith("kvcache")):
+                kv, fl = of(server), of(floor)
+                if kv and fl:  # ratios within a round: its runs are minutes apart at most
+                    gb = [k["gbps"] / f["gbps"] for k, f in zip(kv, fl)]
+                    cpu = [k["server_cpu_s_per_gib"] / f["server_cpu_s_per_gib"] for k, f in zip(kv, fl)]
+                    p95 = [k["p95_ms"] / f["p95_ms"] for k, f in zip(kv, fl)]
+                    out.append(f"| {size_label(ram)} | {size_label(size)} | {server} / {floor} | "
+                               f"**{cell(gb)}** | **{cell(cpu)}** | | | **{cell(p95)}** |")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server-jar", required=True)
+    ap.add_argument("--bench-jar", required=True, help="kvcache-bench's jar, for the floor program")
+    ap.add_argument("--dir", required=True, help="a directory on the disk to measure")
+    ap.add_argument("--out", required=True, help="where to write the JSON results")
+    ap.add_argument("--ram", default="256MiB,4GiB", help="the server's RAM sizes")
+    ap.add_argument("--sizes", default="2MiB,64MiB", help="block sizes")
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--measure", default="4GiB", help="bytes put per measured run")
+    ap.add_argument("--capacity", default=str(8 * GIB), help="bytes of disk each system keeps")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--systems", default="kvcache,floor",
+                    help="kvcache, kvcache-direct (its disk tier's direct writes on), floor (buffered "
+                    "writes) and floor-direct (O_DIRECT), in order")
+    ap.add_argument("--server-option", action="append", default=[],
+                    help="a -D option more for kvcache-server (repeatable)")
+    a = ap.parse_args()
+    a.measure, a.capacity = parse_size(a.measure), parse_size(a.capacity)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so the servers are stopped too
+    os.makedirs(a.dir, exist_ok=True)
+    systems = a.systems.split(",")
+    rams = [parse_size(x) for x in a.ram.split(",")]
+    sizes = [parse_size(x) for x in a.sizes.split(",")]
+    runs: list[dict[str, Any]] = []
+    total = a.rounds * len(rams) * len(sizes) * len(systems)
+    for r in range(a.rounds):
+        for ram in rams:
+            for size in sizes:
+                for system in systems:
+                    print(f"[{len(runs) + 1}/{total}] round {r + 1}: {system}, RAM {size_label(ram)}, "
+                          f"blocks of {size_label(size)}", file=sys.stderr, flush=True)
+                    run = one_run(system, a, ram, size)
+                    run["round"] = r + 1
+                    runs.append(run)
+                    print(f"    {run['gbps']:.3f} GB/s, server {run['server_cpu_s_per_gib']:.2f} CPU-s/GiB, "
+                          f"p95 {run['p95_ms']:.1f} ms", file=sys.stderr, flush=True)
+    doc = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release()},
+           "settings": {k: v for k, v in vars(a).items() if k not in ("out",)}, "runs": runs}
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print("\n".join(summary(runs, systems)))
+
+
+if __name__ == "__main__":
+    main()
