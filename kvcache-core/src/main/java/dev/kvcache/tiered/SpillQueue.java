@@ -170,13 +170,20 @@ final class SpillQueue {
   }
 
   /**
-   * The blocks a write-behind put registered now would count in {@link #awaitBacklog}, itself
-   * excluded: those registered since the oldest one not yet written.
+   * Whether a write-behind put of {@code length} bytes registered now would find {@link
+   * #awaitBacklog} at least half way to either of its bounds: the blocks registered since the oldest
+   * one not yet written, or their bytes with its own. Past half, its commit may wait for the
+   * spill threads unless more than half a window of puts is written in between.
    */
-  long backlog() {
+  boolean backlogPastHalf(int length, int maxBlocks) {
     synchronized (unwritten) {
       Map.Entry<Long, Long> first = unwritten.firstEntry();
-      return first == null ? 0 : registeredBlocks - first.getKey();
+      if (first == null) {
+        return false;
+      }
+      long blocks = registeredBlocks - first.getKey();
+      long bytes = registeredBytes - first.getValue() + length;
+      return blocks * 2 >= maxBlocks || bytes * 2 > maxBytes;
     }
   }
 

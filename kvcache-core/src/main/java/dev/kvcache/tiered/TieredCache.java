@@ -194,7 +194,7 @@ public final class TieredCache implements Tier {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
     if (length > ram.maxBlockBytes() || !spills.hasRoom(length)
-        || config.durability() == Durability.WRITE_THROUGH || commitMayWait(key)) {
+        || config.durability() == Durability.WRITE_THROUGH || commitMayWait(key, length)) {
       return Optional.empty();
     }
     dropOldCopy(key);
@@ -405,7 +405,7 @@ public final class TieredCache implements Tier {
     @Override
     public boolean commitMayWait() {
       return !inRam || config.durability() == Durability.WRITE_THROUGH
-          || TieredCache.this.commitMayWait(key());
+          || TieredCache.this.commitMayWait(key(), length());
     }
 
     @Override
@@ -427,13 +427,14 @@ public final class TieredCache implements Tier {
    * Whether a commit of the key into RAM may wait now: a copy of the key is on its way to the
    * lower tier (cancelling it waits out a write under way), the lower tier holds the key (the
    * commit deletes it there: a journal entry, a force under a strict sync policy), or, written
-   * behind, the blocks waiting fill half the window, so that the commit would wait for the spill
-   * threads unless more than half a window of puts came in between.
+   * behind, the blocks behind it fill half the window, in blocks or in bytes with its own {@code
+   * length}, so that the commit would wait for the spill threads unless more than half a window
+   * of puts came in between.
    */
-  private boolean commitMayWait(BlockKey key) {
+  private boolean commitMayWait(BlockKey key, int length) {
     return spills.holds(key) || lower.contains(key)
         || (config.durability() == Durability.WRITE_BEHIND
-            && spills.backlog() * 2 >= config.spillQueueBlocks());
+            && spills.backlogPastHalf(length, config.spillQueueBlocks()));
   }
 
   /**

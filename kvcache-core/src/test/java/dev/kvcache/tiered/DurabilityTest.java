@@ -141,6 +141,46 @@ class DurabilityTest {
   }
 
   /**
+   * A write-behind put whose commit would wait for the spill threads says so before it is made,
+   * so that a server takes it, and commits it, off its event loop. Here what it would wait for is the byte bound (a quarter
+   * of RAM, from the oldest block not yet written through its own), while the window holds few
+   * blocks and the queue has room.
+   */
+  @Test
+  void aCommitThatWouldWaitForTheBytesBehindItSaysSoBeforeItIsMade() throws Exception {
+    below = new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(1 << 20));
+    lower = new GatedTier(below);
+    lower.keepInnerOpen = true;
+    cache = new TieredCache(RAM, lower, new TieredCacheConfig(64, Duration.ofSeconds(30), true,
+        true, Durability.WRITE_BEHIND, 2));
+    int size = 256 << 10; // four make the byte bound: a quarter of RAM's 4 MiB
+    lower.hold(Payloads.key(0)); // its write waits; the other spill thread writes the rest
+    for (int i = 0; i < 4; i++) {
+      assertThat(cache.put(Payloads.key(i), Payloads.of(Payloads.key(i), 1, size)))
+          .isEqualTo(PutStatus.STORED);
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (int i = 1; i < 4; i++) {
+      while (below.getInto(Payloads.key(i), ByteBuffer.allocateDirect(size)) != GetStatus.HIT
+          && System.nanoTime() < deadline) {
+        Thread.sleep(1);
+      }
+    }
+    assertThat(cache.tryWriter(Payloads.key(4), size))
+        .as("declined, though RAM and the queue have room: a server takes it off its event loop")
+        .isEmpty();
+    BlockWriter writer = cache.writer(Payloads.key(4), size);
+    writer.write(Payloads.of(Payloads.key(4), 1, size));
+    assertThat(writer.commitMayWait()).as("a commit past the byte bound may wait").isTrue();
+    CompletableFuture<PutStatus> commit = CompletableFuture.supplyAsync(writer::commit);
+    Thread.sleep(200);
+    assertThat(commit).as("the commit waits for the oldest block's write").isNotDone();
+    lower.release();
+    assertThat(commit.get(10, TimeUnit.SECONDS)).isEqualTo(PutStatus.STORED);
+    writer.close();
+  }
+
+  /**
    * A put waiting for the queue waits only for the blocks before its own: once the oldest is
    * written it goes on, while a put that came after it still waits.
    */

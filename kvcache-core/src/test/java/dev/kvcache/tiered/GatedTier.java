@@ -26,6 +26,8 @@ public final class GatedTier implements Tier {
 
   private final Tier inner;
   private boolean held;
+  /** A key whose puts wait until {@link #release()}, while others pass; null for none. */
+  private BlockKey heldKey;
   /** Puts that may pass while held. */
   private int permits;
   /** Whether puts are answered {@link PutStatus#REJECTED_NO_SPACE}, as by a full disk. */
@@ -56,8 +58,14 @@ public final class GatedTier implements Tier {
     held = true;
   }
 
+  /** Puts of {@code key} started from now on wait until {@link #release()}; others pass. */
+  synchronized void hold(BlockKey key) {
+    heldKey = key;
+  }
+
   synchronized void release() {
     held = false;
+    heldKey = null;
     notifyAll();
   }
 
@@ -67,8 +75,8 @@ public final class GatedTier implements Tier {
     notifyAll();
   }
 
-  private synchronized void awaitRelease() {
-    while (held && permits == 0) {
+  private synchronized void awaitRelease(BlockKey key) {
+    while (key.equals(heldKey) || (held && permits == 0)) {
       try {
         wait();
       } catch (InterruptedException e) {
@@ -85,7 +93,7 @@ public final class GatedTier implements Tier {
   public PutStatus put(BlockKey key, ByteBuffer src) {
     putsStarted.incrementAndGet();
     putsByKey.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
-    awaitRelease();
+    awaitRelease(key);
     maxPutsUnderWay.accumulateAndGet(putsUnderWay.incrementAndGet(), Math::max);
     try {
       delay(putDelayMillis);
