@@ -56,6 +56,12 @@ class Pin:
             return 0
         return sum(1 for s in self._shared if s is not None)
 
+    def in_shared_memory_at(self, i: int) -> bool:
+        """Whether :meth:`get_into` copies pinned block ``i`` straight out of its server's RAM,
+        with no request (see :attr:`in_shared_memory`)."""
+        return (self._shared is not None and self._client._shared is not None
+                and 0 <= i < len(self._shared) and self._shared[i] is not None)
+
     def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
         """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``: copied straight out of
         the server's RAM when the server offered its place in shared memory (a server on this host

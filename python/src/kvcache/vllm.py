@@ -235,17 +235,25 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         return [s is PutStatus.STORED for s in statuses]
 
     def _load(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
-        """Reads each chunk into its slot by batch GETs, and a chunk they miss (evicted since its
-        lookup) from the pin of its lookup. A block of the wrong size is a miss."""
+        """Reads each chunk into its slot: straight out of its server's shared memory through the
+        pin of its lookup where that pin offers it (no request, no second lookup), the others by
+        batch GETs, and a chunk those miss (evicted since its lookup) from its pin through the
+        socket. A block of the wrong size is a miss."""
         size = self.block_size_bytes
         slots = [self._chunk(c) for c in job.chunk_ids]
-        got = self.client.get_many_into([self.block_key(k) for k in keys], slots)
-        ok = [n == size for n in got]
-        for i, key in enumerate(keys):
-            held = self._pins.take(key)
-            if held is not None and not ok[i]:
-                pin, j = held
-                ok[i] = pin.get_into(j, slots[i]) == size
+        held = [self._pins.take(key) for key in keys]
+        ok = [False] * len(keys)
+        for i, h in enumerate(held):
+            if h is not None and h[0].in_shared_memory_at(h[1]):
+                ok[i] = h[0].get_into(h[1], slots[i]) == size
+        rest = [i for i in range(len(keys)) if not ok[i]]
+        if rest:
+            got = self.client.get_many_into([self.block_key(keys[i]) for i in rest],
+                                            [slots[i] for i in rest])
+            for i, n in zip(rest, got):
+                ok[i] = n == size
+                if not ok[i] and held[i] is not None and not held[i][0].in_shared_memory_at(held[i][1]):
+                    ok[i] = held[i][0].get_into(held[i][1], slots[i]) == size
         _release(self._pins.spent())
         return ok
 

@@ -7,9 +7,11 @@ import dev.kvcache.ram.RamPolicy;
 import io.micronaut.http.netty.channel.EventLoopGroupRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -67,6 +69,26 @@ class StartupTest {
     assertThatThrownBy(() ->
         TestServer.start(dir.resolve("s"), Map.of("kvcache.cache.spill-threads", "0")))
         .hasStackTraceContaining("setting 'kvcache.cache.spill-threads' is 0, expected 1 to 64");
+  }
+
+  @Test
+  void blocksWrittenPastThePageCacheAreReadBackAfterARestartAndABadValueIsNamed()
+      throws Exception {
+    byte[] block = new byte[(3 << 20) + 5];
+    new Random(5).nextBytes(block);
+    Map<String, Object> direct = Map.of("kvcache.cache.disk-direct-writes", "true",
+        "kvcache.cache.durability", "write_through");
+    try (TestServer server = TestServer.start(dir, direct)) {
+      assertThat(server.put("default", BlockApiTest.key(1), block).statusCode()).isEqualTo(201);
+    }
+    try (TestServer server = TestServer.start(dir, direct)) { // RAM starts empty: from the disk
+      HttpResponse<byte[]> got = server.get("default", BlockApiTest.key(1));
+      assertThat(got.statusCode()).isEqualTo(200);
+      assertThat(got.body()).isEqualTo(block);
+    }
+    assertThatThrownBy(() ->
+        TestServer.start(dir.resolve("d"), Map.of("kvcache.cache.disk-direct-writes", "yes")))
+        .hasStackTraceContaining("setting 'kvcache.cache.disk-direct-writes' is 'yes'");
   }
 
   @Test
