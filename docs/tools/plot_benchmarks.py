@@ -656,6 +656,52 @@ def seam_tables(results_dir, out, img):
     plt.close(fig)
 
 
+def put_path_tables(results_dir, out, img):
+    """Sustained PUTs through kvcache-server over its disk tier beside the floor program, from
+    python/benchmarks/put_path.py (put-path.json): medians over the rounds, GB/s and the server's
+    CPU seconds per GiB, per RAM size and block size."""
+    doc = read_json(results_dir, "put-path.json")
+    if doc is None:
+        return
+    runs = doc["runs"]
+    systems = [s for s in ("kvcache", "kvcache-direct", "floor", "floor-direct")
+               if any(r["system"] == s for r in runs)]
+    cases = sorted({(r["ram_bytes"], r["block_bytes"]) for r in runs})
+    names = {"kvcache": "kvcache, page cache", "kvcache-direct": "kvcache, direct writes",
+             "floor": "floor, page cache", "floor-direct": "floor, direct writes"}
+
+    def values(ram, size, system, field):
+        return [r[field] for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
+
+    out.append("\n### A PUT, socket to device: kvcache-server beside the floor program (medians)\n")
+    out.append("| RAM | block | system | GB/s | server CPU s/GiB | p50 ms | p95 ms |")
+    out.append("|---|---|---|---|---|---|---|")
+    for ram, size in cases:
+        for system in systems:
+            cells = [median_range(values(ram, size, system, f)) for f in ("gbps", "server_cpu_s_per_gib", "p50_ms", "p95_ms")]
+            out.append(f"| {size_label(ram) if ram < 1 << 30 else f'{ram >> 30} GiB'} | {size_label(size)} | "
+                       f"{names[system]} | " + " | ".join(cells) + " |")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    labels = [f"RAM {size_label(ram) if ram < 1 << 30 else f'{ram >> 30} GiB'}\n{size_label(size)} blocks"
+              for ram, size in cases]
+    width = 0.8 / len(systems)
+    for ax, field, ylabel in ((axes[0], "gbps", "GB/s"), (axes[1], "server_cpu_s_per_gib", "CPU s / GiB")):
+        for i, system in enumerate(systems):
+            meds = [statistics.median(values(ram, size, system, field)) for ram, size in cases]
+            lows = [m - min(values(ram, size, system, field)) for m, (ram, size) in zip(meds, cases)]
+            highs = [max(values(ram, size, system, field)) - m for m, (ram, size) in zip(meds, cases)]
+            ax.bar([x + i * width for x in range(len(cases))], meds, width, yerr=[lows, highs],
+                   label=names[system])
+        ax.set_xticks([x + width * (len(systems) - 1) / 2 for x in range(len(cases))])
+        ax.set_xticklabels(labels, fontsize=8)
+        bar_panel(ax, ylabel, "sustained PUT speed" if field == "gbps" else "server CPU per GiB put (lower is better)")
+    fig.suptitle("PUTs from the Python client (4 threads) through kvcache-server over its disk tier, "
+                 "beside the floor program")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "put-path.png"), dpi=110)
+    plt.close(fig)
+
+
 def tiered_tables(rows, out, img):
     """The tiered cache beside RAM alone and disk alone (TieredCacheBenchmark), GB/s and ratios."""
     data = {}  # (method, stack, size) -> (GB/s, error)
@@ -1658,6 +1704,7 @@ def main():
     disk_tables(rows, out, img)
     disk_writer_table(rows, out, img)
     seam_tables(results_dir, out, img)
+    put_path_tables(results_dir, out, img)
     tiered_tables(rows, out, img)
     durability_tables(rows, out, img)
     spill_tables(rows, out, img)

@@ -111,13 +111,15 @@ def put_bytes(port: int, threads: int, size: int, total: int, first_key: int,
             for i in range(per_thread):
                 n = first_key + t * per_thread + i
                 block[:8] = n.to_bytes(8, "little")
-                key = b"put-path-%012d" % n
+                key = b"pp" + n.to_bytes(14, "big")  # 16 bytes, as block keys are
                 t0 = time.perf_counter()
                 status = client.put(key, block)
                 mine.append(time.perf_counter() - t0)
                 if status is not kvcache.PutStatus.STORED:
                     failures.append(f"put {n}: {status}")
                     return
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            failures.append(f"thread {t}: {e!r}")
         finally:
             client.close()
             if latencies is not None:

@@ -212,7 +212,8 @@ class DurabilityTest {
     lower.full = true;
     assertThat(cache.put(Payloads.key(0), block(0, 1))).isEqualTo(PutStatus.STORED);
     assertThat(cache.awaitSpills(Duration.ofSeconds(10))).isTrue();
-    assertThat(cache.tieredStats().writeFailures()).isEqualTo(1);
+    // 1, or more on a machine slow enough for a spill thread's retry (every second) to come first
+    assertThat(cache.tieredStats().writeFailures()).isPositive();
     assertThat(cache.health().degraded()).isTrue();
     assertThat(read(0)).isEqualTo(1);
     lower.full = false;

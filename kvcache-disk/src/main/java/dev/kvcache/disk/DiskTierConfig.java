@@ -43,6 +43,13 @@ public final class DiskTierConfig {
    * a small share of what a disk reads.
    */
   public static final long DEFAULT_SCRUB_BYTES_PER_SECOND = 16L << 20;
+
+  /**
+   * Whether payloads are written past the page cache by default: yes. Sustained puts through the
+   * server ran at about twice the speed, for half the CPU, of the same writes through the page
+   * cache with its periodic sync ({@code docs/benchmarks.md}, "A PUT, socket to device").
+   */
+  public static final boolean DEFAULT_DIRECT_WRITES = true;
   /** Default journal size that triggers a checkpoint: 64 MiB (a million entries). */
   public static final long DEFAULT_CHECKPOINT_JOURNAL_BYTES = 64L << 20;
 
@@ -177,7 +184,7 @@ public final class DiskTierConfig {
     private BlockCodec codec;
     private long reclaimBytesPerSecond = DEFAULT_RECLAIM_BYTES_PER_SECOND;
     private long scrubBytesPerSecond = DEFAULT_SCRUB_BYTES_PER_SECOND;
-    private boolean directWrites;
+    private boolean directWrites = DEFAULT_DIRECT_WRITES;
     private Admission admission = Admission.ALWAYS;
     private StorageDevice device = FileSystemDevice.INSTANCE;
 
@@ -261,7 +268,9 @@ public final class DiskTierConfig {
      * O_DIRECT}, from aligned buffers, several writes in flight) where the device's files take
      * it ({@link dev.kvcache.disk.device.DeviceFile#directAlignment}); elsewhere, and for headers,
      * journal, checkpoints, encoded blocks and compaction's moves, writes go through the page
-     * cache. Every record then starts on a page of its own. Default false.
+     * cache. A record larger than a page then has its pages to itself. Default {@value
+     * DiskTierConfig#DEFAULT_DIRECT_WRITES}; false writes everything through the page cache, which
+     * then also holds what was written for reads to find.
      */
     public Builder directWrites(boolean directWrites) {
       this.directWrites = directWrites;

@@ -31,9 +31,13 @@ class DiskTierWriterTest {
 
   @TempDir Path temp;
 
+  /**
+   * Writes through the page cache, where parts are gathered 256 KiB at a time; direct writes
+   * gather 1 MiB at a time ({@link DirectWritesTest}).
+   */
   private DiskTierConfig.Builder config(Path dir, boolean encoded) {
     DiskTierConfig.Builder b = DiskTierConfig.builder(dir, 64L << 20).superBlockBytes(4L << 20)
-        .minFreeBytes(0).syncPolicy(SyncPolicy.NONE);
+        .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).directWrites(false);
     return encoded ? b.codec(BlockCodec.builder().chunkSizeBytes(16 << 10).build()) : b;
   }
 

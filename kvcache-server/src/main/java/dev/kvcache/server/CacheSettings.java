@@ -36,7 +36,7 @@ class CacheSettings {
   private String diskCodecFilter = "none";
   private String diskMinFree = "";
   private String diskScrubRate = "";
-  private String diskDirectWrites = "false";
+  private String diskDirectWrites = "true";
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";

@@ -108,8 +108,9 @@ public class DiskToolTest {
     }
     // the checkpoint of the first ten: the last five are found in the records (roll-forward)
     Files.copy(older, dir.resolve("index.kvx"), StandardCopyOption.REPLACE_EXISTING);
-    // the reopen started a second super-block; its third record's payload, pages aligned
-    damage(superBlockFiles(dir).get(1), 8192 + 2 * 102_400 + 5000);
+    // the reopen started a second super-block; its third record's payload: each record has its
+    // pages to itself (direct writes), a header page and 25 of payload
+    damage(superBlockFiles(dir).get(1), 8192 + 2 * 106_496 + 5000);
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isEqualTo(1);
     assertThat(run.out()).contains("without it")
