@@ -1,6 +1,6 @@
 package dev.kvcache.bench.remote;
 
-import com.sun.nio.file.ExtendedOpenOption;
+import dev.kvcache.bench.RotatingFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -8,17 +8,9 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.OpenOption;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
@@ -29,7 +21,8 @@ import picocli.CommandLine.Option;
  * The floor of a PUT: the least a program does to take a block over HTTP/1.1 and write it to the
  * device. Each connection has a thread; each request's body is read from the socket into one
  * buffer and written with positional writes to a series of files of {@code --file-bytes}, the
- * oldest deleted past {@code --capacity}, as the disk tier fills super-blocks and drops the oldest.
+ * oldest deleted past {@code --capacity}, as the disk tier fills super-blocks and drops the oldest
+ * ({@link RotatingFiles}).
  * The answer is {@code 201} with no body, so the project's clients drive it as they drive
  * kvcache-server (it takes a PUT to any path). No checksum, no index, no journal, no RAM tier.
  *
@@ -76,7 +69,7 @@ public final class PutFloorServer implements Callable<Integer> {
   @Option(names = "--direct", description = "write with O_DIRECT")
   boolean direct;
 
-  private RotatingWrites files;
+  private RotatingFiles files;
 
   public static void main(String[] args) {
     System.exit(new CommandLine(new PutFloorServer()).execute(args));
@@ -88,9 +81,8 @@ public final class PutFloorServer implements Callable<Integer> {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "--sync is none, periodic or always, got '" + sync + "'");
     }
-    Files.createDirectories(dir);
-    int align = direct ? (int) Files.getFileStore(dir).getBlockSize() : 1;
-    files = new RotatingWrites(dir, fileBytes, capacityBytes, direct, align);
+    files = new RotatingFiles(dir, fileBytes, capacityBytes, direct);
+    int align = files.alignment();
     try (ServerSocketChannel server = ServerSocketChannel.open()) {
       server.bind(new InetSocketAddress("127.0.0.1", port));
       System.out.println("listening on " + server.getLocalAddress());
@@ -113,7 +105,7 @@ public final class PutFloorServer implements Callable<Integer> {
     while (true) {
       try {
         TimeUnit.SECONDS.sleep(1);
-        files.forceWritten();
+        files.force();
       } catch (InterruptedException e) {
         return;
       } catch (IOException e) {
@@ -144,7 +136,7 @@ public final class PutFloorServer implements Callable<Integer> {
           }
         }
         head.clear();
-        FileChannel file = files.write(body.flip());
+        FileChannel file = files.append(body.flip());
         if (sync.equals("always")) {
           file.force(false);
         }
@@ -195,84 +187,5 @@ public final class PutFloorServer implements Callable<Integer> {
       }
     }
     return -1;
-  }
-
-  /**
-   * The files: positional writes from several threads at places handed out in order. A file stays
-   * open until it is deleted, so a write that took its place before a roll-over finishes.
-   */
-  private static final class RotatingWrites {
-    private final Path dir;
-    private final long fileBytes;
-    private final long capacityBytes;
-    private final boolean direct;
-    private final int align;
-    private final ArrayDeque<Map.Entry<Path, FileChannel>> files = new ArrayDeque<>();
-    private final Set<FileChannel> written = new HashSet<>();
-    private FileChannel current;
-    private long offset;
-    private int created;
-
-    RotatingWrites(Path dir, long fileBytes, long capacityBytes, boolean direct, int align) {
-      this.dir = dir;
-      this.fileBytes = fileBytes;
-      this.capacityBytes = capacityBytes;
-      this.direct = direct;
-      this.align = align;
-    }
-
-    /** Writes {@code src}'s bytes (padded to the alignment) and returns the file they went to. */
-    FileChannel write(ByteBuffer src) throws IOException {
-      int length = src.remaining();
-      int padded = (length + align - 1) / align * align;
-      FileChannel file;
-      long at;
-      synchronized (this) {
-        if (current == null || offset + padded > fileBytes) {
-          next();
-        }
-        file = current;
-        at = offset;
-        offset += padded;
-        written.add(file);
-      }
-      src.limit(src.position() + padded); // O_DIRECT writes whole blocks: the buffer's next bytes
-      while (src.hasRemaining()) {
-        at += file.write(src, at);
-      }
-      return file;
-    }
-
-    /** Forces the files written since the last call, as a periodic sync does. */
-    void forceWritten() throws IOException {
-      List<FileChannel> toForce;
-      synchronized (this) {
-        toForce = new ArrayList<>(written);
-        written.clear();
-      }
-      for (FileChannel f : toForce) {
-        if (f.isOpen()) {
-          f.force(false);
-        }
-      }
-    }
-
-    private void next() throws IOException {
-      while ((files.size() + 1) * fileBytes > capacityBytes && !files.isEmpty()) {
-        Map.Entry<Path, FileChannel> oldest = files.removeFirst();
-        written.remove(oldest.getValue());
-        oldest.getValue().close();
-        Files.delete(oldest.getKey());
-      }
-      Path path = dir.resolve(String.format("floor-%08d", created++));
-      List<OpenOption> options = new ArrayList<>(List.of(StandardOpenOption.CREATE,
-          StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE));
-      if (direct) {
-        options.add(ExtendedOpenOption.DIRECT);
-      }
-      current = FileChannel.open(path, options.toArray(OpenOption[]::new));
-      files.addLast(Map.entry(path, current));
-      offset = 0;
-    }
   }
 }
