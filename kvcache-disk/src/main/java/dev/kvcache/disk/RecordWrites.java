@@ -41,8 +41,9 @@ import org.slf4j.LoggerFactory;
  * buffers), or, with {@link DiskTierConfig#directWrites()}, past the page cache through aligned
  * buffers ({@link DirectWrites}); then its header, and commits the record (journal entry and
  * index, under the sync policy's forces); a writer does the same for a block that arrives in
- * parts; a delete writes a tombstone record and journals it. A write that fails loses only the block being written: the
- * put is refused, counted, and the tier reports itself degraded until a write succeeds.
+ * parts; a delete writes a tombstone record and journals it. A write that fails loses only the
+ * block being written: the put is refused, counted, and the tier reports itself degraded until a
+ * write succeeds.
  */
 final class RecordWrites {
 
