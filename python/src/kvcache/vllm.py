@@ -252,8 +252,9 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                                             [slots[i] for i in rest])
             for i, n in zip(rest, got):
                 ok[i] = n == size
-                if not ok[i] and held[i] is not None and not held[i][0].in_shared_memory_at(held[i][1]):
-                    ok[i] = held[i][0].get_into(held[i][1], slots[i]) == size
+                h = held[i]
+                if not ok[i] and h is not None and not h[0].in_shared_memory_at(h[1]):
+                    ok[i] = h[0].get_into(h[1], slots[i]) == size
         _release(self._pins.spent())
         return ok
 
