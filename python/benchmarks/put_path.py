@@ -173,20 +173,20 @@ def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
     def cell(values: list[float], digits: int = 2) -> str:
         return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
+    def of(ram: int, size: int, system: str) -> list[dict[str, Any]]:
+        return [r for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
+
     for ram, size in cases:
         for system in systems:
-            rs = [r for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
+            rs = of(ram, size, system)
             if rs:
                 out.append(f"| {size_label(ram)} | {size_label(size)} | {system} | "
                            f"{cell([r['gbps'] for r in rs])} | {cell([r['server_cpu_s_per_gib'] for r in rs])} | "
                            f"{cell([r['server_write_bytes_per_byte'] for r in rs])} | "
                            f"{cell([r['p50_ms'] for r in rs], 1)} | {cell([r['p95_ms'] for r in rs], 1)} |")
-        def of(system: str) -> list[dict[str, Any]]:
-            return [r for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
-
         for server in (s for s in systems if s.startswith("kvcache")):
             for floor in (s for s in systems if not s.startswith("kvcache")):
-                kv, fl = of(server), of(floor)
+                kv, fl = of(ram, size, server), of(ram, size, floor)
                 if kv and fl:  # ratios within a round: its runs are minutes apart at most
                     gb = [k["gbps"] / f["gbps"] for k, f in zip(kv, fl)]
                     cpu = [k["server_cpu_s_per_gib"] / f["server_cpu_s_per_gib"] for k, f in zip(kv, fl)]
