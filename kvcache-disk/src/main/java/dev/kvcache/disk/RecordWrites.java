@@ -5,7 +5,7 @@ import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
 import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
-import static dev.kvcache.disk.internal.RecordLayout.PAGE;
+import static dev.kvcache.disk.internal.RecordLayout.largerThanAPage;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
@@ -182,7 +182,7 @@ final class RecordWrites {
    * super-block's file takes no direct writes.
    */
   private DirectWrites.Stream directStream(Reservation r, long length) {
-    return direct != null && HEADER_BYTES + length > PAGE && r.sb.directAlignment() > 0
+    return direct != null && largerThanAPage(length) && r.sb.directAlignment() > 0
         ? direct.open(r.sb, r.payload) : null;
   }
 

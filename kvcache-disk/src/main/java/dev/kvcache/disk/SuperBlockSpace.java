@@ -1,6 +1,5 @@
 package dev.kvcache.disk;
 
-import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 import static dev.kvcache.disk.internal.RecordLayout.alignUp;
 
@@ -59,7 +58,10 @@ final class SuperBlockSpace {
   }
 
   private final DiskTierConfig config;
-  /** Whether every record starts on a page of its own ({@link DiskTierConfig#directWrites()}). */
+  /**
+   * Whether a record larger than a page has its pages to itself ({@link
+   * DiskTierConfig#directWrites()}).
+   */
   private final boolean directPlacement;
   private final StorageDevice device;
   private final Path dir;
@@ -227,7 +229,7 @@ final class SuperBlockSpace {
 
   /** Whether a record has whole pages to itself: one larger than a page, where writes are direct. */
   private boolean ownsPages(long stored) {
-    return directPlacement && HEADER_BYTES + stored > PAGE;
+    return directPlacement && RecordLayout.largerThanAPage(stored);
   }
 
   /** After encoding into {@code r}, gives back the unused tail if nothing was reserved after it. */

@@ -231,8 +231,10 @@ public final class FileSystemDevice implements StorageDevice {
         alignment = 0;
         try {
           long block = device.store(path.toAbsolutePath().getParent()).getBlockSize();
-          direct = FileChannel.open(path, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
+          FileChannel opened =
+              FileChannel.open(path, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
           alignment = (int) block;
+          direct = opened; // published after the alignment it is checked against
         } catch (IOException | UnsupportedOperationException e) {
           log.info("{}: no direct writes on its file system ({}); writes go through the page cache",
               path, e.toString());

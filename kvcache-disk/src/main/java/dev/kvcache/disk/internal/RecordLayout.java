@@ -89,13 +89,18 @@ public final class RecordLayout {
    */
   public static long payloadOffset(long cursor, long storedLength) {
     long header = alignUp(cursor, HEADER_BYTES);
-    if (HEADER_BYTES + storedLength > PAGE) {
+    if (largerThanAPage(storedLength)) {
       return alignUp(header + HEADER_BYTES, PAGE);
     }
     if (header % PAGE + HEADER_BYTES + storedLength > PAGE) {
       header = alignUp(header, PAGE);
     }
     return header + HEADER_BYTES;
+  }
+
+  /** Whether a record of {@code storedLength} payload bytes and its header exceed a page. */
+  public static boolean largerThanAPage(long storedLength) {
+    return HEADER_BYTES + storedLength > PAGE;
   }
 
   public static long alignUp(long value, long alignment) {

@@ -187,8 +187,8 @@ public final class SuperBlock {
   }
 
   /**
-   * The alignment of {@link #writeDirect}, if it divides the page (every record starts on a page
-   * of its own where writes are direct); 0 if this file takes no direct writes.
+   * The alignment of {@link #writeDirect}, if it divides the page (a record written directly
+   * starts on a page of its own); 0 if this file takes no direct writes.
    */
   public int directAlignment() {
     int a = file.directAlignment();
