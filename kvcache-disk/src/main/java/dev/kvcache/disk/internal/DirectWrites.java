@@ -121,7 +121,7 @@ public final class DirectWrites implements AutoCloseable {
     public long finish() throws IOException {
       try {
         if (filling != null && filling.position() > 0) {
-          int padded = (filling.position() + alignment - 1) / alignment * alignment;
+          int padded = (int) RecordLayout.alignUp(filling.position(), alignment);
           while (filling.position() < padded) {
             filling.put((byte) 0);
           }
