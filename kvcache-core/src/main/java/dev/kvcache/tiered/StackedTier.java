@@ -259,9 +259,18 @@ public final class StackedTier implements Tier {
       return;
     }
     SpillEntry waiting = SpillEntry.evicted(lease);
-    SpillEntry older = evicted.put(key, waiting);
-    if (older != null) {
-      older.release();
+    synchronized (stripes.lock(KeyStripes.of(key))) {
+      // the upper tier hands an eviction over after it took the block out: a put of the key under
+      // way or done since then holds a newer block, which the evicted one must not replace below
+      // (a put before this point cancels the upload itself)
+      if (unsettled.containsKey(key) || upper.contains(key)) {
+        lease.close();
+        return;
+      }
+      SpillEntry older = evicted.put(key, waiting);
+      if (older != null) {
+        older.release();
+      }
     }
     if (!uploads.offer(key) && evicted.remove(key, waiting)) {
       waiting.release();

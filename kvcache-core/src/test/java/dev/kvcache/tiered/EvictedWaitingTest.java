@@ -92,4 +92,48 @@ class EvictedWaitingTest {
     }
     assertThat(stacked.stats().leasesOpen()).isZero();
   }
+
+  @Test
+  void aBlockEvictedBeforeANewerPutOfItsKeyIsNotUploadedOverIt() throws Exception {
+    RamTier ram = new RamTier(UPPER);
+    GatedTier lateEvictions = new GatedTier(ram);
+    upper = ram;
+    below = new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(BLOCK));
+    backing = new GatedTier(below);
+    stacked = new StackedTier(lateEvictions, backing, StackedTierConfig.defaults()
+        .withUpload(Upload.EVICTED));
+    BlockKey key = Payloads.key(0);
+    assertThat(putWhenRoom(key, 1)).isEqualTo(PutStatus.STORED);
+    // the upper tier evicts the first version, and hands it over only after the second is put
+    lateEvictions.holdEvictionsOf = key;
+    for (int i = 1; ram.contains(key); i++) {
+      putWhenRoom(Payloads.key(i), 1);
+    }
+    assertThat(putWhenRoom(key, 2)).isEqualTo(PutStatus.STORED);
+    lateEvictions.holdEvictionsOf = null;
+    lateEvictions.handOverEvictions();
+    assertThat(stacked.awaitUploads(10_000)).isTrue();
+
+    // the second version evicted in turn: what the stacked tier holds of the key is that version
+    for (int i = 100; ram.contains(key); i++) {
+      putWhenRoom(Payloads.key(i), 1);
+    }
+    assertThat(stacked.awaitUploads(10_000)).isTrue();
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    assertThat(stacked.getInto(key, dst)).isEqualTo(GetStatus.HIT);
+    assertThat(Payloads.verify(key, dst.flip())).as("the version read").isEqualTo(2);
+  }
+
+  /**
+   * Puts a block, again once the uploads are done if the upper tier had no room: its evicted
+   * blocks keep their memory until uploaded.
+   */
+  private PutStatus putWhenRoom(BlockKey key, int version) throws InterruptedException {
+    PutStatus status = stacked.put(key, Payloads.of(key, version, BLOCK));
+    if (status == PutStatus.REJECTED_NO_SPACE) {
+      assertThat(stacked.awaitUploads(10_000)).isTrue();
+      status = stacked.put(key, Payloads.of(key, version, BLOCK));
+    }
+    return status;
+  }
 }

@@ -6,13 +6,16 @@ import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -20,7 +23,8 @@ import java.util.concurrent.locks.LockSupport;
  * A tier whose puts can be held back, to keep spills waiting, slowed, or refused as a full disk
  * refuses them, and whose single-key reads can be slowed, as a slow tier's; counts the puts (in all and per
  * key), batch reads, lookups, pins and single-key probes it receives. It times its copying reads
- * for its {@link #loadRate()}, delay included, as a real tier does.
+ * for its {@link #loadRate()}, delay included, as a real tier does. It can keep the inner tier's
+ * evictions back and hand them over later.
  */
 public final class GatedTier implements Tier {
 
@@ -48,6 +52,10 @@ public final class GatedTier implements Tier {
   /** Milliseconds each {@code get} and {@code getInto} takes beyond the inner tier's. */
   volatile long readDelayMillis;
   private final LoadRate loadRate = new LoadRate();
+  /** A key whose evictions are kept back until {@link #handOverEvictions()}; null for none. */
+  volatile BlockKey holdEvictionsOf;
+  private final Queue<BlockLease> heldEvictions = new ConcurrentLinkedQueue<>();
+  private volatile BlockEvictionListener evictionListener;
 
   public GatedTier(Tier inner) {
     this.inner = inner;
@@ -185,6 +193,30 @@ public final class GatedTier implements Tier {
   @Override
   public CacheStats stats() {
     return inner.stats();
+  }
+
+  /**
+   * Forwards the inner tier's evictions to {@code listener}, or keeps those of {@link
+   * #holdEvictionsOf} until {@link #handOverEvictions()}: an eviction handed over late, as a
+   * disk tier's drop on a thread of its own hands it over.
+   */
+  @Override
+  public boolean onEviction(BlockEvictionListener listener) {
+    evictionListener = listener;
+    return inner.onEviction(lease -> {
+      if (lease.key().equals(holdEvictionsOf)) {
+        heldEvictions.add(lease);
+      } else {
+        listener.onEvicted(lease);
+      }
+    });
+  }
+
+  /** Hands the evictions kept back to the listener, in the order they came. */
+  void handOverEvictions() {
+    for (BlockLease lease; (lease = heldEvictions.poll()) != null; ) {
+      evictionListener.onEvicted(lease);
+    }
   }
 
   @Override
