@@ -13,12 +13,13 @@ or, in a venv with the kvcache package:
         --out docs/results/put-path.json
 
 For each RAM size and block size, each round starts each system fresh on an empty directory of the
-work disk (``--dir``), fills it with RAM's size and 1 GiB more (unmeasured: RAM fills and the JIT
-compiles), then measures ``--measure`` bytes of PUTs under new keys from ``--threads`` threads:
-the RAM tier is full, so every byte put goes to disk at the pace the disk tier takes it. The
-systems alternate within a round. Reported per run: GB/s, the server's CPU seconds per GiB (user
-and system, all its threads, from /proc), the client's, the bytes the server process wrote per
-byte put (``write_bytes`` of /proc/<pid>/io: what it sent towards the device, compaction and
+work disk (``--dir``), fills it with RAM's size and 1 GiB more (unmeasured: RAM fills), goes on
+a GiB at a time until the JIT compiler has settled (under 5% of the server's CPU over a GiB, at
+most 16 GiB more; both reported), then measures ``--measure`` bytes of PUTs under new keys from
+``--threads`` threads: the RAM tier is full, so every byte put goes to disk at the pace the disk
+tier takes it. The systems alternate within a round. Reported per run: GB/s, the server's CPU
+seconds per GiB (user and system, all its threads, from /proc) and the JIT's part of them, the
+client's, the bytes the server process wrote per byte put (``write_bytes`` of /proc/<pid>/io: what it sent towards the device, compaction and
 journal included) and the put latency's p50, p95 and p99. The summary is the median over the
 rounds with the least and greatest, and kvcache over the floor.
 """
@@ -63,6 +64,21 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def jit_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a JVM's JIT compiler threads (``C1 CompilerThre``, ``C2 CompilerThre``)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile
+        if "CompilerThre" in head:
+            fields = tail.split()
+            total += int(fields[11]) + int(fields[12])
+    return total / TICKS
 
 
 def write_bytes(pid: int) -> int:
@@ -135,6 +151,21 @@ def put_bytes(port: int, threads: int, size: int, total: int, first_key: int,
     return first_key + per_thread * threads
 
 
+def warm_up(pid: int, port: int, a: argparse.Namespace, size: int, first_key: int) -> tuple[int, float]:
+    """Puts 1 GiB at a time until the JIT compiler threads took under ``--jit-settled`` of the
+    server's CPU over the last GiB, or ``--warm-up-max`` bytes are put: a long-running server has
+    compiled its hot paths, and the measured CPU should not include compiling them. Returns the
+    bytes put and the JIT's share of the last GiB."""
+    key, share = first_key, 1.0
+    while (key - first_key) * size < parse_size(a.warm_up_max):
+        cpu0, jit0 = cpu_seconds(pid), jit_cpu_seconds(pid)
+        key = put_bytes(port, a.threads, size, GIB, key, None)
+        share = (jit_cpu_seconds(pid) - jit0) / max(cpu_seconds(pid) - cpu0, 1e-9)
+        if share < a.jit_settled:
+            break
+    return (key - first_key) * size, share
+
+
 def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str, Any]:
     work = os.path.join(a.dir, system)
     shutil.rmtree(work, ignore_errors=True)
@@ -143,8 +174,11 @@ def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str
     p = start(system, a, ram, size, work)
     try:
         next_key = put_bytes(p.port, a.threads, size, ram + GIB, 0, None)
+        warmed, jit_share = warm_up(p.pid, p.port, a, size, next_key)
+        next_key += warmed // size
         latencies: list[float] = []
-        cpu0, io0, client0, t0 = cpu_seconds(p.pid), write_bytes(p.pid), time.process_time(), time.monotonic()
+        cpu0, jit0, io0 = cpu_seconds(p.pid), jit_cpu_seconds(p.pid), write_bytes(p.pid)
+        client0, t0 = time.process_time(), time.monotonic()
         after = put_bytes(p.port, a.threads, size, a.measure, next_key, latencies)
         wall = time.monotonic() - t0
         put = (after - next_key) * size
@@ -152,8 +186,10 @@ def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str
         latencies.sort()
         pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e3  # noqa: E731
         return {"system": system, "ram_bytes": ram, "block_bytes": size, "threads": a.threads,
+                "warm_up_bytes": ram + GIB + warmed, "warm_up_last_jit_share": jit_share,
                 "bytes_put": put, "seconds": wall, "gbps": put / 1e9 / wall,
                 "server_cpu_s_per_gib": (cpu_seconds(p.pid) - cpu0) / gib,
+                "server_jit_cpu_s_per_gib": (jit_cpu_seconds(p.pid) - jit0) / gib,
                 "client_cpu_s_per_gib": (time.process_time() - client0) / gib,
                 "server_write_bytes_per_byte": (write_bytes(p.pid) - io0) / put,
                 "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
@@ -166,8 +202,8 @@ def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str
 def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
     """Markdown rows: per RAM and block size, each system's medians (least-greatest) and the
     ratios of kvcache to each floor."""
-    out = ["| RAM | block | system | GB/s | server CPU s/GiB | device bytes / byte | p50 ms | p95 ms |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| RAM | block | system | GB/s | server CPU s/GiB | of which JIT | device bytes / byte | p50 ms | p95 ms |",
+           "|---|---|---|---|---|---|---|---|---|"]
     cases = sorted({(r["ram_bytes"], r["block_bytes"]) for r in runs})
 
     def cell(values: list[float], digits: int = 2) -> str:
@@ -182,6 +218,7 @@ def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
             if rs:
                 out.append(f"| {size_label(ram)} | {size_label(size)} | {system} | "
                            f"{cell([r['gbps'] for r in rs])} | {cell([r['server_cpu_s_per_gib'] for r in rs])} | "
+                           f"{cell([r.get('server_jit_cpu_s_per_gib', float('nan')) for r in rs])} | "
                            f"{cell([r['server_write_bytes_per_byte'] for r in rs])} | "
                            f"{cell([r['p50_ms'] for r in rs], 1)} | {cell([r['p95_ms'] for r in rs], 1)} |")
         for server in (s for s in systems if s.startswith("kvcache")):
@@ -192,7 +229,7 @@ def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
                     cpu = [k["server_cpu_s_per_gib"] / f["server_cpu_s_per_gib"] for k, f in zip(kv, fl)]
                     p95 = [k["p95_ms"] / f["p95_ms"] for k, f in zip(kv, fl)]
                     out.append(f"| {size_label(ram)} | {size_label(size)} | {server} / {floor} | "
-                               f"**{cell(gb)}** | **{cell(cpu)}** | | | **{cell(p95)}** |")
+                               f"**{cell(gb)}** | **{cell(cpu)}** | | | | **{cell(p95)}** |")
     return out
 
 
@@ -208,6 +245,10 @@ def main() -> None:
     ap.add_argument("--measure", default="4GiB", help="bytes put per measured run")
     ap.add_argument("--capacity", default=str(8 * GIB), help="bytes of disk each system keeps")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warm-up-max", default="16GiB",
+                    help="most bytes put after the fill to let the JIT settle before measuring")
+    ap.add_argument("--jit-settled", type=float, default=0.05,
+                    help="the JIT's share of the server's CPU over a GiB under which it has settled")
     ap.add_argument("--systems", default="kvcache,floor",
                     help="kvcache, kvcache-direct (its disk tier's direct writes on), floor (buffered "
                     "writes) and floor-direct (O_DIRECT), in order")
@@ -231,7 +272,7 @@ def main() -> None:
                     run = one_run(system, a, ram, size)
                     run["round"] = r + 1
                     runs.append(run)
-                    print(f"    {run['gbps']:.3f} GB/s, server {run['server_cpu_s_per_gib']:.2f} CPU-s/GiB, "
+                    print(f"    {run['gbps']:.3f} GB/s, server {run['server_cpu_s_per_gib']:.2f} CPU-s/GiB (JIT {run['server_jit_cpu_s_per_gib']:.2f}), "
                           f"p95 {run['p95_ms']:.1f} ms", file=sys.stderr, flush=True)
     doc = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release()},
            "settings": {k: v for k, v in vars(a).items() if k not in ("out",)}, "runs": runs}

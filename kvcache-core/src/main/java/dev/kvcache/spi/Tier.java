@@ -5,6 +5,7 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PutStatus;
+import java.nio.ByteBuffer;
 import java.util.List;
 
 /**
@@ -59,6 +60,24 @@ public interface Tier extends KvCache {
   default PrefixLocation locatePrefix(List<BlockKey> keys) {
     int blocks = lookupPrefix(keys);
     return PrefixLocation.of(name(), blocks, loadRate().estimate(blocks, -1));
+  }
+
+  /**
+   * As {@link #put}, for bytes whose CRC32C the caller holds (a block another tier stored with its
+   * checksum, on its way down): stores them only if they still have it, so that bytes damaged
+   * since are never stored as if intact under a checksum of this tier's own. A tier that copies
+   * the bytes may check the copy it writes instead of reading them twice; the default checks them
+   * first.
+   *
+   * @param crc32c the checksum the bytes were stored with
+   * @throws ChecksumMismatchException if the bytes do not have it; nothing is stored then
+   */
+  default PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
+    int actual = Crc32c.of(src);
+    if (actual != crc32c) {
+      throw new ChecksumMismatchException(key, crc32c, actual);
+    }
+    return put(key, src);
   }
 
   /** As {@link KvCache#writer}; a block above {@link #maxBlockBytes()} is rejected at once. */

@@ -2,7 +2,7 @@ package dev.kvcache.tiered;
 
 import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.util.OptionalInt;
 import java.util.concurrent.CountDownLatch;
@@ -72,13 +72,16 @@ final class SpillEntry {
   }
 
   /**
-   * Whether a block's bytes still have the CRC32C its lease says they were stored with (true if
-   * it gives none): checked before they are written to another tier, which would otherwise store
-   * bytes damaged in RAM under a checksum of its own, as if intact.
+   * Puts a leased block's bytes in {@code lower}, checked against the CRC32C its lease says they
+   * were stored with ({@link Tier#putChecked}) if it gives one: bytes damaged in RAM are never
+   * stored below under a checksum of the lower tier's own, as if intact.
+   *
+   * @throws ChecksumMismatchException if the bytes no longer have their checksum
    */
-  static boolean intact(BlockLease lease, ByteBuffer bytes) {
+  static PutStatus putDown(Tier lower, BlockLease lease, ByteBuffer bytes) {
     OptionalInt stored = lease.crc32c();
-    return stored.isEmpty() || Crc32c.of(bytes) == stored.getAsInt();
+    return stored.isPresent() ? lower.putChecked(lease.key(), bytes, stored.getAsInt())
+        : lower.put(lease.key(), bytes);
   }
 
   /** Records the entry's place in the queue's order, once, when it is registered. */

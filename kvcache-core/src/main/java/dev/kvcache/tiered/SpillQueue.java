@@ -3,6 +3,7 @@ package dev.kvcache.tiered;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -445,16 +446,7 @@ final class SpillQueue {
     BlockKey key = entry.lease().key();
     PutStatus status = null;
     try {
-      ByteBuffer bytes = entry.bytes();
-      if (!SpillEntry.intact(entry.lease(), bytes)) {
-        if (!entry.isCopy()) {
-          drops.increment();
-        }
-        log.warn("{} not written to the {} tier: its bytes in RAM no longer have their CRC32C",
-            key, lower.name());
-        return;
-      }
-      status = lower.put(key, bytes);
+      status = SpillEntry.putDown(lower, entry.lease(), entry.bytes());
       if (status == PutStatus.STORED) {
         lastFailure = null;
         failedCopies.remove(key);
@@ -473,6 +465,12 @@ final class SpillQueue {
         }
         log.debug("{} not written: the {} tier answered {}", key, lower.name(), status);
       }
+    } catch (ChecksumMismatchException e) {
+      if (!entry.isCopy()) {
+        drops.increment();
+      }
+      log.warn("{} not written to the {} tier: its bytes in RAM no longer have their CRC32C",
+          key, lower.name());
     } catch (RuntimeException e) {
       failed(key, e.toString());
       if (!entry.isCopy()) {

@@ -144,6 +144,18 @@ public final class StackedTier implements Tier {
     return store(key, () -> upper.put(key, src));
   }
 
+  /** As {@link #put}, the upper tier checking the bytes as it stores them. */
+  @Override
+  public PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(src, "src");
+    ensureOpen();
+    if (!PutChecks.fits(key, src.remaining(), maxBlockBytes(), counters)) {
+      return PutStatus.REJECTED_TOO_LARGE; // nothing changes
+    }
+    return store(key, () -> upper.putChecked(key, src, crc32c));
+  }
+
   @Override
   public BlockWriter writer(BlockKey key, int length) {
     Objects.requireNonNull(key, "key");

@@ -12,6 +12,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -719,14 +720,14 @@ public final class TieredCache implements Tier {
         if (clean.contains(key) && lower.contains(key)) {
           return;
         }
-        if (!SpillEntry.intact(lease, bytes)) {
+        try {
+          if (SpillEntry.putDown(lower, lease, bytes) == PutStatus.STORED) {
+            written[0]++;
+            written[1] += bytes.remaining();
+          }
+        } catch (ChecksumMismatchException e) {
           log.warn("{} not written to the {} tier on close: its bytes in RAM no longer have their"
               + " CRC32C", key, lower.name());
-          return;
-        }
-        if (lower.put(key, bytes) == PutStatus.STORED) {
-          written[0]++;
-          written[1] += bytes.remaining();
         }
       });
     } catch (RuntimeException e) {

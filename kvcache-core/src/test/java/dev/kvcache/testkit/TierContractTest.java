@@ -11,6 +11,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.ChecksumMismatchException;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
@@ -205,6 +207,35 @@ public abstract class TierContractTest {
     tier.put(key, Payloads.of(key, 2, 2 * BLOCK));
     try (BlockLease lease = tier.get(key)) {
       assertThat(lease.length()).isEqualTo(2 * BLOCK);
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void putCheckedStoresBytesThatHaveTheirChecksumAndNothingElse() {
+    BlockKey key = Payloads.key(9);
+    assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    int length = 2 * BLOCK + 5; // several pages and a part of one
+    int crc = Crc32c.of(Payloads.of(key, 2, length));
+    ByteBuffer damaged = Payloads.of(key, 2, length);
+    damaged.put(BLOCK + 3, (byte) (damaged.get(BLOCK + 3) ^ 1)); // changed since its checksum
+
+    assertThatThrownBy(() -> tier.putChecked(key, damaged, crc))
+        .isInstanceOf(ChecksumMismatchException.class)
+        .hasMessageContaining("nothing was stored");
+    settle(tier);
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.status()).as("the block put before").isEqualTo(GetStatus.HIT);
+      assertThat(lease.length()).isEqualTo(BLOCK);
+      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(1);
+    }
+
+    ByteBuffer intact = Payloads.of(key, 2, length);
+    assertThat(tier.putChecked(key, intact, crc)).isEqualTo(PutStatus.STORED);
+    assertThat(intact.position()).isZero();
+    settle(tier);
+    try (BlockLease lease = tier.get(key)) {
+      assertThat(lease.length()).isEqualTo(length);
       assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(2);
     }
   }

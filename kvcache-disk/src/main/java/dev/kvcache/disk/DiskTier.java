@@ -228,6 +228,18 @@ public final class DiskTier implements Tier {
   }
 
   /**
+   * As {@link #put}, checking the bytes against {@code crc32c}: a payload written past the page
+   * cache is checked on the copy made for the device, in the same pass, and the record is
+   * completed only if it matches; any other is checked before it is written.
+   */
+  @Override
+  public PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
+    Objects.requireNonNull(src, "src");
+    requireOpen();
+    return writes.put(key, src, crc32c);
+  }
+
+  /**
    * A writer straight into the block's record, its parts written to their place as they come.
    * The block's sequence is taken at the commit, so a put of the same key that completes while
    * the writer is open is replaced by the commit, as it would be by a later put.

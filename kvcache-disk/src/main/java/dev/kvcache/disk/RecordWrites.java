@@ -23,6 +23,7 @@ import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
@@ -106,6 +107,16 @@ final class RecordWrites {
 
   /** See {@link DiskTier#put}. */
   PutStatus put(BlockKey key, ByteBuffer src) {
+    return put(key, src, null);
+  }
+
+  /**
+   * See {@link DiskTier#put} and {@link DiskTier#putChecked}.
+   *
+   * @param expectedCrc the CRC32C the bytes must have, checked on the copy written where the
+   *     payload goes direct and before the write elsewhere; null to check nothing
+   */
+  PutStatus put(BlockKey key, ByteBuffer src, Integer expectedCrc) {
     int length = src.remaining();
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return PutStatus.REJECTED_TOO_LARGE;
@@ -115,7 +126,11 @@ final class RecordWrites {
       return PutStatus.NOT_ADMITTED;
     }
     ByteBuffer data = src.duplicate();
-    int rawCrc = codec == null ? Records.crc(data) : 0;
+    if (codec != null && expectedCrc != null) {
+      requireChecksum(key, data, expectedCrc); // the encoder reads them: checked first
+    }
+    // raw bytes said to have a checksum are checked as they are written (writePayload)
+    int rawCrc = codec != null ? 0 : expectedCrc != null ? expectedCrc : Records.crc(data);
     if (codec == null && isUnchanged(key, data, rawCrc)) {
       unchangedPuts.increment();
       counters.put();
@@ -134,7 +149,7 @@ final class RecordWrites {
         int encoding;
         try {
           if (codec == null) {
-            writePayload(r, data);
+            writePayload(r, key, data, expectedCrc);
             stored = length;
             payloadCrc = rawCrc;
             encoding = ENCODING_RAW;
@@ -146,7 +161,7 @@ final class RecordWrites {
             encoding = ENCODING_CONTAINER;
             space.giveBack(r, stored);
           }
-        } catch (IOException e) {
+        } catch (IOException | ChecksumMismatchException e) {
           space.abandon(r);
           r.sb.unpin();
           throw e;
@@ -160,10 +175,20 @@ final class RecordWrites {
     }
   }
 
-  /** Writes a raw payload to its place in {@code r}: past the page cache where it goes direct. */
-  private void writePayload(Reservation r, ByteBuffer data) throws IOException {
-    DirectWrites.Stream stream = directStream(r, data.remaining());
+  /**
+   * Writes a raw payload to its place in {@code r}: past the page cache where it goes direct.
+   *
+   * @param expectedCrc the CRC32C the bytes must have, or null: a direct write checks its copy,
+   *     a write through the page cache checks the bytes first
+   * @throws ChecksumMismatchException if they do not have it; what was written is not a record
+   */
+  private void writePayload(Reservation r, BlockKey key, ByteBuffer data, Integer expectedCrc)
+      throws IOException {
+    DirectWrites.Stream stream = directStream(r, data.remaining(), expectedCrc != null);
     if (stream == null) {
+      if (expectedCrc != null) {
+        requireChecksum(key, data, expectedCrc);
+      }
       r.sb.write(data, r.payload);
       return;
     }
@@ -174,6 +199,16 @@ final class RecordWrites {
       stream.abandon();
       throw e;
     }
+    if (expectedCrc != null && stream.crc32c() != expectedCrc) {
+      throw new ChecksumMismatchException(key, expectedCrc, stream.crc32c());
+    }
+  }
+
+  private static void requireChecksum(BlockKey key, ByteBuffer data, int expected) {
+    int actual = Records.crc(data);
+    if (actual != expected) {
+      throw new ChecksumMismatchException(key, expected, actual);
+    }
   }
 
   /**
@@ -181,9 +216,9 @@ final class RecordWrites {
    * it goes through the page cache: direct writes are off, the record fits in a page, or the
    * super-block's file takes no direct writes.
    */
-  private DirectWrites.Stream directStream(Reservation r, long length) {
+  private DirectWrites.Stream directStream(Reservation r, long length, boolean checksum) {
     return direct != null && largerThanAPage(length) && r.sb.directAlignment() > 0
-        ? direct.open(r.sb, r.payload) : null;
+        ? direct.open(r.sb, r.payload, checksum) : null;
   }
 
   /**
@@ -268,7 +303,7 @@ final class RecordWrites {
       this.r = r;
       // a raw record's checksum is the one the writer computes as the parts come in
       this.out = new PositionedChannel(r.sb, r.payload, codec != null);
-      this.stream = codec == null ? directStream(r, length) : null;
+      this.stream = codec == null ? directStream(r, length, false) : null;
       this.parts = codec == null && stream == null ? new PartWriter(out) : null;
       try {
         this.encoder = codec == null ? null : codec.encoder(length, out);

@@ -9,6 +9,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
 
 /**
  * Writes record payloads past the page cache. A {@link Stream} copies the payload, as it comes,
@@ -17,6 +18,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * #QUEUE_DEPTH} writes of a stream in flight. The last buffer is padded with zeros to the
  * alignment: the record owns its last page. The buffers are pooled; the IO threads are daemons,
  * made as needed and ended when idle.
+ *
+ * <p>A stream opened with a checksum computes the CRC32C of the bytes it copied, piece by piece
+ * right after copying each piece ({@link #PIECE_BYTES}), while the piece is still in the CPU's
+ * cache: it checks what goes to the device without reading the payload from memory twice.
  */
 public final class DirectWrites implements AutoCloseable {
 
@@ -24,6 +29,8 @@ public final class DirectWrites implements AutoCloseable {
   public static final int CHUNK_BYTES = 1 << 20;
   /** Writes one stream keeps in flight. */
   public static final int QUEUE_DEPTH = 4;
+  /** Bytes copied, then checksummed, at a time: small enough to stay in the CPU's cache. */
+  static final int PIECE_BYTES = 64 << 10;
   private static final int POOLED_BUFFERS = 16;
   private static final int BUFFER_ALIGNMENT = RecordLayout.PAGE;
 
@@ -42,12 +49,20 @@ public final class DirectWrites implements AutoCloseable {
 
   /** A stream of a payload written from {@code position} (a multiple of the page) of {@code sb}. */
   public Stream open(SuperBlock sb, long position) {
+    return open(sb, position, false);
+  }
+
+  /**
+   * A stream of a payload written from {@code position} (a multiple of the page) of {@code sb};
+   * with {@code checksum}, it computes the CRC32C of the bytes it takes ({@link Stream#crc32c}).
+   */
+  public Stream open(SuperBlock sb, long position, boolean checksum) {
     int alignment = sb.directAlignment();
     if (alignment == 0 || position % BUFFER_ALIGNMENT != 0) {
       throw new IllegalArgumentException("no direct stream at " + position + " of " + sb.path()
           + " (alignment " + alignment + ")");
     }
-    return new Stream(sb, position, alignment);
+    return new Stream(sb, position, alignment, checksum ? new CRC32C() : null);
   }
 
   @Override
@@ -80,11 +95,26 @@ public final class DirectWrites implements AutoCloseable {
     private long written;
     private ByteBuffer filling;
     private volatile IOException failure;
+    /** The checksum of the bytes taken so far; null if the stream computes none. */
+    private final CRC32C crc;
 
-    private Stream(SuperBlock sb, long position, int alignment) {
+    private Stream(SuperBlock sb, long position, int alignment, CRC32C crc) {
       this.sb = sb;
       this.position = position;
       this.alignment = alignment;
+      this.crc = crc;
+    }
+
+    /**
+     * The CRC32C of the bytes taken so far, as they were copied for the device.
+     *
+     * @throws IllegalStateException if the stream was opened without a checksum
+     */
+    public int crc32c() {
+      if (crc == null) {
+        throw new IllegalStateException("the stream computes no checksum");
+      }
+      return (int) crc.getValue();
     }
 
     /** Bytes taken so far. */
@@ -102,8 +132,15 @@ public final class DirectWrites implements AutoCloseable {
           filling = take();
         }
         int n = Math.min(end - at, filling.remaining());
-        filling.put(filling.position(), part, at, n);
-        filling.position(filling.position() + n);
+        if (crc != null) {
+          n = Math.min(n, PIECE_BYTES);
+        }
+        int from = filling.position();
+        filling.put(from, part, at, n);
+        if (crc != null) {
+          crc.update(filling.slice(from, n));
+        }
+        filling.position(from + n);
         at += n;
         written += n;
         if (!filling.hasRemaining()) {

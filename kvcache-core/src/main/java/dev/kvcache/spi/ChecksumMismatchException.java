@@ -1,0 +1,30 @@
+package dev.kvcache.spi;
+
+import dev.kvcache.BlockKey;
+
+/**
+ * Bytes handed to {@link Tier#putChecked} that do not have the CRC32C they were said to have: they
+ * changed since that checksum was taken (damaged in memory), and nothing was stored.
+ */
+public final class ChecksumMismatchException extends RuntimeException {
+
+  private static final long serialVersionUID = 1L;
+
+  private final transient BlockKey key;
+
+  /**
+   * @param key the block's key
+   * @param expected the checksum the bytes were said to have
+   * @param actual the checksum they have
+   */
+  public ChecksumMismatchException(BlockKey key, int expected, int actual) {
+    super(key + ": the bytes' CRC32C is " + Crc32c.toHeader(actual) + ", not the "
+        + Crc32c.toHeader(expected) + " they were stored with; nothing was stored");
+    this.key = key;
+  }
+
+  /** The block's key. */
+  public BlockKey key() {
+    return key;
+  }
+}
