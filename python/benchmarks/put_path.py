@@ -93,13 +93,18 @@ def write_bytes(pid: int) -> int:
 def start(system: str, a: argparse.Namespace, ram: int, size: int, work: str) -> subprocess.Popen[bytes]:
     """Starts kvcache-server or the floor program on a new port; returns it with ``.port`` set."""
     port = free_port()
+    jar, options = a.server_jar, a.server_option
+    if system in a.variants:  # kvcache-server with its disk tier's direct writes, as a variant
+        jar, more = a.variants[system]
+        options = options + more
     if system.startswith("kvcache"):
+        direct = system != "kvcache"
         cmd = ["java", "-Xmx1g", f"-XX:MaxDirectMemorySize={(ram >> 20) + 2048}m",
                f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
                f"-Dkvcache.cache.disk-dir={work}", f"-Dkvcache.cache.disk-capacity={a.capacity}",
                "-Dkvcache.cache.disk-min-free=0B", f"-Dkvcache.cache.max-block-bytes={max(size, 1 << 20)}",
-               f"-Dkvcache.cache.disk-direct-writes={'true' if system == 'kvcache-direct' else 'false'}",
-               *a.server_option, "-jar", a.server_jar]
+               f"-Dkvcache.cache.disk-direct-writes={'true' if direct else 'false'}",
+               *options, "-jar", jar]
     else:
         cmd = ["java", "-Xmx256m", f"-XX:MaxDirectMemorySize={4 * size + (64 << 20)}",
                "-cp", a.bench_jar, "dev.kvcache.bench.remote.PutFloorServer", "--dir", work,
@@ -254,7 +259,18 @@ def main() -> None:
                     "writes) and floor-direct (O_DIRECT), in order")
     ap.add_argument("--server-option", action="append", default=[],
                     help="a -D option more for kvcache-server (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=JAR[,OPTION...]",
+                    help="one more system: kvcache-server as kvcache-direct, from JAR (empty: "
+                    "--server-jar) with these -D options more, for an A/B in the same run; NAME "
+                    "starts with kvcache- and goes in --systems (repeatable)")
     a = ap.parse_args()
+    a.variants = {}
+    for v in a.variant:
+        name, _, spec = v.partition("=")
+        jar, *more = spec.split(",")
+        if not name.startswith("kvcache-"):
+            ap.error(f"variant {name}: its name must start with kvcache-")
+        a.variants[name] = (jar or a.server_jar, more)
     a.measure, a.capacity = parse_size(a.measure), parse_size(a.capacity)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so the servers are stopped too
     os.makedirs(a.dir, exist_ok=True)

@@ -43,12 +43,17 @@ KV_BYTES_PER_TOKEN = 2 * LAYERS * KV_HEADS * (HIDDEN // HEADS) * 2
 RCLONE = os.path.join(HERE, "..", "..", "kvcache-s3", "target", "s3-servers", "bin", "rclone")
 S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY = "kv-bench", "bench-access", "bench-secret-key"
 SERVER_TIERS = ("ram", "spill", "disk", "s3")
+SHARED_MEMORY_DIR = f"/dev/shm/kvcache-vllm-bench-{os.getpid()}"
 
 
 def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
                  s3_endpoint: str = "") -> tuple[subprocess.Popen[bytes], int]:
     port = port or free_port()
+    os.makedirs(SHARED_MEMORY_DIR, exist_ok=True)
     settings = {"ram": ["-Dkvcache.cache.ram-bytes=4GiB", "-Dkvcache.cache.disk-dir="],
+                # RAM in shared memory: a client on the same host copies pinned blocks out of it
+                "ram-shm": ["-Dkvcache.cache.ram-bytes=4GiB", "-Dkvcache.cache.disk-dir=",
+                            f"-Dkvcache.cache.ram-shared-memory-dir={SHARED_MEMORY_DIR}"],
                 "disk": ["-Dkvcache.cache.ram-bytes=64MiB", f"-Dkvcache.cache.disk-dir={data}",
                          "-Dkvcache.cache.disk-capacity=8GiB",
                          "-Dkvcache.cache.durability=write_through"],
@@ -296,7 +301,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jar", required=True)
     ap.add_argument("--tokens", type=int, nargs="+", default=[2000, 8000, 32000])
-    ap.add_argument("--servers", nargs="+", default=["ram", "disk"], choices=["ram", "disk", "s3"])
+    ap.add_argument("--servers", nargs="+", default=["ram", "disk"], choices=["ram", "ram-shm", "disk", "s3"],
+                    help="ram: RAM only, read through the socket; ram-shm: RAM only in shared "
+                    "memory, which the tier reads straight out of; disk: RAM over disk, the page "
+                    "cache dropped before each load; s3: a new server over a bucket")
     ap.add_argument("--switch-interval", type=float,
                     help="the tier's switch_interval (0: Python's own, 0.005 s)")
     ap.add_argument("--rclone", default=RCLONE,
@@ -377,6 +385,7 @@ def main() -> None:
                     objects.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(SHARED_MEMORY_DIR, ignore_errors=True)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
         f.write("\n")

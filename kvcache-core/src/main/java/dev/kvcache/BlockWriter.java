@@ -82,6 +82,28 @@ public interface BlockWriter extends AutoCloseable {
   }
 
   /**
+   * Commits as {@link #commit()} does if that need not wait; empty, the writer still open, if it
+   * may ({@link #commitMayWait}, or the cache finds a lock it needs taken). A caller on a thread
+   * that must not block (a network event loop) commits elsewhere when it is empty; unlike asking
+   * {@link #commitMayWait} first, nothing can start waiting in between.
+   *
+   * @throws IllegalStateException as {@link #commit()} does
+   */
+  default Optional<PutStatus> tryCommit() {
+    return commitMayWait() ? Optional.empty() : Optional.of(commit());
+  }
+
+  /**
+   * Whether {@link #write} may wait: for a device or a network, where a writer writes its parts
+   * as they come (a disk tier's writer writes them to the block's file). A caller on a thread that
+   * must not block (a network event loop) writes elsewhere when it is true. The default is true; a
+   * writer that copies into memory answers false.
+   */
+  default boolean writesMayWait() {
+    return true;
+  }
+
+  /**
    * The CRC32C (Castagnoli) of the bytes written so far, computed as they are written; once all
    * are written, the block's checksum, which the tier keeps with the block ({@link
    * BlockLease#crc32c()}) and which a server compares with the one its client sent before it

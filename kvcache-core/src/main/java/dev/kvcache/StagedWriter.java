@@ -24,6 +24,11 @@ final class StagedWriter extends AbstractBlockWriter {
   }
 
   @Override
+  public boolean writesMayWait() {
+    return false; // a copy into memory
+  }
+
+  @Override
   protected PutStatus publish() {
     ByteBuffer block = staged;
     staged = null;

@@ -255,6 +255,11 @@ public final class RamTier implements Tier {
     }
 
     @Override
+    public boolean writesMayWait() {
+      return false; // a copy into memory
+    }
+
+    @Override
     protected PutStatus publish() {
       crc32c().ifPresent(block::checksum);
       return RamTier.this.publish(key(), block);

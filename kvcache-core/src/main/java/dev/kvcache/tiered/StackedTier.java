@@ -23,6 +23,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 
@@ -167,9 +168,13 @@ public final class StackedTier implements Tier {
   /** Stores a block in the upper tier with {@code put}, and queues its upload. */
   private PutStatus store(BlockKey key, Supplier<PutStatus> put) {
     long version;
-    synchronized (stripes.lock(KeyStripes.of(key))) {
+    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
+    lock.lock();
+    try {
       version = versions.incrementAndGet();
       unsettled.put(key, version);
+    } finally {
+      lock.unlock();
     }
     PutStatus status;
     try {
@@ -271,7 +276,9 @@ public final class StackedTier implements Tier {
       return;
     }
     SpillEntry waiting = SpillEntry.evicted(lease);
-    synchronized (stripes.lock(KeyStripes.of(key))) {
+    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
+    lock.lock();
+    try {
       // the upper tier hands an eviction over after it took the block out: a put of the key under
       // way or done since then holds a newer block, which the evicted one must not replace below
       // (a put before this point cancels the upload itself)
@@ -283,6 +290,8 @@ public final class StackedTier implements Tier {
       if (older != null) {
         older.release();
       }
+    } finally {
+      lock.unlock();
     }
     if (!uploads.offer(key) && evicted.remove(key, waiting)) {
       waiting.release();
@@ -357,9 +366,13 @@ public final class StackedTier implements Tier {
     Objects.requireNonNull(key, "key");
     ensureOpen();
     long version;
-    synchronized (stripes.lock(KeyStripes.of(key))) {
+    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
+    lock.lock();
+    try {
       version = versions.incrementAndGet();
       unsettled.put(key, version);
+    } finally {
+      lock.unlock();
     }
     cancelUpload(key);
     boolean removed = upper.delete(key);
@@ -720,6 +733,11 @@ public final class StackedTier implements Tier {
     @Override
     public boolean commitMayWait() {
       return inUpper.commitMayWait();
+    }
+
+    @Override
+    public boolean writesMayWait() {
+      return inUpper.writesMayWait();
     }
 
     @Override

@@ -25,6 +25,7 @@ import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -187,7 +188,8 @@ public final class TieredCache implements Tier {
   /**
    * A writer into RAM, if the block goes there and RAM has room now without waiting for the spill
    * thread, and its commit need not wait for the lower tier; empty otherwise (always under {@link
-   * Durability#WRITE_THROUGH}). Opening it removes the key's copy from RAM, as {@link #writer} does.
+   * Durability#WRITE_THROUGH}), and while a put, delete or promotion of a key of the same lock
+   * stripe is under way. Opening it removes the key's copy from RAM, as {@link #writer} does.
    */
   @Override
   public Optional<BlockWriter> tryWriter(BlockKey key, int length) {
@@ -198,7 +200,9 @@ public final class TieredCache implements Tier {
         || config.durability() == Durability.WRITE_THROUGH || commitMayWait(key, length)) {
       return Optional.empty();
     }
-    dropOldCopy(key);
+    if (!dropOldCopy(key, false)) {
+      return Optional.empty(); // its stripe is busy, maybe with a lower tier's write
+    }
     BlockWriter inRam = ram.writer(key, length);
     return inRam.rejection().isPresent()
         ? Optional.empty()
@@ -226,7 +230,7 @@ public final class TieredCache implements Tier {
     if (fits) {
       awaitSpillRoom(length);
     }
-    dropOldCopy(key);
+    dropOldCopy(key, true);
     if (!fits) {
       return null;
     }
@@ -234,14 +238,29 @@ public final class TieredCache implements Tier {
     return writer.rejection().isPresent() ? null : writer;
   }
 
-  /** Removes the key's copy from RAM and from the spill queue (waiting out a spill under way). */
-  private void dropOldCopy(BlockKey key) {
+  /**
+   * Removes the key's copy from RAM and from the spill queue (waiting out a spill under way).
+   *
+   * @param wait whether to wait for the key's stripe; if not, and it is taken, nothing is done
+   * @return whether it was done
+   */
+  private boolean dropOldCopy(BlockKey key, boolean wait) {
     int stripe = KeyStripes.of(key);
-    synchronized (stripes.lock(stripe)) {
+    ReentrantLock lock = stripes.lock(stripe);
+    if (!wait && !lock.tryLock()) {
+      return false;
+    }
+    if (wait) {
+      lock.lock();
+    }
+    try {
       stripes.bump(stripe);
       removeAbove(key);
       stripes.bump(stripe);
+    } finally {
+      lock.unlock();
     }
+    return true;
   }
 
   /**
@@ -268,7 +287,9 @@ public final class TieredCache implements Tier {
     PutStatus status;
     SpillEntry copy = null;
     SpillEntry evicted = null;
-    synchronized (stripes.lock(stripe)) {
+    ReentrantLock lock = stripes.lock(stripe);
+    lock.lock();
+    try {
       stripes.bump(stripe);
       removeAbove(key);
       if (inRam) {
@@ -297,6 +318,8 @@ public final class TieredCache implements Tier {
         status = store.get();
       }
       stripes.bump(stripe); // see promote(): also after the tiers changed
+    } finally {
+      lock.unlock();
     }
     if (inRam && durability == Durability.WRITE_BEHIND) {
       spills.awaitBacklog(copy, config.spillQueueBlocks());
@@ -319,7 +342,9 @@ public final class TieredCache implements Tier {
    * through, the lower tier has recovered. Nothing if RAM no longer holds it or it is queued.
    */
   private void retryCopy(BlockKey key) {
-    synchronized (stripes.lock(KeyStripes.of(key))) {
+    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
+    lock.lock();
+    try {
       if (closed || spills.holds(key)) {
         return;
       }
@@ -327,6 +352,8 @@ public final class TieredCache implements Tier {
       if (copy != null) {
         spills.queueCopy(copy);
       }
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -367,12 +394,16 @@ public final class TieredCache implements Tier {
     }
     PutStatus written = spills.writeNow(copy, true);
     int stripe = KeyStripes.of(key);
-    synchronized (stripes.lock(stripe)) {
+    ReentrantLock lock = stripes.lock(stripe);
+    lock.lock();
+    try {
       if (spills.unlist(copy) && written != PutStatus.STORED) {
         stripes.bump(stripe);
         ram.delete(key);
         stripes.bump(stripe);
       }
+    } finally {
+      lock.unlock();
     }
     return written == null && copy.cancelled() ? PutStatus.STORED : orNoSpace(written);
   }
@@ -401,6 +432,28 @@ public final class TieredCache implements Tier {
     @Override
     public OptionalInt crc32c() {
       return inner.crc32c();
+    }
+
+    @Override
+    public boolean writesMayWait() {
+      return inner.writesMayWait();
+    }
+
+    /**
+     * Commits under the key's stripe lock if it is free now: the lock of another key's put may be
+     * held across the lower tier's write or delete.
+     */
+    @Override
+    public Optional<PutStatus> tryCommit() {
+      ReentrantLock lock = stripes.lock(KeyStripes.of(key()));
+      if (!lock.tryLock()) {
+        return Optional.empty();
+      }
+      try {
+        return commitMayWait() ? Optional.empty() : Optional.of(commit());
+      } finally {
+        lock.unlock();
+      }
     }
 
     @Override
@@ -491,11 +544,15 @@ public final class TieredCache implements Tier {
     ensureOpen();
     int stripe = KeyStripes.of(key);
     boolean removed;
-    synchronized (stripes.lock(stripe)) {
+    ReentrantLock lock = stripes.lock(stripe);
+    lock.lock();
+    try {
       stripes.bump(stripe);
       removed = removeAbove(key);
       removed |= lower.delete(key);
       stripes.bump(stripe);
+    } finally {
+      lock.unlock();
     }
     if (removed) {
       counters.delete();

@@ -20,6 +20,7 @@ import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -286,8 +287,10 @@ final class TieredReads {
 
   /**
    * Copies a block read from the lower tier into RAM, unless the policy says no, the spill queue is
-   * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, or
-   * a put or delete in its stripe since {@code generation} may have made it stale. Puts and deletes
+   * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, a
+   * put or delete in its stripe since {@code generation} may have made it stale, or one is under
+   * way: the read may be on a thread that must not wait (an event loop), and the lock of a put may
+   * be held across the lower tier's write or delete. Puts and deletes
    * bump the generation both before and after they change the tiers, so a read that took the
    * generation while one was under way (and may have read the lower tier before it deleted the
    * key there) finds it changed. The copy's CRC32C, computed as it is made, must be {@code
@@ -299,7 +302,11 @@ final class TieredReads {
         || !spills.hasRoom(bytes.remaining())) {
       return false; // a promotion evicts: it must not push blocks out of a full spill queue
     }
-    synchronized (stripes.lock(stripe)) {
+    ReentrantLock lock = stripes.lock(stripe);
+    if (!lock.tryLock()) {
+      return false; // a put or delete of its stripe is under way: the next read promotes it
+    }
+    try {
       if (stripes.generation(stripe) != generation || closed.getAsBoolean() || ram.contains(key)) {
         return false;
       }
@@ -321,6 +328,8 @@ final class TieredReads {
       }
       clean.remove(key);
       return false;
+    } finally {
+      lock.unlock();
     }
   }
 

@@ -424,6 +424,11 @@ final class RecordWrites {
     protected void copyIn(ByteBuffer src, int offset) {}
 
     @Override
+    public boolean writesMayWait() {
+      return false;
+    }
+
+    @Override
     protected PutStatus publish() {
       counters.put();
       return PutStatus.NOT_ADMITTED;

@@ -26,6 +26,11 @@ final class S3Writer extends AbstractBlockWriter {
   }
 
   @Override
+  public boolean writesMayWait() {
+    return false; // a copy into memory; the upload is the commit's
+  }
+
+  @Override
   protected PutStatus publish() {
     ByteBuffer whole = block;
     block = null;

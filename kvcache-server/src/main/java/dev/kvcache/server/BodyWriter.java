@@ -16,6 +16,7 @@ import io.netty.util.ReferenceCountUtil;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.Optional;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -85,15 +86,19 @@ final class BodyWriter {
             : Mono.fromCallable(() -> cache.writer(key, length))
                 .subscribeOn(blocking)
                 .doOnDiscard(BlockWriter.class, BlockWriter::close) // opened after a cancel
-                .flatMap(writer -> write(writer, body, blocking, blocking, checksum)));
+                .flatMap(writer -> write(writer, body,
+                    writer.writesMayWait() ? blocking : Schedulers.immediate(), blocking,
+                    checksum)));
   }
 
   /**
-   * Writes the body's chunks and commits, on {@code on}: where the body arrives for a writer
-   * opened there, else on the thread that opened it, since such a writer may write to disk (a
-   * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file). A
-   * commit where the body arrives (an event loop) that may wait ({@link
-   * BlockWriter#commitMayWait}) runs on {@code blocking} instead.
+   * Writes the body's chunks and commits, on {@code on}: where the body arrives (an event loop)
+   * for a writer that copies into memory, or on {@code blocking} for one whose writes may wait (a
+   * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file),
+   * each chunk handed over to it. A commit where the body arrives that may wait ({@link
+   * BlockWriter#tryCommit}) runs on {@code blocking} instead. A writer that had to wait for
+   * room was opened on {@code blocking}, and still takes its chunks where they arrive if it copies
+   * them into memory: handing each over to another thread costs more than the copy.
    */
   private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on,
       Scheduler blocking, Integer checksum) {
@@ -105,8 +110,14 @@ final class BodyWriter {
         : body.publishOn(on, CHUNKS_IN_FLIGHT)
             .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
     return chunks.doOnNext(chunk -> append(writer, chunk))
-        .then(Mono.defer(() -> Mono.fromCallable(() -> commit(writer, checksum))
-            .subscribeOn(on == Schedulers.immediate() && writer.commitMayWait() ? blocking : on)))
+        .then(Mono.defer(() -> {
+          if (on != Schedulers.immediate()) {
+            return Mono.fromCallable(() -> commit(writer, checksum)).subscribeOn(on);
+          }
+          Optional<PutStatus> now = commitIfNoWait(writer, checksum);
+          return now.isPresent() ? Mono.just(now.get())
+              : Mono.fromCallable(() -> commit(writer, checksum)).subscribeOn(blocking);
+        }))
         .doFinally(signal -> writer.close());
   }
 
@@ -126,6 +137,18 @@ final class BodyWriter {
   }
 
   private static PutStatus commit(BlockWriter writer, Integer checksum) {
+    checkBody(writer, checksum);
+    return writer.commit();
+  }
+
+  /** As {@link #commit}, if that need not wait ({@link BlockWriter#tryCommit}); empty if not. */
+  private static Optional<PutStatus> commitIfNoWait(BlockWriter writer, Integer checksum) {
+    checkBody(writer, checksum);
+    return writer.tryCommit();
+  }
+
+  /** Throws the error for a body shorter than its length, or without the checksum it was sent with. */
+  private static void checkBody(BlockWriter writer, Integer checksum) {
     if (writer.remaining() != 0) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch", "the body ended after "
           + (writer.length() - writer.remaining()) + " of its Content-Length's "
@@ -135,7 +158,6 @@ final class BodyWriter {
     if (mismatch != null) {
       throw mismatch;
     }
-    return writer.commit();
   }
 
   /** A chunked body, kept as the buffers it arrived in until it ends, then written. */

@@ -52,8 +52,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * goes to Micronaut: no length, another content type or coding, a token that may not write the
  * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
  * A request that expects {@code 100-continue} has had its {@code 100} from {@link ExpectContinue}.
- * A commit that may wait ({@link BlockWriter#commitMayWait}: a write-behind backlog, a delete on
- * the disk tier) runs on the blocking executor, and its answer is written back on the event
+ * A commit that may wait ({@link BlockWriter#tryCommit}: a write-behind backlog, a delete on
+ * the disk tier, a lock another put holds) runs on the blocking executor, and its answer is written back on the event
  * loop: no put waits on an event loop, where it would stall every connection it serves.
  * Off with {@code kvcache.fast-put: false}. Every PUT it answers, stored or refused (a checksum
  * that does not match, a body too slow), counts in {@code kvcache_fast_puts_total}: none of them
@@ -159,6 +159,22 @@ class FastPut implements MeterBinder {
       } catch (RuntimeException e) {
         return new Committed(null, e);
       }
+    }
+
+    /** Commits and closes {@code writer} if that need not wait; empty, the writer open, if not. */
+    static Optional<Committed> ifNoWait(BlockWriter writer) {
+      Optional<PutStatus> status;
+      try {
+        status = writer.tryCommit();
+      } catch (RuntimeException e) {
+        writer.close();
+        return Optional.of(new Committed(null, e));
+      }
+      if (status.isEmpty()) {
+        return Optional.empty();
+      }
+      writer.close();
+      return Optional.of(new Committed(status.get(), null));
     }
   }
 
@@ -266,8 +282,9 @@ class FastPut implements MeterBinder {
       }
       uploads.remove(streamId);
       upload.timeout.cancel(false);
-      if (!writer.commitMayWait()) {
-        answer(ctx, streamId, writer, Committed.of(writer));
+      Optional<Committed> now = Committed.ifNoWait(writer);
+      if (now.isPresent()) {
+        answer(ctx, streamId, writer, now.get());
         return;
       }
       blocking.get().execute(() -> {
