@@ -17,6 +17,16 @@ import crc32c as _crc32c
 #: ``bytearray``'s) (``docs/benchmarks.md``, "What every block's checksum costs").
 CHECK_SLICE = 1 << 20
 
+#: The C library's ``memmove``, called with the GIL held: a slice's copy takes a fraction of a
+#: millisecond, and letting go of the GIL for it (as ``ctypes.memmove`` does) hands the GIL to any
+#: busy thread, an engine's scheduler loop, for up to a whole switch interval per slice. Held, the
+#: interpreter still switches between slices at its interval.
+_memmove = ctypes.PyDLL(None).memmove
+_memmove.restype = ctypes.c_void_p
+_memmove.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+#: ``crc32c``'s mode that keeps the GIL, for the same reason.
+_KEEP_GIL = 0
+
 #: Where a pinned block lies in shared memory: ``(file, offset, length, crc32c)``.
 Slice = tuple[str, int, int, int]
 
@@ -111,14 +121,12 @@ class SharedMemory:
                 return Copy.ELSEWHERE
             target = (ctypes.c_char * length).from_buffer(out)
             try:
-                if crc is None:
-                    ctypes.memmove(target, held.address + offset, length)
-                else:
-                    base = ctypes.addressof(target)
-                    for at in range(0, length, CHECK_SLICE):
-                        n = min(CHECK_SLICE, length - at)
-                        ctypes.memmove(base + at, held.address + offset + at, n)
-                        actual = _crc32c.crc32c(out[at:at + n], actual)
+                base = ctypes.addressof(target)
+                for at in range(0, length, CHECK_SLICE):
+                    n = min(CHECK_SLICE, length - at)
+                    _memmove(base + at, held.address + offset + at, n)
+                    if crc is not None:
+                        actual = _crc32c.crc32c(out[at:at + n], actual, _KEEP_GIL)
             finally:
                 del target
         finally:

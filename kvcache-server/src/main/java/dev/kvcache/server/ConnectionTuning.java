@@ -10,7 +10,6 @@ import io.micronaut.http.server.netty.NettyServerCustomizer;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http.HttpServerCodec;
@@ -70,7 +69,6 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final int windowBytes;
   private final int writeQuantum;
   private final WriteBufferWaterMark waterMark;
-  private final int readBufferBytes;
   private final FastGet fastGet;
   private final FastPut fastPut;
   private final long drainLimit;
@@ -80,7 +78,6 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
       @Value("${kvcache.http2-connection-window:64MiB}") String windowBytes,
       @Value("${kvcache.http2-write-quantum:256KiB}") String writeQuantum,
       @Value("${kvcache.write-buffer-bytes:640KiB}") String writeBufferBytes,
-      @Value("${kvcache.read-buffer-bytes:64KiB}") String readBufferBytes,
       @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod) {
     int bufferBytes = SizeSetting.intBytes("kvcache.write-buffer-bytes", writeBufferBytes, 2);
     this.fastGet = fastGet;
@@ -90,7 +87,6 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     this.windowBytes = SizeSetting.intBytes("kvcache.http2-connection-window", windowBytes, 65535);
     this.writeQuantum = SizeSetting.intBytes("kvcache.http2-write-quantum", writeQuantum, 1);
     this.waterMark = new WriteBufferWaterMark(bufferBytes / 2, bufferBytes);
-    this.readBufferBytes = SizeSetting.intBytes("kvcache.read-buffer-bytes", readBufferBytes, 2048);
   }
 
   private static Field distributorField() {
@@ -182,8 +178,6 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     public void onInitialPipelineBuilt() {
       if (channel != null) {
         channel.config().setWriteBufferWaterMark(waterMark);
-        channel.config().setRecvByteBufAllocator(
-            new AdaptiveRecvByteBufAllocator(64, 2048, readBufferBytes));
         channel.pipeline().addFirst("kvcache-connection-tuning", new Tuner());
         channel.pipeline().addFirst("kvcache-flush-before-close", new FlushBeforeClose(closeLimitNanos));
       }

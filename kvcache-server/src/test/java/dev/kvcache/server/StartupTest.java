@@ -114,8 +114,7 @@ class StartupTest {
   @Test
   void theServersOwnSizesTakeUnitsAndAMalformedOneIsNamed() {
     try (TestServer server = TestServer.start(dir, Map.of("kvcache.max-batch-bytes", "1MiB",
-        "kvcache.write-buffer-bytes", "1MiB", "kvcache.http2-connection-window", "32MiB",
-        "kvcache.read-buffer-bytes", "1MiB"))) {
+        "kvcache.write-buffer-bytes", "1MiB", "kvcache.http2-connection-window", "32MiB"))) {
       assertThat(server.server.isRunning()).isTrue();
     }
     // a start that fails keeps its directory locked in this process: each gets its own
@@ -123,8 +122,6 @@ class StartupTest {
         .hasStackTraceContaining("setting 'kvcache.max-batch-bytes' is 'lots'");
     assertThatThrownBy(() -> TestServer.start(dir.resolve("b"), Map.of("kvcache.http2-write-quantum", "0")))
         .hasStackTraceContaining("setting 'kvcache.http2-write-quantum' is '0'");
-    assertThatThrownBy(() -> TestServer.start(dir.resolve("c"), Map.of("kvcache.read-buffer-bytes", "1KiB")))
-        .hasStackTraceContaining("setting 'kvcache.read-buffer-bytes' is '1KiB'");
   }
 
   @Test
