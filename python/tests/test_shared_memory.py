@@ -73,13 +73,13 @@ def test_a_release_waits_for_a_copy_under_way(shm_server, unique_keys):
         shared = c._shared
         assert shared is not None
         copying, go_on = threading.Event(), threading.Event()
-        real_copy = shared.copy
+        real_copy = shared._copy
 
         def slow_copy(*args):  # type: ignore[no-untyped-def]
             copying.set()
             go_on.wait(10)
             return real_copy(*args)
-        shared.copy = slow_copy  # type: ignore[method-assign]
+        shared._copy = slow_copy  # type: ignore[method-assign]
         out = bytearray(len(block))
         reader = threading.Thread(target=lambda: pin.get_into(0, out))
         reader.start()
@@ -122,17 +122,29 @@ def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_serv
         shared = c._shared
         assert shared is not None
         copied: list[int] = []
-        real_copy = shared.copy
+        real_copy = shared._copy
+        stats = []
+        real_stat = os.stat
 
-        def counting_copy(file, offset, length, out, deadline, crc):  # type: ignore[no-untyped-def]
+        def counting_copy(held, offset, length, out, deadline, crc):  # type: ignore[no-untyped-def]
             copied.append(length)
-            return real_copy(file, offset, length, out, deadline, crc)
-        shared.copy = counting_copy  # type: ignore[method-assign]
+            return real_copy(held, offset, length, out, deadline, crc)
+
+        def counting_stat(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            stats.append(path)
+            return real_stat(path, *args, **kwargs)
+        shared._copy = counting_copy  # type: ignore[method-assign]
         bufs = [bytearray(max(len(b), 1)) for b in blocks]
-        got = c.get_many_into(keys, bufs)
+        os.stat = counting_stat
+        try:
+            got = c.get_many_into(keys, bufs)
+        finally:
+            os.stat = real_stat
         assert got == [100_000, 2 << 20, None, 300_000, 5000]
         assert all(bufs[i][:len(blocks[i])] == blocks[i] for i in (0, 1, 3, 4))
         assert copied == [100_000, 2 << 20], "the prefix up to the miss came from shared memory"
+        checked = [p for p in stats if os.path.dirname(p) == os.path.dirname(next(iter(shared._maps)))]
+        assert len(checked) == len(set(checked)), "each file checked once for the lookup's blocks"
         one = bytearray(300_000)
         assert c.get_into(keys[3], one) == 300_000 and one == blocks[3]
         assert copied[-1] == 300_000
@@ -210,3 +222,35 @@ def test_a_block_damaged_in_shared_memory_is_never_reported_read(shm_server, uni
         assert c.put(keys[1], blocks[1]) is kvcache.PutStatus.STORED
         assert c.get_many_into(keys, bufs) == [1 << 20] * 3 and bufs[1] == blocks[1]
     assert sum("twice: a miss" in r.getMessage() for r in caplog.records) == 4
+
+
+def test_a_restarted_server_is_read_from_its_own_file(tmp_path, unique_keys):
+    """A client that read a server's RAM files reads a server restarted on the same port and
+    directory from the new server's file: its pins are new, and their first copy maps what is
+    there now (checksums off, so that the mapping alone decides what is read)."""
+    settings = ram_only(**{"kvcache.cache.ram-bytes": "64MiB",
+                           "kvcache.cache.ram-shared-memory-dir": str(tmp_path)})
+    key, = unique_keys(1)
+    old, new = os.urandom(300_000), os.urandom(300_000)
+    first = KvServer(settings).start()
+    second = None
+    try:
+        with kvcache.Client(first.address, checksums=False) as c:
+            c.put(key, old)
+            with c.pin_prefix([key]) as pin:
+                out = bytearray(len(old))
+                assert pin.in_shared_memory == 1 and pin.get_into(0, out) == len(old)
+                assert out == old
+            first.stop()
+            second = KvServer(settings, port=first.port).start()
+            deadline = time.monotonic() + 10
+            while c.put(key, new) is not kvcache.PutStatus.STORED and time.monotonic() < deadline:
+                time.sleep(0.1)  # the client finds the server back
+            with c.pin_prefix([key]) as pin:
+                out = bytearray(len(new))
+                assert pin.in_shared_memory == 1 and pin.get_into(0, out) == len(new)
+                assert out == new
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()

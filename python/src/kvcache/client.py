@@ -622,6 +622,7 @@ class Client:
         if not present:
             return after
         slices = answer.get("shared_memory")
+        reading = shared.reading()
         rest: list[int] = []
         try:
             for j, i in enumerate(head[:present]):
@@ -632,8 +633,8 @@ class Client:
                 elif length > len(views[i]):
                     too_small.append(BufferTooSmallError(length, len(views[i])))
                 else:
-                    copied = shared.copy(where[0], where[1], length, views[i], deadline,
-                                         where[3] if self._checksums else None)
+                    copied = reading.copy(where[0], where[1], length, views[i], deadline,
+                                          where[3] if self._checksums else None)
                     if copied is Copy.COPIED:
                         results[i] = length
                     else:
