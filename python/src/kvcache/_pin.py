@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._buffers import writable_view
 from ._location import PrefixLocation
-from ._shm import Copy, Reading, Slice
+from ._shm import Copy, Slice
 from ._transport import ConnectionFailed, ServerLink, warn_damaged
 from .errors import BufferTooSmallError
 
@@ -37,7 +37,6 @@ class Pin:
         # block its server may already have let go of
         self._copies = threading.Condition()
         self._copying = 0
-        self._reading: Optional[Reading] = None
 
     @property
     def present(self) -> int:
@@ -88,12 +87,9 @@ class Pin:
                 if self._released:
                     return None
                 self._copying += 1
-                if self._reading is None:
-                    self._reading = c._shared.reading()
-                reading = self._reading
             try:
-                copied = reading.copy(where[0], where[1], length, out, self._deadline,
-                                      where[3] if c._checksums else None)
+                copied = c._shared.copy(where[0], where[1], length, out, self._deadline,
+                                        where[3] if c._checksums else None)
                 if copied is Copy.COPIED:
                     return length
                 if copied is Copy.DAMAGED:

@@ -92,14 +92,13 @@ class _Mapping:
 class SharedMemory:
     """The server's RAM files this client has mapped, read-only, one mapping per file.
 
-    The mapping is made and copied from through ``ctypes`` (``mmap``, ``memmove``), a slice of up
-    to :data:`CHECK_SLICE` at a time, the GIL kept within a slice, so that other threads run Python
-    between slices: a copy out of a Python ``mmap`` object holds the interpreter's lock for all of
-    a 64 MiB block, and ``preadv`` on the file copies at a third of the speed. A slice is valid only while the server's pin holds its block. :meth:`copy` therefore
+    The mapping is made and copied from through ``ctypes`` (``mmap``, ``memmove``), which lets
+    other threads run Python while a block is copied: a copy out of a Python ``mmap`` object holds
+    the interpreter's lock for all of a 64 MiB block, and ``preadv`` on the file copies at a third of
+    the speed. A slice is valid only while the server's pin holds its block. :meth:`copy` therefore
     answers whether it finished before ``deadline``, the earliest time the pin can have expired:
     the time the lookup was sent plus the pin's duration. A file replaced since it was mapped (a
-    restarted server) is mapped again: each copy checks the file's identity (``os.stat``), or the
-    first copy of a :meth:`reading` does, for all of it."""
+    restarted server) is mapped again."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -113,15 +112,9 @@ class SharedMemory:
         is not there (or too short) or cannot be mapped, or the copy ended past ``deadline``
         (``time.monotonic()``), when ``out`` may hold another block's bytes and must be read again
         another way; ``DAMAGED`` if the bytes do not have the checksum."""
-        return self.reading().copy(file, offset, length, out, deadline, crc)
-
-    def reading(self) -> "Reading":
-        """The copies of the blocks of one pinned lookup: see :class:`Reading`."""
-        return Reading(self)
-
-    def _copy(self, held: _Mapping, offset: int, length: int, out: memoryview, deadline: float,
-              crc: Optional[int]) -> Copy:
-        """:meth:`copy` out of a mapping acquired for it, which it lets go of."""
+        held = self._acquire(file)
+        if held is None:
+            return Copy.ELSEWHERE
         actual = 0
         try:
             if offset + length > held.size:
@@ -142,15 +135,7 @@ class SharedMemory:
             return Copy.ELSEWHERE
         return Copy.DAMAGED if crc is not None and actual != crc else Copy.COPIED
 
-    def _acquire(self, file: str, known: Optional[_Mapping] = None) -> Optional[_Mapping]:
-        """The mapping of ``file``, one reader more: ``known`` without a system call unless it was
-        retired (its file found replaced, or the client closed), else the one of the file at that
-        path now (mapped anew if it was replaced)."""
-        if known is not None:
-            with self._lock:
-                if not known.retired:
-                    known.readers += 1
-                    return known
+    def _acquire(self, file: str) -> Optional[_Mapping]:
         try:
             st = os.stat(file)
         except OSError:
@@ -209,25 +194,3 @@ class SharedMemory:
             for held in self._maps.values():
                 self._retire(held)
             self._maps.clear()
-
-
-class Reading:
-    """The copies out of shared memory of the blocks of one pinned lookup. Its first copy out of a
-    file checks that the file mapped is the one at that path now (``os.stat``), and the others use
-    that mapping as long as it is mapped: the blocks a pin holds stay in the file of the server
-    that pinned them, and a system call per block lets go of the GIL, which a busy thread (an
-    engine's scheduler loop) then keeps for up to a switch interval. A server restarted meanwhile
-    has new pins, read by new readings."""
-
-    def __init__(self, shared: SharedMemory) -> None:
-        self._shared = shared
-        self._known: dict[str, _Mapping] = {}
-
-    def copy(self, file: str, offset: int, length: int, out: memoryview, deadline: float,
-             crc: Optional[int] = None) -> Copy:
-        """As :meth:`SharedMemory.copy`."""
-        held = self._shared._acquire(file, self._known.get(file))
-        if held is None:
-            return Copy.ELSEWHERE
-        self._known[file] = held
-        return self._shared._copy(held, offset, length, out, deadline, crc)

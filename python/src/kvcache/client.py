@@ -622,7 +622,6 @@ class Client:
         if not present:
             return after
         slices = answer.get("shared_memory")
-        reading = shared.reading()
         rest: list[int] = []
         try:
             for j, i in enumerate(head[:present]):
@@ -633,8 +632,8 @@ class Client:
                 elif length > len(views[i]):
                     too_small.append(BufferTooSmallError(length, len(views[i])))
                 else:
-                    copied = reading.copy(where[0], where[1], length, views[i], deadline,
-                                          where[3] if self._checksums else None)
+                    copied = shared.copy(where[0], where[1], length, views[i], deadline,
+                                         where[3] if self._checksums else None)
                     if copied is Copy.COPIED:
                         results[i] = length
                     else:
