@@ -290,11 +290,11 @@ final class TieredReads {
    * more than half full (the blocks the copy evicts could be dropped), RAM has the key already, a
    * put or delete in its stripe since {@code generation} may have made it stale, or one is under
    * way: the read may be on a thread that must not wait (an event loop), and the lock of a put may
-   * be held across the lower tier's write or delete. Puts and deletes
-   * bump the generation both before and after they change the tiers, so a read that took the
-   * generation while one was under way (and may have read the lower tier before it deleted the
-   * key there) finds it changed. The copy's CRC32C, computed as it is made, must be {@code
-   * expected} when that is known: a copy whose bytes changed on the way is not kept.
+   * be held across the lower tier's write or delete. Puts and deletes bump the generation both
+   * before and after they change the tiers, so a read that took the generation while one was under
+   * way (and may have read the lower tier before it deleted the key there) finds it changed. The
+   * copy's CRC32C, computed as it is made, must be {@code expected} when that is known: a copy
+   * whose bytes changed on the way is not kept.
    */
   private boolean promote(BlockKey key, ByteBuffer bytes, OptionalInt expected, int stripe,
       long generation) {

@@ -96,9 +96,9 @@ final class BodyWriter {
    * for a writer that copies into memory, or on {@code blocking} for one whose writes may wait (a
    * block RAM cannot take goes to the disk tier's writer, which writes the parts to its file),
    * each chunk handed over to it. A commit where the body arrives that may wait ({@link
-   * BlockWriter#tryCommit}) runs on {@code blocking} instead. A writer that had to wait for
-   * room was opened on {@code blocking}, and still takes its chunks where they arrive if it copies
-   * them into memory: handing each over to another thread costs more than the copy.
+   * BlockWriter#tryCommit}) runs on {@code blocking} instead. A writer that had to wait for room
+   * was opened on {@code blocking}, and still takes its chunks where they arrive if it copies them
+   * into memory: handing each over to another thread costs more than the copy.
    */
   private static Mono<PutStatus> write(BlockWriter writer, Flux<ByteBuf> body, Scheduler on,
       Scheduler blocking, Integer checksum) {
@@ -147,7 +147,7 @@ final class BodyWriter {
     return writer.tryCommit();
   }
 
-  /** Throws the error for a body shorter than its length, or without the checksum it was sent with. */
+  /** Throws the error for a body shorter than its length, or without the checksum sent with it. */
   private static void checkBody(BlockWriter writer, Integer checksum) {
     if (writer.remaining() != 0) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "length-mismatch", "the body ended after "

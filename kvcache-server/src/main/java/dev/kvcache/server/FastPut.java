@@ -53,8 +53,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
  * A request that expects {@code 100-continue} has had its {@code 100} from {@link ExpectContinue}.
  * A commit that may wait ({@link BlockWriter#tryCommit}: a write-behind backlog, a delete on
- * the disk tier, a lock another put holds) runs on the blocking executor, and its answer is written back on the event
- * loop: no put waits on an event loop, where it would stall every connection it serves.
+ * the disk tier, a lock another put holds) runs on the blocking executor, and its answer is
+ * written back on the event loop: no put waits on an event loop, where it would stall every
+ * connection it serves.
  * Off with {@code kvcache.fast-put: false}. Every PUT it answers, stored or refused (a checksum
  * that does not match, a body too slow), counts in {@code kvcache_fast_puts_total}: none of them
  * reaches Micronaut's {@code http_server_requests}.

@@ -47,11 +47,6 @@ public final class DirectWrites implements AutoCloseable {
     });
   }
 
-  /** A stream of a payload written from {@code position} (a multiple of the page) of {@code sb}. */
-  public Stream open(SuperBlock sb, long position) {
-    return open(sb, position, false);
-  }
-
   /**
    * A stream of a payload written from {@code position} (a multiple of the page) of {@code sb};
    * with {@code checksum}, it computes the CRC32C of the bytes it takes ({@link Stream#crc32c}).
