@@ -254,9 +254,10 @@ def main() -> None:
                     help="most bytes put after the fill to let the JIT settle before measuring")
     ap.add_argument("--jit-settled", type=float, default=0.05,
                     help="the JIT's share of the server's CPU over a GiB under which it has settled")
-    ap.add_argument("--systems", default="kvcache,floor",
-                    help="kvcache, kvcache-direct (its disk tier's direct writes on), floor (buffered "
-                    "writes) and floor-direct (O_DIRECT), in order")
+    ap.add_argument("--systems", default="kvcache-direct,floor-direct",
+                    help="kvcache-direct (the server's default: its disk tier's direct writes on), "
+                    "kvcache (direct writes off), floor-direct (O_DIRECT) and floor (buffered "
+                    "writes), in order")
     ap.add_argument("--server-option", action="append", default=[],
                     help="a -D option more for kvcache-server (repeatable)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JAR[,OPTION...]",

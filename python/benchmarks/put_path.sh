@@ -2,8 +2,8 @@
 # Runs the PUT-path benchmark (put_path.py): kvcache-server over its disk tier against the floor
 # program in the same run. Makes a venv under python/target with the package, builds the server
 # and benchmark jars if they are missing, measures on python/target/put-path (the work tree's
-# disk) and writes docs/results/put-path.json. About 15 minutes with the defaults. Extra
-# arguments go to the script (--ram, --sizes, --rounds, --systems kvcache,floor,floor-direct, ...).
+# disk) and writes docs/results/put-path.json. About 25 minutes with the defaults. Extra
+# arguments go to the script (--ram, --sizes, --rounds, --systems kvcache,floor, --variant, ...).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 venv="$root/python/target/bench-venv"
