@@ -13,6 +13,8 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -27,6 +29,8 @@ class StripeWaitTest {
 
   private static final int BLOCK = 64 << 10;
 
+  /** A thread for each call: the calls that wait must not hold up the ones that must not. */
+  private final ExecutorService threads = Executors.newCachedThreadPool();
   private RamTier below;
   private GatedTier lower;
   private TieredCache cache;
@@ -36,6 +40,7 @@ class StripeWaitTest {
     lower.release();
     cache.close();
     below.close();
+    threads.shutdown();
   }
 
   /** The first key after {@code from} in the stripe of {@code key}. */
@@ -70,22 +75,22 @@ class StripeWaitTest {
     }
     // a new put of `held` waits out that write, under the stripe's lock
     CompletableFuture<PutStatus> again =
-        CompletableFuture.supplyAsync(() -> cache.put(held, Payloads.of(held, 2, BLOCK)));
+        CompletableFuture.supplyAsync(() -> cache.put(held, Payloads.of(held, 2, BLOCK)), threads);
     Thread.sleep(200);
     assertThat(again).as("the put waits for the write under way").isNotDone();
 
     CompletableFuture<Optional<BlockWriter>> opened =
-        CompletableFuture.supplyAsync(() -> cache.tryWriter(sameStripe(held, 2000), BLOCK));
+        CompletableFuture.supplyAsync(() -> cache.tryWriter(sameStripe(held, 2000), BLOCK), threads);
     assertThat(opened.get(2, TimeUnit.SECONDS)).as("a writer of another key of the stripe")
         .isEmpty();
     CompletableFuture<Optional<PutStatus>> committed =
-        CompletableFuture.supplyAsync(early::tryCommit);
+        CompletableFuture.supplyAsync(early::tryCommit, threads);
     assertThat(committed.get(2, TimeUnit.SECONDS)).as("a commit of another key of the stripe")
         .isEmpty();
     long inRam = cache.ramStats().blocks();
     ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
     CompletableFuture<GetStatus> read =
-        CompletableFuture.supplyAsync(() -> cache.getInto(inLowerOnly, dst));
+        CompletableFuture.supplyAsync(() -> cache.getInto(inLowerOnly, dst), threads);
     assertThat(read.get(2, TimeUnit.SECONDS)).as("a read of the lower tier's block")
         .isEqualTo(GetStatus.HIT);
     assertThat(Payloads.verify(inLowerOnly, dst.flip())).isEqualTo(1);
