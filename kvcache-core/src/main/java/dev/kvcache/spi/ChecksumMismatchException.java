@@ -1,6 +1,7 @@
 package dev.kvcache.spi;
 
 import dev.kvcache.BlockKey;
+import java.nio.ByteBuffer;
 
 /**
  * Bytes handed to {@link Tier#putChecked} that do not have the CRC32C they were said to have: they
@@ -21,6 +22,18 @@ public final class ChecksumMismatchException extends RuntimeException {
     super(key + ": the bytes' CRC32C is " + Crc32c.toHeader(actual) + ", not the "
         + Crc32c.toHeader(expected) + " they were stored with; nothing was stored");
     this.key = key;
+  }
+
+  /**
+   * Checks that {@code bytes} (position to limit) have {@code expected} as their CRC32C.
+   *
+   * @throws ChecksumMismatchException if they do not
+   */
+  public static void check(BlockKey key, ByteBuffer bytes, int expected) {
+    int actual = Crc32c.of(bytes);
+    if (actual != expected) {
+      throw new ChecksumMismatchException(key, expected, actual);
+    }
   }
 
   /** The block's key. */

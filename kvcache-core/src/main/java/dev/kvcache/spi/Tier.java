@@ -73,10 +73,7 @@ public interface Tier extends KvCache {
    * @throws ChecksumMismatchException if the bytes do not have it; nothing is stored then
    */
   default PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
-    int actual = Crc32c.of(src);
-    if (actual != crc32c) {
-      throw new ChecksumMismatchException(key, crc32c, actual);
-    }
+    ChecksumMismatchException.check(key, src, crc32c);
     return put(key, src);
   }
 

@@ -247,11 +247,10 @@ public final class TieredCache implements Tier {
   private boolean dropOldCopy(BlockKey key, boolean wait) {
     int stripe = KeyStripes.of(key);
     ReentrantLock lock = stripes.lock(stripe);
-    if (!wait && !lock.tryLock()) {
-      return false;
-    }
     if (wait) {
       lock.lock();
+    } else if (!lock.tryLock()) {
+      return false;
     }
     try {
       stripes.bump(stripe);

@@ -127,7 +127,7 @@ final class RecordWrites {
     }
     ByteBuffer data = src.duplicate();
     if (codec != null && expectedCrc != null) {
-      requireChecksum(key, data, expectedCrc); // the encoder reads them: checked first
+      ChecksumMismatchException.check(key, data, expectedCrc); // the encoder reads them: first
     }
     // raw bytes said to have a checksum are checked as they are written (writePayload)
     int rawCrc = codec != null ? 0 : expectedCrc != null ? expectedCrc : Records.crc(data);
@@ -187,7 +187,7 @@ final class RecordWrites {
     DirectWrites.Stream stream = directStream(r, data.remaining(), expectedCrc != null);
     if (stream == null) {
       if (expectedCrc != null) {
-        requireChecksum(key, data, expectedCrc);
+        ChecksumMismatchException.check(key, data, expectedCrc);
       }
       r.sb.write(data, r.payload);
       return;
@@ -201,13 +201,6 @@ final class RecordWrites {
     }
     if (expectedCrc != null && stream.crc32c() != expectedCrc) {
       throw new ChecksumMismatchException(key, expectedCrc, stream.crc32c());
-    }
-  }
-
-  private static void requireChecksum(BlockKey key, ByteBuffer data, int expected) {
-    int actual = Records.crc(data);
-    if (actual != expected) {
-      throw new ChecksumMismatchException(key, expected, actual);
     }
   }
 
