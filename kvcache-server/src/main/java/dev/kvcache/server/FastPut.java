@@ -5,68 +5,56 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.PutStatus;
-import dev.kvcache.spi.Crc32c;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micronaut.context.annotation.Value;
-import io.micronaut.scheduling.TaskExecutors;
 import io.micronaut.json.JsonMapper;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.micronaut.scheduling.TaskExecutors;
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerUpgradeHandler;
 import io.netty.handler.codec.http2.Http2ConnectionAdapter;
-import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
-import io.netty.handler.codec.http2.Http2Exception;
-import io.netty.handler.codec.http2.Http2FrameListener;
-import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
+import io.netty.util.concurrent.EventExecutor;
 import jakarta.inject.Named;
 import jakarta.inject.Provider;
 import jakarta.inject.Singleton;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
- * Stores an HTTP/2 {@code PUT} of one block straight from the HTTP/2 frames, ahead of Micronaut:
- * when the request names its length ({@code content-length}) and the cache can open a writer for
- * it at once ({@link KvCache#tryWriter}: usually, RAM has room), each DATA frame is copied into the
- * block's place as it is read, and the block is committed when the stream ends; answers and errors
- * are the controller's ({@link BlockController#put}). A body longer or shorter than its length is
- * reset by Netty's HTTP/2 decoder, which checks DATA against {@code content-length} (the 400 here
- * is a second line of defence); one slower than {@code kvcache.body-timeout} is answered 408 and
- * reset; a reset or closed stream drops what it had written and frees its room. Everything else
- * goes to Micronaut: no length, another content type or coding, a token that may not write the
- * namespace, a bad key, a block the cache cannot take at once (which then waits for room there).
- * A request that expects {@code 100-continue} has had its {@code 100} from {@link ExpectContinue}.
- * A commit that may wait ({@link BlockWriter#tryCommit}: a write-behind backlog, a delete on
- * the disk tier, a lock another put holds) runs on the blocking executor, and its answer is
+ * Stores a {@code PUT} of one block ahead of Micronaut, over HTTP/2 ({@link Http2PutListener},
+ * from the frames) and HTTP/1.1 ({@link Http1Requests}, from the HTTP codec's messages): when
+ * the request names its length ({@code Content-Length}) and the cache can open a writer for it at
+ * once ({@link KvCache#tryWriter}: usually, RAM has room), each piece of the body is copied into
+ * the block's place as it is read, and the block is committed when the body ends; answers and
+ * errors are the controller's ({@link BlockController#put}). A body slower than {@code
+ * kvcache.body-timeout} is answered 408; a body cut short (a reset stream, a closed connection)
+ * drops what it had written and frees its room. Everything else goes to Micronaut: no length, a
+ * chunked body, another content type or coding, a malformed checksum, a token that may not write
+ * the namespace, a bad key, a block the cache cannot take at once (which then waits for room
+ * there). A commit that may wait ({@link BlockWriter#tryCommit}: a write-behind backlog, a delete
+ * on the disk tier, a lock another put holds) runs on the blocking executor, and its answer is
  * written back on the event loop: no put waits on an event loop, where it would stall every
  * connection it serves.
- * Off with {@code kvcache.fast-put: false}. Every PUT it answers, stored or refused (a checksum
- * that does not match, a body too slow), counts in {@code kvcache_fast_puts_total}: none of them
+ *
+ * <p>This class holds what the two protocols share: which requests are taken, the writer, the
+ * checks of a whole body, the commit and the answer. Off with {@code kvcache.fast-put: false}.
+ * Every PUT it answers, stored or refused, counts in {@code kvcache_fast_puts_total}: none of them
  * reaches Micronaut's {@code http_server_requests}.
  */
 @Singleton
 class FastPut implements MeterBinder {
 
   private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
-  private static final AsciiString JSON = AsciiString.cached("application/json");
-  private static final AsciiString PUT_HEADER = AsciiString.cached("kvcache-put");
-  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Crc32c.HEADER);
 
   private final boolean enabled;
   private final KvCache cache;
@@ -93,10 +81,11 @@ class FastPut implements MeterBinder {
     this.json = json;
   }
 
-  /** Puts the fast path in front of the connection's frame listener. */
+  /** Puts the fast path in front of an HTTP/2 connection's frame listener. */
   void install(Http2ConnectionHandler handler) {
     if (enabled) {
-      Listener listener = new Listener(handler.decoder().frameListener(), handler);
+      Http2PutListener listener = new Http2PutListener(this, handler.decoder().frameListener(),
+          handler);
       handler.decoder().frameListener(listener);
       handler.connection().addListener(new Http2ConnectionAdapter() {
         @Override
@@ -105,6 +94,31 @@ class FastPut implements MeterBinder {
         }
       });
     }
+  }
+
+  /**
+   * Puts {@link Http1Requests} in an HTTP/1.1 connection's pipeline, right after the HTTP codec
+   * (and the cleartext HTTP/2 upgrade handler, where there is one), ahead of Micronaut's handlers;
+   * with the fast path off too, since it also keeps pipelined requests in order. Does nothing on a
+   * pipeline without the codec, one that has it already, or an HTTP/2 one.
+   */
+  void install(ChannelPipeline pipeline) {
+    if (pipeline.get(Http1Requests.class) != null
+        || pipeline.get(Http2ConnectionHandler.class) != null) {
+      return;
+    }
+    var after = pipeline.context(HttpServerUpgradeHandler.class);
+    if (after == null) {
+      after = pipeline.context(HttpServerCodec.class);
+    }
+    if (after != null) {
+      pipeline.addAfter(after.name(), "kvcache-http1-requests", new Http1Requests(this));
+    }
+  }
+
+  /** Whether PUTs are taken ahead of Micronaut ({@code kvcache.fast-put}). */
+  boolean enabled() {
+    return enabled;
   }
 
   /** PUTs answered here, stored or refused. */
@@ -119,20 +133,30 @@ class FastPut implements MeterBinder {
         .register(registry);
   }
 
-  /** A writer for this request if the fast path takes it, else empty. */
-  private Optional<BlockWriter> writerFor(Http2Headers headers) {
-    if (!AsciiString.contentEquals("PUT", headers.method())
-        || !AsciiString.contentEqualsIgnoreCase(OCTET_STREAM, headers.get(HttpHeaderNames.CONTENT_TYPE))
-        || headers.contains(HttpHeaderNames.CONTENT_ENCODING)) {
+  /** How long a body may take to arrive, in nanoseconds ({@code kvcache.body-timeout}). */
+  long timeoutNanos() {
+    return timeoutNanos;
+  }
+
+  /**
+   * A writer for a request with these headers if the fast path takes it, else empty (and then
+   * Micronaut answers it, with the error if there is one).
+   *
+   * @param encoded whether the request has a {@code Content-Encoding}
+   * @param length its {@code Content-Length}, or null without one
+   */
+  Optional<BlockWriter> writerFor(CharSequence method, CharSequence contentType, boolean encoded,
+      Long length, CharSequence path, CharSequence authorization) {
+    if (!AsciiString.contentEquals("PUT", method)
+        || !AsciiString.contentEqualsIgnoreCase(OCTET_STREAM, contentType) || encoded) {
       return Optional.empty();
     }
-    Long length = headers.getLong(HttpHeaderNames.CONTENT_LENGTH);
-    String[] target = FastGet.blockPath(headers.path());
+    String[] target = FastGet.blockPath(path);
     if (length == null || length < 1 || length > maxBlockBytes || target == null) {
       return Optional.empty();
     }
     if (tokens.enabled()) {
-      TokenSettings token = tokens.bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
+      TokenSettings token = tokens.bearer(authorization);
       if (token == null || !token.getWrite().contains(target[0])) {
         return Optional.empty();
       }
@@ -141,7 +165,7 @@ class FastPut implements MeterBinder {
     try {
       key = namespaces.storageKey(target[0], target[1]);
     } catch (ApiException e) {
-      return Optional.empty(); // Micronaut answers with the error
+      return Optional.empty();
     }
     Optional<BlockWriter> writer = cache.tryWriter(key, length.intValue());
     if (writer.isPresent() && writer.get().rejection().isPresent()) {
@@ -150,6 +174,82 @@ class FastPut implements MeterBinder {
     }
     return writer;
   }
+
+  /** The answer to a whole body that is refused (short, or not its checksum), or null. */
+  Reply refusal(BlockWriter writer, Integer checksum) {
+    if (writer.remaining() != 0) {
+      return error(400, "length-mismatch", "the body ended after "
+          + (writer.length() - writer.remaining()) + " of its Content-Length's "
+          + writer.length() + " bytes");
+    }
+    ApiException mismatch = BodyWriter.checksumMismatch(writer, checksum);
+    return mismatch == null ? null
+        : error(mismatch.status().getCode(), mismatch.code(), mismatch.getMessage());
+  }
+
+  /** The answer to a body longer than its {@code Content-Length}. */
+  Reply tooLong(BlockWriter writer) {
+    return error(400, "length-mismatch",
+        "the body is longer than its Content-Length, " + writer.length() + " bytes");
+  }
+
+  /** The answer to a body that did not arrive in time. */
+  Reply timedOut() {
+    return error(408, "body-timeout",
+        "the body did not arrive within " + timeoutNanos / 1_000_000 + " ms");
+  }
+
+  /**
+   * Commits a whole body's writer and closes it, then hands the answer to {@code answer}: at once
+   * if the commit need not wait, else from the blocking executor through {@code loop}.
+   */
+  void commit(BlockWriter writer, EventExecutor loop, Consumer<Reply> answer) {
+    Optional<Committed> now = Committed.ifNoWait(writer);
+    if (now.isPresent()) {
+      answer.accept(reply(writer, now.get()));
+      return;
+    }
+    blocking.get().execute(() -> {
+      Committed committed = Committed.of(writer);
+      loop.execute(() -> answer.accept(reply(writer, committed)));
+    });
+  }
+
+  /** The answer to a commit's status, or to the exception it threw. */
+  private Reply reply(BlockWriter writer, Committed committed) {
+    if (committed.failure() != null) {
+      return error(500, "internal", "the block could not be stored: " + committed.failure());
+    }
+    return switch (committed.status()) {
+      case STORED -> stored(201, "stored");
+      case NOT_ADMITTED -> stored(202, "not-admitted");
+      case REJECTED_TOO_LARGE -> error(413, "too-large", "a block of " + writer.length()
+          + " bytes is larger than this server's largest, " + maxBlockBytes);
+      case REJECTED_NOT_DURABLE -> error(507, BlockController.NOT_DURABLE,
+          BlockController.notDurable(cache));
+      default -> error(507, "no-space", BlockController.noRoom(cache));
+    };
+  }
+
+  private Reply stored(int status, String put) {
+    answered.incrementAndGet();
+    return new Reply(status, put, null);
+  }
+
+  private Reply error(int status, String code, String message) {
+    answered.incrementAndGet();
+    try {
+      return new Reply(status, null, json.writeValueAsBytes(new ApiError(code, message)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // a record of two strings always serializes
+    }
+  }
+
+  /**
+   * An answer: a stored block's status and {@code kvcache-put} header, or an error's status and
+   * JSON body ({@link ApiError}).
+   */
+  record Reply(int status, String put, byte[] body) {}
 
   /** What a commit gave: its status, or the exception it threw. */
   private record Committed(PutStatus status, RuntimeException failure) {
@@ -176,197 +276,6 @@ class FastPut implements MeterBinder {
       }
       writer.close();
       return Optional.of(new Committed(status.get(), null));
-    }
-  }
-
-  /** A body on its way into a writer, and the checksum its client sent (or null). */
-  private static final class Upload {
-    final BlockWriter writer;
-    final Integer checksum;
-    ScheduledFuture<?> timeout;
-
-    Upload(BlockWriter writer, Integer checksum) {
-      this.writer = writer;
-      this.checksum = checksum;
-    }
-  }
-
-  private final class Listener extends RequestFrameStage {
-    private final Http2ConnectionHandler handler;
-    private final Http2ConnectionEncoder encoder;
-    /** The connection's uploads under way, by stream; used on its event loop only. */
-    private final Map<Integer, Upload> uploads = new HashMap<>();
-
-    Listener(Http2FrameListener next, Http2ConnectionHandler handler) {
-      super(next);
-      this.handler = handler;
-      this.encoder = handler.encoder();
-    }
-
-    @Override
-    public void onHeadersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
-        int streamDependency, short weight, boolean exclusive, int padding, boolean endOfStream)
-        throws Http2Exception {
-      if (!headersRead(ctx, streamId, headers, endOfStream)) {
-        super.onHeadersRead(ctx, streamId, headers, streamDependency, weight, exclusive, padding,
-            endOfStream);
-      }
-    }
-
-    /** Whether the headers (a request's, or an upload's trailers) are taken here. */
-    private boolean headersRead(ChannelHandlerContext ctx, int streamId, Http2Headers headers,
-        boolean endOfStream) {
-      Upload upload = uploads.get(streamId);
-      if (upload != null) { // trailers
-        if (endOfStream) {
-          finish(ctx, streamId, upload);
-        }
-        return true;
-      }
-      if (endOfStream) {
-        return false;
-      }
-      CharSequence checksumHeader = headers.get(CHECKSUM_HEADER);
-      Integer checksum;
-      try {
-        checksum = checksumHeader == null ? null : Crc32c.fromHeader(checksumHeader);
-      } catch (IllegalArgumentException e) {
-        return false; // Micronaut answers with the error
-      }
-      Optional<BlockWriter> writer = writerFor(headers);
-      if (writer.isEmpty()) {
-        return false;
-      }
-      Upload started = new Upload(writer.get(), checksum);
-      started.timeout = ctx.executor().schedule(() -> fail(ctx, streamId, 408, "body-timeout",
-          "the body did not arrive within " + timeoutNanos / 1_000_000 + " ms"),
-          timeoutNanos, TimeUnit.NANOSECONDS);
-      uploads.put(streamId, started);
-      return true;
-    }
-
-    @Override
-    public int onDataRead(ChannelHandlerContext ctx, int streamId, ByteBuf data, int padding,
-        boolean endOfStream) throws Http2Exception {
-      Upload upload = uploads.get(streamId);
-      if (upload == null) {
-        return super.onDataRead(ctx, streamId, data, padding, endOfStream);
-      }
-      int n = data.readableBytes();
-      if (n > upload.writer.remaining()) {
-        fail(ctx, streamId, 400, "length-mismatch",
-            "the body is longer than its Content-Length, " + upload.writer.length() + " bytes");
-        return n + padding;
-      }
-      // the frame's own NIO views: nioBuffer() of a composite would merge it first
-      for (ByteBuffer part : data.nioBuffers()) {
-        upload.writer.write(part);
-      }
-      if (endOfStream) {
-        finish(ctx, streamId, upload);
-      }
-      return n + padding;
-    }
-
-    private void finish(ChannelHandlerContext ctx, int streamId, Upload upload) {
-      BlockWriter writer = upload.writer;
-      if (writer.remaining() != 0) {
-        fail(ctx, streamId, 400, "length-mismatch", "the body ended after "
-            + (writer.length() - writer.remaining()) + " of its Content-Length's "
-            + writer.length() + " bytes");
-        return;
-      }
-      ApiException mismatch = BodyWriter.checksumMismatch(writer, upload.checksum);
-      if (mismatch != null) {
-        fail(ctx, streamId, mismatch.status().getCode(), mismatch.code(), mismatch.getMessage());
-        return;
-      }
-      uploads.remove(streamId);
-      upload.timeout.cancel(false);
-      Optional<Committed> now = Committed.ifNoWait(writer);
-      if (now.isPresent()) {
-        answer(ctx, streamId, writer, now.get());
-        return;
-      }
-      blocking.get().execute(() -> {
-        Committed committed = Committed.of(writer);
-        ctx.executor().execute(() -> {
-          answer(ctx, streamId, writer, committed);
-          handler.flush(ctx); // not in a read: nothing else flushes it
-        });
-      });
-    }
-
-    /** Answers a commit's status, or the exception it threw. */
-    private void answer(ChannelHandlerContext ctx, int streamId, BlockWriter writer,
-        Committed committed) {
-      if (committed.failure() != null) {
-        respond(ctx, streamId, 500, "internal",
-            "the block could not be stored: " + committed.failure());
-        return;
-      }
-      switch (committed.status()) {
-        case STORED -> respondStored(ctx, streamId, 201, "stored");
-        case NOT_ADMITTED -> respondStored(ctx, streamId, 202, "not-admitted");
-        case REJECTED_TOO_LARGE -> respond(ctx, streamId, 413, "too-large", "a block of "
-            + writer.length() + " bytes is larger than this server's largest, " + maxBlockBytes);
-        case REJECTED_NOT_DURABLE -> respond(ctx, streamId, 507, BlockController.NOT_DURABLE,
-            BlockController.notDurable(cache));
-        default -> respond(ctx, streamId, 507, "no-space", BlockController.noRoom(cache));
-      }
-      answered.incrementAndGet();
-    }
-
-    /**
-     * Answers an upload that went wrong and drops its block; if the client is still sending, {@link
-     * UnreadBody} drains or resets the stream after the answer.
-     */
-    private void fail(ChannelHandlerContext ctx, int streamId, int status, String code,
-        String message) {
-      Upload upload = uploads.remove(streamId);
-      if (upload == null) {
-        return; // done or closed meanwhile
-      }
-      upload.timeout.cancel(false);
-      upload.writer.close();
-      respond(ctx, streamId, status, code, message);
-      answered.incrementAndGet();
-      handler.flush(ctx);
-    }
-
-    /** The stream closed (reset, or the connection went): an upload under way is dropped. */
-    void closed(int streamId) {
-      Upload upload = uploads.remove(streamId);
-      if (upload != null) {
-        upload.timeout.cancel(false);
-        upload.writer.close();
-      }
-    }
-
-    private void respondStored(ChannelHandlerContext ctx, int streamId, int status, String put) {
-      Http2Headers headers = new DefaultHttp2Headers(false, 4)
-          .status(AsciiString.of(Integer.toString(status)))
-          .add(PUT_HEADER, put)
-          .add(HttpHeaderNames.CONTENT_LENGTH, "0")
-          .add(HttpHeaderNames.DATE, HttpDate.now());
-      encoder.writeHeaders(ctx, streamId, headers, 0, true, ctx.newPromise());
-    }
-
-    private void respond(ChannelHandlerContext ctx, int streamId, int status, String code,
-        String message) {
-      byte[] body;
-      try {
-        body = json.writeValueAsBytes(new ApiError(code, message));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e); // a record of two strings always serializes
-      }
-      Http2Headers headers = new DefaultHttp2Headers(false, 4)
-          .status(AsciiString.of(Integer.toString(status)))
-          .add(HttpHeaderNames.CONTENT_TYPE, JSON)
-          .add(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length))
-          .add(HttpHeaderNames.DATE, HttpDate.now());
-      encoder.writeHeaders(ctx, streamId, headers, 0, false, ctx.newPromise());
-      encoder.writeData(ctx, streamId, Unpooled.wrappedBuffer(body), 0, true, ctx.newPromise());
     }
   }
 }

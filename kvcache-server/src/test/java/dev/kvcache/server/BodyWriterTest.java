@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
@@ -36,7 +37,8 @@ class BodyWriterTest {
     try (RamTier ram = new RamTier(RamTierConfig.ofCapacity(1L << 20))) {
       CountDownLatch opening = new CountDownLatch(1);
       CountDownLatch cancelled = new CountDownLatch(1);
-      KvCache cache = openingOnlyAfter(ram, opening, cancelled);
+      CountDownLatch opened = new CountDownLatch(1);
+      KvCache cache = openingOnlyAfter(ram, opening, cancelled, opened);
       Sinks.Many<ByteBuf> body = Sinks.many().unicast().onBackpressureBuffer();
       Disposable put = BodyWriter.store(cache, Payloads.key(1), body.asFlux(), LENGTH, LENGTH,
           blocking, null).subscribe(status -> { }, error -> { });
@@ -44,6 +46,7 @@ class BodyWriterTest {
       put.dispose(); // the connection closed
       cancelled.countDown(); // the writer is opened now, after the cancel
       body.tryEmitNext(Unpooled.wrappedBuffer(new byte[LENGTH]));
+      assertThat(opened.await(10, TimeUnit.SECONDS)).as("the writer was opened").isTrue();
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
       while (ram.stats().bytesUsed() != 0 && System.nanoTime() < deadline) {
         Thread.sleep(10);
@@ -57,10 +60,11 @@ class BodyWriterTest {
 
   /**
    * A cache that never opens a writer at once ({@code tryWriter} is empty), and opens one in
-   * {@code ram} only once {@code release} is counted down, after counting down {@code opening}.
+   * {@code ram} only once {@code release} is counted down, after counting down {@code opening};
+   * counts down {@code opened} once it is open.
    */
   private static KvCache openingOnlyAfter(RamTier ram, CountDownLatch opening,
-      CountDownLatch release) {
+      CountDownLatch release, CountDownLatch opened) {
     return (KvCache) Proxy.newProxyInstance(KvCache.class.getClassLoader(),
         new Class<?>[] {KvCache.class}, (proxy, method, args) -> {
           switch (method.getName()) {
@@ -69,7 +73,10 @@ class BodyWriterTest {
             case "writer":
               opening.countDown();
               awaitUninterruptibly(release); // as a lock taken while opening would
-              return ram.writer((BlockKey) args[0], (Integer) args[1]);
+              BlockWriter writer = ram.writer((BlockKey) args[0], (Integer) args[1]);
+              assertThat(ram.stats().bytesUsed()).as("reserved by the writer").isPositive();
+              opened.countDown();
+              return writer;
             default:
               throw new UnsupportedOperationException(method.getName());
           }

@@ -55,8 +55,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * the hop-by-hop ones), their body (the bytes of a block; the {@code error} and {@code message} of
  * a JSON error; the fields of a lookup but its load-time estimates) and what the cache then holds
  * under the key the request touched are equal. Every case also states the answer it expects, so
- * that agreeing on a wrong answer fails too, and whether an HTTP/2 request to the fast server is
- * answered by a fast path, checked on the fast paths' counters: the requests meant to test them do
+ * that agreeing on a wrong answer fails too, and whether a request to the fast server is answered
+ * by a fast path (an HTTP/2 GET or PUT, an HTTP/1.1 PUT), checked on the fast paths' counters: the requests meant to test them do
  * take them, and no other does. Where the protocols differ by design, the case says so and checks
  * what the other stack does instead.
  *
@@ -145,9 +145,19 @@ class ProtocolParityTest {
     Got got = t.send(c.request(lease));
     long taken = s.fastAnswers() - before;
     assertThat(taken).as("%s by %s: answers from a fast path", c, t)
-        .isEqualTo(c.fast && t.stack == Stack.H2_FAST ? 1 : 0);
+        .isEqualTo(fastPathFor(t, c) ? 1 : 0);
     assertThat(routed.fastAnswers()).as("answers from the fast paths that are off").isZero();
     return view(c, got, lease, c.watched == null ? null : s.stored(c.watched));
+  }
+
+  /**
+   * Whether a fast path answers the case sent by the transport: both over HTTP/2 to the fast
+   * server, and PUTs over HTTP/1.1 to it too ({@link Http1Requests}).
+   */
+  private static boolean fastPathFor(Transport t, Case c) {
+    return t.stack == Stack.H2_FAST ? c.fast
+        : t.stack == Stack.HTTP1 && t.server.fastPaths && c.method.equals("PUT")
+            && (c.fast || c.fastOverHttp1);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -158,7 +168,7 @@ class ProtocolParityTest {
     List<Transport> all = new ArrayList<>(transports);
     all.addAll(routedHttp1);
     byte[] block = random(300_001, 9);
-    Case put = new Case("PUT").put(NEW, block).crc(block).expect(201);
+    Case put = new Case("PUT").put(NEW, block).crc(block).expect(201).fast();
     Case get = new Case("GET").get(NEW).expect(200);
     Case head = new Case("HEAD").send("HEAD", BLOCKS + NEW).expect(200);
     Case batch = new Case("batch-get").post("batch-get", keys(MISS, NEW)).expect(200);
@@ -172,7 +182,7 @@ class ProtocolParityTest {
       assertThat(stored.headers()).contains("kvcache-put=stored");
       assertThat(stored.stored()).isEqualTo(digest(block));
       assertThat(s.fastPut.answered() - puts).as("PUT by %s: stored by FastPut", writer)
-          .isEqualTo(writer.stack == Stack.H2_FAST ? 1 : 0);
+          .isEqualTo(fastPathFor(writer, put) ? 1 : 0);
       for (Transport reader : all) {
         if (reader.server != s) {
           continue;
