@@ -69,14 +69,16 @@ public interface KvCache extends AutoCloseable {
   }
 
   /**
-   * Opens a writer as {@link #writer} does, but only if that needs no waiting: empty if room for
-   * the block depends on another thread first (in a tiered cache, the spill threads writing blocks
-   * RAM evicted down to the lower tier). The writer's commit does not wait for room either. For
-   * callers on a thread that must not block, such as a network event loop: on empty, they open
-   * the writer with {@link #writer} where waiting is fine.
+   * Opens a writer as {@link #writer} does, but only if that needs no waiting and little work:
+   * empty if room for the block depends on another thread first (in a tiered cache, the spill
+   * threads writing blocks RAM evicted down to the lower tier), or would take moving more than
+   * the block's own length of other blocks. The writer's commit does not wait for room either.
+   * For callers on a thread that must not block, such as a network event loop: on empty, they
+   * open the writer with {@link #writer} where waiting is fine.
    *
-   * <p>The default implementation is always empty. The RAM tier opens every writer now; the
-   * tiered cache does when the block goes to RAM and RAM has room.
+   * <p>The default implementation is always empty. The RAM tier opens a writer now unless only
+   * a compaction without a bound would make room; the tiered cache does when the block goes to
+   * RAM and RAM opens one so.
    *
    * @throws IllegalArgumentException if {@code length} is not positive
    * @throws IllegalStateException if the cache is closed

@@ -194,10 +194,22 @@ public final class RamTier implements Tier {
     return status;
   }
 
-  /** Every writer of the RAM tier opens without waiting: it evicts to make room. */
+  /**
+   * A writer into memory reserved now at a bounded cost, for a caller that must not stall (an
+   * event loop, where every connection it serves waits): a free run; compaction moving at most the
+   * block's own length of other blocks, about what copying the block in costs; and eviction as
+   * {@link #writer} does. Empty if that finds no room, where {@link #writer} would go on to compact
+   * without a bound (moving up to the whole tier); then the caller opens that on a thread that may
+   * take the time.
+   */
   @Override
   public Optional<BlockWriter> tryWriter(BlockKey key, int length) {
-    return Optional.of(writer(key, length));
+    ensureOpen();
+    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
+      return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
+    }
+    OffHeapBlock block = allocate(length, length, false);
+    return block == null ? Optional.empty() : Optional.of(new RamWriter(key, block));
   }
 
   /**
@@ -212,7 +224,7 @@ public final class RamTier implements Tier {
     if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
-    OffHeapBlock block = allocate(length);
+    OffHeapBlock block = allocate(length, 4L * length, true);
     if (block == null) {
       counters.rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
@@ -273,19 +285,19 @@ public final class RamTier implements Tier {
   }
 
   /**
-   * Memory for a put, cheapest first: a free run; compaction within a budget of four times the
-   * block (shared by all attempts of this put); evicting the policy's coldest blocks, up to four
-   * times the block's size, retrying after each; and, if room is still missing while enough
-   * memory is free in total, compaction without a budget. Evicted blocks held by leases (or by the
-   * eviction listener) free nothing until closed, which is why eviction is capped: a put never
-   * empties the tier in search of memory that leases pin.
+   * Memory for a put, cheapest first: a free run; compaction within a budget of {@code
+   * compactionBytes} moved (shared by all attempts of this put); evicting the policy's coldest
+   * blocks, up to four times the block's size, retrying after each; and, if room is still missing
+   * while enough memory is free in total, compaction without a budget if {@code unboundedLast}.
+   * Evicted blocks held by leases (or by the eviction listener) free nothing until closed, which is
+   * why eviction is capped: a put never empties the tier in search of memory that leases pin.
    */
-  private OffHeapBlock allocate(int length) {
+  private OffHeapBlock allocate(int length, long compactionBytes, boolean unboundedLast) {
     OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.NONE);
     if (block != null) {
       return block;
     }
-    CompactionBudget budget = CompactionBudget.bounded(4L * length);
+    CompactionBudget budget = CompactionBudget.bounded(compactionBytes);
     long evictedBytes = 0;
     for (int attempt = 0; attempt < MAX_EVICTION_ATTEMPTS_PER_PUT; attempt++) {
       block = memory.allocate(length, WRITER_AND_INDEX, budget);
@@ -298,7 +310,7 @@ public final class RamTier implements Tier {
       }
       evictedBytes += victimBytes;
     }
-    return block != null
+    return block != null || !unboundedLast
         ? block
         : memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.unbounded());
   }

@@ -187,7 +187,8 @@ public final class TieredCache implements Tier {
 
   /**
    * A writer into RAM, if the block goes there and RAM has room now without waiting for the spill
-   * thread, and its commit need not wait for the lower tier; empty otherwise (always under {@link
+   * thread or compacting more than the block's length ({@link RamTier#tryWriter}), and its commit
+   * need not wait for the lower tier; empty otherwise (always under {@link
    * Durability#WRITE_THROUGH}), and while a put, delete or promotion of a key of the same lock
    * stripe is under way. Opening it removes the key's copy from RAM, as {@link #writer} does.
    */
@@ -203,10 +204,12 @@ public final class TieredCache implements Tier {
     if (!dropOldCopy(key, false)) {
       return Optional.empty(); // its stripe is busy, maybe with a lower tier's write
     }
-    BlockWriter inRam = ram.writer(key, length);
-    return inRam.rejection().isPresent()
-        ? Optional.empty()
-        : Optional.of(new TieredWriter(key, inRam, true));
+    Optional<BlockWriter> inRam = ram.tryWriter(key, length); // a bounded cost (RamTier)
+    if (inRam.isEmpty() || inRam.get().rejection().isPresent()) {
+      inRam.ifPresent(BlockWriter::close);
+      return Optional.empty();
+    }
+    return Optional.of(new TieredWriter(key, inRam.get(), true));
   }
 
   /**

@@ -500,6 +500,51 @@ class RamTierTest {
     }
   }
 
+  /**
+   * A tier of 1 MiB whose only free memory is two 4 KiB holes on either side of an unleased block
+   * X of 124 KiB, and whose coldest block is leased (evicting it frees nothing): an 8 KiB block
+   * fits only once X is slid over the first hole. The leases returned hold the rest of the memory.
+   */
+  private static List<BlockLease> fragmentedAroundOneBlock(RamTier tier) {
+    List<BlockLease> leases = new ArrayList<>();
+    int[] lengths = {4 * KIB, 124 * KIB, 4 * KIB, 60 * KIB, 416 * KIB, 416 * KIB};
+    for (int i = 0; i < lengths.length; i++) {
+      BlockKey k = Payloads.key(i);
+      assertThat(tier.put(k, Payloads.of(k, 1, lengths[i]))).isEqualTo(PutStatus.STORED);
+      if (i >= 4) { // the fillers: held by leases, out of the index
+        leases.add(tier.get(k));
+        tier.delete(k);
+      }
+    }
+    leases.add(tier.get(Payloads.key(3))); // the coldest block once X is read
+    tier.get(Payloads.key(1)).close(); // X: the hottest
+    tier.delete(Payloads.key(0));
+    tier.delete(Payloads.key(2));
+    return leases;
+  }
+
+  @Test
+  void aWriterThatMustNotWaitMovesAtMostItsOwnLengthOfOtherBlocks() {
+    BlockKey key = Payloads.key(100);
+    try (RamTier tier = tier(MIB, 512 * KIB)) {
+      List<BlockLease> leases = fragmentedAroundOneBlock(tier);
+      long moved = tier.stats().bytesCompacted();
+      assertThat(tier.tryWriter(key, 8 * KIB)).as("room only by moving 124 KiB").isEmpty();
+      assertThat(tier.stats().bytesCompacted() - moved).isLessThanOrEqualTo(8 * KIB);
+      leases.forEach(BlockLease::close);
+    }
+    try (RamTier tier = tier(MIB, 512 * KIB)) {
+      List<BlockLease> leases = fragmentedAroundOneBlock(tier);
+      long moved = tier.stats().bytesCompacted();
+      try (BlockWriter writer = tier.writer(key, 8 * KIB)) {
+        assertThat(writer.rejection()).as("the writer that may take its time").isEmpty();
+      }
+      assertThat(tier.stats().bytesCompacted() - moved).isGreaterThanOrEqualTo(124 * KIB);
+      assertReads(tier, Payloads.key(1), 1); // X, moved
+      leases.forEach(BlockLease::close);
+    }
+  }
+
   @Test
   void aBlockOfTheDefaultLimitFitsWhenTheCapacityIsNotAWholeNumberOfGranules() {
     long capacity = 64 * KIB + 100; // rounded down to 64 KiB of usable memory
