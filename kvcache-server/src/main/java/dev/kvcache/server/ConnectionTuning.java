@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *       per second with a 256 KiB turn and a 1 MiB buffer, and a 640 KiB buffer moved 0.96–1.86×
  *       the bytes of a 1 MiB one.
  *   <li>GETs of cached blocks are answered by {@link FastGet} (HTTP/2), and PUTs RAM can take at
- *       once are stored by {@link FastPut} (HTTP/2 and HTTP/1.1), ahead of Micronaut.
+ *       once are stored by {@link FastPut} (HTTP/2 and HTTP/1.1), ahead of Micronaut; pipelined
+ *       HTTP/1.1 requests are handled one at a time, in order ({@link Http1Requests}).
  *   <li>A request body still arriving after its answer went out is read and dropped if at most
  *       twice the largest block is still to come, so that its client can finish sending and take
  *       the answer; otherwise its stream is reset with {@code NO_ERROR}, so that its client stops
@@ -175,7 +176,8 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
 
     /**
      * An HTTP/1.1 connection's handlers are in place (at once, or once its first request showed
-     * it is not HTTP/2): the PUT fast path goes ahead of Micronaut's.
+     * it is not HTTP/2): {@link Http1Requests} goes ahead of Micronaut's, to keep pipelined
+     * requests in order and to store the PUTs it can take at once.
      */
     @Override
     public void onStreamPipelineBuilt() {
