@@ -136,6 +136,14 @@ final class SpillEntry {
     awaitWritten();
   }
 
+  /**
+   * As {@link #cancel}, without waiting: false, and nothing done, if a write is under way.
+   */
+  boolean tryCancel() {
+    return state.compareAndSet(QUEUED, CANCELLED) || state.get() == CANCELLED
+        || written.getCount() == 0;
+  }
+
   /** Whether a put or delete of the key cancelled the block before a writer claimed it. */
   boolean cancelled() {
     return state.get() == CANCELLED;

@@ -156,6 +156,22 @@ final class SpillQueue {
   }
 
   /**
+   * As {@link #cancel}, for a thread that must not wait: false, and nothing done, if a write of the
+   * key's entry is under way.
+   */
+  boolean tryCancel(BlockKey key) {
+    SpillEntry entry = byKey.get(key);
+    if (entry != null) {
+      if (!entry.tryCancel()) {
+        return false;
+      }
+      byKey.remove(key, entry);
+    }
+    failedCopies.remove(key);
+    return true;
+  }
+
+  /**
    * Whether a {@link Durability#WRITE_BEHIND} put must be refused rather than stored: the lower
    * tier's writes fail, and {@code window} blocks already acknowledged are not safely written
    * (copies waiting, and copies that failed). Storing it would leave one more acknowledged block
@@ -185,6 +201,59 @@ final class SpillQueue {
       long blocks = registeredBlocks - first.getKey();
       long bytes = registeredBytes - first.getValue() + length;
       return blocks * 2 >= maxBlocks || bytes * 2 > maxBytes;
+    }
+  }
+
+  /**
+   * A place in the queue's order for the copy of a {@link Durability#WRITE_BEHIND} put that must not
+   * wait, taken before the put commits ({@link #queueCopy(SpillEntry, Place)}), if the blocks
+   * registered since the oldest one not yet written, with this one of {@code length} bytes, fill
+   * less than half of either bound ({@link #backlogPastHalf}); null otherwise. {@link
+   * #awaitBacklog} up to this place then cannot wait, however many blocks register meanwhile: the
+   * oldest unwritten block only moves on. A place not taken is given back with {@link #release}.
+   */
+  Place reserve(int length, int maxBlocks) {
+    synchronized (unwritten) {
+      if (backlogPastHalf(length, maxBlocks)) {
+        return null;
+      }
+      Place place = new Place(registeredBlocks, registeredBytes, length);
+      unwritten.put(registeredBlocks, registeredBytes);
+      registeredBlocks++;
+      registeredBytes += length;
+      return place;
+    }
+  }
+
+  /**
+   * Gives back a place, unless a copy took it: the blocks behind it no longer wait for it. Once
+   * given back, nothing can take it.
+   */
+  void release(Place place) {
+    synchronized (unwritten) {
+      if (place.taken) {
+        return;
+      }
+      place.taken = true;
+      unwritten.remove(place.sequence);
+    }
+    synchronized (progress) {
+      progress.notifyAll();
+    }
+  }
+
+  /** A place {@link #reserve reserved} in the order, for a block of {@code length} bytes. */
+  static final class Place {
+    private final long sequence;
+    private final long bytesBefore;
+    private final int length;
+    /** Whether a copy took it or it was given back. Guarded by the queue's order. */
+    private boolean taken;
+
+    private Place(long sequence, long bytesBefore, int length) {
+      this.sequence = sequence;
+      this.bytesBefore = bytesBefore;
+      this.length = length;
     }
   }
 
@@ -220,6 +289,21 @@ final class SpillQueue {
 
   /** Queues a copy of a block RAM holds for the spill threads ({@link Durability#WRITE_BEHIND}). */
   void queueCopy(SpillEntry copy) {
+    enqueue(copy);
+  }
+
+  /**
+   * Queues a copy in the place its put {@link #reserve reserved}, which must be for its length.
+   */
+  void queueCopy(SpillEntry copy, Place place) {
+    synchronized (unwritten) {
+      if (place.taken || place.length != copy.size()) {
+        throw new IllegalStateException("a place for " + place.length + " bytes, "
+            + (place.taken ? "already taken" : "for a copy of " + copy.size()));
+      }
+      place.taken = true;
+      copy.place(place.sequence, place.bytesBefore);
+    }
     enqueue(copy);
   }
 
@@ -384,11 +468,13 @@ final class SpillQueue {
     if (entry.isCopy()) {
       copiesWaiting.incrementAndGet();
     }
-    synchronized (unwritten) {
-      entry.place(registeredBlocks, registeredBytes);
-      unwritten.put(registeredBlocks, registeredBytes);
-      registeredBlocks++;
-      registeredBytes += entry.size();
+    if (entry.sequence() < 0) { // else placed where its put reserved
+      synchronized (unwritten) {
+        entry.place(registeredBlocks, registeredBytes);
+        unwritten.put(registeredBlocks, registeredBytes);
+        registeredBlocks++;
+        registeredBytes += entry.size();
+      }
     }
     bytes.addAndGet(entry.size());
   }

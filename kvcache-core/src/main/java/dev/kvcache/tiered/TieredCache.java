@@ -158,11 +158,11 @@ public final class TieredCache implements Tier {
     }
     BlockWriter inRam = reserveInRam(key, src.remaining());
     if (inRam == null) {
-      return commit(key, false, () -> lower.put(key, src));
+      return commit(key, false, () -> lower.put(key, src), null);
     }
     try (inRam) {
       inRam.write(src.duplicate());
-      return commit(key, true, inRam::commit);
+      return commit(key, true, inRam::commit, null);
     }
   }
 
@@ -202,7 +202,7 @@ public final class TieredCache implements Tier {
       return Optional.empty();
     }
     if (!dropOldCopy(key, false)) {
-      return Optional.empty(); // its stripe is busy, maybe with a lower tier's write
+      return Optional.empty(); // its stripe is busy, or a write of the key's old copy is under way
     }
     Optional<BlockWriter> inRam = ram.tryWriter(key, length); // a bounded cost (RamTier)
     if (inRam.isEmpty() || inRam.get().rejection().isPresent()) {
@@ -257,12 +257,17 @@ public final class TieredCache implements Tier {
     }
     try {
       stripes.bump(stripe);
-      removeAbove(key);
+      boolean done = true;
+      if (wait) {
+        removeAbove(key);
+      } else {
+        done = removeAboveNow(key);
+      }
       stripes.bump(stripe);
+      return done;
     } finally {
       lock.unlock();
     }
-    return true;
   }
 
   /**
@@ -278,12 +283,30 @@ public final class TieredCache implements Tier {
   }
 
   /**
+   * As {@link #removeAbove}, for a thread that must not wait: false if a write of the key's copy
+   * to the lower tier is under way, found before RAM's copy is removed or after (RAM may evict it
+   * until then, and a spill thread take it at once). RAM's copy may be gone even then.
+   */
+  private boolean removeAboveNow(BlockKey key) {
+    if (!spills.tryCancel(key)) {
+      return false;
+    }
+    ram.delete(key);
+    clean.remove(key);
+    return spills.tryCancel(key);
+  }
+
+  /**
    * Publishes a written block: the key's other copies leave every tier (the old copy leaves RAM
    * without an eviction, so every spill of this key from now on carries the new bytes; a spill of
    * the old one is cancelled or waited out), then the tier written to stores the new one. A block
    * stored in RAM is then copied down as the {@link Durability} says.
+   *
+   * @param place where a write-behind copy goes in the spill queue's order, reserved by a commit
+   *     that must not wait; null to take the next one, and wait for the backlog before it
    */
-  private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store) {
+  private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store,
+      SpillQueue.Place place) {
     int stripe = KeyStripes.of(key);
     Durability durability = config.durability();
     PutStatus status;
@@ -312,7 +335,11 @@ public final class TieredCache implements Tier {
           }
         }
         if (copy != null && durability == Durability.WRITE_BEHIND) {
-          spills.queueCopy(copy);
+          if (place != null) {
+            spills.queueCopy(copy, place);
+          } else {
+            spills.queueCopy(copy);
+          }
         } else if (copy != null) {
           spills.list(copy);
         }
@@ -324,7 +351,15 @@ public final class TieredCache implements Tier {
       lock.unlock();
     }
     if (inRam && durability == Durability.WRITE_BEHIND) {
-      spills.awaitBacklog(copy, config.spillQueueBlocks());
+      if (place == null) {
+        spills.awaitBacklog(copy, config.spillQueueBlocks());
+      } else if (copy == null) {
+        spills.release(place);
+        SpillEntry passedOn = spills.find(key); // RAM evicted the block at once: its spill
+        if (passedOn != null) { // registered after the place: the one case that may wait here
+          spills.awaitBacklog(passedOn, config.spillQueueBlocks());
+        }
+      } // else behind less than half a window when it was reserved: nothing to wait for
     } else if (inRam && durability == Durability.WRITE_THROUGH) {
       status = writeThrough(key, status, copy, evicted);
     }
@@ -419,6 +454,8 @@ public final class TieredCache implements Tier {
   private final class TieredWriter extends AbstractBlockWriter {
     private final BlockWriter inner;
     private final boolean inRam;
+    /** The spill queue's place for its copy, reserved by {@link #tryCommit}; null otherwise. */
+    private SpillQueue.Place place;
 
     TieredWriter(BlockKey key, BlockWriter inner, boolean inRam) {
       super(key, inner.length(), false); // the inner writer computes the checksum
@@ -442,8 +479,12 @@ public final class TieredCache implements Tier {
     }
 
     /**
-     * Commits under the key's stripe lock if it is free now: the lock of another key's put may be
-     * held across the lower tier's write or delete.
+     * Commits under the key's stripe lock if it is free now (the lock of another key's put may be
+     * held across the lower tier's write or delete), unless the commit may wait after all: a
+     * write of the key's old copy to the lower tier started since the writer opened (RAM evicted
+     * it), or landed there, or the write-behind backlog is past half a window. A write-behind
+     * copy takes the place in the spill queue reserved while the backlog was under half, so the
+     * commit does not wait for the spill threads however many puts come in between.
      */
     @Override
     public Optional<PutStatus> tryCommit() {
@@ -452,8 +493,20 @@ public final class TieredCache implements Tier {
         return Optional.empty();
       }
       try {
-        return commitMayWait() ? Optional.empty() : Optional.of(commit());
+        if (commitMayWait() || !dropOldCopy(key(), false) || lower.contains(key())) {
+          return Optional.empty(); // the last: a spill of the old copy landed since the check
+        }
+        if (config.durability() == Durability.WRITE_BEHIND) {
+          place = spills.reserve(length(), config.spillQueueBlocks());
+          if (place == null) {
+            return Optional.empty();
+          }
+        }
+        return Optional.of(commit());
       } finally {
+        if (place != null) {
+          spills.release(place); // if the commit never took it
+        }
         lock.unlock();
       }
     }
@@ -467,7 +520,7 @@ public final class TieredCache implements Tier {
     @Override
     protected PutStatus publish() {
       try {
-        return TieredCache.this.commit(key(), inRam, inner::commit);
+        return TieredCache.this.commit(key(), inRam, inner::commit, place);
       } finally {
         inner.close(); // nothing more after a commit; frees the room if the commit never ran
       }

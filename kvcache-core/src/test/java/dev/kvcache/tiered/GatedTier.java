@@ -24,7 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * refuses them, and whose single-key reads can be slowed, as a slow tier's; counts the puts (in all and per
  * key), batch reads, lookups, pins and single-key probes it receives. It times its copying reads
  * for its {@link #loadRate()}, delay included, as a real tier does. It can keep the inner tier's
- * evictions back and hand them over later.
+ * evictions back and hand them over later, and run a test's action inside a probe or delete of a
+ * key, between two steps of the cache that calls it.
  */
 public final class GatedTier implements Tier {
 
@@ -56,9 +57,21 @@ public final class GatedTier implements Tier {
   volatile BlockKey holdEvictionsOf;
   private final Queue<BlockLease> heldEvictions = new ConcurrentLinkedQueue<>();
   private volatile BlockEvictionListener evictionListener;
+  private final Map<BlockKey, Runnable> onContains = new ConcurrentHashMap<>();
+  private final Map<BlockKey, Runnable> onDelete = new ConcurrentHashMap<>();
 
   public GatedTier(Tier inner) {
     this.inner = inner;
+  }
+
+  /** Runs {@code action} on the calling thread at the next {@code contains(key)}, before it answers. */
+  void onNextContains(BlockKey key, Runnable action) {
+    onContains.put(key, action);
+  }
+
+  /** Runs {@code action} on the calling thread at the next {@code delete(key)}, before it deletes. */
+  void onNextDelete(BlockKey key, Runnable action) {
+    onDelete.put(key, action);
   }
 
   /** Puts started from now on wait until {@link #release()}. */
@@ -182,11 +195,19 @@ public final class GatedTier implements Tier {
   @Override
   public boolean contains(BlockKey key) {
     probes.incrementAndGet();
+    Runnable action = onContains.remove(key);
+    if (action != null) {
+      action.run();
+    }
     return inner.contains(key);
   }
 
   @Override
   public boolean delete(BlockKey key) {
+    Runnable action = onDelete.remove(key);
+    if (action != null) {
+      action.run();
+    }
     return inner.delete(key);
   }
 
