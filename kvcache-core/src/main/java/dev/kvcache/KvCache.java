@@ -98,6 +98,26 @@ public interface KvCache extends AutoCloseable {
   BlockLease get(BlockKey key);
 
   /**
+   * Whether a read may wait for a device or the network: a block on a disk, in an object store or
+   * on another server. A thread that must not wait (a server's event loop) then reads with {@link
+   * #tryGet}, and hands what that leaves over to a thread that may. The default: true.
+   */
+  default boolean readsMayWait() {
+    return true;
+  }
+
+  /**
+   * As {@link #get}, for a thread that must not wait (a server's event loop): the lease (a hit, or
+   * a miss) if the cache can answer from memory, without waiting for a device or the network;
+   * empty if it cannot, when {@link #get} on a thread that may wait answers. The default: {@link
+   * #get} if reads never wait ({@link #readsMayWait}), empty otherwise.
+   */
+  default Optional<BlockLease> tryGet(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    return readsMayWait() ? Optional.empty() : Optional.of(get(key));
+  }
+
+  /**
    * Leases each block, as {@link #get} does: one lease per key, in order, a miss where the block is
    * not cached. A tier that reads from far away (an object store) reads the blocks at once rather
    * than one after another. Every lease returned must be closed.

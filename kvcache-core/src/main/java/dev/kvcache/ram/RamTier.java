@@ -348,6 +348,12 @@ public final class RamTier implements Tier {
     }
   }
 
+  /** False: a read only copies memory (or leases it). */
+  @Override
+  public boolean readsMayWait() {
+    return false;
+  }
+
   @Override
   public BlockLease get(BlockKey key) {
     Objects.requireNonNull(key, "key");

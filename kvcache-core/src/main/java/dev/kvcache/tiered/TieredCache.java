@@ -627,6 +627,21 @@ public final class TieredCache implements Tier {
     return reads.getInto(key, dst);
   }
 
+  /** True: a block RAM and the spill queue lack is read from the lower tier. */
+  @Override
+  public boolean readsMayWait() {
+    return true;
+  }
+
+  /**
+   * The lease on the key's block in RAM or in the spill queue, counted as a hit; empty if neither
+   * holds it, when the lower tier may (nothing is counted then: {@link #get} counts the read).
+   */
+  @Override
+  public Optional<BlockLease> tryGet(BlockKey key) {
+    return Optional.ofNullable(reads.getAbove(key));
+  }
+
   /**
    * Leases each block, as {@link #get} does. The blocks neither RAM nor the spill queue holds are
    * read from the lower tier in one {@link Tier#getAll} call, which an object tier answers with its

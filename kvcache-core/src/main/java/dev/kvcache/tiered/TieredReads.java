@@ -100,6 +100,13 @@ final class TieredReads {
     return opened(TieredLease.over(fromLower, counters::leaseClosed));
   }
 
+  /** The lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
+  BlockLease getAbove(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return leaseAbove(key);
+  }
+
   /**
    * Leases each block, as {@link #get} does; the blocks RAM and the spill queue lack are read with
    * one {@link Tier#getAll} call to the lower tier.

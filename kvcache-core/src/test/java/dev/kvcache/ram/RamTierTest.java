@@ -51,6 +51,21 @@ class RamTierTest {
   // ---------------------------------------------------------------- eviction hand-off
 
   @Test
+  void everyReadIsAnsweredWithoutWaitingHitOrMiss() {
+    RamTier tier = LEAKS.track(new RamTier(RamTierConfig.ofCapacity(8 * MIB).withMaxBlockBytes(MIB)));
+    BlockKey key = Payloads.key(1);
+    assertThat(tier.put(key, Payloads.of(key, 3, 4096))).isEqualTo(PutStatus.STORED);
+    assertThat(tier.readsMayWait()).isFalse();
+    try (BlockLease hit = tier.tryGet(key).orElseThrow()) {
+      assertThat(Payloads.verify(key, hit.bytes())).isEqualTo(3);
+    }
+    try (BlockLease miss = tier.tryGet(Payloads.key(2)).orElseThrow()) {
+      assertThat(miss.status()).isEqualTo(GetStatus.MISS);
+    }
+    tier.close();
+  }
+
+  @Test
   void evictedBlocksReachTheListenerAsOpenLeasesAndStayCountedUntilClosed() {
     List<BlockLease> held = new ArrayList<>();
     Map<BlockKey, Long> versionAtEviction = new HashMap<>();

@@ -51,7 +51,7 @@ public final class GatedTier implements Tier {
   /** The most puts seen under way at once. */
   final AtomicInteger maxPutsUnderWay = new AtomicInteger();
   /** Milliseconds each {@code get} and {@code getInto} takes beyond the inner tier's. */
-  volatile long readDelayMillis;
+  public volatile long readDelayMillis;
   private final LoadRate loadRate = new LoadRate();
   /** A key whose evictions are kept back until {@link #handOverEvictions()}; null for none. */
   volatile BlockKey holdEvictionsOf;

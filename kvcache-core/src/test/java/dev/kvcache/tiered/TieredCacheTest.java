@@ -329,6 +329,38 @@ class TieredCacheTest {
   }
 
   @Test
+  void aReadThatMustNotWaitIsAnsweredFromRamOrTheSpillQueueAndLeavesTheLowerTierToGet()
+      throws Exception {
+    open(64, 32L << 20);
+    assertThat(cache.readsMayWait()).isTrue();
+    putAll(cache, 0, 100, 1); // 6.25 MiB through a RAM of 4: the first blocks go down
+    awaitSpills();
+    BlockKey inRam = Payloads.key(99);
+    BlockKey below = Payloads.key(0);
+    assertThat(lower.contains(below)).isTrue();
+    int probes = lower.probes.get();
+    try (BlockLease lease = cache.tryGet(inRam).orElseThrow()) {
+      assertThat(lease.status()).isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(inRam, lease.bytes())).isEqualTo(1);
+    }
+    assertThat(cache.tryGet(below)).as("held only below RAM").isEmpty();
+    assertThat(cache.tryGet(Payloads.key(1000))).as("held nowhere: only a read below says so")
+        .isEmpty();
+    assertThat(lower.probes.get()).as("the lower tier was not asked").isEqualTo(probes);
+    try (BlockLease lease = cache.get(below)) {
+      assertThat(Payloads.verify(below, lease.bytes())).isEqualTo(1);
+    }
+
+    lower.hold(); // the blocks evicted now wait in the spill queue
+    putAll(cache, 200, 204, 1); // a few: the queue keeps room, and the puts do not wait
+    BlockKey waiting = foundIn(TieredRead.Source.SPILL_QUEUE, 0, 204);
+    try (BlockLease lease = cache.tryGet(waiting).orElseThrow()) {
+      assertThat(Payloads.verify(waiting, lease.bytes())).isEqualTo(1);
+    }
+    lower.release();
+  }
+
+  @Test
   void aBlockWaitingToBeSpilledIsStillReadable() throws Exception {
     open(64, 32L << 20, Duration.ZERO);
     lower.hold();

@@ -17,6 +17,7 @@ import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import java.util.ArrayList;
 import java.util.List;
+import reactor.core.publisher.Mono;
 
 /**
  * Many blocks in one answer: the blocks of a list of keys, back to back in one stream, each
@@ -52,10 +53,12 @@ class BatchGetController {
   private final Namespaces namespaces;
   private final long maxBatchBytes;
   private final ServedBlocks served;
+  private final OffLoop offLoop;
 
-  BatchGetController(KvCache cache, Namespaces namespaces, ServedBlocks served,
+  BatchGetController(KvCache cache, Namespaces namespaces, ServedBlocks served, OffLoop offLoop,
       @Value("${kvcache.max-batch-bytes:64MiB}") String maxBatchBytes) {
     this.cache = cache;
+    this.offLoop = offLoop;
     this.namespaces = namespaces;
     this.served = served;
     this.maxBatchBytes = SizeSetting.bytes("kvcache.max-batch-bytes", maxBatchBytes, 1);
@@ -71,16 +74,22 @@ class BatchGetController {
 
   /**
    * Leases the blocks, {@value #WINDOW} keys at a time, and answers them all from the leases,
-   * which close once the body is written; every key is checked before any block is leased.
+   * which close once the body is written; every key is checked before any block is leased. The
+   * blocks are leased on a blocking thread if the cache's reads may wait ({@link OffLoop}).
    */
   @Post(uri = "/batch-get", produces = MediaType.APPLICATION_OCTET_STREAM)
-  HttpResponse<ByteBuf> batchGet(String namespace, @Body BatchGetRequest request) {
+  Mono<HttpResponse<ByteBuf>> batchGet(String namespace, @Body BatchGetRequest request) {
     List<String> hexKeys = request.keys();
     if (hexKeys == null || hexKeys.isEmpty() || hexKeys.size() > MAX_KEYS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-batch", "the body needs a 'keys' list of 1 to "
           + MAX_KEYS + " keys, got " + (hexKeys == null ? "none" : hexKeys.size()));
     }
     List<BlockKey> keys = namespaces.storageKeys(namespace, hexKeys);
+    return offLoop.answer(() -> answer(namespace, keys));
+  }
+
+  /** The answer: the blocks' leases, a window at a time, up to the batch's byte limit. */
+  private HttpResponse<ByteBuf> answer(String namespace, List<BlockKey> keys) {
     List<BlockLease> leases = new ArrayList<>(keys.size());
     StringBuilder lengths = new StringBuilder(keys.size() * 8);
     StringBuilder checksums = new StringBuilder(keys.size() * 9);

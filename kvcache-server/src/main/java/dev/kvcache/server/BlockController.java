@@ -31,6 +31,7 @@ import jakarta.inject.Named;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.ExecutorService;
 import org.reactivestreams.Publisher;
@@ -62,12 +63,14 @@ class BlockController {
   private final Duration bodyTimeout;
   private final WireCodec wire;
   private final JsonMapper json;
+  private final OffLoop offLoop;
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
       @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
       @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
-      ServedBlocks served) {
+      ServedBlocks served, OffLoop offLoop) {
     this.cache = cache;
+    this.offLoop = offLoop;
     this.served = served;
     this.json = json;
     this.wire = wire;
@@ -183,11 +186,22 @@ class BlockController {
    * The block's bytes, written to the socket from the cache's memory; 404 if it is not cached. A
    * {@code HEAD} is served by this route too, with the block's length in {@value #LENGTH_HEADER}.
    * Encoded as a {@link WireCodec} container, off the event loop, when the request accepts it and
-   * the server is configured to.
+   * the server is configured to. A block that RAM does not hold is read on a blocking thread
+   * ({@link OffLoop}).
    */
   @Get(produces = MediaType.APPLICATION_OCTET_STREAM, consumes = MediaType.ALL)
-  HttpResponse<?> get(HttpRequest<?> request, String namespace, String key) {
-    BlockLease lease = cache.get(namespaces.storageKey(namespace, key));
+  Mono<HttpResponse<?>> get(HttpRequest<?> request, String namespace, String key) {
+    BlockKey storageKey = namespaces.storageKey(namespace, key);
+    Optional<BlockLease> inMemory = cache.tryGet(storageKey);
+    if (inMemory.isPresent()) {
+      return Mono.just(answer(request, namespace, key, inMemory.get()));
+    }
+    return offLoop.onBlocking(() -> answer(request, namespace, key, cache.get(storageKey)));
+  }
+
+  /** The answer to a GET or HEAD from the block's lease (a hit or a miss), which it takes over. */
+  private HttpResponse<?> answer(HttpRequest<?> request, String namespace, String key,
+      BlockLease lease) {
     if (lease.status() != GetStatus.HIT) {
       lease.close();
       // answered, not thrown: a miss is common and an exception's handling costs a bean lookup

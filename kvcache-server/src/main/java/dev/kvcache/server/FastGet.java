@@ -27,10 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * HTTP/2 frames: headers and the block (from its lease, as {@link BlockController#get} sends it),
  * without Micronaut's routing, filters and response building, which cost as much CPU as writing a
  * 256 KiB block to the socket (docs/benchmarks.md). Everything else goes to Micronaut unchanged:
- * other methods and paths, HTTP/1.1, a miss, a malformed key, an unknown namespace, a token that
- * is missing or may not read the namespace, a request for an encoded block. Those get Micronaut's
- * answers (404, 400, 401, 403, ...), so the fast path only ever answers 200 with the same headers
- * and bytes as the controller. Off with {@code kvcache.fast-get: false}. Requests it answers are
+ * other methods and paths, HTTP/1.1, a miss, a block RAM does not hold (read off the event loop,
+ * {@link OffLoop}), a malformed key, an unknown namespace, a token that is missing or may not read
+ * the namespace, a request for an encoded block. Those get Micronaut's answers (404, 400, 401,
+ * 403, ...), so the fast path only ever answers 200 with the same headers and bytes as the
+ * controller. Off with {@code kvcache.fast-get: false}. Requests it answers are
  * counted by the cache's own meters ({@code kvcache_hits_total}) and by {@code
  * kvcache_fast_gets_total}, not by Micronaut's HTTP timer.
  */
@@ -126,9 +127,13 @@ class FastGet implements MeterBinder {
     } catch (ApiException e) {
       return null; // Micronaut answers with the error
     }
-    BlockLease lease = cache.get(key);
-    if (lease.status() != GetStatus.HIT) {
-      lease.close();
+    // a block RAM lacks may be read from a device or the network: Micronaut's route does that
+    // off the event loop (OffLoop)
+    BlockLease lease = cache.tryGet(key).orElse(null);
+    if (lease == null || lease.status() != GetStatus.HIT) {
+      if (lease != null) {
+        lease.close();
+      }
       return null;
     }
     return new Hit(namespace, lease);

@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
+import reactor.core.publisher.Mono;
 
 /**
  * Longest-prefix lookup: how many leading blocks of a request's chain are cached. A pinned lookup
@@ -47,9 +48,12 @@ class LookupController {
   private final Namespaces namespaces;
   private final PinRegistry pins;
   private final ServedBlocks served;
+  private final OffLoop offLoop;
 
-  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served) {
+  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served,
+      OffLoop offLoop) {
     this.cache = cache;
+    this.offLoop = offLoop;
     this.namespaces = namespaces;
     this.pins = pins;
     this.served = served;
@@ -140,8 +144,19 @@ class LookupController {
   @Serdeable
   record SharedSlice(String file, long offset, int length, long crc32c) {}
 
+  /**
+   * Where the leading blocks of the keys are, pinned if the request asks; looked up on a blocking
+   * thread if the cache's reads may wait (an object tier's lookup sends HEAD requests; {@link
+   * OffLoop}).
+   */
   @Post("/lookup")
-  LookupResponse lookup(HttpRequest<?> http, String namespace, @Body LookupRequest request) {
+  Mono<HttpResponse<LookupResponse>> lookup(HttpRequest<?> http, String namespace,
+      @Body LookupRequest request) {
+    return offLoop.answer(() -> HttpResponse.ok(answer(http, namespace, request)));
+  }
+
+  /** The answer to a lookup, with its pin registered if it asks for one. */
+  private LookupResponse answer(HttpRequest<?> http, String namespace, LookupRequest request) {
     if (request.keys() == null || request.keys().isEmpty()) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
           "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys");
@@ -209,11 +224,16 @@ class LookupController {
   /**
    * Block {@code index} of a pinned lookup, with its CRC32C; 404 once the
    * lease is released or expired. A block held in this process is sent from its own memory, which
-   * the pin keeps until the body is sent, even if it is released or expires meanwhile.
+   * the pin keeps until the body is sent, even if it is released or expires meanwhile. Answered
+   * on a blocking thread if the cache's reads may wait ({@link OffLoop}).
    */
   @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM,
       consumes = MediaType.ALL)
-  HttpResponse<?> pinned(String namespace, String lease, int index) {
+  Mono<HttpResponse<?>> pinned(String namespace, String lease, int index) {
+    return offLoop.answer(() -> pinnedBlock(namespace, lease, index));
+  }
+
+  private HttpResponse<?> pinnedBlock(String namespace, String lease, int index) {
     namespaces.require(namespace);
     PrefixPin pin = pins.find(namespace, lease);
     if (index < 0 || index >= pin.blocks()) {

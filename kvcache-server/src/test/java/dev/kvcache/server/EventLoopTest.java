@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * write-behind backlog full, PUTs over HTTP/2 (the fast path) and HTTP/1.1 wait for the spill
  * thread off the event loop, and GETs on other connections of the same (only) event loop are
  * answered as fast as without those PUTs. A PUT committed on the event loop would hold every one
- * of its connections for its 100 ms.
+ * of its connections for its 100 ms. Nor does a read of a block below RAM: GETs and batch GETs of
+ * a block that takes the lower tier 100 ms to read leave those GETs as fast.
  */
 class EventLoopTest {
 
@@ -42,6 +43,66 @@ class EventLoopTest {
     }
     Collections.sort(ms);
     return ms.get((int) Math.ceil(n * 0.99) - 1);
+  }
+
+  @Test
+  void getsOnTheSameEventLoopDoNotWaitForReadsOfTheLowerTier() throws Exception {
+    try (TestServer server = TestServer.start(dir, Map.of(
+        "test.slow-lower-put", "0ms", "test.slow-lower-read", SLOW.toMillis() + "ms",
+        "micronaut.netty.event-loops.default.num-threads", 1))) {
+      String below = BlockApiTest.key(1);
+      byte[] belowBytes = BlockApiTest.random(1 << 20, 1);
+      assertThat(server.put("default", below, belowBytes).statusCode()).isEqualTo(201);
+      for (int i = 0; i < 20; i++) { // 80 MiB through a RAM of 64: `below` leaves RAM
+        assertThat(server.put("default", BlockApiTest.key(100 + i),
+            BlockApiTest.random(4 << 20, 100 + i)).statusCode()).isEqualTo(201);
+      }
+      String small = BlockApiTest.key(2);
+      assertThat(server.put("default", small, BlockApiTest.random(4096, 2)).statusCode())
+          .isEqualTo(201);
+      getP99(server, small, 50); // warm up
+      double alone = getP99(server, small, 200);
+
+      AtomicBoolean stop = new AtomicBoolean();
+      ExecutorService readers = Executors.newFixedThreadPool(3);
+      List<Future<List<Long>>> readTimes = new ArrayList<>();
+      for (int r = 0; r < 3; r++) {
+        HttpClient client = HttpClient.newBuilder()
+            .version(r == 1 ? HttpClient.Version.HTTP_1_1 : HttpClient.Version.HTTP_2).build();
+        HttpRequest request = switch (r) {
+          case 0, 1 -> HttpRequest.newBuilder(server.uri(TestServer.blockPath("default", below)))
+              .build();
+          default -> HttpRequest.newBuilder(server.uri("/v1/namespaces/default/batch-get"))
+              .header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofString(BatchGetTest.keysJson(below))).build();
+        };
+        readTimes.add(readers.submit(() -> {
+          List<Long> times = new ArrayList<>();
+          while (!stop.get()) {
+            long start = System.nanoTime();
+            HttpResponse<byte[]> got = client.send(request, HttpResponse.BodyHandlers.ofByteArray());
+            times.add((System.nanoTime() - start) / 1_000_000);
+            assertThat(got.statusCode()).isEqualTo(200);
+            assertThat(got.body()).isEqualTo(belowBytes);
+          }
+          return times;
+        }));
+      }
+      Thread.sleep(300); // the reads are under way
+      double withReads = getP99(server, small, 200);
+      stop.set(true);
+      List<Long> all = new ArrayList<>();
+      for (Future<List<Long>> f : readTimes) {
+        all.addAll(f.get());
+      }
+      readers.shutdown();
+      Collections.sort(all);
+      assertThat(all.size()).as("reads of the block below RAM").isGreaterThanOrEqualTo(3);
+      assertThat(all.get(0)).as("the fastest of them, ms: each read the slow tier")
+          .isGreaterThanOrEqualTo(SLOW.toMillis());
+      assertThat(withReads).as("GET p99 ms with reads of the lower tier, against %.2f alone", alone)
+          .isLessThanOrEqualTo(2 * alone + 2);
+    }
   }
 
   @Test

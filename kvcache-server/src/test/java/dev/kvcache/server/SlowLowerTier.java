@@ -18,7 +18,10 @@ import java.time.Duration;
 /**
  * The server's cache over a lower tier whose writes each take {@code test.slow-lower-put}, as a
  * slow or stalled disk's do, written behind with a window of two blocks and one spill thread: so
- * that the write-behind backlog is full at once and stays so. Only when that setting is given.
+ * that the write-behind backlog is full at once and stays so. Its reads each take {@code
+ * test.slow-lower-read} (default none), as a cold disk's or an object store's do; the blocks read
+ * are not promoted into RAM, so that each read of them takes that long. Only when {@code
+ * test.slow-lower-put} is given.
  */
 @Factory
 @Requires(property = "test.slow-lower-put")
@@ -27,10 +30,12 @@ class SlowLowerTier {
   @Context
   @Bean(preDestroy = "close")
   @Replaces(bean = KvCache.class, factory = CacheFactory.class)
-  KvCache cache(@Value("${test.slow-lower-put}") Duration delay) {
+  KvCache cache(@Value("${test.slow-lower-put}") Duration delay,
+      @Value("${test.slow-lower-read:0ms}") Duration readDelay) {
     GatedTier lower = new GatedTier(
         new RamTier(RamTierConfig.ofCapacity(256L << 20).withMaxBlockBytes(8 << 20)));
     lower.putDelayMillis = delay.toMillis();
+    lower.readDelayMillis = readDelay.toMillis();
     return new TieredCache(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(8 << 20), lower,
         new TieredCacheConfig(2, Duration.ofSeconds(30), false, true, Durability.WRITE_BEHIND, 1));
   }
