@@ -369,6 +369,30 @@ public final class RamTier implements Tier {
   }
 
   /**
+   * As {@link #get}, for a thread that must not wait (a server's event loop): a hit or a miss,
+   * or empty while compaction moves the block, when {@link #get} would wait for the move (a copy
+   * of up to the block's length).
+   */
+  @Override
+  public Optional<BlockLease> tryGet(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    OffHeapBlock block = index.get(key);
+    OffHeapBlock.Retained retained =
+        block == null ? OffHeapBlock.Retained.FREED : block.tryRetainUnlessMoving();
+    if (retained == OffHeapBlock.Retained.MOVING) {
+      return Optional.empty();
+    }
+    if (retained == OffHeapBlock.Retained.FREED) {
+      counters.miss();
+      return Optional.of(BlockLease.miss(key));
+    }
+    counters.hit();
+    counters.leaseOpened();
+    return Optional.of(new RamLease(this, key, block));
+  }
+
+  /**
    * A lease on the block stored under {@code key} that counts no read and leaves the eviction
    * policy's ranking as it was: for copying a block RAM keeps to another tier. A miss lease if
    * there is none.

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
@@ -100,11 +101,14 @@ final class TieredReads {
     return opened(TieredLease.over(fromLower, counters::leaseClosed));
   }
 
-  /** The lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
+  /**
+   * The lease on the key's copy in RAM or in the spill queue, counted as a hit; or null, also
+   * while compaction moves RAM's copy ({@link RamTier#tryGet}).
+   */
   BlockLease getAbove(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    return leaseAbove(key);
+    return leaseAbove(key, false);
   }
 
   /**
@@ -138,7 +142,24 @@ final class TieredReads {
 
   /** A lease on the key's copy in RAM or in the spill queue, counted as a hit; or null. */
   private BlockLease leaseAbove(BlockKey key) {
-    BlockLease fromRam = ram.get(key);
+    return leaseAbove(key, true);
+  }
+
+  /**
+   * As {@link #leaseAbove(BlockKey)}; if not {@code mayWait}, null while compaction moves RAM's
+   * copy.
+   */
+  private BlockLease leaseAbove(BlockKey key, boolean mayWait) {
+    BlockLease fromRam;
+    if (mayWait) {
+      fromRam = ram.get(key);
+    } else {
+      Optional<BlockLease> now = ram.tryGet(key);
+      if (now.isEmpty()) {
+        return null;
+      }
+      fromRam = now.get();
+    }
     if (fromRam.status() == GetStatus.HIT) {
       ramHits.increment();
       lower.usedAbove(key);

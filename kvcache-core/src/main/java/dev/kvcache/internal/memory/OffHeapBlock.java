@@ -150,6 +150,35 @@ public final class OffHeapBlock {
     }
   }
 
+  /** What {@link #tryRetainUnlessMoving} did. */
+  public enum Retained {
+    /** A reference was added. */
+    YES,
+    /** None: the block was already freed. */
+    FREED,
+    /** None: compaction is moving the block; {@link #tryRetain} would wait for the move. */
+    MOVING
+  }
+
+  /**
+   * As {@link #tryRetain}, for a thread that must not wait: adds no reference while compaction
+   * moves the block (a copy of up to the block's length), where {@link #tryRetain} waits.
+   */
+  public Retained tryRetainUnlessMoving() {
+    while (true) {
+      int r = (int) REFS.getVolatile(this);
+      if (r == 0) {
+        return Retained.FREED;
+      }
+      if (r == MOVING) {
+        return Retained.MOVING;
+      }
+      if (REFS.compareAndSet(this, r, r + 1)) {
+        return Retained.YES;
+      }
+    }
+  }
+
   /** Drops a reference; the last one returns the memory to the arena. */
   public void release() {
     for (int spins = 0; ; spins++) {

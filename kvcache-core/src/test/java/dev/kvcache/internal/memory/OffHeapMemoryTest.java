@@ -93,6 +93,25 @@ class OffHeapMemoryTest {
   }
 
   @Test
+  void aReaderThatMustNotWaitIsToldWhileCompactionMovesTheBlock() throws Exception {
+    Arena arena = new Arena(64 * G);
+    OffHeapBlock block = arena.allocate(4 * G, 1);
+    assertThat(block.tryPinForMove()).isTrue();
+    assertThat(block.tryRetainUnlessMoving()).isEqualTo(OffHeapBlock.Retained.MOVING);
+    java.util.concurrent.CompletableFuture<Boolean> waiting =
+        java.util.concurrent.CompletableFuture.supplyAsync(block::tryRetain);
+    Thread.sleep(50);
+    assertThat(waiting).as("tryRetain waits for the move").isNotDone();
+    block.finishMove();
+    assertThat(waiting.get()).isTrue();
+    assertThat(block.tryRetainUnlessMoving()).isEqualTo(OffHeapBlock.Retained.YES);
+    block.release();
+    block.release();
+    block.releaseOwner();
+    assertThat(block.tryRetainUnlessMoving()).isEqualTo(OffHeapBlock.Retained.FREED);
+  }
+
+  @Test
   void allocationIsBestFit() {
     Arena arena = new Arena(64 * G);
     // runs: [a:2][free 3][b:1][free 5][c:1][free 8][d: rest]
