@@ -7,9 +7,7 @@ import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.Tier;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -77,13 +75,8 @@ final class SpillQueue {
   private final AtomicInteger evictedWaiting = new AtomicInteger();
   /** The bytes of all entries registered and not yet written. */
   private final AtomicLong bytes = new AtomicLong();
-  /**
-   * The order entries were registered in: how many and how many bytes so far, and the entries not
-   * written yet by place, each with the bytes registered before it. Guarded by itself.
-   */
-  private final TreeMap<Long, Long> unwritten = new TreeMap<>();
-  private long registeredBlocks;
-  private long registeredBytes;
+  /** The order entries were registered in, which bounds what write-behind puts leave unwritten. */
+  private final SpillOrder order;
   /** Notified each time a write ends. */
   private final Object progress = new Object();
   private final Thread[] threads;
@@ -101,6 +94,7 @@ final class SpillQueue {
     this.lower = lower;
     this.maxEvictedBlocks = maxEvictedBlocks;
     this.maxBytes = maxBytes;
+    this.order = new SpillOrder(maxBytes);
     this.copyStored = copyStored;
     this.retryCopy = retryCopy;
     this.threads = new Thread[threads];
@@ -193,67 +187,26 @@ final class SpillQueue {
    * spill threads unless more than half a window of puts is written in between.
    */
   boolean backlogPastHalf(int length, int maxBlocks) {
-    synchronized (unwritten) {
-      Map.Entry<Long, Long> first = unwritten.firstEntry();
-      if (first == null) {
-        return false;
-      }
-      long blocks = registeredBlocks - first.getKey();
-      long bytes = registeredBytes - first.getValue() + length;
-      return blocks * 2 >= maxBlocks || bytes * 2 > maxBytes;
-    }
+    return order.pastHalf(length, maxBlocks);
   }
 
   /**
    * A place in the queue's order for the copy of a {@link Durability#WRITE_BEHIND} put that must not
-   * wait, taken before the put commits ({@link #queueCopy(SpillEntry, Place)}), if the blocks
-   * registered since the oldest one not yet written, with this one of {@code length} bytes, fill
-   * less than half of either bound ({@link #backlogPastHalf}); null otherwise. {@link
-   * #awaitBacklog} up to this place then cannot wait, however many blocks register meanwhile: the
-   * oldest unwritten block only moves on. A place not taken is given back with {@link #release}.
+   * wait, taken before the put commits ({@link #queueCopy(SpillEntry, SpillOrder.Place)}) if the
+   * backlog is under half of either bound ({@link #backlogPastHalf}); null otherwise. {@link
+   * #awaitBacklog} up to this place then cannot wait, however many blocks register meanwhile. A
+   * place not taken is given back with {@link #release}.
    */
-  Place reserve(int length, int maxBlocks) {
-    synchronized (unwritten) {
-      if (backlogPastHalf(length, maxBlocks)) {
-        return null;
-      }
-      Place place = new Place(registeredBlocks, registeredBytes, length);
-      unwritten.put(registeredBlocks, registeredBytes);
-      registeredBlocks++;
-      registeredBytes += length;
-      return place;
-    }
+  SpillOrder.Place reserve(int length, int maxBlocks) {
+    return order.reserve(length, maxBlocks);
   }
 
-  /**
-   * Gives back a place, unless a copy took it: the blocks behind it no longer wait for it. Once
-   * given back, nothing can take it.
-   */
-  void release(Place place) {
-    synchronized (unwritten) {
-      if (place.taken) {
-        return;
+  /** Gives back a place, unless a copy took it: the blocks behind it no longer wait for it. */
+  void release(SpillOrder.Place place) {
+    if (order.giveBack(place)) {
+      synchronized (progress) {
+        progress.notifyAll();
       }
-      place.taken = true;
-      unwritten.remove(place.sequence);
-    }
-    synchronized (progress) {
-      progress.notifyAll();
-    }
-  }
-
-  /** A place {@link #reserve reserved} in the order, for a block of {@code length} bytes. */
-  static final class Place {
-    private final long sequence;
-    private final long bytesBefore;
-    private final int length;
-    /** Whether a copy took it or it was given back. Guarded by the queue's order. */
-    private boolean taken;
-
-    private Place(long sequence, long bytesBefore, int length) {
-      this.sequence = sequence;
-      this.bytesBefore = bytesBefore;
-      this.length = length;
     }
   }
 
@@ -295,15 +248,8 @@ final class SpillQueue {
   /**
    * Queues a copy in the place its put {@link #reserve reserved}, which must be for its length.
    */
-  void queueCopy(SpillEntry copy, Place place) {
-    synchronized (unwritten) {
-      if (place.taken || place.length != copy.size()) {
-        throw new IllegalStateException("a place for " + place.length + " bytes, "
-            + (place.taken ? "already taken" : "for a copy of " + copy.size()));
-      }
-      place.taken = true;
-      copy.place(place.sequence, place.bytesBefore);
-    }
+  void queueCopy(SpillEntry copy, SpillOrder.Place place) {
+    order.take(place, copy);
     enqueue(copy);
   }
 
@@ -351,34 +297,12 @@ final class SpillQueue {
    * the blocks before its own, not for those of puts that came after it.
    */
   void awaitBacklog(SpillEntry mine, int maxBlocks) {
-    long last;
-    long end;
-    synchronized (unwritten) {
-      last = mine != null ? mine.sequence() : registeredBlocks - 1;
-      end = mine != null ? mine.bytesBefore() + mine.size() : registeredBytes;
-    }
-    while (!stopping && overBacklog(last, end, maxBlocks)) {
+    long[] upTo = order.upTo(mine);
+    while (!stopping && order.over(upTo[0], upTo[1], maxBlocks)) {
       if (!awaitProgress(System.nanoTime() + POLL_NANOS)) {
         return;
       }
     }
-  }
-
-  /**
-   * Whether the blocks from the oldest unwritten one up to place {@code last}, which end at {@code
-   * end} bytes, are more than {@code maxBlocks}, or more than one holding more than the queue's
-   * bytes. Written blocks among them count too: the bound holds however the threads finish.
-   */
-  private boolean overBacklog(long last, long end, int maxBlocks) {
-    long oldest;
-    long bytesBeforeOldest;
-    synchronized (unwritten) {
-      Map.Entry<Long, Long> first = unwritten.firstEntry();
-      oldest = first != null ? first.getKey() : registeredBlocks;
-      bytesBeforeOldest = first != null ? first.getValue() : registeredBytes;
-    }
-    long blocks = last + 1 - oldest;
-    return blocks > maxBlocks || (end - bytesBeforeOldest > maxBytes && blocks > 1);
   }
 
   /**
@@ -468,14 +392,7 @@ final class SpillQueue {
     if (entry.isCopy()) {
       copiesWaiting.incrementAndGet();
     }
-    if (entry.sequence() < 0) { // else placed where its put reserved
-      synchronized (unwritten) {
-        entry.place(registeredBlocks, registeredBytes);
-        unwritten.put(registeredBlocks, registeredBytes);
-        registeredBlocks++;
-        registeredBytes += entry.size();
-      }
-    }
+    order.register(entry);
     bytes.addAndGet(entry.size());
   }
 
@@ -594,9 +511,7 @@ final class SpillQueue {
     } else {
       evictedWaiting.decrementAndGet();
     }
-    synchronized (unwritten) {
-      unwritten.remove(entry.sequence());
-    }
+    order.written(entry);
     bytes.addAndGet(-entry.size());
     entry.release();
     synchronized (progress) {

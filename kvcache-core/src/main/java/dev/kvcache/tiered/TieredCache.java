@@ -306,7 +306,7 @@ public final class TieredCache implements Tier {
    *     that must not wait; null to take the next one, and wait for the backlog before it
    */
   private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store,
-      SpillQueue.Place place) {
+      SpillOrder.Place place) {
     int stripe = KeyStripes.of(key);
     Durability durability = config.durability();
     PutStatus status;
@@ -455,7 +455,7 @@ public final class TieredCache implements Tier {
     private final BlockWriter inner;
     private final boolean inRam;
     /** The spill queue's place for its copy, reserved by {@link #tryCommit}; null otherwise. */
-    private SpillQueue.Place place;
+    private SpillOrder.Place place;
 
     TieredWriter(BlockKey key, BlockWriter inner, boolean inRam) {
       super(key, inner.length(), false); // the inner writer computes the checksum
