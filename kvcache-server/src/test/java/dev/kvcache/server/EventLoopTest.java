@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * thread off the event loop, and GETs on other connections of the same (only) event loop are
  * answered as fast as without those PUTs. A PUT committed on the event loop would hold every one
  * of its connections for its 100 ms. Nor does a read of a block below RAM: GETs and batch GETs of
- * a block that takes the lower tier 100 ms to read leave those GETs as fast.
+ * a block that takes the lower tier 100 ms to read leave the p99 of those GETs far under 100 ms.
  */
 class EventLoopTest {
 
@@ -51,7 +51,7 @@ class EventLoopTest {
         "test.slow-lower-put", "0ms", "test.slow-lower-read", SLOW.toMillis() + "ms",
         "micronaut.netty.event-loops.default.num-threads", 1))) {
       String below = BlockApiTest.key(1);
-      byte[] belowBytes = BlockApiTest.random(1 << 20, 1);
+      byte[] belowBytes = BlockApiTest.random(64 << 10, 1);
       assertThat(server.put("default", below, belowBytes).statusCode()).isEqualTo(201);
       for (int i = 0; i < 20; i++) { // 80 MiB through a RAM of 64: `below` leaves RAM
         assertThat(server.put("default", BlockApiTest.key(100 + i),
@@ -100,8 +100,10 @@ class EventLoopTest {
       assertThat(all.size()).as("reads of the block below RAM").isGreaterThanOrEqualTo(3);
       assertThat(all.get(0)).as("the fastest of them, ms: each read the slow tier")
           .isGreaterThanOrEqualTo(SLOW.toMillis());
+      // a read on the event loop would hold the GETs behind it for its 100 ms; the slack is for
+      // the readers' own work beside the server's on a shared two-core machine
       assertThat(withReads).as("GET p99 ms with reads of the lower tier, against %.2f alone", alone)
-          .isLessThanOrEqualTo(2 * alone + 2);
+          .isLessThanOrEqualTo(2 * alone + SLOW.toMillis() / 4.0);
     }
   }
 
