@@ -101,7 +101,14 @@ for suite in "${suites[@]}"; do
           -t 1 -p blockSizeBytes="$size"
       done
       run disk-writer 'DiskThroughputBenchmark\.(put|writerPut|gatheredPut|baselinePut)$' -t 1 -prof gc
-      run disk-cold DiskColdReadBenchmark -t 1   # drops the page cache: needs root
+      # drops the page cache: needs root; the tier's reads past the page cache, then through the
+      # mapping; CPU seconds of the reading thread per GiB in disk-cold-cpu.jsonl
+      rm -f "$out/disk-cold-cpu.jsonl"
+      jvm_flags_before=$jvm_flags
+      jvm_flags+=" -Dkvcache.bench.cpu.out=$PWD/$out/disk-cold-cpu.jsonl"
+      run disk-cold DiskColdReadBenchmark -t 1 -p directReads=true
+      run disk-cold-mapped 'DiskColdReadBenchmark\.readAll$' -t 1 -p directReads=false
+      jvm_flags=$jvm_flags_before
       run disk-peers DiskPeerBenchmark -t 1
       run disk-latency-t1 DiskPutLatencyBenchmark -t 1
       run disk-latency-t2 DiskPutLatencyBenchmark -t 2

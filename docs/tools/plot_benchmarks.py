@@ -451,7 +451,9 @@ def disk_tables(rows, out, img):
         if klass(r) == "DiskThroughputBenchmark" and r["file"].startswith("disk-io"):
             medium = "tmpfs" if r["params"]["baseDir"].startswith("/dev/shm") else "disk"
             io[(medium, int(r["params"]["blockSizeBytes"]), method(r))] = gbps(r)
-        elif klass(r) == "DiskColdReadBenchmark":
+        elif (klass(r) == "DiskColdReadBenchmark" and r["file"] == "disk-cold.json"
+              and r["params"].get("order", "written") == "written"
+              and method(r) in ("readAll", "baselineReadAll")):
             # single shot: milliseconds to read the whole working set once
             ws = int(r["params"]["workingSetBytes"])
             ms, err = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
@@ -560,6 +562,81 @@ def disk_tables(rows, out, img):
         fig.tight_layout()
         fig.savefig(os.path.join(img, "disk-reopen.png"), dpi=110)
         plt.close(fig)
+
+
+COLD_READS = (  # (file, method, directReads param, label)
+    ("disk-cold.json", "readAll", "true", "tier, past the page cache"),
+    ("disk-cold-mapped.json", "readAll", "false", "tier, through the mapping"),
+    ("disk-cold.json", "directReadAll", "true", "O_DIRECT read"),
+    ("disk-cold.json", "preadAll", "true", "pread"),
+    ("disk-cold.json", "baselineReadAll", "true", "mapped copy"),
+)
+
+
+def cold_read_tables(rows, results_dir, out, img):
+    """Cold reads: the tier past the page cache and through the mapping, beside plain file reads."""
+    speed, cpu = {}, {}  # (size, order, label) -> GB/s (error) / CPU s per GiB
+    labels = {(f, m, d): label for f, m, d, label in COLD_READS}
+    for r in rows:
+        if klass(r) != "DiskColdReadBenchmark" or "order" not in r["params"]:
+            continue
+        key = (r["file"], method(r), r["params"].get("directReads", "true"))
+        if key not in labels:
+            continue
+        order, size = r["params"]["order"], int(r["params"]["blockSizeBytes"])
+        ws = int(r["params"]["workingSetBytes"])
+        read = ws // 16 if order == "sparse" else ws  # a sixteenth of the blocks, or all
+        ms, err = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
+        gb = read / 1e9 / (ms / 1e3)
+        speed[(size, order, labels[key])] = (gb, gb * err / ms if err == err else float("nan"))
+    path = os.path.join(results_dir, "disk-cold-cpu.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                c = json.loads(line)
+                m = c["benchmark"].rsplit(".", 1)[1]
+                for fname, meth, direct, label in COLD_READS:
+                    if meth == m and direct == str(c.get("directReads", True)).lower():
+                        cpu[(c["blockBytes"], c["order"], label)] = c["cpuSecondsPerGiB"]
+    if not speed:
+        return
+    names = [label for *_, label in COLD_READS]
+    orders = [o for o in ("written", "shuffled", "sparse") if any(k[1] == o for k in speed)]
+    sizes = sorted({k[0] for k in speed})
+    out.append("### Cold reads: the tier past the page cache and through the mapping (GB/s; CPU s/GiB)\n")
+    out.append("| block | order | " + " | ".join(names) + " | past / through the mapping |")
+    out.append("|---|---|" + "---|" * (len(names) + 1))
+    for s in sizes:
+        for o in orders:
+            cells = []
+            for n in names:
+                v = speed.get((s, o, n))
+                c = cpu.get((s, o, n))
+                cells.append("-" if v is None else f"{v[0]:.2f} ± {v[1]:.2f}" + ("" if c is None else f"; {c:.2f}"))
+            out.append(f"| {size_label(s)} | {o} | " + " | ".join(cells) + " | "
+                       + ratio_cell(speed, (s, o, names[0]), (s, o, names[1])) + " |")
+    out.append("")
+    colors = ["tab:blue", "tab:cyan", "tab:green", "tab:olive", "tab:grey"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    groups = [(s, o) for s in sizes for o in orders]
+    width = 0.8 / len(names)
+    for ax, data, ylabel, title in ((axes[0], {k: v[0] for k, v in speed.items()}, "GB/s",
+                                     "Cold reads, 1 GiB on the work disk"),
+                                    (axes[1], cpu, "CPU s per GiB (process)",
+                                     "CPU of the same reads")):
+        for i, n in enumerate(names):
+            xs = [g + (i - (len(names) - 1) / 2) * width for g in range(len(groups))]
+            ys = [data.get((s, o, n), 0) for s, o in groups]
+            ax.bar(xs, ys, width, label=n, color=colors[i])
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([f"{size_label(s)}\n{o}" for s, o in groups], fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "disk-cold-reads.png"), dpi=110)
+    plt.close(fig)
 
 
 def disk_writer_table(rows, out, img):
@@ -1702,6 +1779,7 @@ def main():
     codec_tables(rows, results_dir, out, img)
     small_tables(rows, out)
     disk_tables(rows, out, img)
+    cold_read_tables(rows, results_dir, out, img)
     disk_writer_table(rows, out, img)
     seam_tables(results_dir, out, img)
     put_path_tables(results_dir, out, img)

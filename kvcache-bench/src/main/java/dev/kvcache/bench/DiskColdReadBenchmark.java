@@ -8,12 +8,17 @@ import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import dev.kvcache.disk.device.DeviceFile;
 import dev.kvcache.disk.device.FileSystemDevice;
+import com.sun.nio.file.ExtendedOpenOption;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Locale;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -25,6 +30,9 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.runner.IterationType;
 
 /**
  * Reads from the disk tier with its files out of the page cache, beside a plain mapped file of the
@@ -33,7 +41,14 @@ import org.openjdk.jmh.annotations.TearDown;
  * cache is dropped ({@code echo 1 > /proc/sys/vm/drop_caches}, which needs root); then the tier
  * is reopened and the file mapped again. One invocation reads the whole working set once:
  * {@code readAll} through {@code getInto} (checksum check and one copy into a direct buffer),
- * {@code baselineReadAll} copying out of the mapping.
+ * {@code baselineReadAll} copying out of the mapping, {@code preadAll} reading the plain file with
+ * {@code pread} through the page cache, and {@code directReadAll} reading it past the page cache
+ * ({@code O_DIRECT}) into an aligned buffer, one read per block. {@code order} reads the blocks
+ * in the order they were written or in a shuffled one (the same for every method).
+ *
+ * <p>With {@code -Dkvcache.bench.cpu.out=<file>}, each trial appends a JSON line with the CPU
+ * seconds (user and system) the benchmark's process spent in its measurement iterations, page
+ * faults, system calls and the tier's IO threads included, and the bytes it read.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SingleShotTime)
@@ -54,28 +69,55 @@ public class DiskColdReadBenchmark {
   @Param({"true"})
   public boolean dropPageCache;
 
+  /**
+   * Which blocks are read, in which order: all in the order written ({@code written}, sequential
+   * on the device), all shuffled ({@code shuffled}), or a shuffled sixteenth of them ({@code
+   * sparse}: a cache reads a part of what its disk holds).
+   */
+  @Param({"written", "shuffled", "sparse"})
+  public String order;
+
+  /** Whether the tier reads blocks not in the page cache past it (only {@code readAll}). */
+  @Param({"true"})
+  public boolean directReads;
+
+  private static final com.sun.management.OperatingSystemMXBean OS =
+      (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
   private Path base;
   private DiskTier tier;
   private FileChannel plainFile;
   /** The plain file, mapped through the file system device as the tier maps its own. */
   private DeviceFile plainMapping;
   private ByteBuffer plain;
+  private FileChannel directFile;
   private ByteBuffer dst;
+  private ByteBuffer alignedDst;
+  private int[] readOrder;
   private int blocks;
+  private String benchmark;
+  private boolean measuring;
+  private long cpuNanos;
+  private long measuredBytes;
 
   private DiskTierConfig config() {
     return DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
-        .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.NONE).build();
+        .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.NONE)
+        .scrubBytesPerSecond(0).directReads(directReads).build();
   }
 
   @Setup(Level.Trial)
-  public void setUp() throws IOException {
+  public void setUp(BenchmarkParams params) throws IOException {
+    benchmark = params.getBenchmark();
     base = Path.of(baseDir).toAbsolutePath();
     Blocks.deleteTree(base);
     Files.createDirectories(base);
     blocks = Blocks.blocksIn(workingSetBytes, blockSizeBytes);
     ByteBuffer src = Blocks.randomDirect(blockSizeBytes, 13);
     dst = ByteBuffer.allocateDirect(blockSizeBytes);
+    int alignment = (int) Files.getFileStore(base).getBlockSize();
+    alignedDst = ByteBuffer.allocateDirect(blockSizeBytes + alignment).alignedSlice(alignment);
+    readOrder = readOrder(order, blocks);
     plainFile = FileChannel.open(base.resolve("plain"), StandardOpenOption.CREATE,
         StandardOpenOption.READ, StandardOpenOption.WRITE);
     try (DiskTier filling = DiskTier.open(config())) {
@@ -93,10 +135,38 @@ public class DiskColdReadBenchmark {
     }
   }
 
+  /** The blocks {@code order} reads, in that order. */
+  private static int[] readOrder(String order, int blocks) {
+    int[] all = new int[blocks];
+    for (int i = 0; i < blocks; i++) {
+      all[i] = i;
+    }
+    if (order.equals("written")) {
+      return all;
+    }
+    Random random = new Random(17);
+    for (int i = blocks - 1; i > 0; i--) {
+      int j = random.nextInt(i + 1);
+      int t = all[i];
+      all[i] = all[j];
+      all[j] = t;
+    }
+    return switch (order) {
+      case "shuffled" -> all;
+      case "sparse" -> java.util.Arrays.copyOf(all, Math.max(1, blocks / 16));
+      default -> throw new IllegalArgumentException(
+          "order is written, shuffled or sparse, not " + order);
+    };
+  }
+
   @Setup(Level.Iteration)
-  public void dropPageCache() throws IOException, InterruptedException {
+  public void dropPageCache(IterationParams params) throws IOException, InterruptedException {
+    measuring = params.getType() == IterationType.MEASUREMENT;
     if (tier != null) {
       tier.close();
+    }
+    if (directFile != null) {
+      directFile.close();
     }
     if (plain != null) {
       plainMapping.unmap(plain);
@@ -118,34 +188,92 @@ public class DiskColdReadBenchmark {
     tier = DiskTier.open(config());
     plainMapping = FileSystemDevice.INSTANCE.open(base.resolve("plain"), false);
     plain = plainMapping.map((long) blocks * blockSizeBytes);
+    directFile = FileChannel.open(base.resolve("plain"), StandardOpenOption.READ,
+        ExtendedOpenOption.DIRECT);
   }
 
   @Benchmark
   public int readAll() {
+    long cpu = OS.getProcessCpuTime();
     int hits = 0;
-    for (int i = 0; i < blocks; i++) {
+    for (int i : readOrder) {
       if (tier.getInto(BlockKey.of(2, i), dst.clear()) == GetStatus.HIT) {
         hits++;
       }
     }
-    if (hits != blocks) {
-      throw new IllegalStateException(hits + " of " + blocks + " blocks read");
+    if (hits != readOrder.length) {
+      throw new IllegalStateException(hits + " of " + readOrder.length + " blocks read");
     }
+    count(cpu);
     return hits;
   }
 
   @Benchmark
   public long baselineReadAll() {
+    long cpu = OS.getProcessCpuTime();
     long sum = 0;
-    for (int i = 0; i < blocks; i++) {
+    for (int i : readOrder) {
       dst.clear().put(0, plain, (int) ((long) i * blockSizeBytes), blockSizeBytes);
       sum += dst.getLong(0);
+    }
+    count(cpu);
+    return sum;
+  }
+
+  @Benchmark
+  public long preadAll() throws IOException {
+    long cpu = OS.getProcessCpuTime();
+    long sum = readFile(plainFile, dst);
+    count(cpu);
+    return sum;
+  }
+
+  @Benchmark
+  public long directReadAll() throws IOException {
+    long cpu = OS.getProcessCpuTime();
+    long sum = readFile(directFile, alignedDst);
+    count(cpu);
+    return sum;
+  }
+
+  /** Reads every block of the plain file in {@link #order} into {@code into}, one read each. */
+  private long readFile(FileChannel file, ByteBuffer into) throws IOException {
+    long sum = 0;
+    for (int i : readOrder) {
+      into.clear();
+      long at = (long) i * blockSizeBytes;
+      while (into.hasRemaining()) {
+        int n = file.read(into, at + into.position());
+        if (n < 0) {
+          throw new IOException("the plain file ends before block " + i);
+        }
+      }
+      sum += into.getLong(0);
     }
     return sum;
   }
 
+  private void count(long cpuStart) {
+    if (measuring) {
+      cpuNanos += OS.getProcessCpuTime() - cpuStart;
+      measuredBytes += (long) readOrder.length * blockSizeBytes;
+    }
+  }
+
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
+    String out = System.getProperty("kvcache.bench.cpu.out");
+    if (out != null && measuredBytes > 0) {
+      Files.writeString(Path.of(out), String.format(Locale.ROOT,
+          "{\"benchmark\":\"%s\",\"blockBytes\":%d,\"order\":\"%s\",\"directReads\":%b,"
+              + "\"cpuSeconds\":%.4f,\"bytes\":%d,\"cpuSecondsPerGiB\":%.4f}%n", benchmark,
+          blockSizeBytes, order, directReads,
+          cpuNanos / 1e9, measuredBytes, cpuNanos / 1e9 / (measuredBytes / (double) (1L << 30))),
+          StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    }
+    if (directFile != null) {
+      directFile.close();
+    }
     if (tier != null) {
       tier.close();
     }

@@ -15,8 +15,10 @@ package dev.kvcache.disk;
  * @param scrubbedBytes bytes of records the background scrub checked against their checksums
  * @param scrubDamaged damaged blocks the scrub found, and dropped (also in {@code corruptBlocks})
  * @param scrubPasses passes of the scrub over every super-block completed
+ * @param directReadBytes bytes of blocks read past the page cache ({@link
+ *     DiskTierConfig#directReads()}): the reads of blocks that were not in it
  */
 public record DiskStats(
     long corruptBlocks, long unchangedPuts, long bytesWritten, long superBlocks,
     long superBlocksDropped, long writeFailures, long syncs, long scrubbedBytes,
-    long scrubDamaged, long scrubPasses) {}
+    long scrubDamaged, long scrubPasses, long directReadBytes) {}

@@ -126,7 +126,8 @@ public final class DiskTier implements Tier {
         state.nextSuperBlockId);
     this.superBlocks = space.superBlocks();
     this.index = new BlockIndex(state.index, superBlocks);
-    this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks);
+    this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks,
+        config.directReads(), dir.toString());
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
         bytesWritten, blocksRewritten, bytesRewritten);
     this.writes = new RecordWrites(config, index, space, metadata, sequence, counters,
@@ -445,7 +446,7 @@ public final class DiskTier implements Tier {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
         superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), metadata.syncs(),
         scrubber == null ? 0 : scrubber.bytes(), scrubber == null ? 0 : scrubber.damaged(),
-        scrubber == null ? 0 : scrubber.passes());
+        scrubber == null ? 0 : scrubber.passes(), reads.directReadBytes());
   }
 
   /**
@@ -506,6 +507,9 @@ public final class DiskTier implements Tier {
     }
     if (writes != null) {
       writes.close();
+    }
+    if (reads != null) {
+      reads.close();
     }
     for (SuperBlock sb : superBlocks.values()) {
       sb.close();

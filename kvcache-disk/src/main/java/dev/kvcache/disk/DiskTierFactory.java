@@ -14,7 +14,8 @@ import java.nio.file.Path;
  * {@code sync-policy} ({@code none}, {@code periodic}, {@code always}), {@code sync-interval},
  * {@code min-free}, {@code reclaim-rate} and {@code scrub-rate} (bytes per second; a scrub rate
  * of 0 turns the scrub off), {@code direct-writes} ({@code false} writes block payloads through
- * the page cache), {@code admission} ({@code always},
+ * the page cache), {@code direct-reads} ({@code false} reads blocks through the mapping even when
+ * they are not in the page cache), {@code admission} ({@code always},
  * {@code seen_before}), {@code codec} ({@code none}, the default, stores blocks as they are;
  * {@code lz4} stores them with the {@link BlockCodec}), {@code codec-filter} (a {@link Filter},
  * such as {@code byte_shuffle_2} for bf16 tensors; {@code none} by default); defaults as in {@link
@@ -49,6 +50,7 @@ public final class DiskTierFactory implements TierFactory {
       b.scrubBytesPerSecond(settings.bytes("scrub-rate", 0));
     }
     b.directWrites(settings.bool("direct-writes", DiskTierConfig.DEFAULT_DIRECT_WRITES));
+    b.directReads(settings.bool("direct-reads", DiskTierConfig.DEFAULT_DIRECT_READS));
     b.admission(settings.choice("admission", Admission.class, Admission.ALWAYS));
     Filter filter = settings.choice("codec-filter", Filter.class, Filter.NONE);
     if (settings.choice("codec", Codec.class, Codec.NONE) == Codec.LZ4) {

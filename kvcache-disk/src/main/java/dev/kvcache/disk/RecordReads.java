@@ -2,22 +2,26 @@ package dev.kvcache.disk;
 
 import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
 import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
+import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.disk.internal.DirectReads;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.TierCounters;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,28 +29,53 @@ import org.slf4j.LoggerFactory;
 /**
  * The disk tier's reads: a lease is a view of the mapped record (pinning its super-block) or, for
  * an encoded record, of a decoded copy; a copying read checks and copies a record a cache-sized
- * chunk at a time. Every read checks the record's checksum first: a block whose record is damaged
- * is dropped from the index, counted, logged, and read as a miss.
+ * chunk at a time. A raw record of {@link #DIRECT_READ_MIN_BYTES} or more whose pages are not all
+ * in the page cache is read past it ({@link DiskTierConfig#directReads()}) into a pooled aligned
+ * buffer, a chunk at a time with several in flight ({@link DirectReads}), checked (and, for a
+ * copying read, copied) a chunk at a time as the chunks arrive; a lease then shows the buffer.
+ * Every read checks the record's checksum first: a block whose record is damaged (or could not be
+ * read) is dropped from the index, counted, logged, and read as a miss.
  */
-final class RecordReads {
+final class RecordReads implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(RecordReads.class);
   /** Bytes a read checks and then copies at a time: small enough to stay in the core's cache. */
   private static final int VERIFY_CHUNK_BYTES = 64 << 10;
+  /** Raw records at least this long, not in the page cache, are read past it. */
+  static final int DIRECT_READ_MIN_BYTES = 64 << 10;
+  /** Bytes of buffers for direct reads kept for the next reads. */
+  private static final long POOLED_DIRECT_READ_BYTES = 64L << 20;
 
   private final BlockIndex index;
   private final Map<Integer, SuperBlock> superBlocks;
   private final TierCounters counters;
   private final LoadRate loadRate;
   private final LongAdder corruptBlocks;
+  private final LongAdder directReadBytes = new LongAdder();
+  /** Null if reads never go past the page cache. */
+  private final DirectReads direct;
 
   RecordReads(BlockIndex index, Map<Integer, SuperBlock> superBlocks, TierCounters counters,
-      LoadRate loadRate, LongAdder corruptBlocks) {
+      LoadRate loadRate, LongAdder corruptBlocks, boolean directReads, String dir) {
     this.index = index;
     this.superBlocks = superBlocks;
     this.counters = counters;
     this.loadRate = loadRate;
     this.corruptBlocks = corruptBlocks;
+    this.direct = directReads ? new DirectReads(POOLED_DIRECT_READ_BYTES, dir) : null;
+  }
+
+  /** Ends the IO threads of direct reads; a read after this reads its chunks itself. */
+  @Override
+  public void close() {
+    if (direct != null) {
+      direct.close();
+    }
+  }
+
+  /** Bytes of records read past the page cache. */
+  long directReadBytes() {
+    return directReadBytes.sum();
   }
 
   BlockLease get(BlockKey key) {
@@ -55,7 +84,8 @@ final class RecordReads {
     if (sb == null) {
       return BlockLease.miss(key);
     }
-    BlockLease lease = leaseAt(key, loc, sb, true);
+    BlockLease lease = readsDirect(loc, sb) ? leaseDirect(key, loc, sb) : leaseAt(key, loc, sb,
+        true);
     if (lease == null) {
       counters.miss();
       return BlockLease.miss(key);
@@ -63,6 +93,61 @@ final class RecordReads {
     loc.hit();
     counters.hit();
     return lease;
+  }
+
+  /**
+   * Whether the record at {@code loc} is read past the page cache: a raw record long enough, its
+   * payload on a page boundary, in a file that takes direct IO, not all in the page cache.
+   */
+  private boolean readsDirect(Location loc, SuperBlock sb) {
+    return direct != null && loc.encoding == ENCODING_RAW
+        && loc.storedLength >= DIRECT_READ_MIN_BYTES && loc.payloadOffset % PAGE == 0
+        && sb.directAlignment() > 0 && !sb.inMemory(loc.payloadOffset, loc.storedLength);
+  }
+
+  /**
+   * A lease on a copy of the raw record at {@code loc} read past the page cache into a pooled
+   * buffer, which goes back to the pool when the lease closes; null if the record is damaged or
+   * could not be read (the block is then dropped). Lets the caller's pin of {@code sb} go.
+   */
+  private BlockLease leaseDirect(BlockKey key, Location loc, SuperBlock sb) {
+    ByteBuffer buffer = direct.take(loc.storedLength);
+    ByteBuffer bytes = null;
+    try {
+      CRC32C crc = new CRC32C();
+      bytes = readDirect(key, loc, sb, buffer, crc::update);
+      if (bytes != null && !matches(key, loc, sb, (int) crc.getValue())) {
+        bytes = null;
+      }
+    } finally {
+      sb.unpin();
+      if (bytes == null) {
+        direct.give(buffer);
+      }
+    }
+    if (bytes == null) {
+      return null;
+    }
+    counters.leaseOpened();
+    return new DiskLease(key, bytes.asReadOnlyBuffer(), null, OptionalInt.of(loc.payloadCrc), true,
+        buffer);
+  }
+
+  /**
+   * Reads the raw record at {@code loc} of {@code sb}, pinned, into {@code buffer} from {@link
+   * DirectReads#take} past the page cache, handing each chunk to {@code chunks} as it arrives;
+   * the record's bytes, or null if they could not be read (the block is then dropped).
+   */
+  private ByteBuffer readDirect(BlockKey key, Location loc, SuperBlock sb, ByteBuffer buffer,
+      Consumer<ByteBuffer> chunks) {
+    try {
+      ByteBuffer bytes = direct.read(sb, loc.payloadOffset, loc.storedLength, buffer, chunks);
+      directReadBytes.add(loc.storedLength);
+      return bytes;
+    } catch (IOException e) {
+      corrupt(key, loc, sb, "a read past the page cache failed: " + e.getMessage());
+      return null;
+    }
   }
 
   /**
@@ -113,13 +198,28 @@ final class RecordReads {
         return GetStatus.BUFFER_TOO_SMALL;
       }
       long start = System.nanoTime();
-      ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
-      if (loc.encoding == ENCODING_RAW) {
+      if (readsDirect(loc, sb)) {
+        ByteBuffer buffer = direct.take(loc.storedLength);
+        int from = dst.position();
+        try {
+          CRC32C crc = new CRC32C();
+          if (readDirect(key, loc, sb, buffer, chunk -> copyChecking(chunk, dst, crc)) == null
+              || !matches(key, loc, sb, (int) crc.getValue())) {
+            dst.position(from);
+            counters.miss();
+            return GetStatus.MISS;
+          }
+        } finally {
+          direct.give(buffer);
+        }
+      } else if (loc.encoding == ENCODING_RAW) {
+        ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
         if (!copyIfIntact(key, loc, sb, stored, dst)) {
           counters.miss();
           return GetStatus.MISS;
         }
-      } else if (!decodeInto(key, loc, sb, stored, dst)) {
+      } else if (!decodeInto(key, loc, sb, sb.slice(loc.payloadOffset, loc.storedLength),
+          dst)) {
         counters.miss();
         return GetStatus.MISS;
       }
@@ -149,37 +249,71 @@ final class RecordReads {
     return null;
   }
 
+  /**
+   * Whether the payload at {@code loc} in {@code sb} (pinned) matches its checksum, read as a
+   * read of the block would read it (past the page cache if it is not in it), so that checking
+   * it leaves the page cache as it was; false if it could not be read. Drops nothing.
+   */
+  boolean payloadIntact(Location loc, SuperBlock sb) {
+    if (!readsDirect(loc, sb)) {
+      return Records.payloadIntact(sb, loc);
+    }
+    ByteBuffer buffer = direct.take(loc.storedLength);
+    try {
+      CRC32C crc = new CRC32C();
+      direct.read(sb, loc.payloadOffset, loc.storedLength, buffer, crc::update);
+      return (int) crc.getValue() == loc.payloadCrc;
+    } catch (IOException e) {
+      log.warn("reading block record at offset {} of {} failed: {}",
+          loc.payloadOffset - HEADER_BYTES, sb.path(), e.toString());
+      return false;
+    } finally {
+      direct.give(buffer);
+    }
+  }
+
   /** Checks a raw record's checksum; a mismatch drops the block. */
   private boolean intact(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored) {
-    int actual = Records.crc(stored);
-    if (actual == loc.payloadCrc) {
-      return true;
-    }
-    corrupt(key, loc, sb, String.format("expected checksum 0x%08x, found 0x%08x", loc.payloadCrc,
-        actual));
-    return false;
+    return matches(key, loc, sb, Records.crc(stored));
   }
 
   /**
-   * Copies a raw record into {@code dst} while checking its checksum, a cache-sized chunk at a
-   * time, so the bytes cross the memory bus once rather than once for the check and once for the
-   * copy. A mismatch drops the block and puts {@code dst}'s position back.
+   * Copies a raw record into {@code dst} while checking its checksum ({@link #copyChecking}). A
+   * mismatch drops the block and puts {@code dst}'s position back.
    */
   private boolean copyIfIntact(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored,
       ByteBuffer dst) {
     int start = dst.position();
-    int length = stored.remaining();
     CRC32C crc = new CRC32C();
-    for (int at = 0; at < length; at += VERIFY_CHUNK_BYTES) {
-      stored.limit(Math.min(length, at + VERIFY_CHUNK_BYTES)).position(at);
-      crc.update(stored);
-      dst.put(stored.position(at));
-    }
-    int actual = (int) crc.getValue();
-    if (actual == loc.payloadCrc) {
+    copyChecking(stored, dst, crc);
+    if (matches(key, loc, sb, (int) crc.getValue())) {
       return true;
     }
     dst.position(start);
+    return false;
+  }
+
+  /**
+   * Copies {@code from}'s remaining bytes into {@code dst}, adding them to {@code crc}, a
+   * cache-sized piece at a time, so the bytes cross the memory bus once rather than once for the
+   * check and once for the copy; leaves {@code from} alone.
+   */
+  private static void copyChecking(ByteBuffer from, ByteBuffer dst, CRC32C crc) {
+    ByteBuffer piece = from.duplicate();
+    int start = piece.position();
+    int end = piece.limit();
+    for (int at = start; at < end; at += VERIFY_CHUNK_BYTES) {
+      piece.limit(Math.min(end, at + VERIFY_CHUNK_BYTES)).position(at);
+      crc.update(piece);
+      dst.put(piece.position(at));
+    }
+  }
+
+  /** Whether a raw record's checksum is {@code actual}; a mismatch drops the block. */
+  private boolean matches(BlockKey key, Location loc, SuperBlock sb, int actual) {
+    if (actual == loc.payloadCrc) {
+      return true;
+    }
     corrupt(key, loc, sb, String.format("expected checksum 0x%08x, found 0x%08x", loc.payloadCrc,
         actual));
     return false;
@@ -211,19 +345,30 @@ final class RecordReads {
         loc.payloadOffset - HEADER_BYTES, sb.path(), detail);
   }
 
-  /** A lease on a mapped record (pinning its super-block), or on a decoded copy. */
+  /**
+   * A lease on a mapped record (pinning its super-block), on a decoded copy, or on a copy read past
+   * the page cache (holding its pooled buffer).
+   */
   private final class DiskLease extends PinnedLease {
     private final ByteBuffer bytes;
     private final SuperBlock pinned;
+    /** The pooled buffer a direct read filled, given back on release; or null. */
+    private final ByteBuffer pooled;
     private final OptionalInt crc32c;
     /** Whether it counts as open in the statistics: not if it was handed to the listener. */
     private final boolean counted;
 
     DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c,
         boolean counted) {
+      this(key, bytes, pinned, crc32c, counted, null);
+    }
+
+    DiskLease(BlockKey key, ByteBuffer bytes, SuperBlock pinned, OptionalInt crc32c,
+        boolean counted, ByteBuffer pooled) {
       super(key);
       this.bytes = bytes;
       this.pinned = pinned;
+      this.pooled = pooled;
       this.crc32c = crc32c;
       this.counted = counted;
     }
@@ -250,6 +395,9 @@ final class RecordReads {
       }
       if (pinned != null) {
         pinned.unpin();
+      }
+      if (pooled != null) {
+        direct.give(pooled);
       }
     }
   }

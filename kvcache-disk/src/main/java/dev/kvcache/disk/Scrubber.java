@@ -21,7 +21,9 @@ import org.slf4j.LoggerFactory;
  * first, at {@link DiskTierConfig#scrubBytesPerSecond()} at most, and checks it against its
  * checksum, so that damage (a bit flipped at rest, a sector gone bad) is found before a read meets
  * it. A damaged block is dropped and counted, as a read that finds one drops it. Only the records
- * the index points at are read: dead ones cost nothing. When a pass is over, the next starts.
+ * the index points at are read: dead ones cost nothing. Records are read as reads of the blocks
+ * read them ({@link RecordReads#payloadIntact}): one not in the page cache is read past it, so a
+ * pass does not fill the page cache with the whole tier. When a pass is over, the next starts.
  */
 final class Scrubber extends BackgroundWork {
 
@@ -116,7 +118,7 @@ final class Scrubber extends BackgroundWork {
         if (index.get(e.getKey()) != loc) {
           continue; // replaced or deleted meanwhile
         }
-        if (!Records.payloadIntact(sb, loc)) {
+        if (!reads.payloadIntact(loc, sb)) {
           damaged.increment();
           reads.corrupt(e.getKey(), loc, sb, "found by the scrub");
         }

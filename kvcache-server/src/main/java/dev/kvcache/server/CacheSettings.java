@@ -37,6 +37,7 @@ class CacheSettings {
   private String diskMinFree = "";
   private String diskScrubRate = "";
   private String diskDirectWrites = "true";
+  private String diskDirectReads = "true";
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";
@@ -68,6 +69,8 @@ class CacheSettings {
       new Setting("kvcache.cache.disk-scrub-rate", "disk.scrub-rate", s -> s.diskScrubRate, true),
       new Setting("kvcache.cache.disk-direct-writes", "disk.direct-writes",
           s -> s.diskDirectWrites, true),
+      new Setting("kvcache.cache.disk-direct-reads", "disk.direct-reads",
+          s -> s.diskDirectReads, true),
       new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
       new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true),
       new Setting("kvcache.cache.spill-queue-blocks", "tiered.spill-queue-blocks",
@@ -188,6 +191,14 @@ class CacheSettings {
 
   public void setDiskDirectWrites(String diskDirectWrites) {
     this.diskDirectWrites = diskDirectWrites;
+  }
+
+  public String getDiskDirectReads() {
+    return diskDirectReads;
+  }
+
+  public void setDiskDirectReads(String diskDirectReads) {
+    this.diskDirectReads = diskDirectReads;
   }
 
   public String getDiskScrubRate() {

@@ -14,7 +14,8 @@ import java.util.Optional;
 /**
  * The disk tier's background scrub as Prometheus metrics ({@code kvcache_scrub_*}), when the
  * cache has a disk tier: what it has checked, the damaged blocks it found (and dropped) before a
- * read met them, and its passes over the whole tier.
+ * read met them, and its passes over the whole tier; and the bytes of blocks the tier read past
+ * the page cache ({@code kvcache_disk_direct_read_bytes_total}).
  */
 @Singleton
 class DiskMeters implements MeterBinder {
@@ -48,6 +49,11 @@ class DiskMeters implements MeterBinder {
       FunctionCounter.builder("kvcache.scrub.passes", disk, d -> d.diskStats().scrubPasses())
           .description("passes of the scrub over every super-block of the disk tier")
           .register(registry);
+      FunctionCounter.builder("kvcache.disk.direct.read", disk,
+              d -> d.diskStats().directReadBytes())
+          .description("bytes of blocks the disk tier read past the page cache: reads of blocks"
+              + " that were not in it")
+          .baseUnit("bytes").register(registry);
     });
   }
 }

@@ -13,7 +13,10 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The per-tier metrics: hits each tier served, and each tier's bytes and capacity. */
+/**
+ * The per-tier metrics: hits each tier served, each tier's bytes and capacity, and the disk tier's
+ * scrub and reads past the page cache.
+ */
 class TierMetricsTest {
 
   private static final int BLOCK = 1 << 20;
@@ -36,7 +39,8 @@ class TierMetricsTest {
   @Test
   void readsCountInTheTierThatServedThemAndEachTierShowsItsBytes() throws Exception {
     try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.ram-bytes", "8MiB",
-        "kvcache.cache.max-block-bytes", "1MiB", "kvcache.cache.durability", "write_through"))) {
+        "kvcache.cache.max-block-bytes", "1MiB", "kvcache.cache.durability", "write_through",
+        "kvcache.cache.disk-scrub-rate", "0"))) {
       Random random = new Random(5);
       byte[][] blocks = new byte[16][BLOCK];
       for (int i = 0; i < blocks.length; i++) {
@@ -54,6 +58,9 @@ class TierMetricsTest {
       assertThat(ram + disk).isEqualTo(16.0);
       assertThat(disk).isGreaterThanOrEqualTo(9.0);
       assertThat(metric(server, "kvcache_tier_hits_total", "spill")).isEqualTo(0.0);
+      // written past the page cache, and not read since (no scrub): each read past it too
+      assertThat(scalar(server, "kvcache_disk_direct_read_bytes_total"))
+          .as("bytes read past the page cache").isEqualTo(disk * BLOCK);
 
       TieredCache cache = (TieredCache) server.context.getBean(KvCache.class);
       assertThat(ram).isEqualTo((double) cache.tieredStats().ramHits());

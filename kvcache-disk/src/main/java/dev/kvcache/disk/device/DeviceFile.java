@@ -70,4 +70,18 @@ public interface DeviceFile extends Closeable {
   default void writeDirect(ByteBuffer src, long position) throws IOException {
     throw new UnsupportedOperationException(path() + " takes no direct writes");
   }
+
+  /**
+   * Reads into {@code dst} from {@code position} until it is full or the file ends, past the page
+   * cache ({@code O_DIRECT}) where the file takes direct IO: position, length and the buffer's
+   * address are then multiples of {@link #directAlignment}. It sees every write that returned
+   * before it, through either call; the pages it reads are not kept in the page cache. A file
+   * without direct IO reads as {@link #read} does, which is the default.
+   *
+   * @return the bytes read
+   * @throws IllegalArgumentException if position, length or address is not aligned
+   */
+  default int readDirect(ByteBuffer dst, long position) throws IOException {
+    return read(dst, position);
+  }
 }

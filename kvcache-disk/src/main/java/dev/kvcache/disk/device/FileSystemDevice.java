@@ -151,9 +151,10 @@ public final class FileSystemDevice implements StorageDevice {
   }
 
   /**
-   * A file as a {@link FileChannel}; for direct writes, a second channel of it opened with {@code
-   * O_DIRECT} ({@link ExtendedOpenOption#DIRECT}) the first time they are asked for. Direct writes
-   * must keep to the file system's block size (the JDK checks position, length and address).
+   * A file as a {@link FileChannel}; for direct writes and reads, a second channel of it opened
+   * with {@code O_DIRECT} ({@link ExtendedOpenOption#DIRECT}) the first time they are asked for.
+   * Direct IO must keep to the file system's block size (the JDK checks position, length and
+   * address).
    */
   private static final class ChannelFile implements DeviceFile {
     private final FileSystemDevice device;
@@ -162,7 +163,7 @@ public final class FileSystemDevice implements StorageDevice {
     /** Null until {@link #directAlignment} opened it, and if the file system refuses it. */
     private volatile FileChannel direct;
     /** -1 until {@link #directAlignment} is first asked. */
-    private int alignment = -1;
+    private volatile int alignment = -1;
 
     ChannelFile(FileSystemDevice device, Path path, FileChannel channel) {
       this.device = device;
@@ -226,19 +227,24 @@ public final class FileSystemDevice implements StorageDevice {
     }
 
     @Override
-    public synchronized int directAlignment() {
+    public int directAlignment() {
+      int known = alignment;
+      return known >= 0 ? known : openDirect();
+    }
+
+    private synchronized int openDirect() {
       if (alignment < 0) {
-        alignment = 0;
+        int found = 0;
         try {
           long block = device.store(path.toAbsolutePath().getParent()).getBlockSize();
-          FileChannel opened =
-              FileChannel.open(path, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT);
-          alignment = (int) block;
-          direct = opened; // published after the alignment it is checked against
+          direct = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+              ExtendedOpenOption.DIRECT);
+          found = (int) block;
         } catch (IOException | UnsupportedOperationException e) {
-          log.info("{}: no direct writes on its file system ({}); writes go through the page cache",
-              path, e.toString());
+          log.info("{}: no direct IO on its file system ({}); writes and reads go through the "
+              + "page cache", path, e.toString());
         }
+        alignment = found; // published after the channel that a caller it answers will use
       }
       return alignment;
     }
@@ -249,10 +255,28 @@ public final class FileSystemDevice implements StorageDevice {
       if (d == null) {
         throw new UnsupportedOperationException(path + " takes no direct writes");
       }
-      DirectWriteCheck.requireAligned(src, position, alignment, path);
+      DirectIoCheck.requireAligned(src, position, alignment, path, "write");
       while (src.hasRemaining()) {
         position += d.write(src, position);
       }
+    }
+
+    @Override
+    public int readDirect(ByteBuffer dst, long position) throws IOException {
+      FileChannel d = direct;
+      if (d == null) {
+        return read(dst, position);
+      }
+      DirectIoCheck.requireAligned(dst, position, alignment, path, "read");
+      int total = 0;
+      while (dst.hasRemaining()) {
+        int n = d.read(dst, position + total);
+        if (n <= 0) {
+          break; // the end of the file (a direct read past it reads nothing)
+        }
+        total += n;
+      }
+      return total;
     }
 
     @Override

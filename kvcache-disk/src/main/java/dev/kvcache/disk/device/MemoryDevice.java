@@ -388,14 +388,23 @@ public final class MemoryDevice implements StorageDevice {
 
     @Override
     public int directAlignment() {
-      return DirectWriteCheck.MEMORY_ALIGNMENT;
+      return DirectIoCheck.MEMORY_ALIGNMENT;
     }
 
     /** As {@link #write}, once the alignment is checked: there is no page cache to go past. */
     @Override
     public void writeDirect(ByteBuffer src, long position) throws IOException {
-      DirectWriteCheck.requireAligned(src, position, DirectWriteCheck.MEMORY_ALIGNMENT, file.path);
+      DirectIoCheck.requireAligned(src, position, DirectIoCheck.MEMORY_ALIGNMENT, file.path,
+          "write");
       write(src, position);
+    }
+
+    /** As {@link #read}, once the alignment is checked. */
+    @Override
+    public int readDirect(ByteBuffer dst, long position) throws IOException {
+      DirectIoCheck.requireAligned(dst, position, DirectIoCheck.MEMORY_ALIGNMENT, file.path,
+          "read");
+      return read(dst, position);
     }
 
     @Override

@@ -7,6 +7,7 @@ import dev.kvcache.disk.device.StorageDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -198,6 +199,25 @@ public final class SuperBlock {
   /** Writes {@code src}'s remaining bytes at {@code position} past the page cache; aligned. */
   public void writeDirect(ByteBuffer src, long position) throws IOException {
     file.writeDirect(src, position);
+  }
+
+  /**
+   * Reads into {@code dst} from {@code position} past the page cache, as {@link
+   * DeviceFile#readDirect} does; aligned. Pin first.
+   *
+   * @return the bytes read: fewer than asked only at the end of the file
+   */
+  public int readDirect(ByteBuffer dst, long position) throws IOException {
+    return file.readDirect(dst, position);
+  }
+
+  /**
+   * Whether the {@code length} mapped bytes at {@code offset} are all in memory (as {@code
+   * mincore} tells it, a hint), so that reading them through the mapping waits on no device. Pin
+   * first.
+   */
+  public boolean inMemory(long offset, int length) {
+    return !(map.slice((int) offset, length) instanceof MappedByteBuffer m) || m.isLoaded();
   }
 
   /** Forces written bytes to the device (data only, as fdatasync). */

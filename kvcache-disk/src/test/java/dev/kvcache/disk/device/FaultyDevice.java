@@ -80,7 +80,7 @@ public final class FaultyDevice {
   private final AtomicLong cuts = new AtomicLong();
   private volatile Fault fault = (op, path) -> null;
   private volatile Runnable onCut = () -> {};
-  private volatile int directAlignment = DirectWriteCheck.MEMORY_ALIGNMENT;
+  private volatile int directAlignment = DirectIoCheck.MEMORY_ALIGNMENT;
 
   /** A device of {@code capacityBytes}, whose power cuts draw from {@code seed}. */
   public FaultyDevice(long capacityBytes, long seed) {
@@ -526,7 +526,7 @@ public final class FaultyDevice {
       if (alignment == 0) {
         throw new UnsupportedOperationException(path + " takes no direct writes");
       }
-      DirectWriteCheck.requireAligned(src, position, alignment, path);
+      DirectIoCheck.requireAligned(src, position, alignment, path, "write");
       session.run(Op.WRITE_DIRECT, path, () -> {
         node.write(src, position);
         return null;
@@ -536,6 +536,16 @@ public final class FaultyDevice {
     @Override
     public int read(ByteBuffer dst, long position) throws IOException {
       return session.run(Op.READ, path, () -> node.current.read(dst, position));
+    }
+
+    /** As {@link #read}, its alignment checked where the file takes direct IO. */
+    @Override
+    public int readDirect(ByteBuffer dst, long position) throws IOException {
+      int alignment = directAlignment;
+      if (alignment > 0) {
+        DirectIoCheck.requireAligned(dst, position, alignment, path, "read");
+      }
+      return read(dst, position);
     }
 
     @Override
