@@ -107,7 +107,7 @@ for suite in "${suites[@]}"; do
       jvm_flags_before=$jvm_flags
       jvm_flags+=" -Dkvcache.bench.cpu.out=$PWD/$out/disk-cold-cpu.jsonl"
       run disk-cold DiskColdReadBenchmark -t 1 -p directReads=true
-      run disk-cold-mapped 'DiskColdReadBenchmark\.readAll$' -t 1 -p directReads=false
+      run disk-cold-mapped 'DiskColdReadBenchmark\.(readAll|leaseAllBatched)$' -t 1 -p directReads=false
       jvm_flags=$jvm_flags_before
       run disk-peers DiskPeerBenchmark -t 1
       run disk-latency-t1 DiskPutLatencyBenchmark -t 1

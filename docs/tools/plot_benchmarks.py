@@ -567,6 +567,8 @@ def disk_tables(rows, out, img):
 COLD_READS = (  # (file, method, directReads param, label)
     ("disk-cold.json", "readAll", "true", "tier, past the page cache"),
     ("disk-cold-mapped.json", "readAll", "false", "tier, through the mapping"),
+    ("disk-cold.json", "leaseAllBatched", "true", "tier, batches of 16, past"),
+    ("disk-cold-mapped.json", "leaseAllBatched", "false", "tier, batches of 16, mapping"),
     ("disk-cold.json", "directReadAll", "true", "O_DIRECT read"),
     ("disk-cold.json", "preadAll", "true", "pread"),
     ("disk-cold.json", "baselineReadAll", "true", "mapped copy"),
@@ -604,8 +606,8 @@ def cold_read_tables(rows, results_dir, out, img):
     orders = [o for o in ("written", "shuffled", "sparse") if any(k[1] == o for k in speed)]
     sizes = sorted({k[0] for k in speed})
     out.append("### Cold reads: the tier past the page cache and through the mapping (GB/s; CPU s/GiB)\n")
-    out.append("| block | order | " + " | ".join(names) + " | past / through the mapping |")
-    out.append("|---|---|" + "---|" * (len(names) + 1))
+    out.append("| block | order | " + " | ".join(names) + " | past / through the mapping | batches |")
+    out.append("|---|---|" + "---|" * (len(names) + 2))
     for s in sizes:
         for o in orders:
             cells = []
@@ -614,10 +616,11 @@ def cold_read_tables(rows, results_dir, out, img):
                 c = cpu.get((s, o, n))
                 cells.append("-" if v is None else f"{v[0]:.2f} ± {v[1]:.2f}" + ("" if c is None else f"; {c:.2f}"))
             out.append(f"| {size_label(s)} | {o} | " + " | ".join(cells) + " | "
-                       + ratio_cell(speed, (s, o, names[0]), (s, o, names[1])) + " |")
+                       + ratio_cell(speed, (s, o, names[0]), (s, o, names[1])) + " | "
+                       + ratio_cell(speed, (s, o, names[2]), (s, o, names[3])) + " |")
     out.append("")
-    colors = ["tab:blue", "tab:cyan", "tab:green", "tab:olive", "tab:grey"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    colors = ["tab:blue", "tab:cyan", "tab:purple", "tab:pink", "tab:green", "tab:olive", "tab:grey"]
+    fig, axes = plt.subplots(2, 1, figsize=(12, 8))
     groups = [(s, o) for s in sizes for o in orders]
     width = 0.8 / len(names)
     for ax, data, ylabel, title in ((axes[0], {k: v[0] for k, v in speed.items()}, "GB/s",

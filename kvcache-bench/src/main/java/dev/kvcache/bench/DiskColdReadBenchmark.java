@@ -1,6 +1,7 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
@@ -17,6 +18,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -41,6 +44,7 @@ import org.openjdk.jmh.runner.IterationType;
  * cache is dropped ({@code echo 1 > /proc/sys/vm/drop_caches}, which needs root); then the tier
  * is reopened and the file mapped again. One invocation reads the whole working set once:
  * {@code readAll} through {@code getInto} (checksum check and one copy into a direct buffer),
+ * {@code leaseAllBatched} through {@code getAll} of 16 keys at a time (leases: the check, no copy),
  * {@code baselineReadAll} copying out of the mapping, {@code preadAll} reading the plain file with
  * {@code pread} through the page cache, and {@code directReadAll} reading it past the page cache
  * ({@code O_DIRECT}) into an aligned buffer, one read per block. {@code order} reads the blocks
@@ -77,9 +81,12 @@ public class DiskColdReadBenchmark {
   @Param({"written", "shuffled", "sparse"})
   public String order;
 
-  /** Whether the tier reads blocks not in the page cache past it (only {@code readAll}). */
+  /** Whether the tier reads blocks not in the page cache past it (the tier's methods only). */
   @Param({"true"})
   public boolean directReads;
+
+  /** Blocks per {@code getAll} of {@code leaseAllBatched}. */
+  private static final int BATCH = 16;
 
   private static final com.sun.management.OperatingSystemMXBean OS =
       (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -206,6 +213,32 @@ public class DiskColdReadBenchmark {
     }
     count(cpu);
     return hits;
+  }
+
+  @Benchmark
+  public long leaseAllBatched() {
+    long cpu = OS.getProcessCpuTime();
+    long sum = 0;
+    List<BlockKey> batch = new ArrayList<>(BATCH);
+    for (int from = 0; from < readOrder.length; from += BATCH) {
+      batch.clear();
+      for (int i = from; i < Math.min(readOrder.length, from + BATCH); i++) {
+        batch.add(BlockKey.of(2, readOrder[i]));
+      }
+      List<BlockLease> leases = tier.getAll(batch);
+      try {
+        for (BlockLease lease : leases) {
+          if (lease.status() != GetStatus.HIT) {
+            throw new IllegalStateException(lease.key() + " was not read");
+          }
+          sum += lease.bytes().getLong(0);
+        }
+      } finally {
+        leases.forEach(BlockLease::close);
+      }
+    }
+    count(cpu);
+    return sum;
   }
 
   @Benchmark

@@ -130,10 +130,9 @@ final class SpillEntry {
    * write under way to end.
    */
   void cancel() {
-    if (state.compareAndSet(QUEUED, CANCELLED) || state.get() == CANCELLED) {
-      return;
+    if (!tryCancel()) {
+      awaitWritten();
     }
-    awaitWritten();
   }
 
   /**

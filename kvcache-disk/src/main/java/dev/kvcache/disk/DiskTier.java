@@ -383,6 +383,18 @@ public final class DiskTier implements Tier {
     return reads.get(key);
   }
 
+  /**
+   * Leases each block, as {@link #get} does; blocks read past the page cache ({@link
+   * DiskTierConfig#directReads()}) are read several at a time.
+   */
+  @Override
+  public List<BlockLease> getAll(List<BlockKey> keys) {
+    Objects.requireNonNull(keys, "keys");
+    keys.forEach(k -> Objects.requireNonNull(k, "key"));
+    requireOpen();
+    return reads.getAll(keys);
+  }
+
   /** Copies the block into {@code dst}, checking its checksum on the way; see {@link Tier}. */
   @Override
   public GetStatus getInto(BlockKey key, ByteBuffer dst) {

@@ -18,8 +18,14 @@ import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
@@ -43,6 +49,14 @@ final class RecordReads implements AutoCloseable {
   private static final int VERIFY_CHUNK_BYTES = 64 << 10;
   /** Raw records at least this long, not in the page cache, are read past it. */
   static final int DIRECT_READ_MIN_BYTES = 64 << 10;
+  /**
+   * The longest block a batch reads past the page cache: one the chunks in flight of a single read
+   * cover. Batches of 16 blocks of 32 MiB read past the page cache ran at 0.27–0.77 of the mapped
+   * reads' speed, for several times the CPU: 512 MiB of leases held at once, past the pool, are
+   * buffers allocated and zeroed.
+   */
+  private static final int BATCHED_READ_MAX_BYTES = DirectReads.CHUNK_BYTES
+      * DirectReads.QUEUE_DEPTH;
   /** Bytes of buffers for direct reads kept for the next reads. */
   private static final long POOLED_DIRECT_READ_BYTES = 64L << 20;
 
@@ -79,13 +93,21 @@ final class RecordReads implements AutoCloseable {
   }
 
   BlockLease get(BlockKey key) {
+    return get(key, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #get}; a block longer than {@code directMaxBytes} is leased from the mapping even if
+   * it is not in the page cache.
+   */
+  private BlockLease get(BlockKey key, int directMaxBytes) {
     Location loc = index.get(key);
     SuperBlock sb = pinOrMiss(key, loc);
     if (sb == null) {
       return BlockLease.miss(key);
     }
-    BlockLease lease = readsDirect(loc, sb) ? leaseDirect(key, loc, sb) : leaseAt(key, loc, sb,
-        true);
+    BlockLease lease = loc.storedLength <= directMaxBytes && readsDirect(loc, sb)
+        ? leaseDirect(key, loc, sb) : leaseAt(key, loc, sb, true);
     if (lease == null) {
       counters.miss();
       return BlockLease.miss(key);
@@ -93,6 +115,77 @@ final class RecordReads implements AutoCloseable {
     loc.hit();
     counters.hit();
     return lease;
+  }
+
+  /**
+   * Leases each block, as {@link #get} does, in order. The blocks of up to {@link
+   * #BATCHED_READ_MAX_BYTES} read past the page cache are read by the IO threads, up to {@link
+   * DirectReads#QUEUE_DEPTH} at once, so that one batch keeps several reads in flight, as the
+   * mapping's read-ahead would; the others are leased here, longer blocks from the mapping: a
+   * batch holds all its leases at once, and as many long buffers would outgrow the pool.
+   */
+  List<BlockLease> getAll(List<BlockKey> keys) {
+    BlockLease[] leases = new BlockLease[keys.size()];
+    Semaphore slots = new Semaphore(DirectReads.QUEUE_DEPTH);
+    List<CompletableFuture<Void>> pending = new ArrayList<>();
+    RuntimeException failure = null;
+    try {
+      for (int i = 0; i < leases.length; i++) {
+        BlockKey key = keys.get(i);
+        if (leases.length > 1 && readsDirectInBatch(key)) {
+          int at = i;
+          slots.acquireUninterruptibly();
+          pending.add(direct.run(() -> {
+            try {
+              leases[at] = get(key);
+            } finally {
+              slots.release();
+            }
+          }));
+        } else {
+          leases[i] = get(key, BATCHED_READ_MAX_BYTES);
+        }
+      }
+    } catch (RuntimeException e) {
+      failure = e;
+    }
+    for (CompletableFuture<Void> p : pending) {
+      try {
+        p.join();
+      } catch (CompletionException e) {
+        failure = failure != null ? failure
+            : new IllegalStateException("a read failed", e.getCause());
+      }
+    }
+    if (failure != null) {
+      for (BlockLease lease : leases) {
+        if (lease != null) {
+          lease.close();
+        }
+      }
+      throw failure;
+    }
+    return new ArrayList<>(Arrays.asList(leases));
+  }
+
+  /**
+   * Whether the block under {@code key} would be read past the page cache now, and is short
+   * enough for a batch to read it beside others.
+   */
+  private boolean readsDirectInBatch(BlockKey key) {
+    Location loc = direct == null ? null : index.get(key);
+    if (loc == null || loc.storedLength > BATCHED_READ_MAX_BYTES) {
+      return false;
+    }
+    SuperBlock sb = superBlocks.get(loc.superBlockId);
+    if (sb == null || !sb.pin()) {
+      return false;
+    }
+    try {
+      return readsDirect(loc, sb);
+    } finally {
+      sb.unpin();
+    }
   }
 
   /**

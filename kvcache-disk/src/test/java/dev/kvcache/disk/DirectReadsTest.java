@@ -137,6 +137,36 @@ class DirectReadsTest {
   }
 
   @Test
+  void aBatchReadsItsBlocksPastThePageCacheSeveralAtATime() throws Exception {
+    Path dir = temp.resolve("tier");
+    try (DiskTier tier = DiskTier.open(config(dir).build())) {
+      int blocks = 16;
+      putAll(tier, blocks, BLOCK);
+      damageFirstRecordOnTheDevice(dir);
+      List<BlockKey> keys = new ArrayList<>();
+      for (int i = 0; i < blocks; i++) {
+        keys.add(Payloads.key(i));
+      }
+      keys.add(Payloads.key(99)); // never stored
+      List<BlockLease> leases = tier.getAll(keys);
+      try {
+        assertThat(leases).hasSize(blocks + 1);
+        assertThat(leases.get(0).status()).as("the damaged block").isEqualTo(GetStatus.MISS);
+        for (int i = 1; i < blocks; i++) {
+          assertThat(leases.get(i).key()).isEqualTo(keys.get(i));
+          assertThat(Payloads.verify(keys.get(i), leases.get(i).bytes())).isEqualTo(1);
+        }
+        assertThat(leases.get(blocks).status()).isEqualTo(GetStatus.MISS);
+      } finally {
+        leases.forEach(BlockLease::close);
+      }
+      assertThat(tier.diskStats().corruptBlocks()).isEqualTo(1);
+      assertThat(tier.diskStats().directReadBytes()).isEqualTo((long) blocks * BLOCK);
+      assertThat(tier.stats().leasesOpen()).as("leases open").isZero();
+    }
+  }
+
+  @Test
   void aLeaseFromTheDeviceMeetsDamageAsAMiss() throws Exception {
     Path dir = temp.resolve("tier");
     try (DiskTier tier = DiskTier.open(config(dir).build())) {

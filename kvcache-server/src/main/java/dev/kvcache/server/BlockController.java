@@ -27,18 +27,15 @@ import io.micronaut.json.JsonMapper;
 import io.micronaut.scheduling.TaskExecutors;
 import io.micronaut.scheduling.annotation.ExecuteOn;
 import io.netty.buffer.ByteBuf;
-import jakarta.inject.Named;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.concurrent.ExecutorService;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * One block by namespace and key: {@code PUT} stores the request body, {@code GET} answers it from
@@ -66,7 +63,6 @@ class BlockController {
   private final OffLoop offLoop;
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
-      @Named(TaskExecutors.BLOCKING) ExecutorService blockingExecutor,
       @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
       ServedBlocks served, OffLoop offLoop) {
     this.cache = cache;
@@ -75,7 +71,7 @@ class BlockController {
     this.json = json;
     this.wire = wire;
     this.bodyTimeout = bodyTimeout;
-    this.blocking = Schedulers.fromExecutorService(blockingExecutor);
+    this.blocking = offLoop.scheduler();
     this.namespaces = namespaces;
     this.maxBlockBytes = config.maxBlockBytes();
   }

@@ -38,6 +38,11 @@ class OffLoop {
     this.blocking = Schedulers.fromExecutorService(blockingExecutor);
   }
 
+  /** The server's blocking executor, as a scheduler for work that must not run on a loop. */
+  Scheduler scheduler() {
+    return blocking;
+  }
+
   /**
    * {@code build}'s answer: built here if the cache's reads never wait, on a blocking thread if
    * they may.

@@ -17,8 +17,9 @@ final class KvCacheDiskStore implements PeerStore {
 
   KvCacheDiskStore(Path dir, long capacityBytes, int blockSizeBytes) {
     try {
+      // reads from the page cache, as the peers' do: the comparison is of warm reads
       tier = DiskTier.open(DiskTierConfig.builder(dir, capacityBytes).maxBlockBytes(blockSizeBytes)
-          .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).build());
+          .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).directReads(false).build());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -100,6 +100,16 @@ public final class DirectReads implements AutoCloseable {
     return buffer.slice(0, length);
   }
 
+  /** Runs {@code task} on an IO thread, or here if the threads are shut down. */
+  public CompletableFuture<Void> run(Runnable task) {
+    try {
+      return CompletableFuture.runAsync(task, io);
+    } catch (RejectedExecutionException e) {
+      task.run();
+      return CompletableFuture.completedFuture(null);
+    }
+  }
+
   @Override
   public void close() {
     io.shutdown();
