@@ -44,6 +44,9 @@ RCLONE = os.path.join(HERE, "..", "..", "kvcache-s3", "target", "s3-servers", "b
 S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY = "kv-bench", "bench-access", "bench-secret-key"
 SERVER_TIERS = ("ram", "spill", "disk", "s3")
 SHARED_MEMORY_DIR = f"/dev/shm/kvcache-vllm-bench-{os.getpid()}"
+#: How the tier loads from each kind of server (``kvcache.vllm.KvcacheTier``'s options).
+KIND_OPTIONS: dict[str, dict[str, Any]] = {"ram": {"shared_memory": False},
+                                           "ram-shm": {"server_copies": False}}
 
 
 def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
@@ -51,6 +54,8 @@ def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
     port = port or free_port()
     os.makedirs(SHARED_MEMORY_DIR, exist_ok=True)
     settings = {"ram": ["-Dkvcache.cache.ram-bytes=4GiB", "-Dkvcache.cache.disk-dir="],
+                # the server writes pinned blocks into vLLM's host tier (a file in /dev/shm)
+                "ram-local": ["-Dkvcache.cache.ram-bytes=4GiB", "-Dkvcache.cache.disk-dir="],
                 # RAM in shared memory: a client on the same host copies pinned blocks out of it
                 "ram-shm": ["-Dkvcache.cache.ram-bytes=4GiB", "-Dkvcache.cache.disk-dir=",
                             f"-Dkvcache.cache.ram-shared-memory-dir={SHARED_MEMORY_DIR}"],
@@ -301,10 +306,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jar", required=True)
     ap.add_argument("--tokens", type=int, nargs="+", default=[2000, 8000, 32000])
-    ap.add_argument("--servers", nargs="+", default=["ram", "disk"], choices=["ram", "ram-shm", "disk", "s3"],
+    ap.add_argument("--servers", nargs="+", default=["ram", "disk"],
+                    choices=["ram", "ram-shm", "ram-local", "disk", "s3"],
                     help="ram: RAM only, read through the socket; ram-shm: RAM only in shared "
-                    "memory, which the tier reads straight out of; disk: RAM over disk, the page "
-                    "cache dropped before each load; s3: a new server over a bucket")
+                    "memory, which the tier copies straight out of; ram-local: RAM only, the "
+                    "server writes the blocks into vLLM's host tier; disk: RAM over disk, the page "
+                    "cache dropped before each load; s3: a new server over a bucket (disk and s3 "
+                    "load as ram-local does)")
     ap.add_argument("--switch-interval", type=float,
                     help="the tier's switch_interval (0: Python's own, 0.005 s)")
     ap.add_argument("--rclone", default=RCLONE,
@@ -363,7 +371,7 @@ def main() -> None:
                         "cpu_bytes_to_use": longest * KV_BYTES_PER_TOKEN * 3 // 2,
                         "secondary_tiers": [{"type": "KvcacheTier", "module_path": "kvcache.vllm",
                                              "servers": [f"127.0.0.1:{port}"],
-                                             **tier_options}]})
+                                             **tier_options, **KIND_OPTIONS.get(kind, {})}]})
                 llm = LLM(model=model, dtype="bfloat16", max_model_len=longest + 64,
                           enforce_eager=True,
                           kv_transfer_config=config, enable_prefix_caching=True,

@@ -1,15 +1,18 @@
 """A pinned prefix: :class:`Pin`."""
 from __future__ import annotations
 
+import json
 import threading
+from collections import defaultdict
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._buffers import writable_view
 from ._location import PrefixLocation
 from ._shm import Copy, Slice
-from ._transport import ConnectionFailed, ServerLink, warn_damaged
-from .errors import BufferTooSmallError
+from ._http1 import Response
+from ._transport import ConnectionFailed, ServerLink, read_json, warn_damaged
+from .errors import BufferTooSmallError, ProtocolError, ServerError
 
 if TYPE_CHECKING:
     from .client import Buffer, Client
@@ -100,6 +103,94 @@ class Pin:
                     self._copying -= 1
                     self._copies.notify_all()
         return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out, attempts)
+
+    def copy_into(self, indices: Sequence[int], buffers: Sequence[Buffer]) -> list[Optional[int]]:
+        """Has the servers write pinned blocks ``indices`` straight into ``buffers``, one request
+        per server, when each buffer is part of a shared mapping of a file on this host (an
+        engine's host buffer in ``/dev/shm``) and its server is on this host too: no copy in this
+        process, and no interpreter lock held while the bytes move. The server computes each
+        block's CRC32C as it writes it and answers a damaged block as such.
+
+        To show that the file may be written, the pin's token is first written at the start of
+        each buffer; the server writes nothing unless it finds it there. The server must run as a
+        user that may open the file for writing (the engine's own, as a rule).
+
+        Returns:
+            each block's length, or ``None`` where the servers did not copy it (the buffer is
+            not such a mapping, the server is elsewhere or may not write the file, the block is
+            not in its memory or is damaged): read those with :meth:`get_into`.
+        """
+        if len(indices) != len(buffers):
+            raise ValueError(f"{len(indices)} indices for {len(buffers)} buffers")
+        out: list[Optional[int]] = [None] * len(indices)
+        files = self._client._host_files
+        if files is None or not indices:
+            return out
+        groups: dict[tuple[ServerLink, str], list[tuple[int, int, int, memoryview]]] = \
+            defaultdict(list)
+        for k, (i, buffer) in enumerate(zip(indices, buffers)):
+            if not 0 <= i < len(self._slots):
+                raise IndexError(f"block {i} of a pin of {len(self._slots)}")
+            link, lease, j, length = self._slots[i]
+            token = self._answers[link].get("copy_token")
+            view = writable_view(buffer)
+            if length > len(view):
+                raise BufferTooSmallError(length, len(view))
+            if not isinstance(token, str) or length < len(token) // 2:
+                continue
+            where = files.locate(view[:length])
+            if where is not None:
+                groups[(link, where[0])].append((k, j, where[1], view[:length]))
+        for (link, file), blocks in groups.items():
+            self._copy_file(link, file, blocks, out)
+        return out
+
+    def _copy_file(self, link: ServerLink, file: str,
+                   blocks: list[tuple[int, int, int, memoryview]], out: list[Optional[int]]) -> None:
+        """One copy-into request: ``blocks`` are (place in ``out``, index in the server's lease,
+        offset in ``file``, buffer)."""
+        c = self._client
+        answer = self._answers[link]
+        token = bytes.fromhex(answer["copy_token"])
+        lease = answer["lease"]
+        pairs = []
+        for _, j, offset, view in blocks:
+            view[:len(token)] = token
+            pairs.append([j, offset])
+        body = json.dumps({"file": file, "token": answer["copy_token"], "blocks": pairs}).encode()
+
+        def handle(r: Response) -> list[Any]:
+            if r.status != 200:
+                raise link.error(r)
+            got = read_json(r, link.name)
+            outcomes = got.get("blocks") if isinstance(got, dict) else None
+            if not isinstance(outcomes, list) or len(outcomes) != len(blocks):
+                raise ProtocolError(f"{link.name}: copy-into answer {got!r}")
+            return outcomes
+        with self._copies:
+            if self._released or not link.available():
+                return
+            self._copying += 1
+        try:
+            outcomes = link.exchange("POST", f"{c._prefix}/leases/{lease}/copy-into", handle, body,
+                                     {"Content-Type": "application/json"})
+        except ConnectionFailed as e:
+            link.failed(e)
+            return
+        except ServerError as e:
+            if e.code in ("file-not-writable", "own-file", "not-this-host", "token-not-in-file",
+                          "no-file"):
+                c._host_files.forget(file)  # type: ignore[union-attr]
+            return
+        finally:
+            with self._copies:
+                self._copying -= 1
+                self._copies.notify_all()
+        for (k, _, _, view), outcome in zip(blocks, outcomes):
+            if outcome == "copied":
+                out[k] = len(view)
+            elif outcome == "damaged":
+                warn_damaged(link, f"a block of lease {lease} (copied into {file})")
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""

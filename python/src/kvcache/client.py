@@ -29,6 +29,7 @@ from ._location import PrefixLocation, locate
 from ._pin import Pin, prefix_length
 from ._servers import DEFAULT_PORT, ServerSet, is_loopback, parse_server
 from ._shm import CHECK_SLICE, Copy, SharedMemory, Slice, parse_slice
+from ._hostfile import HostFiles
 from ._transport import ConnectionFailed, ServerLink, read_json, warn_damaged
 from .errors import BufferTooSmallError, ProtocolError, RequestError, ServerUnavailableError
 from .keys import KeyLike, key_hex, keys_hex
@@ -139,6 +140,7 @@ class Client:
         self._checksums = checksums
         self._damaged = 0
         self._shared = SharedMemory() if shared_memory else None
+        self._host_files = HostFiles() if shared_memory else None
         self._tls_context: Optional[ssl.SSLContext] = None
         if tls:
             ctx = ssl.create_default_context(cafile=ca_file)

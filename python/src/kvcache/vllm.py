@@ -78,6 +78,13 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             (:meth:`kvcache.Client.locate_prefix`), plus their bytes at the speed of this tier's
             recent loads, would take longer to load than to prefill answers MISS for them. 0 (the
             default) always loads.
+        shared_memory: with a server on this host, load without the socket: the server writes
+            pinned chunks straight into the host tier's file (:meth:`kvcache.Pin.copy_into`),
+            or the tier copies them out of the server's RAM when it is in shared memory. False
+            reads everything through the socket.
+        server_copies: with ``shared_memory``, whether the server writes chunks into the host
+            tier (True, the default) or the tier copies them itself out of the server's shared
+            memory (False; as before the server could write them).
     """
 
     medium: ClassVar[Medium] = Medium.STORAGE
@@ -88,6 +95,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                  pin_ms: int = 30_000, timeout: float = 30.0, ca_file: Optional[str] = None,
                  dns: Optional[str] = None, locality: str = "REMOTE",
                  switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
+                 shared_memory: bool = True, server_copies: bool = True,
                  backpressure_detector: Any = None) -> None:
         super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
         if not 1 <= pin_ms <= 60_000:
@@ -101,7 +109,9 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             sys.setswitchinterval(switch_interval)
         self.client = Client(servers if dns is None else None, namespace=namespace,
                              token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
-                             ca_file=ca_file, dns=dns, max_workers=max(4, workers))
+                             ca_file=ca_file, dns=dns, max_workers=max(4, workers),
+                             shared_memory=shared_memory)
+        self.server_copies = server_copies
         self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
         self.pin_ms = pin_ms
         if prefill_tokens_per_s < 0:
@@ -235,16 +245,26 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         return [s is PutStatus.STORED for s in statuses]
 
     def _load(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
-        """Reads each chunk into its slot: straight out of its server's shared memory through the
-        pin of its lookup where that pin offers it (no request, no second lookup), the others by
-        batch GETs, and a chunk those miss (evicted since its lookup) from its pin through the
-        socket. A block of the wrong size is a miss."""
+        """Reads each chunk into its slot. A chunk whose lookup pinned it on a server on this host
+        is written into the host tier's file by that server, one request per pin (no copy in this
+        process, so no interpreter lock held while it moves); failing that, it is copied straight
+        out of the server's shared memory through the pin where the pin offers it. The others
+        are read by batch GETs, and a chunk those miss (evicted since its lookup) from its pin
+        through the socket. A block of the wrong size is a miss."""
         size = self.block_size_bytes
         slots = [self._chunk(c) for c in job.chunk_ids]
         held = [self._pins.take(key) for key in keys]
         ok = [False] * len(keys)
+        by_pin: dict[Pin, list[int]] = {}
         for i, h in enumerate(held):
-            if h is not None and h[0].in_shared_memory_at(h[1]):
+            if h is not None and self.server_copies:
+                by_pin.setdefault(h[0], []).append(i)
+        for pin, idx in by_pin.items():
+            got = pin.copy_into([held[i][1] for i in idx], [slots[i] for i in idx])  # type: ignore[index]
+            for i, n in zip(idx, got):
+                ok[i] = n == size
+        for i, h in enumerate(held):
+            if not ok[i] and h is not None and h[0].in_shared_memory_at(h[1]):
                 ok[i] = h[0].get_into(h[1], slots[i]) == size
         rest = [i for i in range(len(keys)) if not ok[i]]
         if rest:

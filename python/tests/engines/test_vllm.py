@@ -135,9 +135,11 @@ def test_second_run_is_served_by_kvcache(llm, server):
     assert second == first
     assert cached == CHUNKS * BLOCK_TOKENS
     after = server_metrics(server)
-    # each chunk is a hit of the pinned lookup, and no more: the server shares its RAM on this
-    # host, so the load copies each chunk straight from that pin, with no request of its own
+    # each chunk is a hit of the pinned lookup, and no more: the server is on this host, so it
+    # writes each chunk from that pin straight into vLLM's host tier, a file in /dev/shm
     assert after["kvcache_hits_total"] - stored["kvcache_hits_total"] == CHUNKS
+    copied = 'kvcache_copied_into_files_total{outcome="copied"}'
+    assert after[copied] - stored[copied] == CHUNKS
     assert engine_metric(llm, "vllm:kv_offload_tiering_chunk_hits") - hits == CHUNKS
     assert engine_metric(llm, "vllm:kv_offload_tiering_read_bytes") - read == CHUNKS * chunk_bytes
     # the lookup's pins were released once their blocks were loaded

@@ -78,6 +78,10 @@ public class SpillBackPressureBenchmark {
   @Param({"PERIODIC"})
   public String diskSync;
 
+  /** The disk tier's super-block size (its default: 256 MiB). */
+  @Param({"268435456"})
+  public long superBlockBytes;
+
   /** Where the files go: the work tree's disk by default. */
   @Param({"target/spill-back-pressure"})
   public String baseDir;
@@ -137,7 +141,7 @@ public class SpillBackPressureBenchmark {
   private DiskTier disk() throws IOException {
     return DiskTier.open(DiskTierConfig.builder(base.resolve("disk"), capacityBytes)
         .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.valueOf(diskSync))
-        .build());
+        .superBlockBytes(superBlockBytes).build());
   }
 
   @Benchmark

@@ -25,6 +25,7 @@ import io.netty.buffer.ByteBufAllocator;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -85,6 +86,8 @@ class LookupController {
    * @param sharedMemory if asked for by a client on this host and the RAM tier is in shared
    *     memory: where each pinned block lies there, in order (null for a block elsewhere, such as
    *     on disk)
+   * @param copyToken if a client on this host asked for shared memory: the hex token it writes
+   *     into a file of its own to have the server copy pinned blocks there ({@link LeaseCopies})
    */
   @Serdeable
   @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -92,11 +95,12 @@ class LookupController {
       @Nullable @JsonProperty("load_us") Long loadMicros, @Nullable String lease,
       @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis,
       @Nullable List<Integer> lengths,
-      @Nullable @JsonProperty("shared_memory") List<SharedSlice> sharedMemory) {
+      @Nullable @JsonProperty("shared_memory") List<SharedSlice> sharedMemory,
+      @Nullable @JsonProperty("copy_token") String copyToken) {
 
     /** The answer for the blocks {@code location} finds, with no pin. */
     static LookupResponse of(PrefixLocation location) {
-      return pinned(location, null, null, null, null);
+      return pinned(location, null, null, null, null, null);
     }
 
     /**
@@ -105,14 +109,14 @@ class LookupController {
      * holds those).
      */
     static LookupResponse pinned(PrefixLocation location, String lease, Long expiresInMillis,
-        List<Integer> lengths, List<SharedSlice> sharedMemory) {
+        List<Integer> lengths, List<SharedSlice> sharedMemory, String copyToken) {
       List<TierRun> runs = new ArrayList<>(location.runs().size());
       for (PrefixLocation.Run run : location.runs()) {
         runs.add(new TierRun(run.tier(), run.blocks(), micros(run.estimatedLoad())));
       }
       int present = lengths == null ? location.blocks() : lengths.size();
       return new LookupResponse(present, runs, micros(location.estimatedLoad()), lease,
-          expiresInMillis, lengths, sharedMemory);
+          expiresInMillis, lengths, sharedMemory, copyToken);
     }
 
     private static Long micros(Optional<Duration> estimate) {
@@ -183,17 +187,20 @@ class LookupController {
     for (int i = 0; i < pin.blocks(); i++) {
       lengths.add(pin.length(i));
     }
-    List<SharedSlice> shared = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http)
-        ? sharedSlices(namespace, pin)
-        : null;
+    boolean local = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http);
+    List<SharedSlice> shared = local ? sharedSlices(namespace, pin) : null;
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
-    return LookupResponse.pinned(location, pins.register(namespace, pin), pinMillis, lengths,
-        shared);
+    String lease = pins.register(namespace, pin);
+    String token = local ? HexFormat.of().formatHex(pins.copyToken(namespace, lease)) : null;
+    return LookupResponse.pinned(location, lease, pinMillis, lengths, shared, token);
   }
 
-  /** Whether the request came over loopback: only then can its client map this host's files. */
-  private static boolean fromThisHost(HttpRequest<?> http) {
+  /**
+   * Whether the request came over loopback: only then can its client map this host's files, or
+   * have the server write into its own.
+   */
+  static boolean fromThisHost(HttpRequest<?> http) {
     InetSocketAddress remote = http.getRemoteAddress();
     return remote != null && remote.getAddress() != null
         && remote.getAddress().isLoopbackAddress();

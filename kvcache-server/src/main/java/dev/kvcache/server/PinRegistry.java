@@ -19,7 +19,10 @@ import java.util.concurrent.ConcurrentHashMap;
 @Singleton
 class PinRegistry {
 
-  private record Entry(String namespace, PrefixPin pin) {}
+  private record Entry(String namespace, PrefixPin pin, byte[] copyToken) {}
+
+  /** Bytes of a lease's copy token ({@link #copyToken}). */
+  static final int COPY_TOKEN_BYTES = 16;
 
   private final Map<String, Entry> pins = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
@@ -42,9 +45,27 @@ class PinRegistry {
     }
     byte[] id = new byte[16];
     random.nextBytes(id);
+    byte[] token = new byte[COPY_TOKEN_BYTES];
+    random.nextBytes(token);
     String lease = HexFormat.of().formatHex(id);
-    pins.put(lease, new Entry(namespace, pin));
+    pins.put(lease, new Entry(namespace, pin, token));
     return lease;
+  }
+
+  /**
+   * The random token of a live pin that a client on this host writes into a file to show that it
+   * may write there, before the server copies the pin's blocks into it ({@link LeaseCopies}).
+   *
+   * @throws ApiException 404 if the registry has forgotten the pin (released or expired a while
+   *     ago)
+   */
+  byte[] copyToken(String namespace, String lease) {
+    Entry e = pins.get(lease);
+    if (e == null || !e.namespace().equals(namespace)) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
+          "no lease " + lease + " in namespace " + namespace);
+    }
+    return e.copyToken().clone();
   }
 
   /**

@@ -1,0 +1,274 @@
+package dev.kvcache.server;
+
+import dev.kvcache.BlockLease;
+import dev.kvcache.PrefixPin;
+import io.micronaut.core.annotation.Nullable;
+import io.micronaut.http.HttpRequest;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.annotation.Body;
+import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Post;
+import io.micronaut.serde.annotation.Serdeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.zip.CRC32C;
+import reactor.core.publisher.Mono;
+
+/**
+ * Copies of pinned blocks into a file of a client on this host: an engine's host buffer in
+ * {@code /dev/shm}, written by the server in one request, with no copy in the client's process.
+ *
+ * <p>The client shows that it may write the file: it writes its pin's {@code copy_token} (random,
+ * from the lookup's answer) at the start of each place a block is to go, and the server reads the
+ * token there, through the file it opened, before it writes anything. A client that can only read
+ * a file cannot show that, so the server never writes where its client could not. Files in the
+ * server's own directories (its RAM's shared memory, its disk tier) are refused whatever they
+ * hold. Each block's CRC32C is computed piece by piece as the piece is written, from the same
+ * memory; a block whose bytes do not have its checksum is answered {@code damaged}, and its place
+ * in the file then holds no block.
+ */
+@Controller("/v1/namespaces/{namespace}")
+class LeaseCopies {
+
+  /** Bytes checked, then written, at a time: small enough to stay in the CPU's cache between. */
+  static final int PIECE_BYTES = 256 << 10;
+
+  /** What became of one block of a copy. */
+  enum Outcome {
+    /** In the file, with its checksum. */
+    copied,
+    /** Not held in this process (a remote tier's), or kept without a checksum: read it. */
+    elsewhere,
+    /** Its bytes do not have the block's checksum; its place in the file holds no block. */
+    damaged
+  }
+
+  /**
+   * Where to copy which pinned blocks.
+   *
+   * @param file the path of the file on this host, such as {@code /dev/shm/name} or {@code
+   *     /proc/<pid>/fd/<fd>} for one already unlinked
+   * @param token the pin's {@code copy_token}, in hex, written at each block's offset
+   * @param blocks pairs of a pinned block's index and its offset in the file
+   */
+  @Serdeable
+  record CopyRequest(@Nullable String file, @Nullable String token,
+      @Nullable List<List<Long>> blocks) {}
+
+  /** @param blocks what became of each block, in the request's order */
+  @Serdeable
+  record CopyResponse(List<Outcome> blocks) {}
+
+  private final Namespaces namespaces;
+  private final PinRegistry pins;
+  private final ServedBlocks served;
+  private final OffLoop offLoop;
+  private final List<Path> ownDirectories;
+  private final CopyOutcomes counted;
+
+  LeaseCopies(Namespaces namespaces, PinRegistry pins, ServedBlocks served, OffLoop offLoop,
+      CacheSettings settings, CopyOutcomes counted) {
+    this.namespaces = namespaces;
+    this.pins = pins;
+    this.served = served;
+    this.offLoop = offLoop;
+    List<Path> own = new ArrayList<>();
+    for (String dir : List.of(settings.getRamSharedMemoryDir(), settings.getDiskDir())) {
+      if (!dir.isBlank()) {
+        own.add(realPath(Path.of(dir).toAbsolutePath()));
+      }
+    }
+    this.ownDirectories = List.copyOf(own);
+    this.counted = counted;
+  }
+
+  /**
+   * Copies pinned blocks into the client's file: 200 with each block's {@link Outcome}; 400 for a
+   * malformed request, 403 unless the request comes over loopback and the token is in place at
+   * every offset (nothing is then written), 404 for a lease that is not open or a file that is
+   * not there. Answered on a blocking thread.
+   */
+  @Post("/leases/{lease}/copy-into")
+  Mono<HttpResponse<CopyResponse>> copyInto(HttpRequest<?> http, String namespace, String lease,
+      @Body CopyRequest request) {
+    if (!LookupController.fromThisHost(http)) {
+      throw new ApiException(HttpStatus.FORBIDDEN, "not-this-host",
+          "copies into a file are for clients on the server's host (loopback)");
+    }
+    return offLoop.answer(() -> HttpResponse.ok(copy(namespace, lease, request)));
+  }
+
+  private CopyResponse copy(String namespace, String lease, CopyRequest request)
+      throws IOException {
+    namespaces.require(namespace);
+    PrefixPin pin = pins.find(namespace, lease);
+    byte[] token = pins.copyToken(namespace, lease);
+    List<long[]> blocks = blocks(request, pin);
+    if (request.token() == null
+        || !Arrays.equals(token, parseHex(request.token()))) {
+      throw new ApiException(HttpStatus.FORBIDDEN, "bad-copy-token",
+          "the token is not lease " + lease + "'s copy_token");
+    }
+    Path file = file(request.file());
+    try (FileChannel ch = open(file)) {
+      long size = ch.size();
+      ByteBuffer found = ByteBuffer.allocate(token.length);
+      for (long[] b : blocks) {
+        long end = b[1] + pin.length((int) b[0]);
+        if (end > size) {
+          throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
+              "block " + b[0] + " at " + b[1] + " ends at " + end + ", past the end of " + file
+                  + " (" + size + " bytes)");
+        }
+        found.clear();
+        while (found.hasRemaining() && ch.read(found, b[1] + found.position()) > 0) {
+          // read the whole token
+        }
+        if (!Arrays.equals(found.array(), token)) {
+          throw new ApiException(HttpStatus.FORBIDDEN, "token-not-in-file",
+              "the copy token is not at offset " + b[1] + " of " + file
+                  + ": write it there first, to show the file may be written");
+        }
+      }
+      List<Outcome> outcomes = new ArrayList<>(blocks.size());
+      int newlyServed = 0;
+      for (long[] b : blocks) {
+        int index = (int) b[0];
+        Outcome outcome = copyBlock(pin, index, ch, b[1]);
+        outcomes.add(outcome);
+        counted.add(outcome);
+        // blocks offered in shared memory counted as served at the lookup
+        if (outcome == Outcome.copied && pin.sharedMemory(index)
+            .filter(s -> s.crc32c().isPresent()).isEmpty()) {
+          newlyServed++;
+        }
+      }
+      served.served(namespace, newlyServed);
+      return new CopyResponse(outcomes);
+    }
+  }
+
+  /** The request's (index, offset) pairs, checked against the pin. */
+  private static List<long[]> blocks(CopyRequest request, PrefixPin pin) {
+    if (request.blocks() == null || request.blocks().isEmpty()
+        || request.blocks().size() > pin.blocks()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
+          "the body needs a 'blocks' list of 1 to " + pin.blocks() + " [index, offset] pairs");
+    }
+    List<long[]> out = new ArrayList<>(request.blocks().size());
+    for (List<Long> pair : request.blocks()) {
+      if (pair == null || pair.size() != 2 || pair.get(0) == null || pair.get(1) == null
+          || pair.get(0) < 0 || pair.get(0) >= pin.blocks() || pair.get(1) < 0) {
+        throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
+            "block " + pair + ": each must be [index, offset] with an index from 0 to "
+                + (pin.blocks() - 1) + " and an offset of 0 or more");
+      }
+      out.add(new long[] {pair.get(0), pair.get(1)});
+    }
+    return out;
+  }
+
+  /** The file named, if it is a regular file outside the server's own directories. */
+  private Path file(String name) {
+    Path file;
+    try {
+      file = name == null || name.isBlank() ? null : Path.of(name);
+    } catch (InvalidPathException e) {
+      file = null;
+    }
+    if (file == null || !file.isAbsolute()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
+          "the body needs the absolute path of a 'file' on this host, not " + name);
+    }
+    BasicFileAttributes attributes;
+    try {
+      attributes = Files.readAttributes(file, BasicFileAttributes.class);
+    } catch (IOException e) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-file", "no file " + file);
+    }
+    if (!attributes.isRegularFile()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy", file + " is not a regular file");
+    }
+    Path real = realPath(file);
+    for (Path own : ownDirectories) {
+      if (real.startsWith(own)) {
+        throw new ApiException(HttpStatus.FORBIDDEN, "own-file",
+            file + " is in the server's own directory " + own);
+      }
+    }
+    return file;
+  }
+
+  private static FileChannel open(Path file) {
+    try {
+      return FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    } catch (NoSuchFileException e) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-file", "no file " + file);
+    } catch (AccessDeniedException e) {
+      throw new ApiException(HttpStatus.FORBIDDEN, "file-not-writable",
+          "the server may not write " + file + " (run it as the engine's user)");
+    } catch (IOException e) {
+      throw new ApiException(HttpStatus.FORBIDDEN, "file-not-writable",
+          "the server cannot open " + file + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * Writes pinned block {@code index} at {@code offset} of {@code ch}, computing its CRC32C piece
+   * by piece as it writes, while each piece is in the CPU's cache.
+   */
+  private static Outcome copyBlock(PrefixPin pin, int index, FileChannel ch, long offset)
+      throws IOException {
+    Optional<BlockLease> shared = pin.share(index);
+    if (shared.isEmpty()) {
+      return Outcome.elsewhere;
+    }
+    try (BlockLease lease = shared.get()) {
+      OptionalInt expected = lease.crc32c();
+      if (expected.isEmpty()) {
+        return Outcome.elsewhere;
+      }
+      ByteBuffer bytes = lease.bytes();
+      CRC32C crc = new CRC32C();
+      for (int at = 0; at < bytes.limit(); at += PIECE_BYTES) {
+        ByteBuffer piece = bytes.slice(at, Math.min(PIECE_BYTES, bytes.limit() - at));
+        crc.update(piece.duplicate());
+        while (piece.hasRemaining()) {
+          ch.write(piece, offset + at + piece.position());
+        }
+      }
+      return (int) crc.getValue() == expected.getAsInt() ? Outcome.copied : Outcome.damaged;
+    }
+  }
+
+  private static byte[] parseHex(String hex) {
+    try {
+      return HexFormat.of().parseHex(hex);
+    } catch (IllegalArgumentException e) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy", "the token is not hex: " + hex);
+    }
+  }
+
+  private static Path realPath(Path path) {
+    try {
+      return path.toRealPath();
+    } catch (IOException e) {
+      return path.toAbsolutePath().normalize();
+    }
+  }
+}

@@ -1,0 +1,175 @@
+package dev.kvcache.server;
+
+import static dev.kvcache.server.BlockApiTest.body;
+import static dev.kvcache.server.BlockApiTest.key;
+import static dev.kvcache.server.BlockApiTest.random;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A client on this host has the server copy pinned blocks into a file of its own: the blocks land
+ * whole where it asked, and nothing is written into a file where it did not first write its pin's
+ * token, nor into the server's own files; a block damaged in RAM is answered damaged.
+ */
+class LeaseCopiesTest {
+
+  private static final int SLOT = 128 << 10;
+
+  @TempDir Path dir;
+  @TempDir Path shm;
+  @TempDir Path client;
+
+  private final byte[][] blocks = {random(3000, 1), random(SLOT, 2), random(70_000, 3)};
+
+  /** The lease and copy token of a pinned lookup of keys 1 to 3 from this host. */
+  private record Lease(String id, String token) {}
+
+  private Lease pinAll(TestServer server) throws Exception {
+    for (int i = 0; i < blocks.length; i++) {
+      server.put("default", key(i + 1), blocks[i]);
+    }
+    HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
+        "{\"keys\":[\"" + key(1) + "\",\"" + key(2) + "\",\"" + key(3) + "\"],\"pin_ms\":10000,"
+            + "\"shared_memory\":true}");
+    assertThat(found.statusCode()).as(body(found)).isEqualTo(200);
+    return new Lease(field(body(found), "lease"), field(body(found), "copy_token"));
+  }
+
+  private static String field(String json, String name) {
+    Matcher m = Pattern.compile("\"" + name + "\":\"([0-9a-f]+)\"").matcher(json);
+    assertThat(m.find()).as(name + " in " + json).isTrue();
+    return m.group(1);
+  }
+
+  private static HttpResponse<byte[]> post(TestServer server, String path, String json)
+      throws Exception {
+    return server.send(HttpRequest.newBuilder(server.uri(path))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(json)));
+  }
+
+  private static HttpResponse<byte[]> copy(TestServer server, Lease lease, Path file,
+      String pairs) throws Exception {
+    return post(server, "/v1/namespaces/default/leases/" + lease.id() + "/copy-into",
+        "{\"file\":\"" + file + "\",\"token\":\"" + lease.token() + "\",\"blocks\":[" + pairs + "]}");
+  }
+
+  /** A file of {@code slots} slots of random bytes, the token written where {@code marked}. */
+  private Path target(int slots, Lease lease, int... marked) throws Exception {
+    Path file = client.resolve("host-buffer");
+    Files.write(file, random(slots * SLOT, 99));
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      for (int slot : marked) {
+        ch.write(ByteBuffer.wrap(HexFormat.of().parseHex(lease.token())), (long) slot * SLOT);
+      }
+    }
+    return file;
+  }
+
+  private static byte[] slot(byte[] file, int slot, int length) {
+    return Arrays.copyOfRange(file, slot * SLOT, slot * SLOT + length);
+  }
+
+  @Test
+  void pinnedBlocksLandWholeWhereTheClientAsked() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      Lease lease = pinAll(server);
+      Path file = target(4, lease, 3, 0, 2);
+      byte[] before = Files.readAllBytes(file);
+
+      HttpResponse<byte[]> copied = copy(server, lease, file,
+          "[0," + 3 * SLOT + "],[1,0],[2," + 2 * SLOT + "]");
+
+      assertThat(copied.statusCode()).as(body(copied)).isEqualTo(200);
+      assertThat(body(copied)).isEqualTo("{\"blocks\":[\"copied\",\"copied\",\"copied\"]}");
+      byte[] after = Files.readAllBytes(file);
+      assertThat(slot(after, 3, blocks[0].length)).isEqualTo(blocks[0]);
+      assertThat(slot(after, 0, blocks[1].length)).isEqualTo(blocks[1]);
+      assertThat(slot(after, 2, blocks[2].length)).isEqualTo(blocks[2]);
+      assertThat(slot(after, 1, SLOT)).as("a slot not asked for").isEqualTo(slot(before, 1, SLOT));
+      assertThat(Arrays.copyOfRange(after, 3 * SLOT + blocks[0].length, 4 * SLOT))
+          .as("past the end of a block").isEqualTo(
+              Arrays.copyOfRange(before, 3 * SLOT + blocks[0].length, 4 * SLOT));
+    }
+  }
+
+  @Test
+  void nothingIsWrittenUnlessTheTokenIsAtEveryOffset() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      Lease lease = pinAll(server);
+      Path file = target(3, lease, 0); // slot 1 lacks the token
+      byte[] before = Files.readAllBytes(file);
+
+      HttpResponse<byte[]> missing = copy(server, lease, file, "[0,0],[2," + SLOT + "]");
+      assertThat(missing.statusCode()).isEqualTo(403);
+      assertThat(body(missing)).contains("token-not-in-file").contains("offset " + SLOT);
+
+      Lease other = new Lease(lease.id(), "00".repeat(16));
+      HttpResponse<byte[]> wrong = copy(server, other, file, "[0,0]");
+      assertThat(wrong.statusCode()).isEqualTo(403);
+      assertThat(body(wrong)).contains("bad-copy-token");
+      assertThat(Files.readAllBytes(file)).as("the file, untouched").isEqualTo(before);
+
+      assertThat(copy(server, lease, file, "[0," + (3 * SLOT - 100) + "]").statusCode())
+          .as("past the end of the file").isEqualTo(400);
+      assertThat(copy(server, lease, file, "[3,0]").statusCode()).as("no block 3").isEqualTo(400);
+      assertThat(copy(server, lease, client.resolve("none"), "[0,0]").statusCode())
+          .isEqualTo(404);
+      assertThat(copy(server, new Lease("ab".repeat(16), lease.token()), file, "[0,0]")
+          .statusCode()).as("no such lease").isEqualTo(404);
+      assertThat(Files.readAllBytes(file)).as("the file, untouched").isEqualTo(before);
+    }
+  }
+
+  @Test
+  void theServersOwnFilesAreRefusedAndADamagedBlockIsAnsweredDamaged() throws Exception {
+    try (TestServer server = TestServer.start(dir,
+        Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()))) {
+      Lease lease = pinAll(server);
+      HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
+          "{\"keys\":[\"" + key(2) + "\"],\"pin_ms\":10000,\"shared_memory\":true}");
+      Matcher slice = Pattern.compile("\"file\":\"([^\"]+)\",\"offset\":(\\d+)")
+          .matcher(body(found));
+      assertThat(slice.find()).as(body(found)).isTrue();
+      Path ramFile = Path.of(slice.group(1));
+      long at = Long.parseLong(slice.group(2));
+
+      // the server's RAM file, with the token written where block 0 would go
+      try (FileChannel ch = FileChannel.open(ramFile, StandardOpenOption.READ,
+          StandardOpenOption.WRITE)) {
+        ByteBuffer saved = ByteBuffer.allocate(16);
+        ch.read(saved, 0);
+        ch.write(ByteBuffer.wrap(HexFormat.of().parseHex(lease.token())), 0);
+        HttpResponse<byte[]> own = copy(server, lease, ramFile, "[0,0]");
+        assertThat(own.statusCode()).isEqualTo(403);
+        assertThat(body(own)).contains("own-file");
+        ch.write(saved.flip(), 0);
+        // block 2 (index 1) damaged where the server keeps it
+        ch.write(ByteBuffer.wrap(new byte[] {(byte) ~blocks[1][500]}), at + 500);
+      }
+
+      Path file = target(3, lease, 0, 1, 2);
+      HttpResponse<byte[]> copied = copy(server, lease, file,
+          "[0,0],[1," + SLOT + "],[2," + 2 * SLOT + "]");
+      assertThat(copied.statusCode()).as(body(copied)).isEqualTo(200);
+      assertThat(body(copied)).isEqualTo("{\"blocks\":[\"copied\",\"damaged\",\"copied\"]}");
+      byte[] after = Files.readAllBytes(file);
+      assertThat(slot(after, 0, blocks[0].length)).isEqualTo(blocks[0]);
+      assertThat(slot(after, 2, blocks[2].length)).isEqualTo(blocks[2]);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+"""Pinned blocks written by a server on this host straight into a buffer mapped from a file (as an
+engine's host buffer in /dev/shm is): the bytes land whole, with no copy in the client, and a block
+damaged where the server keeps it never reads as copied."""
+from __future__ import annotations
+
+import mmap
+import os
+
+import pytest
+
+import kvcache
+from conftest import KvServer, ram_only
+
+SLOT = 1 << 20
+
+
+@pytest.fixture
+def shm_server(tmp_path):  # type: ignore[no-untyped-def]
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    s = KvServer(ram_only(**{"kvcache.cache.ram-bytes": "64MiB",
+                             "kvcache.cache.ram-shared-memory-dir": str(ram)})).start()
+    yield s
+    s.stop()
+
+
+def host_buffer(path, slots: int, unlink: bool = False):  # type: ignore[no-untyped-def]
+    """A shared mapping of a file of ``slots`` slots, as vLLM's host tier maps its region."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.ftruncate(fd, slots * SLOT)
+    m = mmap.mmap(fd, slots * SLOT)
+    if unlink:
+        os.unlink(path)  # the descriptor stays open, as vLLM's does
+    return fd, m
+
+
+def test_the_server_writes_pinned_blocks_into_a_mapped_file(shm_server, unique_keys, tmp_path):
+    keys = unique_keys(3)
+    blocks = [os.urandom(n) for n in (SLOT, 300_000, SLOT)]
+    fd, m = host_buffer(tmp_path / "host", 4)
+    try:
+        view = memoryview(m)
+        with kvcache.Client(shm_server.address) as c:
+            c.put_many(list(zip(keys, blocks)))
+            with c.pin_prefix(keys, ms=10_000) as pin:
+                slots = [view[s * SLOT:(s + 1) * SLOT] for s in (2, 0, 3)]
+                assert pin.copy_into([0, 1, 2], slots) == [len(b) for b in blocks]
+                assert not c._shared._maps, "no copy out of the server's RAM in the client"  # type: ignore[union-attr]
+                assert [bytes(s[:len(b)]) for s, b in zip(slots, blocks)] == blocks
+                assert pin.copy_into([0], [bytearray(SLOT)]) == [None], "anonymous memory"
+            del slots, view
+    finally:
+        m.close()
+        os.close(fd)
+
+
+def test_a_file_already_unlinked_is_written_through_its_descriptor(shm_server, unique_keys,
+                                                                    tmp_path):
+    key, = unique_keys(1)
+    block = os.urandom(SLOT)
+    fd, m = host_buffer(tmp_path / "host", 2, unlink=True)
+    try:
+        view = memoryview(m)
+        with kvcache.Client(shm_server.address) as c:
+            c.put(key, block)
+            with c.pin_prefix([key], ms=10_000) as pin:
+                assert pin.copy_into([0], [view[SLOT:]]) == [SLOT]
+                assert view[SLOT:] == block
+            del view
+    finally:
+        m.close()
+        os.close(fd)
+
+
+def test_a_block_damaged_in_the_servers_ram_is_not_copied(shm_server, unique_keys, tmp_path):
+    keys = unique_keys(2)
+    blocks = [os.urandom(SLOT), os.urandom(SLOT)]
+    fd, m = host_buffer(tmp_path / "host", 2)
+    try:
+        view = memoryview(m)
+        with kvcache.Client(shm_server.address) as c:
+            c.put_many(list(zip(keys, blocks)))
+            with c.pin_prefix(keys, ms=10_000) as pin:
+                file, offset, _, _ = pin._shared[1]  # type: ignore[index]
+                with open(file, "r+b") as ram:
+                    ram.seek(offset + 1000)
+                    ram.write(bytes([blocks[1][1000] ^ 0xFF]))
+                slots = [view[:SLOT], view[SLOT:]]
+                assert pin.copy_into([0, 1], slots) == [SLOT, None]
+                assert slots[0] == blocks[0]
+                assert pin.get_into(1, slots[1]) is None, "read again, the block is a miss"
+            del slots, view
+    finally:
+        m.close()
+        os.close(fd)
