@@ -3,7 +3,9 @@ into an engine's host buffer (1 MiB chunks, as vllm_ttft.py loads them): the mem
 the CRC32C check alone (the floor), the client's pinned copy (copy, check, and its bookkeeping),
 the same with another thread keeping the GIL busy as vLLM's engine loop does, and the same into
 a buffer whose pages this process has not mapped yet, as the tier's first copies into vLLM's host
-tier are (a file in /dev/shm mapped anew).
+tier are (a file in /dev/shm mapped anew); and the server writing the pinned blocks into the host
+buffer's file itself (``Pin.copy_into``), all chunks in one request or one request per chunk,
+with and without the busy thread.
 
     python/target/venv/bin/python python/benchmarks/shm_copy.py \\
         --jar kvcache-server/target/kvcache-server.jar --out docs/results/python-shm-copy.json
@@ -110,6 +112,15 @@ def main() -> None:
                     assert pin.get_into(i, slots[i]) == SIZE
                 return time.perf_counter() - start
 
+        def server_copies(slots: list[memoryview], per_request: int) -> float:
+            with client.pin_prefix(keys, 30_000) as pin:
+                start = time.perf_counter()
+                for at in range(0, CHUNKS, per_request):
+                    idx = list(range(at, min(CHUNKS, at + per_request)))
+                    got = pin.copy_into(idx, [slots[i] for i in idx])
+                    assert got == [SIZE] * len(idx), got
+                return time.perf_counter() - start
+
         src = mmap.mmap(-1, CHUNKS * SIZE)
         src[:] = data * CHUNKS
         src_address = ctypes.addressof((ctypes.c_char * (CHUNKS * SIZE)).from_buffer(src))
@@ -134,15 +145,27 @@ def main() -> None:
             "memmove_ms": ms_per_chunk(copies, args.rounds),
             "crc32c_ms": ms_per_chunk(checks, args.rounds),
             "pinned_copy_ms": ms_per_chunk(lambda: pinned(mapped.slots), args.rounds)}
+        row["server_copy_ms"] = ms_per_chunk(lambda: server_copies(mapped.slots, CHUNKS),
+                                             args.rounds)
+        row["server_copy_one_request_per_chunk_ms"] = ms_per_chunk(
+            lambda: server_copies(mapped.slots, 1), args.rounds)
         with Busy():
             row["pinned_copy_busy_gil_ms"] = ms_per_chunk(lambda: pinned(mapped.slots),
                                                           args.rounds)
+            row["server_copy_busy_gil_ms"] = ms_per_chunk(
+                lambda: server_copies(mapped.slots, CHUNKS), args.rounds)
         firsts = []
         for _ in range(args.rounds):  # a new host buffer for each first copy
             fresh = HostBuffer(touched=False)
             firsts.append(pinned(fresh.slots) / CHUNKS * 1e3)
             fresh.close()
         row["pinned_copy_into_unmapped_pages_ms"] = min(firsts)
+        firsts = []
+        for _ in range(args.rounds):  # the server maps each new file anew
+            fresh = HostBuffer(touched=True)
+            firsts.append(server_copies(fresh.slots, CHUNKS) / CHUNKS * 1e3)
+            fresh.close()
+        row["server_copy_into_a_new_file_ms"] = min(firsts)
         del dst
         mapped.close()
         for k, v in row.items():

@@ -23,11 +23,22 @@ class _Region(NamedTuple):
 
 
 class HostFiles:
-    """Finds the shared file mapping behind a buffer, remembering the regions it has seen."""
+    """Finds the shared file mapping behind a buffer, remembering the regions it has seen, and
+    which servers refused to write which files."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._regions: list[_Region] = []
+        self._refused: set[tuple[str, str]] = set()
+
+    def refuse(self, server: str, file: str) -> None:
+        """Notes that ``server`` may not write ``file`` (not its user's, or its own)."""
+        with self._lock:
+            self._refused.add((server, file))
+
+    def refused(self, server: str, file: str) -> bool:
+        """Whether ``server`` refused to write ``file`` before."""
+        return (server, file) in self._refused
 
     def locate(self, buffer: memoryview) -> Optional[tuple[str, int]]:
         """``(file, offset)`` of a writable, contiguous buffer that lies in one shared mapping of

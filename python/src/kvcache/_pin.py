@@ -126,29 +126,42 @@ class Pin:
         files = self._client._host_files
         if files is None or not indices:
             return out
-        groups: dict[tuple[ServerLink, str], list[tuple[int, int, int, memoryview]]] = \
-            defaultdict(list)
+        views: list[Optional[memoryview]] = [None] * len(indices)
         for k, (i, buffer) in enumerate(zip(indices, buffers)):
             if not 0 <= i < len(self._slots):
                 raise IndexError(f"block {i} of a pin of {len(self._slots)}")
-            link, lease, j, length = self._slots[i]
+            link, _, _, length = self._slots[i]
             token = self._answers[link].get("copy_token")
             view = writable_view(buffer)
             if length > len(view):
                 raise BufferTooSmallError(length, len(view))
-            if not isinstance(token, str) or length < len(token) // 2:
-                continue
-            where = files.locate(view[:length])
-            if where is not None:
-                groups[(link, where[0])].append((k, j, where[1], view[:length]))
-        for (link, file), blocks in groups.items():
-            self._copy_file(link, file, blocks, out)
+            if isinstance(token, str) and length >= len(token) // 2:
+                views[k] = view[:length]
+        todo = [k for k in range(len(indices)) if views[k] is not None]
+        for _ in range(2):  # again once for files whose mapping here had changed (stale)
+            groups: dict[tuple[ServerLink, str], list[tuple[int, int, int, memoryview]]] = \
+                defaultdict(list)
+            for k in todo:
+                mapped = views[k]
+                assert mapped is not None
+                where = files.locate(mapped)
+                link, _, j, _ = self._slots[indices[k]]
+                if where is not None and not files.refused(link.name, where[0]):
+                    groups[(link, where[0])].append((k, j, where[1], mapped))
+            todo = []
+            for (link, file), blocks in groups.items():
+                if self._copy_file(link, file, blocks, out):
+                    files.forget(file)
+                    todo += [b[0] for b in blocks]
+            if not todo:
+                break
         return out
 
     def _copy_file(self, link: ServerLink, file: str,
-                   blocks: list[tuple[int, int, int, memoryview]], out: list[Optional[int]]) -> None:
+                   blocks: list[tuple[int, int, int, memoryview]], out: list[Optional[int]]) -> bool:
         """One copy-into request: ``blocks`` are (place in ``out``, index in the server's lease,
-        offset in ``file``, buffer)."""
+        offset in ``file``, buffer). True if the server found another file than the buffers' (the
+        file this process had mapped there is gone or replaced): look their file up again."""
         c = self._client
         answer = self._answers[link]
         token = bytes.fromhex(answer["copy_token"])
@@ -169,19 +182,18 @@ class Pin:
             return outcomes
         with self._copies:
             if self._released or not link.available():
-                return
+                return False
             self._copying += 1
         try:
             outcomes = link.exchange("POST", f"{c._prefix}/leases/{lease}/copy-into", handle, body,
                                      {"Content-Type": "application/json"})
         except ConnectionFailed as e:
             link.failed(e)
-            return
+            return False
         except ServerError as e:
-            if e.code in ("file-not-writable", "own-file", "not-this-host", "token-not-in-file",
-                          "no-file"):
-                c._host_files.forget(file)  # type: ignore[union-attr]
-            return
+            if e.code in ("file-not-writable", "own-file", "not-this-host"):
+                c._host_files.refuse(link.name, file)  # type: ignore[union-attr]
+            return e.code in ("no-file", "token-not-in-file")
         finally:
             with self._copies:
                 self._copying -= 1
@@ -191,6 +203,7 @@ class Pin:
                 out[k] = len(view)
             elif outcome == "damaged":
                 warn_damaged(link, f"a block of lease {lease} (copied into {file})")
+        return False
 
     def read_into(self, buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Reads the first ``len(buffers)`` pinned blocks into ``buffers``, several at a time."""

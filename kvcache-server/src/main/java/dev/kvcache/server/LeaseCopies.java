@@ -38,8 +38,9 @@ import reactor.core.publisher.Mono;
  * token there, through the file it opened, before it writes anything. A client that can only read
  * a file cannot show that, so the server never writes where its client could not. Files in the
  * server's own directories (its RAM's shared memory, its disk tier) are refused whatever they
- * hold. Each block's CRC32C is computed piece by piece as the piece is written, from the same
- * memory; a block whose bytes do not have its checksum is answered {@code damaged}, and its place
+ * hold. The server maps the file and copies into the mapping, which it keeps for the next
+ * requests ({@link ClientFileMaps}). Each block's CRC32C is computed piece by piece as the piece
+ * is copied, from the same memory; a block whose bytes do not have its checksum is answered {@code damaged}, and its place
  * in the file then holds no block.
  */
 @Controller("/v1/namespaces/{namespace}")
@@ -80,9 +81,10 @@ class LeaseCopies {
   private final OffLoop offLoop;
   private final List<Path> ownDirectories;
   private final CopyOutcomes counted;
+  private final ClientFileMaps maps;
 
   LeaseCopies(Namespaces namespaces, PinRegistry pins, ServedBlocks served, OffLoop offLoop,
-      CacheSettings settings, CopyOutcomes counted) {
+      CacheSettings settings, CopyOutcomes counted, ClientFileMaps maps) {
     this.namespaces = namespaces;
     this.pins = pins;
     this.served = served;
@@ -95,6 +97,7 @@ class LeaseCopies {
     }
     this.ownDirectories = List.copyOf(own);
     this.counted = counted;
+    this.maps = maps;
   }
 
   /**
@@ -124,10 +127,10 @@ class LeaseCopies {
       throw new ApiException(HttpStatus.FORBIDDEN, "bad-copy-token",
           "the token is not lease " + lease + "'s copy_token");
     }
-    Path file = file(request.file());
+    BasicFileAttributes attributes = attributes(request.file());
+    Path file = Path.of(request.file());
     try (FileChannel ch = open(file)) {
       long size = ch.size();
-      ByteBuffer found = ByteBuffer.allocate(token.length);
       for (long[] b : blocks) {
         long end = b[1] + pin.length((int) b[0]);
         if (end > size) {
@@ -135,32 +138,55 @@ class LeaseCopies {
               "block " + b[0] + " at " + b[1] + " ends at " + end + ", past the end of " + file
                   + " (" + size + " bytes)");
         }
-        found.clear();
-        while (found.hasRemaining() && ch.read(found, b[1] + found.position()) > 0) {
-          // read the whole token
+      }
+      ClientFileMaps.Mapped m = maps.acquire(request.file(), attributes.fileKey(), ch);
+      try {
+        long missing = offsetWithoutToken(m, blocks, token);
+        if (missing >= 0) { // the path may name another file than when it was mapped
+          m = maps.remap(m, ch);
+          missing = offsetWithoutToken(m, blocks, token);
         }
-        if (!Arrays.equals(found.array(), token)) {
+        if (missing >= 0) {
           throw new ApiException(HttpStatus.FORBIDDEN, "token-not-in-file",
-              "the copy token is not at offset " + b[1] + " of " + file
+              "the copy token is not at offset " + missing + " of " + file
                   + ": write it there first, to show the file may be written");
         }
-      }
-      List<Outcome> outcomes = new ArrayList<>(blocks.size());
-      int newlyServed = 0;
-      for (long[] b : blocks) {
-        int index = (int) b[0];
-        Outcome outcome = copyBlock(pin, index, ch, b[1]);
-        outcomes.add(outcome);
-        counted.add(outcome);
-        // blocks offered in shared memory counted as served at the lookup
-        if (outcome == Outcome.copied && pin.sharedMemory(index)
-            .filter(s -> s.crc32c().isPresent()).isEmpty()) {
-          newlyServed++;
+        List<Outcome> outcomes = new ArrayList<>(blocks.size());
+        int newlyServed = 0;
+        for (long[] b : blocks) {
+          int index = (int) b[0];
+          Outcome outcome = copyBlock(pin, index, m, b[1]);
+          outcomes.add(outcome);
+          counted.add(outcome);
+          // blocks offered in shared memory counted as served at the lookup
+          if (outcome == Outcome.copied && pin.sharedMemory(index)
+              .filter(s -> s.crc32c().isPresent()).isEmpty()) {
+            newlyServed++;
+          }
         }
+        served.served(namespace, newlyServed);
+        return new CopyResponse(outcomes);
+      } finally {
+        maps.release(m);
       }
-      served.served(namespace, newlyServed);
-      return new CopyResponse(outcomes);
     }
+  }
+
+  /** The first block offset where {@code m} lacks the token, or -1 if it is at every one. */
+  private static long offsetWithoutToken(ClientFileMaps.Mapped m, List<long[]> blocks,
+      byte[] token) {
+    byte[] found = new byte[token.length];
+    for (long[] b : blocks) {
+      for (int at = 0; at < found.length; ) {
+        int n = ClientFileMaps.Mapped.piece(b[1] + at, found.length - at);
+        m.slice(b[1] + at, n).get(found, at, n);
+        at += n;
+      }
+      if (!Arrays.equals(found, token)) {
+        return b[1];
+      }
+    }
+    return -1;
   }
 
   /** The request's (index, offset) pairs, checked against the pin. */
@@ -184,7 +210,7 @@ class LeaseCopies {
   }
 
   /** The file named, if it is a regular file outside the server's own directories. */
-  private Path file(String name) {
+  private BasicFileAttributes attributes(String name) {
     Path file;
     try {
       file = name == null || name.isBlank() ? null : Path.of(name);
@@ -211,7 +237,7 @@ class LeaseCopies {
             file + " is in the server's own directory " + own);
       }
     }
-    return file;
+    return attributes;
   }
 
   private static FileChannel open(Path file) {
@@ -229,11 +255,11 @@ class LeaseCopies {
   }
 
   /**
-   * Writes pinned block {@code index} at {@code offset} of {@code ch}, computing its CRC32C piece
+   * Writes pinned block {@code index} at {@code offset} of {@code m}, computing its CRC32C piece
    * by piece as it writes, while each piece is in the CPU's cache.
    */
-  private static Outcome copyBlock(PrefixPin pin, int index, FileChannel ch, long offset)
-      throws IOException {
+  private static Outcome copyBlock(PrefixPin pin, int index, ClientFileMaps.Mapped m,
+      long offset) {
     Optional<BlockLease> shared = pin.share(index);
     if (shared.isEmpty()) {
       return Outcome.elsewhere;
@@ -245,12 +271,12 @@ class LeaseCopies {
       }
       ByteBuffer bytes = lease.bytes();
       CRC32C crc = new CRC32C();
-      for (int at = 0; at < bytes.limit(); at += PIECE_BYTES) {
-        ByteBuffer piece = bytes.slice(at, Math.min(PIECE_BYTES, bytes.limit() - at));
+      for (int at = 0; at < bytes.limit(); ) {
+        int n = ClientFileMaps.Mapped.piece(offset + at, Math.min(PIECE_BYTES, bytes.limit() - at));
+        ByteBuffer piece = bytes.slice(at, n);
         crc.update(piece.duplicate());
-        while (piece.hasRemaining()) {
-          ch.write(piece, offset + at + piece.position());
-        }
+        m.slice(offset + at, n).put(piece);
+        at += n;
       }
       return (int) crc.getValue() == expected.getAsInt() ? Outcome.copied : Outcome.damaged;
     }

@@ -108,6 +108,33 @@ class LeaseCopiesTest {
   }
 
   @Test
+  void aFileReplacedUnderItsPathIsWrittenNotTheOneMappedBefore() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      Lease lease = pinAll(server);
+      Path first = target(2, lease, 0);
+      assertThat(body(copy(server, lease, first, "[0,0]"))).contains("copied");
+      // the server keeps its mapping of the first file; a new file takes its path
+      Path moved = client.resolve("first-moved");
+      Files.move(first, moved);
+      Path second = target(2, lease, 1);
+      assertThat(second).isEqualTo(first);
+
+      HttpResponse<byte[]> copied = copy(server, lease, second, "[1," + SLOT + "]");
+      assertThat(body(copied)).isEqualTo("{\"blocks\":[\"copied\"]}");
+      assertThat(slot(Files.readAllBytes(second), 1, blocks[1].length)).isEqualTo(blocks[1]);
+      assertThat(slot(Files.readAllBytes(moved), 1, blocks[1].length))
+          .as("the file mapped before").isNotEqualTo(blocks[1]);
+
+      ClientFileMaps maps = server.context.getBean(ClientFileMaps.class);
+      maps.sweep();
+      assertThat(maps.mapped()).as("the file its path names is kept mapped").isEqualTo(1);
+      Files.delete(second);
+      maps.sweep();
+      assertThat(maps.mapped()).as("a deleted file is let go of").isZero();
+    }
+  }
+
+  @Test
   void nothingIsWrittenUnlessTheTokenIsAtEveryOffset() throws Exception {
     try (TestServer server = TestServer.start(dir)) {
       Lease lease = pinAll(server);

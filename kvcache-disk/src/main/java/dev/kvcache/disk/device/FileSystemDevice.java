@@ -1,6 +1,7 @@
 package dev.kvcache.disk.device;
 
 import com.sun.nio.file.ExtendedOpenOption;
+import dev.kvcache.internal.memory.Unmapper;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package dev.kvcache.disk.device;
+package dev.kvcache.internal.memory;
 
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -8,12 +8,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Unmaps a mapped buffer at once (through {@code sun.misc.Unsafe.invokeCleaner}, available on JDK 9
- * and later), rather than when the garbage collector finds it, so a dropped super-block's disk
- * space comes back promptly. Where that is not available, the mapping is left to the collector.
+ * and later), rather than when the garbage collector finds it, so that a dropped file's space
+ * (a disk tier's super-block, a client's file in {@code /dev/shm}) comes back promptly. Where that is not available, the mapping is left to the collector.
  * Callers guarantee that nothing reads the buffer afterwards: reading an unmapped buffer crashes
  * the JVM.
  */
-final class Unmapper {
+public final class Unmapper {
 
   private static final Logger log = LoggerFactory.getLogger(Unmapper.class);
   private static final Object UNSAFE;
@@ -37,7 +37,8 @@ final class Unmapper {
 
   private Unmapper() {}
 
-  static void unmap(ByteBuffer mapped) {
+  /** Unmaps {@code mapped} now, if this JDK allows it; nothing may read it afterwards. */
+  public static void unmap(ByteBuffer mapped) {
     if (INVOKE_CLEANER == null) {
       return;
     }
