@@ -35,18 +35,18 @@ import reactor.core.publisher.Mono;
  *
  * <p>The client shows that it may write the file: it writes its pin's {@code copy_token} (random,
  * from the lookup's answer) at the start of each place a block is to go, and the server reads the
- * token there, through the file it opened, before it writes anything. A client that can only read
- * a file cannot show that, so the server never writes where its client could not. Files in the
- * server's own directories (its RAM's shared memory, its disk tier) are refused whatever they
- * hold. The server maps the file and copies into the mapping, which it keeps for the next
- * requests ({@link ClientFileMaps}). Each block's CRC32C is computed piece by piece as the piece
- * is copied, from the same memory; a block whose bytes do not have its checksum is answered {@code damaged}, and its place
- * in the file then holds no block.
+ * token there, through its mapping of the file, before it writes anything. A client that can only
+ * read a file cannot show that, so the server never writes where its client could not. Files in
+ * the server's own directories (its RAM's shared memory, its disk tier) are refused whatever they
+ * hold. The server keeps its mapping of the file for the next requests ({@link ClientFileMaps}).
+ * Each block's CRC32C is computed piece by piece as the piece is copied, from the same memory; a
+ * block whose bytes do not have its checksum is answered {@code damaged}, and its place in the
+ * file then holds no block.
  */
 @Controller("/v1/namespaces/{namespace}")
 class LeaseCopies {
 
-  /** Bytes checked, then written, at a time: small enough to stay in the CPU's cache between. */
+  /** Bytes checked, then copied, at a time: small enough to stay in the CPU's cache between. */
   static final int PIECE_BYTES = 256 << 10;
 
   /** What became of one block of a copy. */
@@ -155,7 +155,13 @@ class LeaseCopies {
         int newlyServed = 0;
         for (long[] b : blocks) {
           int index = (int) b[0];
-          Outcome outcome = copyBlock(pin, index, m, b[1]);
+          Outcome outcome;
+          try {
+            outcome = copyBlock(pin, index, m, b[1]);
+          } catch (InternalError e) { // the JVM's answer to a fault in a mapping: the file shrank
+            throw new ApiException(HttpStatus.CONFLICT, "file-changed",
+                file + " shrank while block " + index + " was copied into it");
+          }
           outcomes.add(outcome);
           counted.add(outcome);
           // blocks offered in shared memory counted as served at the lookup
