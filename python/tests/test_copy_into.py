@@ -3,8 +3,10 @@ engine's host buffer in /dev/shm is): the bytes land whole, with no copy in the 
 damaged where the server keeps it never reads as copied."""
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,72 +26,61 @@ def shm_server(tmp_path):  # type: ignore[no-untyped-def]
     s.stop()
 
 
-def host_buffer(path, slots: int, unlink: bool = False):  # type: ignore[no-untyped-def]
-    """A shared mapping of a file of ``slots`` slots, as vLLM's host tier maps its region."""
+@contextlib.contextmanager
+def host_buffer(path, slots: int, unlink: bool = False) -> Iterator[memoryview]:  # type: ignore[no-untyped-def]
+    """A view of a shared mapping of a file of ``slots`` slots, as vLLM's host tier maps its
+    region; unmapped and closed on leaving (the caller lets go of every slice of it first)."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     os.ftruncate(fd, slots * SLOT)
     m = mmap.mmap(fd, slots * SLOT)
     if unlink:
         os.unlink(path)  # the descriptor stays open, as vLLM's does
-    return fd, m
+    view = memoryview(m)
+    try:
+        yield view
+    finally:
+        view.release()
+        m.close()
+        os.close(fd)
 
 
 def test_the_server_writes_pinned_blocks_into_a_mapped_file(shm_server, unique_keys, tmp_path):
     keys = unique_keys(3)
     blocks = [os.urandom(n) for n in (SLOT, 300_000, SLOT)]
-    fd, m = host_buffer(tmp_path / "host", 4)
-    try:
-        view = memoryview(m)
-        with kvcache.Client(shm_server.address) as c:
-            c.put_many(list(zip(keys, blocks)))
-            with c.pin_prefix(keys, ms=10_000) as pin:
-                slots = [view[s * SLOT:(s + 1) * SLOT] for s in (2, 0, 3)]
-                assert pin.copy_into([0, 1, 2], slots) == [len(b) for b in blocks]
-                assert not c._shared._maps, "no copy out of the server's RAM in the client"  # type: ignore[union-attr]
-                assert [bytes(s[:len(b)]) for s, b in zip(slots, blocks)] == blocks
-                assert pin.copy_into([0], [bytearray(SLOT)]) == [None], "anonymous memory"
-            del slots, view
-    finally:
-        m.close()
-        os.close(fd)
+    with host_buffer(tmp_path / "host", 4) as view, kvcache.Client(shm_server.address) as c:
+        c.put_many(list(zip(keys, blocks)))
+        with c.pin_prefix(keys, ms=10_000) as pin:
+            slots = [view[s * SLOT:(s + 1) * SLOT] for s in (2, 0, 3)]
+            assert pin.copy_into([0, 1, 2], slots) == [len(b) for b in blocks]
+            assert not c._shared._maps, "no copy out of the server's RAM in the client"  # type: ignore[union-attr]
+            assert [bytes(s[:len(b)]) for s, b in zip(slots, blocks)] == blocks
+            assert pin.copy_into([0], [bytearray(SLOT)]) == [None], "anonymous memory"
+        for s in slots:
+            s.release()
 
 
 def test_a_file_already_unlinked_is_written_through_its_descriptor(shm_server, unique_keys,
                                                                     tmp_path):
     key, = unique_keys(1)
     block = os.urandom(SLOT)
-    fd, m = host_buffer(tmp_path / "host", 2, unlink=True)
-    try:
-        view = memoryview(m)
-        with kvcache.Client(shm_server.address) as c:
-            c.put(key, block)
-            with c.pin_prefix([key], ms=10_000) as pin:
-                assert pin.copy_into([0], [view[SLOT:]]) == [SLOT]
-                assert view[SLOT:] == block
-            del view
-    finally:
-        m.close()
-        os.close(fd)
+    with host_buffer(tmp_path / "host", 2, unlink=True) as view, \
+            kvcache.Client(shm_server.address) as c:
+        c.put(key, block)
+        with c.pin_prefix([key], ms=10_000) as pin, view[SLOT:] as slot:
+            assert pin.copy_into([0], [slot]) == [SLOT]
+            assert slot == block
 
 
 def test_a_block_damaged_in_the_servers_ram_is_not_copied(shm_server, unique_keys, tmp_path):
     keys = unique_keys(2)
     blocks = [os.urandom(SLOT), os.urandom(SLOT)]
-    fd, m = host_buffer(tmp_path / "host", 2)
-    try:
-        view = memoryview(m)
-        with kvcache.Client(shm_server.address) as c:
-            c.put_many(list(zip(keys, blocks)))
-            with c.pin_prefix(keys, ms=10_000) as pin:
-                file, offset, _, _ = pin._shared[1]  # type: ignore[index]
-                with open(file, "r+b") as ram:
-                    ram.seek(offset + 1000)
-                    ram.write(bytes([blocks[1][1000] ^ 0xFF]))
-                slots = [view[:SLOT], view[SLOT:]]
-                assert pin.copy_into([0, 1], slots) == [SLOT, None]
-                assert slots[0] == blocks[0]
-                assert pin.get_into(1, slots[1]) is None, "read again, the block is a miss"
-            del slots, view
-    finally:
-        m.close()
-        os.close(fd)
+    with host_buffer(tmp_path / "host", 2) as view, kvcache.Client(shm_server.address) as c:
+        c.put_many(list(zip(keys, blocks)))
+        with c.pin_prefix(keys, ms=10_000) as pin, view[:SLOT] as first, view[SLOT:] as second:
+            file, offset, _, _ = pin._shared[1]  # type: ignore[index]
+            with open(file, "r+b") as ram:
+                ram.seek(offset + 1000)
+                ram.write(bytes([blocks[1][1000] ^ 0xFF]))
+            assert pin.copy_into([0, 1], [first, second]) == [SLOT, None]
+            assert first == blocks[0]
+            assert pin.get_into(1, second) is None, "read again, the block is a miss"

@@ -119,11 +119,15 @@ class LeaseCopies {
   private CopyResponse copy(String namespace, String lease, CopyRequest request)
       throws IOException {
     namespaces.require(namespace);
-    PrefixPin pin = pins.find(namespace, lease);
-    byte[] token = pins.copyToken(namespace, lease);
+    PinRegistry.Entry pinned = pins.find(namespace, lease);
+    PrefixPin pin = pinned.pin();
     List<long[]> blocks = blocks(request, pin);
+    if (pinned.copyToken() == null) {
+      throw new ApiException(HttpStatus.FORBIDDEN, "bad-copy-token",
+          "lease " + lease + " has no copy_token: its lookup did not ask for shared memory");
+    }
     if (request.token() == null
-        || !Arrays.equals(token, parseHex(request.token()))) {
+        || !Arrays.equals(pinned.copyToken(), parseHex(request.token()))) {
       throw new ApiException(HttpStatus.FORBIDDEN, "bad-copy-token",
           "the token is not lease " + lease + "'s copy_token");
     }
@@ -141,10 +145,10 @@ class LeaseCopies {
       }
       ClientFileMaps.Mapped m = maps.acquire(request.file(), attributes.fileKey(), ch);
       try {
-        long missing = offsetWithoutToken(m, blocks, token);
+        long missing = offsetWithoutToken(m, blocks, pinned.copyToken());
         if (missing >= 0) { // the path may name another file than when it was mapped
           m = maps.remap(m, ch);
-          missing = offsetWithoutToken(m, blocks, token);
+          missing = offsetWithoutToken(m, blocks, pinned.copyToken());
         }
         if (missing >= 0) {
           throw new ApiException(HttpStatus.FORBIDDEN, "token-not-in-file",

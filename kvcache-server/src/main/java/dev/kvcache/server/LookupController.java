@@ -191,9 +191,9 @@ class LookupController {
     List<SharedSlice> shared = local ? sharedSlices(namespace, pin) : null;
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
-    String lease = pins.register(namespace, pin);
-    String token = local ? HexFormat.of().formatHex(pins.copyToken(namespace, lease)) : null;
-    return LookupResponse.pinned(location, lease, pinMillis, lengths, shared, token);
+    PinRegistry.Entry lease = pins.register(namespace, pin, local);
+    String token = local ? HexFormat.of().formatHex(lease.copyToken()) : null;
+    return LookupResponse.pinned(location, lease.lease(), pinMillis, lengths, shared, token);
   }
 
   /**
@@ -242,7 +242,7 @@ class LookupController {
 
   private HttpResponse<?> pinnedBlock(String namespace, String lease, int index) {
     namespaces.require(namespace);
-    PrefixPin pin = pins.find(namespace, lease);
+    PrefixPin pin = pins.find(namespace, lease).pin();
     if (index < 0 || index >= pin.blocks()) {
       throw new ApiException(HttpStatus.NOT_FOUND, "no-block",
           "lease " + lease + " holds blocks 0 to " + (pin.blocks() - 1) + ", not " + index);

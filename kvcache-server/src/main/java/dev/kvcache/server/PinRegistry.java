@@ -19,9 +19,17 @@ import java.util.concurrent.ConcurrentHashMap;
 @Singleton
 class PinRegistry {
 
-  private record Entry(String namespace, PrefixPin pin, byte[] copyToken) {}
+  /**
+   * A registered pin.
+   *
+   * @param lease the pin's random id
+   * @param copyToken for a pin handed to a client on this host: the random token that the client
+   *     writes into a file to show that it may write there, before the server copies the pin's
+   *     blocks into it ({@link LeaseCopies}); null for other pins. Not to be changed.
+   */
+  record Entry(String lease, String namespace, PrefixPin pin, byte[] copyToken) {}
 
-  /** Bytes of a lease's copy token ({@link #copyToken}). */
+  /** Bytes of a lease's copy token ({@link Entry#copyToken}). */
   static final int COPY_TOKEN_BYTES = 16;
 
   private final Map<String, Entry> pins = new ConcurrentHashMap<>();
@@ -33,11 +41,11 @@ class PinRegistry {
   }
 
   /**
-   * Registers a pin under a new random id.
+   * Registers a pin under a new random id, with a copy token if {@code copyable}.
    *
    * @throws ApiException 503 if too many pins are open
    */
-  String register(String namespace, PrefixPin pin) {
+  Entry register(String namespace, PrefixPin pin, boolean copyable) {
     if (pins.size() >= maxPins) {
       pin.close();
       throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "too-many-pins",
@@ -45,27 +53,14 @@ class PinRegistry {
     }
     byte[] id = new byte[16];
     random.nextBytes(id);
-    byte[] token = new byte[COPY_TOKEN_BYTES];
-    random.nextBytes(token);
-    String lease = HexFormat.of().formatHex(id);
-    pins.put(lease, new Entry(namespace, pin, token));
-    return lease;
-  }
-
-  /**
-   * The random token of a live pin that a client on this host writes into a file to show that it
-   * may write there, before the server copies the pin's blocks into it ({@link LeaseCopies}).
-   *
-   * @throws ApiException 404 if the registry has forgotten the pin (released or expired a while
-   *     ago)
-   */
-  byte[] copyToken(String namespace, String lease) {
-    Entry e = pins.get(lease);
-    if (e == null || !e.namespace().equals(namespace)) {
-      throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
-          "no lease " + lease + " in namespace " + namespace);
+    byte[] token = null;
+    if (copyable) {
+      token = new byte[COPY_TOKEN_BYTES];
+      random.nextBytes(token);
     }
-    return e.copyToken().clone();
+    Entry e = new Entry(HexFormat.of().formatHex(id), namespace, pin, token);
+    pins.put(e.lease(), e);
+    return e;
   }
 
   /**
@@ -73,13 +68,13 @@ class PinRegistry {
    *
    * @throws ApiException 404 if there is none (never was, released or expired)
    */
-  PrefixPin find(String namespace, String lease) {
+  Entry find(String namespace, String lease) {
     Entry e = pins.get(lease);
     if (e == null || !e.namespace().equals(namespace) || e.pin().isReleased()) {
       throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
           "no open lease " + lease + " in namespace " + namespace + " (released or expired?)");
     }
-    return e.pin();
+    return e;
   }
 
   /** Releases a pin; false if there was none. */

@@ -149,6 +149,13 @@ class LeaseCopiesTest {
       HttpResponse<byte[]> wrong = copy(server, other, file, "[0,0]");
       assertThat(wrong.statusCode()).isEqualTo(403);
       assertThat(body(wrong)).contains("bad-copy-token");
+      HttpResponse<byte[]> plain = post(server, "/v1/namespaces/default/lookup",
+          "{\"keys\":[\"" + key(1) + "\"],\"pin_ms\":10000}");
+      assertThat(body(plain)).as("a lookup without shared memory").doesNotContain("copy_token");
+      HttpResponse<byte[]> untokened =
+          copy(server, new Lease(field(body(plain), "lease"), lease.token()), file, "[0,0]");
+      assertThat(untokened.statusCode()).isEqualTo(403);
+      assertThat(body(untokened)).contains("bad-copy-token").contains("no copy_token");
       assertThat(Files.readAllBytes(file)).as("the file, untouched").isEqualTo(before);
 
       assertThat(copy(server, lease, file, "[0," + (3 * SLOT - 100) + "]").statusCode())

@@ -134,7 +134,7 @@ final class ParityTransports {
     String pin(String... keys) {
       PrefixPin pin = cache.pinPrefix(Arrays.stream(keys).map(this::storageKey).toList(),
           Duration.ofSeconds(30));
-      return pins.register("default", pin);
+      return pins.register("default", pin, false).lease();
     }
 
     /** The block cached under {@code key}, as {@link ProtocolParityTest#digest}, or "absent". */
