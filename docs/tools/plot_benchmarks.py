@@ -744,11 +744,11 @@ def put_path_tables(results_dir, out, img):
     if doc is None:
         return
     runs = doc["runs"]
-    systems = [s for s in ("kvcache", "kvcache-direct", "floor", "floor-direct")
-               if any(r["system"] == s for r in runs)]
+    names = {"kvcache": "kvcache, page cache", "kvcache-direct": "kvcache, HTTP/1.1 (Python)",
+             "floor": "floor, page cache", "floor-direct": "floor, HTTP/1.1 (Python)",
+             "kvcache-direct-h2": "kvcache, HTTP/2 (Java)", "floor-direct-h2": "floor, HTTP/2 (Java)"}
+    systems = [s for s in names if any(r["system"] == s for r in runs)]
     cases = sorted({(r["ram_bytes"], r["block_bytes"]) for r in runs})
-    names = {"kvcache": "kvcache, page cache", "kvcache-direct": "kvcache, direct writes",
-             "floor": "floor, page cache", "floor-direct": "floor, direct writes"}
 
     def values(ram, size, system, field):
         return [r[field] for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
@@ -775,8 +775,8 @@ def put_path_tables(results_dir, out, img):
         ax.set_xticks([x + width * (len(systems) - 1) / 2 for x in range(len(cases))])
         ax.set_xticklabels(labels, fontsize=8)
         bar_panel(ax, ylabel, "sustained PUT speed" if field == "gbps" else "server CPU per GiB put (lower is better)")
-    fig.suptitle("PUTs from the Python client (4 threads) through kvcache-server over its disk tier, "
-                 "beside the floor program")
+    fig.suptitle("PUTs (4 threads) through kvcache-server over its disk tier, beside the floor "
+                 "program driven by the same client")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "put-path.png"), dpi=110)
     plt.close(fig)

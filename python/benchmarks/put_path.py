@@ -17,7 +17,10 @@ work disk (``--dir``), fills it with RAM's size and 1 GiB more (unmeasured: RAM 
 a GiB at a time until the JIT compiler has settled (under 5% of the server's CPU over a GiB, at
 most 16 GiB more; both reported), then measures ``--measure`` bytes of PUTs under new keys from
 ``--threads`` threads: the RAM tier is full, so every byte put goes to disk at the pace the disk
-tier takes it. The systems alternate within a round. Reported per run: GB/s, the server's CPU
+tier takes it. The systems alternate within a round. A system whose name ends in ``-h2``
+(``kvcache-direct-h2``, ``floor-direct-h2``) is driven by the Java client over HTTP/2 (``PutLoad``
+in kvcache-bench, its threads sharing one client), the others by the Python client over HTTP/1.1
+(a client per thread); each kvcache system is compared with the floor driven by the same client. Reported per run: GB/s, the server's CPU
 seconds per GiB (user and system, all its threads, from /proc) and the JIT's part of them, the
 client's, the bytes the server process wrote per byte put (``write_bytes`` of /proc/<pid>/io: what it sent towards the device, compaction and
 journal included) and the put latency's p50, p95 and p99. The summary is the median over the
@@ -98,7 +101,7 @@ def start(system: str, a: argparse.Namespace, ram: int, size: int, work: str) ->
         jar, more = a.variants[system]
         options = options + more
     if system.startswith("kvcache"):
-        direct = system != "kvcache"
+        direct = system.removesuffix("-h2") != "kvcache"
         cmd = ["java", "-Xmx1g", f"-XX:MaxDirectMemorySize={(ram >> 20) + 2048}m",
                f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
                f"-Dkvcache.cache.disk-dir={work}", f"-Dkvcache.cache.disk-capacity={a.capacity}",
@@ -109,54 +112,107 @@ def start(system: str, a: argparse.Namespace, ram: int, size: int, work: str) ->
         cmd = ["java", "-Xmx256m", f"-XX:MaxDirectMemorySize={4 * size + (64 << 20)}",
                "-cp", a.bench_jar, "dev.kvcache.bench.remote.PutFloorServer", "--dir", work,
                "--port", str(port), "--capacity", str(a.capacity), "--max-block-bytes", str(size),
-               *(["--direct"] if system == "floor-direct" else [])]
+               *(["--direct"] if system.removesuffix("-h2") == "floor-direct" else [])]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(a.dir, f"{system}.log"), "ab"))
     wait_for_port(port, p, system)
     p.port = port  # type: ignore[attr-defined]
     return p
 
 
-def put_bytes(port: int, threads: int, size: int, total: int, first_key: int,
-              latencies: list[float] | None) -> int:
-    """Puts ``total`` bytes of blocks of ``size`` under new keys from ``threads`` threads, each with
-    its own client and its own block; returns the next unused key number."""
-    count = max(threads, total // size)
-    per_thread = count // threads
-    failures: list[str] = []
+class PythonPuts:
+    """PUTs from the Python client (HTTP/1.1), each thread with its own client and block."""
 
-    def worker(t: int) -> None:
-        client = kvcache.Client(f"127.0.0.1:{port}")
-        block = bytearray(os.urandom(size))
-        mine: list[float] = []
-        try:
-            for i in range(per_thread):
-                n = first_key + t * per_thread + i
-                block[:8] = n.to_bytes(8, "little")
-                key = b"pp" + n.to_bytes(14, "big")  # 16 bytes, as block keys are
-                t0 = time.perf_counter()
-                status = client.put(key, block)
-                mine.append(time.perf_counter() - t0)
-                if status is not kvcache.PutStatus.STORED:
-                    failures.append(f"put {n}: {status}")
-                    return
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            failures.append(f"thread {t}: {e!r}")
-        finally:
-            client.close()
-            if latencies is not None:
-                latencies.extend(mine)
+    name = "python"
+    pid = None  # the client's CPU is this process's
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if failures:
-        raise RuntimeError(failures[0])
-    return first_key + per_thread * threads
+    def __init__(self, port: int, threads: int, size: int):
+        self.port, self.threads, self.size = port, threads, size
+
+    def put(self, total: int, first_key: int, latencies: list[float] | None) -> int:
+        """Puts ``total`` bytes of blocks under new keys from ``first_key`` on; returns the next
+        unused key number."""
+        count = max(self.threads, total // self.size)
+        per_thread = count // self.threads
+        failures: list[str] = []
+
+        def worker(t: int) -> None:
+            client = kvcache.Client(f"127.0.0.1:{self.port}")
+            block = bytearray(os.urandom(self.size))
+            mine: list[float] = []
+            try:
+                for i in range(per_thread):
+                    n = first_key + t * per_thread + i
+                    block[:8] = n.to_bytes(8, "little")
+                    key = b"pp" + n.to_bytes(14, "big")  # 16 bytes, as block keys are
+                    t0 = time.perf_counter()
+                    status = client.put(key, block)
+                    mine.append(time.perf_counter() - t0)
+                    if status is not kvcache.PutStatus.STORED:
+                        failures.append(f"put {n}: {status}")
+                        return
+            except Exception as e:  # noqa: BLE001 - reported by the caller
+                failures.append(f"thread {t}: {e!r}")
+            finally:
+                client.close()
+                if latencies is not None:
+                    latencies.extend(mine)
+
+        ts = [threading.Thread(target=worker, args=(t,)) for t in range(self.threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if failures:
+            raise RuntimeError(failures[0])
+        return first_key + per_thread * self.threads
+
+    def close(self) -> None:
+        pass
 
 
-def warm_up(pid: int, port: int, a: argparse.Namespace, size: int, first_key: int) -> tuple[int, float]:
+class JavaPuts:
+    """PUTs from the Java client (``RemoteTier``, HTTP/2): kvcache-bench's ``PutLoad``, a process
+    of its own whose threads share one client, driven a command at a time."""
+
+    name = "java"
+
+    def __init__(self, bench_jar: str, port: int, threads: int, size: int):
+        self.size = size
+        self.process = subprocess.Popen(
+            ["java", "-Xmx512m", f"-XX:MaxDirectMemorySize={threads * size + (256 << 20)}",
+             "-cp", bench_jar, "dev.kvcache.bench.remote.PutLoad", "--port", str(port),
+             "--threads", str(threads), "--block-bytes", str(size)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pid = self.process.pid
+        self.threads = threads
+
+    def put(self, total: int, first_key: int, latencies: list[float] | None) -> int:
+        count = max(self.threads, total // self.size)
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(f"put {first_key} {count} {1 if latencies is not None else 0}\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline() or '{"error": "PutLoad ended"}')
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        if latencies is not None:
+            latencies.extend(answer["latencies_s"])
+        return int(answer["next"])
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(60)
+
+
+def driver(system: str, a: argparse.Namespace, port: int, size: int) -> PythonPuts | JavaPuts:
+    """The Java client (HTTP/2) for a system named ``...-h2``, else the Python client (HTTP/1.1)."""
+    if system.endswith("-h2"):
+        return JavaPuts(a.bench_jar, port, a.threads, size)
+    return PythonPuts(port, a.threads, size)
+
+
+def warm_up(pid: int, puts: PythonPuts | JavaPuts, a: argparse.Namespace, size: int,
+            first_key: int) -> tuple[int, float]:
     """Puts 1 GiB at a time until the JIT compiler threads took under ``--jit-settled`` of the
     server's CPU over the last GiB, or ``--warm-up-max`` bytes are put: a long-running server has
     compiled its hot paths, and the measured CPU should not include compiling them. Returns the
@@ -164,7 +220,7 @@ def warm_up(pid: int, port: int, a: argparse.Namespace, size: int, first_key: in
     key, share = first_key, 1.0
     while (key - first_key) * size < parse_size(a.warm_up_max):
         cpu0, jit0 = cpu_seconds(pid), jit_cpu_seconds(pid)
-        key = put_bytes(port, a.threads, size, GIB, key, None)
+        key = puts.put(GIB, key, None)
         share = (jit_cpu_seconds(pid) - jit0) / max(cpu_seconds(pid) - cpu0, 1e-9)
         if share < a.jit_settled:
             break
@@ -177,14 +233,16 @@ def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str
     os.makedirs(work)
     os.sync()  # no writeback left from the run before
     p = start(system, a, ram, size, work)
+    puts = driver(system, a, p.port, size)
+    client_cpu = (lambda: cpu_seconds(puts.pid)) if puts.pid else time.process_time
     try:
-        next_key = put_bytes(p.port, a.threads, size, ram + GIB, 0, None)
-        warmed, jit_share = warm_up(p.pid, p.port, a, size, next_key)
+        next_key = puts.put(ram + GIB, 0, None)
+        warmed, jit_share = warm_up(p.pid, puts, a, size, next_key)
         next_key += warmed // size
         latencies: list[float] = []
         cpu0, jit0, io0 = cpu_seconds(p.pid), jit_cpu_seconds(p.pid), write_bytes(p.pid)
-        client0, t0 = time.process_time(), time.monotonic()
-        after = put_bytes(p.port, a.threads, size, a.measure, next_key, latencies)
+        client0, t0 = client_cpu(), time.monotonic()
+        after = puts.put(a.measure, next_key, latencies)
         wall = time.monotonic() - t0
         put = (after - next_key) * size
         gib = put / GIB
@@ -195,10 +253,11 @@ def one_run(system: str, a: argparse.Namespace, ram: int, size: int) -> dict[str
                 "bytes_put": put, "seconds": wall, "gbps": put / 1e9 / wall,
                 "server_cpu_s_per_gib": (cpu_seconds(p.pid) - cpu0) / gib,
                 "server_jit_cpu_s_per_gib": (jit_cpu_seconds(p.pid) - jit0) / gib,
-                "client_cpu_s_per_gib": (time.process_time() - client0) / gib,
+                "client": puts.name, "client_cpu_s_per_gib": (client_cpu() - client0) / gib,
                 "server_write_bytes_per_byte": (write_bytes(p.pid) - io0) / put,
                 "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
     finally:
+        puts.close()
         p.terminate()
         p.wait(60)
         shutil.rmtree(work, ignore_errors=True)
@@ -227,7 +286,8 @@ def summary(runs: list[dict[str, Any]], systems: list[str]) -> list[str]:
                            f"{cell([r['server_write_bytes_per_byte'] for r in rs])} | "
                            f"{cell([r['p50_ms'] for r in rs], 1)} | {cell([r['p95_ms'] for r in rs], 1)} |")
         for server in (s for s in systems if s.startswith("kvcache")):
-            for floor in (s for s in systems if not s.startswith("kvcache")):
+            for floor in (s for s in systems if not s.startswith("kvcache")
+                          and s.endswith("-h2") == server.endswith("-h2")):  # the same client
                 kv, fl = of(ram, size, server), of(ram, size, floor)
                 if kv and fl:  # ratios within a round: its runs are minutes apart at most
                     gb = [k["gbps"] / f["gbps"] for k, f in zip(kv, fl)]
@@ -257,7 +317,9 @@ def main() -> None:
     ap.add_argument("--systems", default="kvcache-direct,floor-direct",
                     help="kvcache-direct (the server's default: its disk tier's direct writes on), "
                     "kvcache (direct writes off), floor-direct (O_DIRECT) and floor (buffered "
-                    "writes), in order")
+                    "writes), in order; a name ending in -h2 (kvcache-direct-h2, floor-direct-h2) "
+                    "is driven by the Java client over HTTP/2 (PutLoad), the others by the Python "
+                    "client over HTTP/1.1")
     ap.add_argument("--server-option", action="append", default=[],
                     help="a -D option more for kvcache-server (repeatable)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JAR[,OPTION...]",

@@ -18,13 +18,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The floor of a PUT: the least a program does to take a block over HTTP/1.1 and write it to the
+ * The floor of a PUT: the least a program does to take a block over HTTP and write it to the
  * device. Each connection has a thread; each request's body is read from the socket into one
  * buffer and written with positional writes to a series of files of {@code --file-bytes}, the
  * oldest deleted past {@code --capacity}, as the disk tier fills super-blocks and drops the oldest
  * ({@link RotatingFiles}).
  * The answer is {@code 201} with no body, so the project's clients drive it as they drive
  * kvcache-server (it takes a PUT to any path). No checksum, no index, no journal, no RAM tier.
+ * A connection that opens with the HTTP/2 preface (the Java client's, cleartext with prior
+ * knowledge) is served as HTTP/2 ({@link PutFloorH2}).
  *
  * <p>{@code --sync periodic} forces the files written in the last second, once a second (the disk
  * tier's default); {@code always} forces before each answer; {@code none} never. {@code --direct}
@@ -37,7 +39,7 @@ import picocli.CommandLine.Option;
  * </pre>
  */
 @Command(name = "put-floor", mixinStandardHelpOptions = true,
-    description = "Takes PUTs over HTTP/1.1 and writes their bodies to files: the floor of a PUT.")
+    description = "Takes PUTs over HTTP/1.1 or HTTP/2 and writes their bodies to files: the floor of a PUT.")
 public final class PutFloorServer implements Callable<Integer> {
 
   private static final byte[] CREATED =
@@ -117,9 +119,19 @@ public final class PutFloorServer implements Callable<Integer> {
   /** Serves one connection's requests in turn until the client closes it. */
   private void serve(SocketChannel socket, int align) {
     ByteBuffer head = ByteBuffer.allocateDirect(HEADER_BYTES);
-    ByteBuffer body = ByteBuffer.allocateDirect(maxBlockBytes + 2 * align).alignedSlice(align);
-    ByteBuffer created = ByteBuffer.wrap(CREATED);
     try (socket) {
+      while (head.position() < PutFloorH2.PREFACE.length && socket.read(head) >= 0) {
+        if (head.get(0) != 'P' || head.position() > 2 && head.get(2) != 'I') {
+          break; // not "PRI * HTTP/2.0...": HTTP/1.1
+        }
+      }
+      if (head.position() >= 3 && head.get(0) == 'P' && head.get(2) == 'I') {
+        new PutFloorH2(socket, head.flip(), files, sync.equals("always"), maxBlockBytes, align)
+            .serve();
+        return;
+      }
+      ByteBuffer body = ByteBuffer.allocateDirect(maxBlockBytes + 2 * align).alignedSlice(align);
+      ByteBuffer created = ByteBuffer.wrap(CREATED);
       while (true) {
         int length = readHeaders(socket, head);
         if (length < 0) {
