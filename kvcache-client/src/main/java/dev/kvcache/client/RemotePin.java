@@ -20,7 +20,7 @@ final class RemotePin implements PinnedBlocks {
   /** Where block {@code i} of the prefix is: its server's lease and its index there. */
   record Block(BlockKey key, int length, Lease lease, int index) {}
 
-  private final RemoteTier tier;
+  private final PrefixLookups lookups;
   private final List<Block> blocks;
   private final List<Lease> leases;
   private final TierCounters counters;
@@ -29,8 +29,8 @@ final class RemotePin implements PinnedBlocks {
    * @param leases every lease the lookup opened, released together (some may hold only blocks
    *     past the prefix)
    */
-  RemotePin(RemoteTier tier, List<Block> blocks, List<Lease> leases, TierCounters counters) {
-    this.tier = tier;
+  RemotePin(PrefixLookups lookups, List<Block> blocks, List<Lease> leases, TierCounters counters) {
+    this.lookups = lookups;
     this.blocks = List.copyOf(blocks);
     this.leases = List.copyOf(leases);
     this.counters = counters;
@@ -56,14 +56,14 @@ final class RemotePin implements PinnedBlocks {
 
   @Override
   public GetStatus getInto(int index, ByteBuffer dst) {
-    return tier.fetchPinned(blocks.get(index), dst);
+    return lookups.fetch(blocks.get(index), dst);
   }
 
   @Override
   public boolean read(int index, Consumer<ByteBuffer> reader) {
     Block block = blocks.get(index);
     ByteBuffer bytes = ByteBuffer.allocateDirect(block.length());
-    if (tier.fetchPinned(block, bytes) != GetStatus.HIT) {
+    if (lookups.fetch(block, bytes) != GetStatus.HIT) {
       return false;
     }
     reader.accept(bytes.flip().asReadOnlyBuffer());
@@ -75,6 +75,6 @@ final class RemotePin implements PinnedBlocks {
     for (int i = 0; i < blocks.size(); i++) {
       counters.leaseClosed();
     }
-    leases.forEach(tier::releasePinned);
+    leases.forEach(lookups::release);
   }
 }

@@ -199,7 +199,7 @@ public final class RemoteTierConfig {
      * connection's IO thread copies every byte it receives, so blocks of several MiB from several
      * threads move faster over two connections: on a loopback test with two cores, four threads'
      * 2 MiB GETs moved 2.5 times as many blocks over two connections as over one, while their 256
-     * KiB GETs moved about 12% fewer (docs/benchmarks.md).
+     * KiB GETs moved about 12% fewer (docs/benchmarks/history.md).
      */
     public Builder connectionsPerServer(int connections) {
       if (connections < 1) {
@@ -233,7 +233,7 @@ public final class RemoteTierConfig {
      * encoded size); a get asks for the encoded block, which a server answers when its {@code
      * kvcache.wire-codec} is {@code lz4}, and decodes it into the destination once it has arrived.
      * Batch reads ({@link RemoteTier#getAllInto}) stay unencoded. Pays off only on links slower
-     * than the codec, and on data it shrinks (docs/benchmarks.md).
+     * than the codec, and on data it shrinks (docs/benchmarks/codec.md).
      */
     public Builder wireCodec(BlockCodec codec) {
       this.wireCodec = codec;
