@@ -47,8 +47,8 @@ public final class BlockDecoder implements AutoCloseable {
 
   private final Sink sink;
   private final ByteBuffer headerBytes = ByteBuffer.allocate(HEADER_BYTES);
-  private BlockCodec.Header header;
-  private BlockCodec.ChunkBuffers buffers;
+  private ContainerHeader header;
+  private CodecBuffers.ChunkBuffers buffers;
   private int index;
   private long offset = HEADER_BYTES;
   private int stored = -1;
@@ -60,12 +60,12 @@ public final class BlockDecoder implements AutoCloseable {
 
   /** The block's decoded length once the container's header has arrived; -1 before. */
   public long decodedLength() {
-    return header == null ? -1 : header.rawLength;
+    return header == null ? -1 : header.rawLength();
   }
 
   /** Whether the container's last chunk has been decoded. */
   public boolean isComplete() {
-    return header != null && index == header.chunkCount;
+    return header != null && index == header.chunkCount();
   }
 
   /**
@@ -87,18 +87,18 @@ public final class BlockDecoder implements AutoCloseable {
         if (header == null) {
           take(part, headerBytes);
           if (!headerBytes.hasRemaining()) {
-            BlockCodec.Header h = BlockCodec.Header.read(headerBytes.flip(), 0);
-            sink.start(h.rawLength);
+            ContainerHeader h = ContainerHeader.read(headerBytes.flip(), 0);
+            sink.start(h.rawLength());
             header = h;
           }
           continue;
         }
-        if (index == header.chunkCount) {
+        if (index == header.chunkCount()) {
           throw new CorruptBlockException(Reason.LENGTH_OUT_OF_BOUNDS, -1, offset,
               part.remaining() + " more bytes follow the container's last chunk");
         }
         if (buffers == null) {
-          buffers = BlockCodec.takeChunkBuffers(header.largestChunk());
+          buffers = CodecBuffers.takeChunkBuffers(header.largestChunk());
           buffers.encoded.clear().limit(CHUNK_HEADER_BYTES);
         }
         ByteBuffer chunk = buffers.encoded;
@@ -106,7 +106,7 @@ public final class BlockDecoder implements AutoCloseable {
         if (chunk.hasRemaining()) {
           continue; // part is used up
         }
-        BlockCodec.ChunkDecoder decoder = new BlockCodec.ChunkDecoder(header);
+        ChunkDecoder decoder = new ChunkDecoder(header);
         if (stored < 0) {
           stored = decoder.readChunkHeader(chunk, 0, index, offset);
           chunk.limit(CHUNK_HEADER_BYTES + stored);
@@ -153,11 +153,11 @@ public final class BlockDecoder implements AutoCloseable {
       throw new CorruptBlockException(Reason.TRUNCATED, -1, 0, "a container starts with a "
           + HEADER_BYTES + "-byte header, only " + headerBytes.position() + " bytes arrived");
     }
-    if (index < header.chunkCount) {
+    if (index < header.chunkCount()) {
       throw new CorruptBlockException(Reason.TRUNCATED, index, offset, "the container ended in "
-          + "chunk " + index + " of " + header.chunkCount);
+          + "chunk " + index + " of " + header.chunkCount());
     }
-    return header.rawLength;
+    return header.rawLength();
   }
 
   /** Gives back the chunk buffers; closing twice does nothing. */
@@ -165,7 +165,7 @@ public final class BlockDecoder implements AutoCloseable {
   public void close() {
     closed = true;
     if (buffers != null) {
-      BlockCodec.giveBack(buffers);
+      CodecBuffers.giveBack(buffers);
       buffers = null;
     }
   }

@@ -33,7 +33,7 @@ public final class BlockEncoder implements AutoCloseable {
   private final WritableByteChannel out;
   private final long rawLength;
   private final CRC32C crc = new CRC32C();
-  private BlockCodec.ChunkBuffers buffers;
+  private CodecBuffers.ChunkBuffers buffers;
   private long taken;
   private long written;
 
@@ -43,8 +43,8 @@ public final class BlockEncoder implements AutoCloseable {
     this.rawLength = rawLength;
     ByteBuffer header = ByteBuffer.allocate(BlockCodec.CONTAINER_HEADER_BYTES);
     codec.writeHeader(header, 0, rawLength);
-    written = BlockCodec.writeFully(out, header);
-    buffers = BlockCodec.takeChunkBuffers(codec.chunkSizeBytes());
+    written = ContainerStreams.writeFully(out, header);
+    buffers = CodecBuffers.takeChunkBuffers(codec.chunkSizeBytes());
   }
 
   /** Raw bytes still to come before {@link #finish()}. */
@@ -96,8 +96,8 @@ public final class BlockEncoder implements AutoCloseable {
 
   private void emit(ByteBuffer src, int at, int length) throws IOException {
     ByteBuffer encoded = buffers.encoded.clear();
-    int size = codec.encodeChunk(src, at, length, encoded, 0, crc);
-    written += BlockCodec.writeFully(out, encoded.limit(size));
+    int size = codec.chunks().encode(src, at, length, encoded, 0, crc);
+    written += ContainerStreams.writeFully(out, encoded.limit(size));
   }
 
   /**
@@ -121,7 +121,7 @@ public final class BlockEncoder implements AutoCloseable {
   @Override
   public void close() {
     if (buffers != null) {
-      BlockCodec.giveBack(buffers);
+      CodecBuffers.giveBack(buffers);
       buffers = null;
     }
   }

@@ -8,7 +8,7 @@ import static dev.kvcache.internal.codec.ContainerLayout.FILTER_NONE;
  * A reversible transform applied to each chunk before LZ4, chosen per namespace or per call. The
  * filter and its element size are recorded in the container, so a reader needs no configuration.
  *
- * <p>Which to pick, measured on the K/V tensors of a real model (see {@code docs/benchmarks.md}):
+ * <p>Which to pick, measured on the K/V tensors of a real model (see {@code docs/benchmarks/codec.md}):
  * {@link #BYTE_SHUFFLE_2} for bf16, where it compresses best among the settings that decode
  * quickly; {@link #NONE} for fp16, which no filter compresses by more than a few percent, and for
  * data already compressed or encrypted. The bit shuffles compress a little better than the byte

@@ -67,7 +67,7 @@ class BlockDecoderTest {
     assertThat(sink.length).isEqualTo(size);
     assertThat(sink.bytes.flip()).isEqualTo(src);
     assertThat(sink.chunkSizes).as("one call per chunk")
-        .hasSize((int) BlockCodec.chunkCount(size, CHUNK));
+        .hasSize((int) ContainerHeader.chunkCount(size, CHUNK));
   }
 
   @Test
