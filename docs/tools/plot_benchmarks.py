@@ -3,8 +3,10 @@
 
     python3 docs/tools/plot_benchmarks.py docs/results docs/img
 
-Writes docs/results/summary.md (the tables quoted in docs/benchmarks.md) and PNG plots into the
-image directory. Throughput is converted from operations/s to GB/s (10^9 bytes) with the block
+Reads the results from one subdirectory of docs/results per page of docs/benchmarks/ (ram-tier,
+codec, disk-tier, ...): JMH's JSON files wherever they lie, and the other files by their names below.
+Writes docs/results/summary.md (the tables the pages quote, cited by docs/benchmarks/method.md) and
+PNG plots into the image directory. Throughput is converted from operations/s to GB/s (10^9 bytes) with the block
 size; errors are JMH's 99.9% confidence half-widths.
 """
 import csv
@@ -22,9 +24,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def load(results_dir):
     rows = []
-    for name in sorted(os.listdir(results_dir)):
+    found = [(name, os.path.join(d, name)) for d, _, names in os.walk(results_dir) for name in names]
+    for name, path in sorted(found):  # by file name, whatever the subdirectory
         if name.endswith(".json"):
-            with open(os.path.join(results_dir, name)) as f:
+            with open(path) as f:
                 data = json.load(f)
             if not isinstance(data, list):  # not JMH's: read by the function for its file
                 continue
@@ -259,7 +262,7 @@ def churn_table(rows, results_dir, out):
             s, e = (data[m]["primaryMetric"][k] * average / 1e9 for k in ("score", "scoreError"))
             ratio = s / (base["primaryMetric"]["score"] * average / 1e9) if base else float("nan")
             out.append(f"| {m} | {s:.2f} ± {e:.2f} | **{ratio:.2f}** |")
-    txt = os.path.join(results_dir, "churn.txt")
+    txt = os.path.join(results_dir, "ram-tier", "churn.txt")
     if os.path.exists(txt):
         lines = [l.strip() for l in open(txt) if l.startswith("churn:") and not l.startswith("churn: 0 puts")]
         if lines:
@@ -299,7 +302,7 @@ def codec_tables(rows, results_dir, out, img):
     if not score:
         return
     ratio = {}
-    for f in printed_ratios(results_dir, "codec", "ratio:"):
+    for f in printed_ratios(os.path.join(results_dir, "codec"), "codec", "ratio:"):
         ratio[(f["data"], f["filter"], int(f["chunk"]))] = float(f["container"])
     zstd = {}
     for r in rows:
@@ -307,7 +310,7 @@ def codec_tables(rows, results_dir, out, img):
             q = r["params"]
             zstd[(q["data"], q["filter"], int(q["level"]), method(r))] = r["primaryMetric"]["score"] * block / 1e9
     zratio = {}
-    for f in printed_ratios(results_dir, "zstd", "zstd ratio:"):
+    for f in printed_ratios(os.path.join(results_dir, "codec"), "zstd", "zstd ratio:"):
         zratio[(f["data"], f["filter"], int(f["level"]))] = float(f["ratio"])
 
     datas = [d for d in DTYPE if any(k[0] == d for k in score)]
@@ -591,7 +594,7 @@ def cold_read_tables(rows, results_dir, out, img):
         ms, err = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
         gb = read / 1e9 / (ms / 1e3)
         speed[(size, order, labels[key])] = (gb, gb * err / ms if err == err else float("nan"))
-    path = os.path.join(results_dir, "disk-cold-cpu.jsonl")
+    path = os.path.join(results_dir, "disk-tier", "disk-cold-cpu.jsonl")
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
@@ -693,7 +696,7 @@ def disk_writer_table(rows, out, img):
 def seam_tables(results_dir, out, img):
     """The disk tier before the storage device seam and after it, alternating in one session
     (disk-seam-ab.json): GB/s per side (mean of the rounds' scores) and after / before per round."""
-    doc = read_json(results_dir, "disk-seam-ab.json")
+    doc = read_json(results_dir, "disk-tier/disk-seam-ab.json")
     if doc is None:
         return
     scores = defaultdict(list)  # (benchmark, size, side) -> GB/s of each round, in order
@@ -740,7 +743,7 @@ def put_path_tables(results_dir, out, img):
     """Sustained PUTs through kvcache-server over its disk tier beside the floor program, from
     python/benchmarks/put_path.py (put-path.json): medians over the rounds, GB/s and the server's
     CPU seconds per GiB, per RAM size and block size."""
-    doc = read_json(results_dir, "put-path.json")
+    doc = read_json(results_dir, "puts-under-pressure/put-path.json")
     if doc is None:
         return
     runs = doc["runs"]
@@ -835,7 +838,7 @@ def hit_ratio_panel(ax, xlabel, trace):
 
 def trace_tables(results_dir, out, img):
     """Hit ratio against capacity on the request traces (TraceReplay's CSV), one panel per trace."""
-    path = os.path.join(results_dir, "trace-hit-ratio.csv")
+    path = os.path.join(results_dir, "traces", "trace-hit-ratio.csv")
     if not os.path.exists(path):
         return
     ratio = {}  # (trace, capacity, model) -> hit ratio
@@ -892,7 +895,7 @@ def trace_tables(results_dir, out, img):
 def tier_tables(results_dir, out, img):
     """Hits per tier of the disk tier alone and of RAM over disk on the request traces
     (TierReplay's CSV), beside LRU of the same capacity and of the blocks the disk held."""
-    path = os.path.join(results_dir, "trace-tiers.csv")
+    path = os.path.join(results_dir, "traces", "trace-tiers.csv")
     if not os.path.exists(path):
         return
     with open(path) as f:
@@ -939,7 +942,7 @@ def tier_tables(results_dir, out, img):
 def mlperf_tables(results_dir, out, img):
     """The MLPerf Storage KV-cache benchmark (mlperf_kv.py's JSON): storage read and write latency
     quantiles (total, device, host) and bandwidth of each run."""
-    data = read_json(results_dir, "mlperf-kv.json")
+    data = read_json(results_dir, "mlperf/mlperf-kv.json")
     if data is None:
         return
     runs = data["runs"]
@@ -1022,7 +1025,7 @@ def server_tables(results_dir, out, img):
     Each count of requests in flight ("streams") comes as many connections of one request each,
     and (above one) as fewer connections of several: HTTP/2 streams, Redis pipelining.
     """
-    path = os.path.join(results_dir, "server.csv")
+    path = os.path.join(results_dir, "server", "server.csv")
     if not os.path.exists(path):
         return
     runs = ServerRuns(path)
@@ -1073,13 +1076,13 @@ def server_tables(results_dir, out, img):
                        f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'mget'))} "
                        f"| {ratio(k('kvcache', 'batch-get'), k('redis', 'get'))} "
                        f"| {ratio(k('kvcache', 'batch-get'), k('kvcache', 'get'))} |")
-    lookup = os.path.join(results_dir, "server-lookup.csv")
+    lookup = os.path.join(results_dir, "server", "server-lookup.csv")
     if os.path.exists(lookup):
         with open(lookup) as f:
             r = next(csv.DictReader(f))
         out.append(f"\nLookup of 128 keys, one stream: p50 {int(r['p50_us'])} µs, p99 {int(r['p99_us'])} µs, "
                    f"max {int(r['max_us'])} µs over {int(r['requests'])} requests.")
-    alloc = os.path.join(results_dir, "server-alloc.csv")
+    alloc = os.path.join(results_dir, "server", "server-alloc.csv")
     if os.path.exists(alloc):
         per = {}
         with open(alloc) as f:
@@ -1120,7 +1123,7 @@ def server_tables(results_dir, out, img):
 def pinned_server_table(results_dir, out, img):
     """run-server-benchmarks.sh with PIN=1: the servers on one core, the load generators on the
     other; beside each throughput, how much of its core each process kept busy."""
-    path = os.path.join(results_dir, "server-pinned.csv")
+    path = os.path.join(results_dir, "server", "server-pinned.csv")
     if not os.path.exists(path):
         return
     runs = ServerRuns(path)
@@ -1191,7 +1194,7 @@ def setting_table(results_dir, out, img, stem, base, label, what):
     core each (<stem>-pinned.csv); each setting against base in the same round."""
     placements = {}  # placement -> {(size, connections, streams): {setting: {round: GB/s}}}
     for placement, name in [("shared cores", f"{stem}.csv"), ("one core each", f"{stem}-pinned.csv")]:
-        path = os.path.join(results_dir, name)
+        path = os.path.join(results_dir, "server", name)
         if os.path.exists(path):
             with open(path) as f:
                 data = placements.setdefault(placement, {})
@@ -1257,9 +1260,10 @@ def setting_table(results_dir, out, img, stem, base, label, what):
 def wire_tables(results_dir, out, img):
     """The wire codec against plain blocks (WireCodecBenchmark), per link: wire-<link>.json."""
     links = {}  # link -> {(method, size): (GB/s, error)}
-    for name in sorted(os.listdir(results_dir)):
+    codec_dir = os.path.join(results_dir, "codec")
+    for name in sorted(os.listdir(codec_dir)) if os.path.isdir(codec_dir) else []:
         if name.startswith("wire-") and name.endswith(".json"):
-            with open(os.path.join(results_dir, name)) as f:
+            with open(os.path.join(codec_dir, name)) as f:
                 links[name[len("wire-"):-len(".json")]] = {
                     (method(r), int(r["params"]["blockBytes"])): tuple(
                         r["primaryMetric"][k] * int(r["params"]["blockBytes"]) / 1e9
@@ -1268,7 +1272,7 @@ def wire_tables(results_dir, out, img):
         return
     order = sorted(links, key=lambda link: (link != "loopback", link))
     sizes = sorted({k[1] for data in links.values() for k in data})
-    ratios = printed_ratios(results_dir, "wire-", "wire:")
+    ratios = printed_ratios(os.path.join(results_dir, "codec"), "wire-", "wire:")
     out.append("\n### The wire codec beside plain blocks (GB/s of decoded blocks; ratio = coded / plain)\n")
     if ratios:
         out.append("Bytes on the wire per block byte, " + ratios[0]["data"] + " with " + ratios[0]["filter"] + ": "
@@ -1300,10 +1304,11 @@ def wire_tables(results_dir, out, img):
 def client_tables(results_dir, out, img):
     """The Java client beside Jedis (RemoteClientBenchmark): remote-t<n>.json, remote-batch-t<n>.json."""
     runs = {}  # threads -> {(method, size): (ops/s, error)}
-    for name in sorted(os.listdir(results_dir)):
+    client_dir = os.path.join(results_dir, "java-client")
+    for name in sorted(os.listdir(client_dir)) if os.path.isdir(client_dir) else []:
         for prefix in ["remote-t", "remote-batch-t"]:
             if name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-5].isdigit():
-                with open(os.path.join(results_dir, name)) as f:
+                with open(os.path.join(client_dir, name)) as f:
                     data = runs.setdefault(int(name[len(prefix):-5]), {})
                     for r in json.load(f):
                         if r["mode"] == "thrpt":
@@ -1340,13 +1345,13 @@ def client_tables(results_dir, out, img):
 def python_client_tables(results_dir, out, img):
     """The Python client beside redis-py (python/benchmarks/client_vs_redis.py: python-client.json),
     with the Java client's GB/s for the same sizes from RemoteClientBenchmark (remote-t<n>.json)."""
-    run = read_json(results_dir, "python-client.json")
+    run = read_json(results_dir, "python-client/python-client.json")
     if run is None:
         return
     rows = {(r["store"], r["op"], r["size"], r["threads"]): r for r in run["throughput"]}
     java = {}
     for threads in (1, 4):
-        jpath = os.path.join(results_dir, f"remote-t{threads}.json")
+        jpath = os.path.join(results_dir, "java-client", f"remote-t{threads}.json")
         if os.path.exists(jpath):
             with open(jpath) as f:
                 for r in json.load(f):
@@ -1402,7 +1407,7 @@ def vllm_ttft_tables(results_dir, out, img):
     """A real vLLM engine's time to first token with its prompt's KV loaded from kvcache-server,
     against computing it (python/benchmarks/vllm_ttft.py: vllm-ttft.json), and reads beside a
     thread that keeps the GIL busy (python/benchmarks/busy_gil.py: python-busy-gil.json)."""
-    path = os.path.join(results_dir, "vllm-ttft.json")
+    path = os.path.join(results_dir, "engines", "vllm-ttft.json")
     if os.path.exists(path):
         with open(path) as f:
             run = json.load(f)
@@ -1440,7 +1445,7 @@ def vllm_ttft_tables(results_dir, out, img):
         fig.tight_layout()
         fig.savefig(os.path.join(img, "vllm-ttft.png"), dpi=110)
         plt.close(fig)
-    path = os.path.join(results_dir, "python-busy-gil.json")
+    path = os.path.join(results_dir, "python-client", "python-busy-gil.json")
     if os.path.exists(path):
         with open(path) as f:
             run = json.load(f)
@@ -1608,7 +1613,7 @@ def spill_group(runs, out, img, group):
 
 def ram_hit_tables(results_dir, out, img):
     """A RAM hit read from Python beside a tmpfs file (python/benchmarks/ram_hit.py)."""
-    data = read_json(results_dir, "python-ram-hit.json")
+    data = read_json(results_dir, "python-client/python-ram-hit.json")
     if data is None:
         return
     results = data["results"]
@@ -1643,7 +1648,7 @@ def ram_hit_tables(results_dir, out, img):
 
 def checked_reads_tables(results_dir, out, img):
     """What checking every block costs the Python client (python/benchmarks/checked_reads.py)."""
-    data = read_json(results_dir, "python-checked-reads.json")
+    data = read_json(results_dir, "checksums/python-checked-reads.json")
     if data is None:
         return
     results = data["results"]
@@ -1711,7 +1716,7 @@ def object_tier_tables(rows, results_dir, out, img):
     if not runs:
         return
     cpu = {}
-    path = os.path.join(results_dir, "object-tier-cpu.jsonl")
+    path = os.path.join(results_dir, "object-tier", "object-tier-cpu.jsonl")
     if os.path.exists(path):
         seen = defaultdict(int)
         with open(path) as f:

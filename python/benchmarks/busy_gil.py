@@ -3,7 +3,7 @@ scheduler loop does while a request waits for its blocks: one block at a time fr
 batch GETs, at several GIL switch intervals, against the same reads with no busy thread.
 
     python python/benchmarks/busy_gil.py --jar kvcache-server/target/kvcache-server.jar \\
-        --out docs/results/python-busy-gil.json
+        --out docs/results/python-client/python-busy-gil.json
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 on, beside the same with ``checksums=False``, in the same run.
 
     python python/benchmarks/checked_reads.py --jar kvcache-server/target/kvcache-server.jar \
-        --out docs/results/python-checked-reads.json
+        --out docs/results/checksums/python-checked-reads.json
 
 Starts kvcache-server on loopback with its RAM in shared memory (a directory under /dev/shm) and
 times, in interleaved rounds, each way checked and unchecked:

@@ -8,7 +8,7 @@ blocks, from 1 and 4 threads; and a lookup of 128 keys (p50/p99).
 or, in a venv with the kvcache package and redis[hiredis]:
 
     python client_vs_redis.py --jar kvcache-server/target/kvcache-server.jar \\
-        --out docs/results/python-client.json
+        --out docs/results/python-client/python-client.json
 
 Both servers run on loopback as child processes: kvcache-server with a 2 GiB RAM tier and no disk,
 redis-server with no persistence. Each case runs for --seconds, over --rounds rounds that

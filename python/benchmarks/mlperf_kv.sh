@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the MLPerf Storage KV-cache benchmark against kvcache-server and the harness's file backend
-# (mlperf_kv.py "all": four runs of 60 s, about 6 minutes) and writes docs/results/mlperf-kv.json.
+# (mlperf_kv.py "all": four runs of 60 s, about 6 minutes) and writes docs/results/mlperf/mlperf-kv.json.
 # The harness is not part of this project: clone it first and give its kv_cache_benchmark
 # directory,
 #   git clone https://github.com/mlcommons/storage.git
@@ -26,4 +26,4 @@ fi
 commit=$(git -C "$harness" rev-parse HEAD 2>/dev/null || echo unknown)
 "$venv/bin/python" "$root/python/benchmarks/mlperf_kv.py" --harness "$harness" all \
   --jar "$root/kvcache-server/target/kvcache-server.jar" --work "$root/python/target/mlperf" \
-  --tmpfs "$tmpfs" --out "$root/docs/results/mlperf-kv.json" --harness-commit "$commit" "$@"
+  --tmpfs "$tmpfs" --out "$root/docs/results/mlperf/mlperf-kv.json" --harness-commit "$commit" "$@"

@@ -10,7 +10,7 @@ or, in a venv with the kvcache package:
 
     python put_path.py --server-jar kvcache-server/target/kvcache-server.jar \\
         --bench-jar kvcache-bench/target/benchmarks.jar --dir target/put-path \\
-        --out docs/results/put-path.json
+        --out docs/results/puts-under-pressure/put-path.json
 
 For each RAM size and block size, each round starts each system fresh on an empty directory of the
 work disk (``--dir``), fills it with RAM's size and 1 GiB more (unmeasured: RAM fills), goes on

@@ -1,7 +1,7 @@
 """A RAM hit read from Python, beside reading the same bytes from a file on tmpfs.
 
     python python/benchmarks/ram_hit.py --jar kvcache-server/target/kvcache-server.jar \
-        --out docs/results/python-ram-hit.json
+        --out docs/results/python-client/python-ram-hit.json
 
 Starts kvcache-server on loopback with its RAM in shared memory (a directory under /dev/shm),
 puts one block of each size, and reads it, in interleaved rounds, five ways into the same

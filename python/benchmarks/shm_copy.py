@@ -8,7 +8,7 @@ buffer's file itself (``Pin.copy_into``), all chunks in one request or one reque
 with and without the busy thread.
 
     python/target/venv/bin/python python/benchmarks/shm_copy.py \\
-        --jar kvcache-server/target/kvcache-server.jar --out docs/results/python-shm-copy.json
+        --jar kvcache-server/target/kvcache-server.jar --out docs/results/engines/python-shm-copy.json
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ package dev.kvcache.ram;
  * Which blocks the RAM tier keeps when it is full ({@link RamTierConfig#policy()}).
  *
  * <p>On the public LLM request traces (Mooncake's conversation and synthetic traces, replayed in
- * {@code docs/benchmarks.md}, "Hit ratio on real request traces") exact LRU gets the most hits of
+ * {@code docs/benchmarks/traces.md}, "Hit ratio on real request traces") exact LRU gets the most hits of
  * every policy that does not know the future, at every capacity tried, and keeps them when the
  * workload repeats; Caffeine's W-TinyLFU gets fewer from a few thousand blocks up, and fewer with
  * each repetition. W-TinyLFU wins where a few blocks are read again and again while many others

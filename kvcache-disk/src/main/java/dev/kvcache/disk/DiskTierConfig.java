@@ -47,7 +47,7 @@ public final class DiskTierConfig {
   /**
    * Whether payloads are written past the page cache by default: yes. Sustained puts through the
    * server ran at about twice the speed, for half the CPU, of the same writes through the page
-   * cache with its periodic sync ({@code docs/benchmarks.md}, "A PUT, socket to device").
+   * cache with its periodic sync ({@code docs/benchmarks/puts-under-pressure.md}, "A PUT, socket to device").
    */
   public static final boolean DEFAULT_DIRECT_WRITES = true;
   /**
@@ -55,7 +55,7 @@ public final class DiskTierConfig {
    * blocks cold, direct reads ran at 1.6–8.2 times the speed of the same reads through the
    * mapping, whose read-ahead brings in what nobody asked for; only whole reads one block at a
    * time in the order the blocks were written favoured the mapping, for blocks up to 2 MiB
-   * ({@code docs/benchmarks.md}, "Cold reads").
+   * ({@code docs/benchmarks/disk-tier.md}, "Cold reads").
    */
   public static final boolean DEFAULT_DIRECT_READS = true;
   /** Default journal size that triggers a checkpoint: 64 MiB (a million entries). */

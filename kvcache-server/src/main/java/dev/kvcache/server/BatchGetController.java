@@ -22,7 +22,7 @@ import reactor.core.publisher.Mono;
 /**
  * Many blocks in one answer: the blocks of a list of keys, back to back in one stream, each
  * written from the cache's memory as a single GET's is. For blocks of a few hundred KiB, one
- * stream per block costs more per byte than the bytes themselves (docs/benchmarks.md).
+ * stream per block costs more per byte than the bytes themselves (docs/benchmarks/server.md).
  *
  * <p>The answer's {@value #LENGTHS_HEADER} header gives, for each key in order, the length of its
  * block in the body, or 0 if it is not cached. It may cover fewer keys than were asked for, when

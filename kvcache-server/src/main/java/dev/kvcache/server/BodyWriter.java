@@ -76,7 +76,7 @@ final class BodyWriter {
   /**
    * Opens the writer where the body arrives if the cache can do that without waiting (usually:
    * RAM has room), and then commits there too; otherwise both run on {@code blocking}. The two
-   * hops to another thread cost about 40 µs per PUT, a fifth of a small one (docs/benchmarks.md).
+   * hops to another thread cost about 40 µs per PUT, a fifth of a small one (docs/benchmarks/history.md).
    * A writer opened on {@code blocking} after its request went away (its connection closed while
    * the cache made room) is closed as soon as it is open, which frees its room: {@code
    * Mono.using} closes what it opened on every end, a cancel included, where a value produced by

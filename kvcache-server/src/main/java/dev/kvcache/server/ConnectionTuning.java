@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  *       256 KiB) instead of Netty's 1 KiB, so their frames are as large as the client allows, not 1
  *       KiB slivers; and the socket takes {@code kvcache.write-buffer-bytes} (default 640 KiB, two
  *       turns and room to spare) before the streams wait for it to drain, instead of 64 KiB.
- *       Measured in docs/benchmarks.md: 256 KiB GETs on four streams moved about twice the bytes
+ *       Measured in docs/benchmarks/history.md: 256 KiB GETs on four streams moved about twice the bytes
  *       per second with a 256 KiB turn and a 1 MiB buffer, and a 640 KiB buffer moved 0.96–1.86×
  *       the bytes of a 1 MiB one.
  *   <li>GETs of cached blocks are answered by {@link FastGet} (HTTP/2), and PUTs RAM can take at

@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Answers the commonest request, an HTTP/2 {@code GET} of one cached block, straight from the
  * HTTP/2 frames: headers and the block (from its lease, as {@link BlockController#get} sends it),
  * without Micronaut's routing, filters and response building, which cost as much CPU as writing a
- * 256 KiB block to the socket (docs/benchmarks.md). Everything else goes to Micronaut unchanged:
+ * 256 KiB block to the socket (docs/benchmarks/server.md). Everything else goes to Micronaut unchanged:
  * other methods and paths, HTTP/1.1, a miss, a block RAM does not hold (read off the event loop,
  * {@link OffLoop}), a malformed key, an unknown namespace, a token that is missing or may not read
  * the namespace, a request for an encoded block. Those get Micronaut's answers (404, 400, 401,

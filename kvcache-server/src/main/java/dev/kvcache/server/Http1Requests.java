@@ -47,7 +47,7 @@ import java.util.concurrent.TimeUnit;
  * (the codec's chunks, slices of what was read from the socket) copied into the block's place as
  * it arrives, without Micronaut's routing and body streams, with the answers and limits of the
  * HTTP/2 path: into RAM it costs the server 0.57–0.92 of the controller's CPU per GB
- * (docs/benchmarks.md); while its body arrives, this handler asks for more itself. The codec
+ * (docs/benchmarks/history.md); while its body arrives, this handler asks for more itself. The codec
  * frames the body by its {@code Content-Length}, so it cannot run long; a connection that closes
  * before the body's end drops what was written and frees its room. A request that expects {@code
  * 100-continue} gets its {@code 100} here; other expectations are ignored, as Micronaut and the

@@ -26,7 +26,7 @@ import reactor.core.scheduler.Scheduler;
  * Accept-Encoding} names the coding and {@code kvcache.wire-codec} is {@code lz4} (with {@code
  * kvcache.wire-codec-filter}, for instance {@code byte_shuffle_2} for bf16 tensors). The default,
  * {@code none}, answers every block as it is stored: on fast links compressing costs more time than
- * the bytes it saves (docs/benchmarks.md).
+ * the bytes it saves (docs/benchmarks/codec.md).
  */
 @Context // created at start-up, so that a bad setting stops the server there
 class WireCodec implements MeterBinder {

@@ -39,7 +39,7 @@ import picocli.CommandLine.Parameters;
  * <pre>
  * java -cp kvcache-bench/target/benchmarks.jar dev.kvcache.bench.trace.FleetReplay \
  *     ../shared/data/traces/*.jsonl.zst --servers 3 --capacities 2000,10000 \
- *     --out docs/results/fleet-replay.csv
+ *     --out docs/results/object-tier/fleet-replay.csv
  * </pre>
  */
 @Command(name = "fleet-replay", mixinStandardHelpOptions = true,

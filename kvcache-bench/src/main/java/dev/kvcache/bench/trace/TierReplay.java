@@ -45,7 +45,7 @@ import picocli.CommandLine.Parameters;
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
  *     dev.kvcache.bench.trace.TierReplay ../shared/data/traces/*.jsonl.zst \
- *     --dir /dev/shm/kvcache-replay --out docs/results/trace-tiers.csv
+ *     --dir /dev/shm/kvcache-replay --out docs/results/traces/trace-tiers.csv
  * </pre>
  */
 @Command(name = "tier-replay", mixinStandardHelpOptions = true,

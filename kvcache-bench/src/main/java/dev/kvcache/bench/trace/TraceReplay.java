@@ -29,7 +29,7 @@ import picocli.CommandLine.Parameters;
  * <pre>
  * java -XX:MaxDirectMemorySize=2g -cp kvcache-bench/target/benchmarks.jar \
  *     dev.kvcache.bench.trace.TraceReplay ../shared/data/traces/*.jsonl.zst \
- *     --out docs/results/trace-hit-ratio.csv
+ *     --out docs/results/traces/trace-hit-ratio.csv
  * </pre>
  */
 @Command(name = "trace-replay", mixinStandardHelpOptions = true,

@@ -306,7 +306,7 @@ public final class SuperBlock {
    * Cuts a dropped file down a step at a time before it is deleted. Deleting a large file frees
    * all its blocks at once, and the file system makes writes to other files wait meanwhile (45 to
    * 60 ms for 256 MiB on ext4 here, the tail of the puts); in steps, the puts' writes go on
-   * between them ({@code docs/benchmarks.md}, "Puts that outrun the disk").
+   * between them ({@code docs/benchmarks/history.md}, "The 2 MiB tail and the depth of the direct writes").
    */
   private void shrinkInSteps() {
     try {
