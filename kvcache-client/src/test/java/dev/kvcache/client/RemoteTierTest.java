@@ -14,6 +14,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.TestBytes;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -57,14 +58,9 @@ class RemoteTierTest {
     }
   }
 
-  /** Half floats of small magnitude: a byte shuffle lets LZ4 shrink them. */
+  /** Half floats of small magnitude, in a direct buffer: a byte shuffle lets LZ4 shrink them. */
   static ByteBuffer halfFloats(int length, long seed) {
-    ByteBuffer b = ByteBuffer.allocateDirect(length);
-    java.util.Random r = new java.util.Random(seed);
-    for (int i = 0; i + 1 < length; i += 2) {
-      b.put(i, (byte) r.nextInt()).put(i + 1, (byte) (0x30 + r.nextInt(3)));
-    }
-    return b;
+    return TestBytes.direct(TestBytes.halfFloats(length, seed));
   }
 
   @Test

@@ -158,10 +158,7 @@ class DiskTierTest {
       putAll(tier, 0, 3, 1);
     }
     // flip one byte in the middle of the payload of the block with the longest length (key 2)
-    Path sb;
-    try (Stream<Path> files = Files.list(dir)) {
-      sb = files.filter(f -> f.toString().endsWith(".kvsb")).findFirst().orElseThrow();
-    }
+    Path sb = DiskFiles.superBlocks(dir).get(0);
     long at = findPayloadOf(sb, Payloads.key(2)) + 1000;
     try (FileChannel ch = FileChannel.open(sb, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
       ByteBuffer b = ByteBuffer.allocate(1);

@@ -17,7 +17,6 @@ import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -153,11 +152,7 @@ class EvictedUploadTest {
         d.put(key, Payloads.of(key, 1, BLOCK));
       }
     }
-    Path file;
-    try (var files = Files.list(dir)) {
-      file = files.filter(f -> f.getFileName().toString().endsWith(".kvsb")).sorted()
-          .findFirst().orElseThrow();
-    }
+    Path file = DiskFiles.superBlocks(dir).get(0);
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ,
         StandardOpenOption.WRITE)) {
       ByteBuffer b = ByteBuffer.allocate(1);

@@ -13,7 +13,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -69,13 +68,6 @@ class NoRoomTest {
     }
   }
 
-  private static List<String> superBlockFiles(Path dir) throws IOException {
-    try (Stream<Path> files = Files.list(dir)) {
-      return files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".kvsb")).sorted()
-          .collect(Collectors.toList());
-    }
-  }
-
   @Test
   void aStartWithoutRoomDeletesNothingRefusesPutsAndRecoversWhenSpaceReturns() throws IOException {
     Path dir = temp.resolve("tier");
@@ -83,12 +75,12 @@ class NoRoomTest {
     try (DiskTier tier = DiskTier.open(config(dir), space)) {
       put(tier, 0, 40, PutStatus.STORED); // three super-blocks
     }
-    List<String> files = superBlockFiles(dir);
+    List<Path> files = DiskFiles.superBlocks(dir);
     assertThat(files).hasSizeGreaterThan(2);
 
     space.usable = FLOOR / 2; // something else filled the file system while the tier was stopped
     try (DiskTier tier = DiskTier.open(config(dir), space)) {
-      assertThat(superBlockFiles(dir)).as("super-blocks after a start without room").isEqualTo(files);
+      assertThat(DiskFiles.superBlocks(dir)).as("super-blocks after a start without room").isEqualTo(files);
       assertHolds(tier, 0, 40);
       assertThat(tier.health().degraded()).isTrue();
       assertThat(tier.health().problems()).singleElement().asString()
@@ -96,11 +88,11 @@ class NoRoomTest {
       put(tier, 40, 45, PutStatus.REJECTED_NO_SPACE);
       assertThat(tier.contains(Payloads.key(40))).isFalse();
       assertThat(tier.stats().rejections()).isEqualTo(5);
-      assertThat(superBlockFiles(dir)).as("super-blocks after puts without room").isEqualTo(files);
+      assertThat(DiskFiles.superBlocks(dir)).as("super-blocks after puts without room").isEqualTo(files);
 
       space.usable = 1L << 40; // space is back
       assertThat(tier.health().degraded()).as("health once space is back").isFalse();
-      assertThat(superBlockFiles(dir)).as("super-blocks after a health check").isEqualTo(files);
+      assertThat(DiskFiles.superBlocks(dir)).as("super-blocks after a health check").isEqualTo(files);
       put(tier, 40, 45, PutStatus.STORED);
       assertHolds(tier, 0, 45);
     }

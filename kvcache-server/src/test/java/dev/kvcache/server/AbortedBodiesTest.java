@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -55,7 +56,7 @@ class AbortedBodiesTest {
           h2.flush();
         }
       }
-      byte[] block = BlockApiTest.random(96 << 10, 1); // whole pages: RAM holds it in as many bytes
+      byte[] block = TestBytes.random(96 << 10, 1); // whole pages: RAM holds it in as many bytes
       assertThat(server.put("default", BlockApiTest.key(5000), block).statusCode()).isEqualTo(201);
       assertThat(server.get("default", BlockApiTest.key(5000)).body()).isEqualTo(block);
       server.awaitRamBytesUsed(idle + block.length);

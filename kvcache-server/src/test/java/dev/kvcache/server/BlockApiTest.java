@@ -1,5 +1,7 @@
 package dev.kvcache.server;
 
+import static dev.kvcache.testkit.TestBytes.random;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.http.HttpRequest;
@@ -9,7 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.Map;
-import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -30,12 +31,6 @@ class BlockApiTest {
   @AfterAll
   static void stop() {
     server.close();
-  }
-
-  static byte[] random(int length, long seed) {
-    byte[] b = new byte[length];
-    new Random(seed).nextBytes(b);
-    return b;
   }
 
   static String key(long n) {

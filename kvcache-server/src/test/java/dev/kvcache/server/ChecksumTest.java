@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.testkit.TestBytes;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -51,7 +52,7 @@ class ChecksumTest {
           HttpResponse.BodyHandlers.discarding()); // HTTP/2 by upgrade: the next PUTs take the fast path
       long n = 0;
       for (HttpClient client : new HttpClient[] {server.http, h2}) {
-        byte[] block = BlockApiTest.random(300_000, n);
+        byte[] block = TestBytes.random(300_000, n);
         String right = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
         String wrong = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)) ^ 1);
 
@@ -76,7 +77,7 @@ class ChecksumTest {
 
   @Test
   void aBlockWithoutAChecksumGetsOneAndKeepsItOnDisk() throws Exception {
-    byte[] block = BlockApiTest.random(1 << 20, 7);
+    byte[] block = TestBytes.random(1 << 20, 7);
     String expected = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
     try (TestServer server = TestServer.start(dir)) {
       assertThat(put(server.http, server, 7, block, null).statusCode()).isEqualTo(201);

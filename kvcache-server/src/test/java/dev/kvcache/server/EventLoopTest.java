@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -51,14 +52,14 @@ class EventLoopTest {
         "test.slow-lower-put", "0ms", "test.slow-lower-read", SLOW.toMillis() + "ms",
         "micronaut.netty.event-loops.default.num-threads", 1))) {
       String below = BlockApiTest.key(1);
-      byte[] belowBytes = BlockApiTest.random(64 << 10, 1);
+      byte[] belowBytes = TestBytes.random(64 << 10, 1);
       assertThat(server.put("default", below, belowBytes).statusCode()).isEqualTo(201);
       for (int i = 0; i < 20; i++) { // 80 MiB through a RAM of 64: `below` leaves RAM
         assertThat(server.put("default", BlockApiTest.key(100 + i),
-            BlockApiTest.random(4 << 20, 100 + i)).statusCode()).isEqualTo(201);
+            TestBytes.random(4 << 20, 100 + i)).statusCode()).isEqualTo(201);
       }
       String small = BlockApiTest.key(2);
-      assertThat(server.put("default", small, BlockApiTest.random(4096, 2)).statusCode())
+      assertThat(server.put("default", small, TestBytes.random(4096, 2)).statusCode())
           .isEqualTo(201);
       getP99(server, small, 50); // warm up
       double alone = getP99(server, small, 200);
@@ -113,7 +114,7 @@ class EventLoopTest {
         "test.slow-lower-put", SLOW.toMillis() + "ms",
         "micronaut.netty.event-loops.default.num-threads", 1))) {
       String small = BlockApiTest.key(1);
-      assertThat(server.put("default", small, BlockApiTest.random(4096, 1)).statusCode())
+      assertThat(server.put("default", small, TestBytes.random(4096, 1)).statusCode())
           .isEqualTo(201);
       getP99(server, small, 50); // warm up
       double alone = getP99(server, small, 200);
@@ -130,7 +131,7 @@ class EventLoopTest {
           List<Long> times = new ArrayList<>();
           client.send(HttpRequest.newBuilder(server.uri("/health")).build(),
               HttpResponse.BodyHandlers.discarding()); // HTTP/2 by upgrade: the fast path next
-          byte[] block = BlockApiTest.random(256 << 10, writer);
+          byte[] block = TestBytes.random(256 << 10, writer);
           for (int i = 0; !stop.get(); i++) {
             long start = System.nanoTime();
             HttpResponse<byte[]> put = client.send(HttpRequest.newBuilder(server.uri(

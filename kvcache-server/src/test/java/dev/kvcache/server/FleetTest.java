@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.testkit.TestBytes;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -83,7 +84,7 @@ class FleetTest {
     for (int i = 0; i < BLOCKS; i++) {
       HttpResponse<byte[]> got = send(server, HttpRequest.newBuilder(block(server, i)));
       assertThat(got.statusCode()).as("block %d %s", i, when).isEqualTo(200);
-      assertThat(got.body()).as("block %d %s", i, when).isEqualTo(BlockApiTest.random(BLOCK, i));
+      assertThat(got.body()).as("block %d %s", i, when).isEqualTo(TestBytes.random(BLOCK, i));
     }
   }
 
@@ -100,7 +101,7 @@ class FleetTest {
         ChildServer to = fleet.get(i % fleet.size());
         assertThat(send(to, HttpRequest.newBuilder(block(to, i))
             .header("Content-Type", "application/octet-stream")
-            .PUT(HttpRequest.BodyPublishers.ofByteArray(BlockApiTest.random(BLOCK, i))))
+            .PUT(HttpRequest.BodyPublishers.ofByteArray(TestBytes.random(BLOCK, i))))
             .statusCode()).isEqualTo(201);
       }
       long deadline = System.nanoTime() + 60_000_000_000L;

@@ -34,10 +34,6 @@ class FullDiskServerTest {
     return new String(server.send(HttpRequest.newBuilder(server.uri("/health"))).body());
   }
 
-  private static String metrics(TestServer server) throws Exception {
-    return new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-  }
-
   @Test
   void aStartWithoutRoomDeletesNothingAndRecoversWhenSpaceReturns() throws Exception {
     byte[][] blocks = new byte[40][];
@@ -61,7 +57,7 @@ class FullDiskServerTest {
       }
       String degraded = health(server);
       assertThat(degraded).contains("\"status\":\"DEGRADED\"").contains("disk");
-      assertThat(metrics(server)).contains("kvcache_degraded 1.0");
+      assertThat(server.metrics()).contains("kvcache_degraded 1.0");
       byte[] more = new byte[BLOCK];
       var refused = server.put("default", BlockApiTest.key(100), more);
       assertThat(refused.statusCode()).isEqualTo(507);
@@ -71,8 +67,8 @@ class FullDiskServerTest {
       Files.delete(filler);
       assertThat(server.put("default", BlockApiTest.key(100), more).statusCode()).isEqualTo(201);
       assertThat(health(server)).as("once space is back").contains("\"status\":\"UP\"");
-      assertThat(metrics(server)).contains("kvcache_degraded 0.0");
-      assertThat(metrics(server)).containsPattern("kvcache_lower_write_failures_total [1-9]");
+      assertThat(server.metrics()).contains("kvcache_degraded 0.0");
+      assertThat(server.metrics()).containsPattern("kvcache_lower_write_failures_total [1-9]");
     }
   }
 
@@ -105,7 +101,7 @@ class FullDiskServerTest {
       }
       assertThat(health(server)).contains("\"status\":\"DEGRADED\"")
           .contains(window + " blocks written behind are in RAM only");
-      assertThat(metrics(server)).containsPattern("kvcache_puts_not_durable_total [1-9]")
+      assertThat(server.metrics()).containsPattern("kvcache_puts_not_durable_total [1-9]")
           .contains("kvcache_lower_failed_copies " + window + ".0");
 
       Files.delete(filler);

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -64,9 +65,9 @@ class GracefulStopTest {
         "kvcache.cache.disk-dir", dir.toString(),
         "kvcache.cache.disk-capacity", "1GiB",
         "kvcache.cache.disk-min-free", "0B");
-    byte[] big = BlockApiTest.random(BIG, 1);
-    byte[] h1Block = BlockApiTest.random(1 << 20, 2);
-    byte[] h2Block = BlockApiTest.random(32 << 10, 3);
+    byte[] big = TestBytes.random(BIG, 1);
+    byte[] h1Block = TestBytes.random(1 << 20, 2);
+    byte[] h2Block = TestBytes.random(32 << 10, 3);
     List<Long> stored = new ArrayList<>();
     ConcurrentLinkedQueue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
     try (ChildServer server = ChildServer.start(settings)) {
@@ -97,7 +98,7 @@ class GracefulStopTest {
       stored.addAll(List.of(0L, 1L, 2L));
 
       // and four loaders, two on each protocol, whose requests each take about 150 ms
-      byte[] shared = BlockApiTest.random(LOADED, SHARED);
+      byte[] shared = TestBytes.random(LOADED, SHARED);
       assertThat(setup.send(put(base, SHARED, shared), HttpResponse.BodyHandlers.discarding())
           .statusCode()).isEqualTo(201);
       stored.add((long) SHARED);
@@ -177,7 +178,7 @@ class GracefulStopTest {
             HttpResponse.BodyHandlers.ofByteArray());
         assertThat(got.statusCode()).as("block %d after the stop", key).isEqualTo(200);
         byte[] expected = key == 0 ? big : key == 1 ? h1Block : key == 2 ? h2Block
-            : BlockApiTest.random(LOADED, key);
+            : TestBytes.random(LOADED, key);
         assertSameBytes(got.body(), expected, "block " + key + " after the stop");
       }
     }
@@ -232,7 +233,7 @@ class GracefulStopTest {
         what = "PUT " + key;
         try {
           ok = requester.put(TestServer.blockPath("default", BlockApiTest.key(key)),
-              BlockApiTest.random(LOADED, key));
+              TestBytes.random(LOADED, key));
         } catch (IOException e) {
           what += " " + requester + ": " + e;
         }

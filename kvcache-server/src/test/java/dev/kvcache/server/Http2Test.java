@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.io.DataInputStream;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -46,7 +47,7 @@ class Http2Test {
     try (TestServer server = TestServer.start(dir);
         RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
       for (int i = 0; i < streams; i++) {
-        server.put("default", BlockApiTest.key(i), BlockApiTest.random(blockBytes, i));
+        server.put("default", BlockApiTest.key(i), TestBytes.random(blockBytes, i));
       }
       h2.openWindows(blockBytes, streams * blockBytes);
       for (int i = 0; i < streams; i++) {
@@ -73,7 +74,7 @@ class Http2Test {
   @Test
   void anHttp11ClientCanUpgradeToHttp2() throws Exception {
     try (TestServer server = TestServer.start(dir)) {
-      byte[] block = BlockApiTest.random(1000, 3);
+      byte[] block = TestBytes.random(1000, 3);
       server.put("default", BlockApiTest.key(1), block);
       HttpClient h2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
       HttpResponse<byte[]> get = h2.send(HttpRequest.newBuilder(
@@ -87,7 +88,7 @@ class Http2Test {
   @Test
   void aStreamAnsweredLongBeforeItsBodyEndsIsResetWithNoErrorAndTheConnectionServesOn()
       throws Exception {
-    byte[] block = BlockApiTest.random(4096, 5);
+    byte[] block = TestBytes.random(4096, 5);
     try (TestServer server = TestServer.start(dir);
         RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
       server.put("default", BlockApiTest.key(5), block);
@@ -110,7 +111,7 @@ class Http2Test {
   @Test
   void aBodyStillArrivingAfterItsAnswerIsReadAndDroppedSoThatItsClientCanFinish()
       throws Exception {
-    byte[] block = BlockApiTest.random(4096, 7);
+    byte[] block = TestBytes.random(4096, 7);
     try (TestServer server = TestServer.start(dir);
         RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
       server.put("default", BlockApiTest.key(5), block);

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -48,7 +49,7 @@ class HttpDetailsTest {
 
   @Test
   void headersOfTensOfKibAreServed() throws Exception {
-    byte[] block = BlockApiTest.random(1000, 1);
+    byte[] block = TestBytes.random(1000, 1);
     HttpResponse<byte[]> put = server.send(HttpRequest.newBuilder(server.uri(blockPath(1)))
         .header("Content-Type", "application/octet-stream")
         .header("X-Filler", "f".repeat(40_000))
@@ -88,7 +89,7 @@ class HttpDetailsTest {
 
   @Test
   void headersOverTheLimitOnOneHttp2StreamEndOnlyThatStream() throws Exception {
-    byte[] block = BlockApiTest.random(1000, 3);
+    byte[] block = TestBytes.random(1000, 3);
     assertThat(server.put("default", BlockApiTest.key(3), block).statusCode()).isEqualTo(201);
     try (RawHttp2 h2 = handshake()) {
       h2.request(1, "GET", blockPath(3), true, "x-filler", "f".repeat(70_000));
@@ -112,7 +113,7 @@ class HttpDetailsTest {
 
   @Test
   void headOverHttp1GivesTheLengthAndKeepsTheConnection() throws Exception {
-    byte[] block = BlockApiTest.random(5000, 4);
+    byte[] block = TestBytes.random(5000, 4);
     assertThat(server.put("default", BlockApiTest.key(4), block).statusCode()).isEqualTo(201);
     try (Socket socket = new Socket(server.server.getHost(), server.server.getPort())) {
       socket.setSoTimeout(10_000);

@@ -77,8 +77,7 @@ class MetricsDocTest {
 
   /** The families {@code /prometheus} exports, a summary's {@code _max} gauge folded into it. */
   private static Map<String, Family> exported(TestServer server) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus")))
-        .body(), StandardCharsets.UTF_8);
+    String text = server.metrics();
     Map<String, String> types = new TreeMap<>();
     List<String> samples = new ArrayList<>();
     for (String line : text.split("\n")) {

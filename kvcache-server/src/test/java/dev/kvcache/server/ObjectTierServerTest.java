@@ -51,10 +51,6 @@ class ObjectTierServerTest {
     return m;
   }
 
-  private static String metrics(TestServer server) throws Exception {
-    return new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-  }
-
   @Test
   void putsReachTheBucketAndAServerOnAnEmptyDiskServesThem() throws Exception {
     byte[][] blocks = new byte[6][BLOCK];
@@ -81,7 +77,7 @@ class ObjectTierServerTest {
         assertThat(server.get("default", BlockApiTest.key(i)).body()).as("block %d", i)
             .isEqualTo(blocks[i]);
       }
-      String m = metrics(server);
+      String m = server.metrics();
       assertThat(m).containsPattern("kvcache_s3_requests_total\\{op=\"GET\"} [1-9]");
       assertThat(m).containsPattern("kvcache_tier_hits_total\\{tier=\"s3\"} 6.0");
       assertThat(m).contains("kvcache_s3_delete_backlog 0.0");

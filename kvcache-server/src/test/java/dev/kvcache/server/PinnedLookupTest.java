@@ -3,7 +3,7 @@ package dev.kvcache.server;
 import static dev.kvcache.server.BlockApiTest.assertError;
 import static dev.kvcache.server.BlockApiTest.body;
 import static dev.kvcache.server.BlockApiTest.key;
-import static dev.kvcache.server.BlockApiTest.random;
+import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;

@@ -1,6 +1,6 @@
 package dev.kvcache.server;
 
-import static dev.kvcache.server.BlockApiTest.random;
+import static dev.kvcache.testkit.TestBytes.random;
 import static dev.kvcache.server.ParityCases.BLOCK;
 import static dev.kvcache.server.ParityCases.BLOCKS;
 import static dev.kvcache.server.ParityCases.HIT;

@@ -23,10 +23,7 @@ class ServedBlocksTest {
 
   /** The value of {@code name{namespace="..."}}, or null if there is no such series. */
   private static Double metric(TestServer server, String name, String namespace) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-    Matcher m = Pattern.compile("(?m)^" + name + "\\{[^}]*namespace=\"" + namespace
-        + "\"[^}]*\\} (\\S+)$").matcher(text);
-    return m.find() ? Double.parseDouble(m.group(1)) : null;
+    return server.metric(name, "namespace", namespace);
   }
 
   private static HttpResponse<byte[]> post(TestServer server, String namespace, String path,
@@ -89,12 +86,10 @@ class ServedBlocksTest {
 
   /** How many bodies {@code kvcache_get_body_seconds} timed for {@code request}. */
   private static double bodies(TestServer server, String request) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-    Matcher m = Pattern.compile("(?m)^kvcache_get_body_seconds_count\\{[^}]*request=\""
-        + request + "\"[^}]*\\} (\\S+)$").matcher(text);
-    assertThat(m.find()).as("kvcache_get_body_seconds_count{request=%s} in:%n%s", request, text)
-        .isTrue();
-    return Double.parseDouble(m.group(1));
+    Double value = server.metric("kvcache_get_body_seconds_count", "request", request);
+    assertThat(value).as("kvcache_get_body_seconds_count{request=%s} in:%n%s", request,
+        server.metrics()).isNotNull();
+    return value;
   }
 
   @Test

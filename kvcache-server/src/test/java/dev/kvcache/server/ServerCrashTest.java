@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -70,7 +71,7 @@ class ServerCrashTest {
           }
           assertThat(got.statusCode()).as("cycle %d, block %d", cycle, acked.key()).isEqualTo(200);
           assertThat(got.body()).as("cycle %d, block %d", cycle, acked.key())
-              .isEqualTo(BlockApiTest.random(acked.length(), acked.seed()));
+              .isEqualTo(TestBytes.random(acked.length(), acked.seed()));
           readBack++;
         }
         switch (durability) {
@@ -117,7 +118,7 @@ class ServerCrashTest {
                     base.resolve(TestServer.blockPath("default", BlockApiTest.key(key))))
                 .header("Content-Type", "application/octet-stream")
                 .timeout(Duration.ofSeconds(30))
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(BlockApiTest.random(length, seed))).build(),
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(TestBytes.random(length, seed))).build(),
                 HttpResponse.BodyHandlers.discarding());
             if (put.statusCode() == 201) {
               acked.add(new Acked(key, length, seed));

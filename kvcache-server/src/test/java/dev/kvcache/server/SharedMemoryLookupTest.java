@@ -2,7 +2,7 @@ package dev.kvcache.server;
 
 import static dev.kvcache.server.BlockApiTest.body;
 import static dev.kvcache.server.BlockApiTest.key;
-import static dev.kvcache.server.BlockApiTest.random;
+import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.spi.Crc32c;

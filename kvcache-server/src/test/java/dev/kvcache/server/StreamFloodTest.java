@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -52,12 +53,12 @@ class StreamFloodTest {
       assertThat(refused).isEqualTo(opened - MAX_STREAMS);
 
       // other clients are served meanwhile
-      byte[] other = BlockApiTest.random(100_000, 1);
+      byte[] other = TestBytes.random(100_000, 1);
       assertThat(server.put("default", BlockApiTest.key(1000), other).statusCode()).isEqualTo(201);
       assertThat(server.get("default", BlockApiTest.key(1000)).body()).isEqualTo(other);
 
       // and a stream within the limit, on the flooding connection, still completes
-      byte[] block = BlockApiTest.random(1000, 2);
+      byte[] block = TestBytes.random(1000, 2);
       h2.data(1, block, true);
       h2.flush();
       RawHttp2.Frame answer;
@@ -74,7 +75,7 @@ class StreamFloodTest {
   void aRapidResetFloodLosesItsConnectionAndNothingStoredIsLost() throws Exception {
     try (TestServer server = start();
         RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
-      byte[] kept = BlockApiTest.random(300_000, 3);
+      byte[] kept = TestBytes.random(300_000, 3);
       assertThat(server.put("default", BlockApiTest.key(1), kept).statusCode()).isEqualTo(201);
       handshake(h2);
       // requests that need no cache: the server may still be answering them when the test ends

@@ -78,6 +78,22 @@ final class TestServer implements AutoCloseable {
         HttpResponse.BodyHandlers.ofByteArray());
   }
 
+  /** What {@code /prometheus} answers now. */
+  String metrics() throws Exception {
+    return new String(send(HttpRequest.newBuilder(uri("/prometheus"))).body(),
+        java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /**
+   * The value of the series of {@code name} whose label {@code label} is {@code value}, or null
+   * if there is none.
+   */
+  Double metric(String name, String label, String value) throws Exception {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + name + "\\{[^}]*"
+        + label + "=\"" + value + "\"[^}]*\\} (\\S+)$").matcher(metrics());
+    return m.find() ? Double.parseDouble(m.group(1)) : null;
+  }
+
   /** Bytes the cache's RAM tier holds, written or reserved for a body on its way. */
   long ramBytesUsed() {
     return ((TieredCache) context.getBean(KvCache.class)).ramStats().bytesUsed();

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
 import dev.kvcache.tiered.TieredCache;
-import java.net.http.HttpRequest;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
@@ -24,16 +23,13 @@ class TierMetricsTest {
   @TempDir Path dir;
 
   private static double metric(TestServer server, String name, String tier) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-    Matcher m = Pattern.compile("(?m)^" + name + "\\{[^}]*tier=\"" + tier + "\"[^}]*\\} (\\S+)$")
-        .matcher(text);
-    assertThat(m.find()).as("%s{tier=%s} in:%n%s", name, tier, text).isTrue();
-    return Double.parseDouble(m.group(1));
+    Double value = server.metric(name, "tier", tier);
+    assertThat(value).as("%s{tier=%s} in:%n%s", name, tier, server.metrics()).isNotNull();
+    return value;
   }
 
   private static boolean hasTier(TestServer server, String tier) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
-    return text.contains("tier=\"" + tier + "\"");
+    return server.metrics().contains("tier=\"" + tier + "\"");
   }
 
   @Test
@@ -119,7 +115,7 @@ class TierMetricsTest {
   }
 
   private static double scalar(TestServer server, String name) throws Exception {
-    String text = new String(server.send(HttpRequest.newBuilder(server.uri("/prometheus"))).body());
+    String text = server.metrics();
     Matcher m = Pattern.compile("(?m)^" + name + "(\\{[^}]*\\})? (\\S+)$").matcher(text);
     assertThat(m.find()).as("%s in:%n%s", name, text).isTrue();
     return Double.parseDouble(m.group(2));

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.testkit.TestBytes;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -26,7 +27,7 @@ class TlsTest {
         "micronaut.server.ssl.enabled", true,
         "micronaut.server.ssl.build-self-signed", true,
         "micronaut.server.ssl.port", -1))) {
-      byte[] block = BlockApiTest.random(300_000, 5);
+      byte[] block = TestBytes.random(300_000, 5);
       HttpClient h2 = HttpClient.newBuilder()
           .version(HttpClient.Version.HTTP_2)
           .sslContext(trustingEveryone())

@@ -3,7 +3,8 @@ package dev.kvcache.server;
 import static dev.kvcache.server.BatchGetTest.awaitNoLeases;
 import static dev.kvcache.server.BlockApiTest.assertError;
 import static dev.kvcache.server.BlockApiTest.key;
-import static dev.kvcache.server.BlockApiTest.random;
+import static dev.kvcache.testkit.TestBytes.halfFloats;
+import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -16,7 +17,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,17 +27,6 @@ class WireCodecTest {
       BlockCodec.builder().filter(Filter.BYTE_SHUFFLE_2).chunkSizeBytes(64 << 10).build();
 
   @TempDir Path dir;
-
-  /** Half floats of small magnitude: their high bytes repeat, so a byte shuffle lets LZ4 shrink them. */
-  static byte[] halfFloats(int length, long seed) {
-    byte[] b = new byte[length];
-    Random r = new Random(seed);
-    for (int i = 0; i + 1 < length; i += 2) {
-      b[i] = (byte) r.nextInt();
-      b[i + 1] = (byte) (0x30 + r.nextInt(3));
-    }
-    return b;
-  }
 
   static byte[] encode(byte[] block) {
     ByteBuffer out = ByteBuffer.allocate((int) CODEC.maxEncodedLength(block.length));

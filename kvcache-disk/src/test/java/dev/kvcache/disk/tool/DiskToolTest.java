@@ -3,6 +3,7 @@ package dev.kvcache.disk.tool;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.disk.DiskFiles;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
@@ -16,7 +17,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -63,10 +63,7 @@ public class DiskToolTest {
   @Test
   void aDamagedBlockFailsVerification() throws IOException {
     Path dir = directoryWithBlocks(10);
-    Path sb;
-    try (Stream<Path> files = Files.list(dir)) {
-      sb = files.filter(f -> f.toString().endsWith(".kvsb")).sorted().findFirst().orElseThrow();
-    }
+    Path sb = DiskFiles.superBlocks(dir).get(0);
     try (FileChannel ch = FileChannel.open(sb, StandardOpenOption.WRITE)) {
       ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3}), 4096 + 5000);
     }
@@ -86,7 +83,7 @@ public class DiskToolTest {
   void aDamagedBlockARebuildLeftOutFailsVerification() throws IOException {
     Path dir = directoryWithBlocks(10);
     Files.delete(dir.resolve("index.kvx")); // no checkpoint and no journal: rebuilt from records
-    damage(superBlockFiles(dir).get(0), 4096 + 5000);
+    damage(DiskFiles.superBlocks(dir).get(0), 4096 + 5000);
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isEqualTo(1);
     assertThat(run.out()).contains("rebuilt from the records")
@@ -110,17 +107,11 @@ public class DiskToolTest {
     Files.copy(older, dir.resolve("index.kvx"), StandardCopyOption.REPLACE_EXISTING);
     // the reopen started a second super-block; its third record's payload: each record has its
     // pages to itself (direct writes), a header page and 25 of payload
-    damage(superBlockFiles(dir).get(1), 8192 + 2 * 106_496 + 5000);
+    damage(DiskFiles.superBlocks(dir).get(1), 8192 + 2 * 106_496 + 5000);
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isEqualTo(1);
     assertThat(run.out()).contains("without it")
         .contains("index: 15 blocks, 14 intact, 1 damaged").contains("DAMAGED");
-  }
-
-  private static java.util.List<Path> superBlockFiles(Path dir) throws IOException {
-    try (Stream<Path> files = Files.list(dir)) {
-      return files.filter(f -> f.toString().endsWith(".kvsb")).sorted().toList();
-    }
   }
 
   private static long lines(String out, String start) {
@@ -130,7 +121,7 @@ public class DiskToolTest {
   @Test
   void aTruncatedSuperBlockFailsVerificationNamingEachBlockCutOff() throws IOException {
     Path dir = directoryWithBlocks(100); // three super-blocks
-    Path last = superBlockFiles(dir).get(superBlockFiles(dir).size() - 1);
+    Path last = DiskFiles.superBlocks(dir).get(DiskFiles.superBlocks(dir).size() - 1);
     try (FileChannel ch = FileChannel.open(last, StandardOpenOption.WRITE)) {
       ch.truncate(ch.size() / 2);
     }
@@ -145,7 +136,7 @@ public class DiskToolTest {
   @Test
   void aDeletedSuperBlockFailsVerificationNamingEachBlockInIt() throws IOException {
     Path dir = directoryWithBlocks(100);
-    Files.delete(superBlockFiles(dir).get(0));
+    Files.delete(DiskFiles.superBlocks(dir).get(0));
     Run run = tool("verify", dir.toString());
     assertThat(run.exit()).isEqualTo(1);
     long missing = lines(run.out(), "missing: block");
@@ -157,7 +148,7 @@ public class DiskToolTest {
   @Test
   void aSuperBlockWithADamagedHeaderFailsVerification() throws IOException {
     Path dir = directoryWithBlocks(100);
-    try (FileChannel ch = FileChannel.open(superBlockFiles(dir).get(1), StandardOpenOption.WRITE)) {
+    try (FileChannel ch = FileChannel.open(DiskFiles.superBlocks(dir).get(1), StandardOpenOption.WRITE)) {
       ch.write(ByteBuffer.wrap(new byte[] {(byte) 0xff}), 0);
     }
     Run run = tool("verify", dir.toString());
