@@ -11,12 +11,14 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * Checks the Java key derivation against the vectors that the independent Python implementation
  * ({@code docs/tools/key_vectors.py}) wrote to {@code key-vectors.json}.
  */
+@Tag("vectors")
 class KeyVectorsTest {
 
   private static JsonNode vectors;

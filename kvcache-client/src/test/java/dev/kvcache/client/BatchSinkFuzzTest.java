@@ -11,6 +11,7 @@ import io.netty.handler.codec.http2.Http2Headers;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 
 /**
  * Fuzzes the Java client's reader of a batch GET answer ({@link BatchSink}) with Jazzer: the
@@ -27,6 +28,7 @@ import java.util.List;
  * {@link GetStatus#HIT} has its buffer's position moved by exactly its block's announced length,
  * any other key's not at all.
  */
+@Tag("fuzz")
 class BatchSinkFuzzTest {
 
   @FuzzTest(maxDuration = "30s")

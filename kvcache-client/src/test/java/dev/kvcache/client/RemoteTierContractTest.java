@@ -16,9 +16,11 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The tier contract, through the client, against a RAM-only server of the test's capacity. */
+@Tag("contract")
 class RemoteTierContractTest extends TierContractTest {
 
   @Override

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.Test;
  * {@code docs/tools/rendezvous_vectors.py} writes from the Python implementation (whose tests check
  * the same file).
  */
+@Tag("vectors")
 class RendezvousVectorsTest {
 
   @Test

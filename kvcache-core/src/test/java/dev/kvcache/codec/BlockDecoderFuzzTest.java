@@ -7,6 +7,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.io.ByteArrayInputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
+import org.junit.jupiter.api.Tag;
 
 /**
  * Fuzzes the decoder with Jazzer. In a normal test run this replays the seeds in {@code
@@ -22,6 +23,7 @@ import java.nio.channels.Channels;
  * channel decoder either all fail with a {@link CorruptBlockException} (leaving positions
  * unchanged) or all succeed with the same bytes; no other exception, no read out of bounds.
  */
+@Tag("fuzz")
 class BlockDecoderFuzzTest {
 
   /** Containers claiming more than this are only checked to fail cleanly against a small buffer. */

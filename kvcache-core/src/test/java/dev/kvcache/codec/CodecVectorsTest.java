@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.function.IntUnaryOperator;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,6 +19,7 @@ import org.junit.jupiter.api.Test;
  * the format version changes, keeping the old ones), run this class with
  * {@code -Dkvcache.writeCodecVectors=src/test/resources/codec-vectors}.
  */
+@Tag("vectors")
 class CodecVectorsTest {
 
   /** A vector: file name, decoded length, content formula, filter and chunk size it was made with. */

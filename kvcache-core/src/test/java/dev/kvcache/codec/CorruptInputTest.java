@@ -12,6 +12,7 @@ import java.nio.channels.Channels;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * the offset, and no decode of a damaged container ever reports success with bytes other than the
  * original.
  */
+@Tag("corruption")
 class CorruptInputTest {
 
   private static final int CHUNK = 16 << 10;

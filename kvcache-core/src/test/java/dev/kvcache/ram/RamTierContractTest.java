@@ -3,8 +3,10 @@ package dev.kvcache.ram;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.TierContractTest;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 
 /** The tier contract for the RAM tier, under each {@link RamPolicy}. */
+@Tag("contract")
 class RamTierContractTest {
 
   private static Tier tier(RamPolicy policy, long capacityBytes, int maxBlockBytes) {

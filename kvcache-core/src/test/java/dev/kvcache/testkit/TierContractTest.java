@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * <p>Tiers are built with a capacity of {@link #CAPACITY_BYTES} and a block limit of {@link
  * #MAX_BLOCK_BYTES}.
  */
+@Tag("contract")
 public abstract class TierContractTest {
 
   protected static final long CAPACITY_BYTES = 8L << 20;

@@ -8,8 +8,10 @@ import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.TierContractTest;
 import java.time.Duration;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 
 /** The tier contract, on a RAM tier over a second RAM tier, under the durability modes past RAM's. */
+@Tag("contract")
 class DurabilityContractTest {
 
   private static Tier tiered(long capacityBytes, int maxBlockBytes, Durability durability) {

@@ -4,11 +4,13 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.TierContractTest;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The tier contract for a stacked tier: a RAM tier over another, each with half the budget, every
  * block uploaded to the backing one behind the put.
  */
+@Tag("contract")
 class StackedTierContractTest extends TierContractTest {
 
   @Override

@@ -26,6 +26,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -38,6 +39,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * no block, since the records describe themselves; damage to a super-block loses exactly the
  * blocks whose bytes it touched.
  */
+@Tag("corruption")
 class CorruptionTest {
 
   private static final int BLOCK = 64 << 10;

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * flight at the kill may or may not have happened) and that no read returns bytes that were never
  * put under the key.
  */
+@Tag("crash")
 class CrashTest {
 
   private static final int ROUNDS = Integer.getInteger("kvcache.crashRounds", 20);

@@ -13,12 +13,14 @@ import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The tier contract for a disk tier over a backing tier that receives only what the disk evicts:
  * the live blocks of each super-block it drops, handed over as leases and uploaded behind.
  */
+@Tag("contract")
 class DiskOverRamEvictedContractTest extends TierContractTest {
 
   @TempDir Path temp;

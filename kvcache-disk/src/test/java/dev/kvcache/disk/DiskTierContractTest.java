@@ -8,8 +8,10 @@ import dev.kvcache.testkit.TierContractTest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
+@Tag("contract")
 class DiskTierContractTest extends TierContractTest {
 
   @TempDir Path temp;

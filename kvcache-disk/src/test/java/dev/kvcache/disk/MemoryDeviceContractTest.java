@@ -1,8 +1,10 @@
 package dev.kvcache.disk;
 
 import dev.kvcache.disk.device.MemoryDevice;
+import org.junit.jupiter.api.Tag;
 
 /** The disk tier keeps the tier contract over files in memory ({@link MemoryDevice}). */
+@Tag("contract")
 class MemoryDeviceContractTest extends DiskTierContractTest {
 
   @Override

@@ -26,6 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -52,6 +53,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * {@code -Dkvcache.powerCuts=300} runs ten times the cuts.
  */
+@Tag("power-loss")
 class PowerLossTest {
 
   private static final int CUTS = Integer.getInteger("kvcache.powerCuts", 30);

@@ -4,11 +4,13 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The tier contract on the product's usual stack: the RAM tier over the disk tier (a quarter and
  * three quarters of the budget), the disk tier opened as {@link DiskTierContractTest} opens it.
  */
+@Tag("contract")
 class RamOverDiskContractTest extends DiskTierContractTest {
 
   @Override

@@ -12,11 +12,14 @@ import java.io.UncheckedIOException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The tier contract, on an object tier over each of two real S3-compatible servers on loopback:
  * S3Proxy in the test's JVM, and rclone in a process of its own.
  */
+@Tag("contract")
+@Tag("integration")
 class S3TierContractTest {
 
   private static InProcessS3 s3proxy;

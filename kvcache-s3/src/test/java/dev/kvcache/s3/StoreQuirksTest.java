@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -27,6 +28,7 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * that docs/object-tier.md's table of quirks stays true: whether a PUT's checksum is checked,
  * what a GET returns of it and of the metadata, and whether conditions are honoured.
  */
+@Tag("integration")
 class StoreQuirksTest {
 
   private static final byte[] BODY = new byte[1000];

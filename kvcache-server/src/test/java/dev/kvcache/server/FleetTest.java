@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * through any server is a hit through any other after the one that stored it stops, on a server
  * that joins later, and after every server restarts with empty RAM and disk.
  */
+@Tag("integration")
 class FleetTest {
 
   private static final int BLOCKS = 24;

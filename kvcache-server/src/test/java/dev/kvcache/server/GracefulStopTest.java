@@ -29,6 +29,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -38,6 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
  * connections are refused (by the kernel, not accepted and reset) from the GOAWAY on, and the cache
  * is closed (every block stored is on disk) at the end.
  */
+@Tag("integration")
 class GracefulStopTest {
 
   private static final int BIG = 8 << 20;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 
 /**
  * Fuzzes what the HTTP/2 fast paths parse of a request before Micronaut sees it, with Jazzer: the
@@ -23,6 +24,7 @@ import java.util.List;
  * 400 {@link ApiException}, never another exception; a key taken is 32 hex digits; a checksum
  * header is four bytes of base64 or an {@link IllegalArgumentException}.
  */
+@Tag("fuzz")
 class RequestPathFuzzTest {
 
   private static final Namespaces NAMESPACES = namespaces("default", "other");

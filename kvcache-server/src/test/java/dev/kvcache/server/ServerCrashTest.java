@@ -19,6 +19,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -32,6 +33,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@code write_behind} at most the spill queue's bound ({@code 64} blocks, a quarter of RAM); under
  * {@code ram_first} any number (RAM held them).
  */
+@Tag("crash")
+@Tag("integration")
 class ServerCrashTest {
 
   private static final int CYCLES = Integer.getInteger("kvcache.serverCrashCycles", 10);

@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -25,6 +26,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * verified clean, opened, and serves each of its blocks byte for byte. A format change that cannot
  * read them fails here.
  */
+@Tag("vectors")
 class FormatFixturesTest {
 
   @TempDir Path temp;

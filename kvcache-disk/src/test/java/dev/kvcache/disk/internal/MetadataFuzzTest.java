@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.Test;
  * entries of fuzzed bytes that the input chooses to seal with a valid checksum or not, so that the
  * decoders' handling of well-checksummed but meaningless values is reached too.
  */
+@Tag("fuzz")
 class MetadataFuzzTest {
 
   private static Path dir;
