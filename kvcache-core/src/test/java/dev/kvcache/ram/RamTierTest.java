@@ -27,7 +27,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * RAM-tier behaviour beyond the shared tier contract: the eviction hand-off, the admission policy,
- * fragmentation, configuration and heap cost.
+ * fragmentation, configuration and heap cost. Slightly past the project's usual size: its groups
+ * of tests share one set of helpers, and the concurrency and shared-memory tests already have
+ * classes of their own.
  */
 class RamTierTest {
 

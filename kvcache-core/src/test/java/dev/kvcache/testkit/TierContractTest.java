@@ -33,6 +33,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  *
  * <p>Tiers are built with a capacity of {@link #CAPACITY_BYTES} and a block limit of {@link
  * #MAX_BLOCK_BYTES}.
+ *
+ * <p>One class past the project's usual size on purpose: a tier's test inherits the whole contract
+ * by extending it, and a contract spread over several base classes could be half inherited.
  */
 @Tag("contract")
 public abstract class TierContractTest {
