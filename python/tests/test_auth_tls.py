@@ -126,7 +126,7 @@ def test_tls_with_a_trusted_certificate(tls_server, unique_keys):
 def test_tls_refuses_a_certificate_it_cannot_verify(tls_server, unique_keys, caplog):
     key, = unique_keys(1)
     with kvcache.Client(f"localhost:{tls_server.port}", tls=True, token=WRITER) as c:
-        assert c.put(key, b"x" * 100) is kvcache.PutStatus.NOT_STORED
+        assert c.put(key, b"x" * 100) is kvcache.PutStatus.NOT_ADMITTED
         assert c.get(key) is None
     assert any("CERTIFICATE_VERIFY_FAILED" in r.getMessage() for r in caplog.records)
     with kvcache.Client(f"localhost:{tls_server.port}", tls=True, verify=False, token=WRITER) as c:

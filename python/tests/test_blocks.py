@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kvcache
+from conftest import KvServer, ram_only
 from kvcache import PutStatus
 
 SIZES = [1, 4095, (64 << 10) + 3, 256 << 10, 2 << 20, (32 << 20) + 1, 64 << 20]
@@ -89,6 +90,42 @@ def test_a_block_longer_than_the_buffer_raises_and_the_connection_goes_on(client
     assert e.value.length == 4 << 20 and e.value.capacity == 1 << 20
     assert isinstance(e.value, kvcache.TooLargeError)
     assert client.get_into(key, bytearray(4 << 20)) == 4 << 20
+
+
+def test_a_full_server_answers_no_space(unique_keys):
+    """A RAM-only server whose RAM is all held by a pin has no room for a put: ``507 no-space``,
+    the Java client's ``REJECTED_NO_SPACE``. The server is not taken for down."""
+    small = KvServer(ram_only(**{"kvcache.cache.ram-bytes": "8MiB",
+                                 "kvcache.cache.max-block-bytes": "4MiB"})).start()
+    try:
+        with kvcache.Client(small.address, shared_memory=False) as c:
+            keys = unique_keys(32)
+            c.put_many([(k, os.urandom(512 << 10)) for k in keys])  # more than the RAM holds
+            held = [k for k in keys if c.head(k) is not None]
+            more, later = unique_keys(2)
+            with c.pin_prefix(held, ms=30_000) as pin:
+                assert pin.present == len(held) > 0
+                assert c.put(more, os.urandom(2 << 20)) is PutStatus.NO_SPACE
+                assert c.get(more) is None
+                assert pin.get_into(0, bytearray(512 << 10)) == 512 << 10, "still served"
+            assert c.put(later, os.urandom(2 << 20)) is PutStatus.STORED, "room once released"
+    finally:
+        small.stop()
+
+
+def test_a_stopped_server_does_not_admit_puts(unique_keys):
+    """A put to a server that is down stores nothing and raises nothing: ``NOT_ADMITTED``, as the
+    Java client answers it (``NOT_STORED`` is its former name), never ``NO_SPACE``."""
+    key, = unique_keys(1)
+    s = KvServer(ram_only()).start()
+    try:
+        with kvcache.Client(s.address, backoff=(5, 5)) as c:
+            assert c.put(key, b"before") is PutStatus.STORED
+            s.stop()
+            assert c.put(key, b"while down") is PutStatus.NOT_ADMITTED
+            assert c.put(key, b"left alone") is PutStatus.NOT_STORED
+    finally:
+        s.stop()
 
 
 def test_a_block_past_the_servers_largest_is_too_large(client, unique_keys):

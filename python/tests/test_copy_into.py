@@ -52,7 +52,8 @@ def test_the_server_writes_pinned_blocks_into_a_mapped_file(shm_server, unique_k
         with c.pin_prefix(keys, ms=10_000) as pin:
             slots = [view[s * SLOT:(s + 1) * SLOT] for s in (2, 0, 3)]
             assert pin.copy_into([0, 1, 2], slots) == [len(b) for b in blocks]
-            assert not c._shared._maps, "no copy out of the server's RAM in the client"  # type: ignore[union-attr]
+            assert c._session.shared is not None
+            assert not c._session.shared.mapped, "no copy out of the server's RAM in the client"
             assert [bytes(s[:len(b)]) for s, b in zip(slots, blocks)] == blocks
             assert pin.copy_into([0], [bytearray(SLOT)]) == [None], "anonymous memory"
         for s in slots:
@@ -77,7 +78,7 @@ def test_a_block_damaged_in_the_servers_ram_is_not_copied(shm_server, unique_key
     with host_buffer(tmp_path / "host", 2) as view, kvcache.Client(shm_server.address) as c:
         c.put_many(list(zip(keys, blocks)))
         with c.pin_prefix(keys, ms=10_000) as pin, view[:SLOT] as first, view[SLOT:] as second:
-            file, offset, _, _ = pin._shared[1]  # type: ignore[index]
+            file, offset, _, _ = pin._slices[1]  # type: ignore[index]
             with open(file, "r+b") as ram:
                 ram.seek(offset + 1000)
                 ram.write(bytes([blocks[1][1000] ^ 0xFF]))

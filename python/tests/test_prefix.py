@@ -119,7 +119,7 @@ def test_a_release_does_not_wait_and_the_next_request_reads_its_own_answer(small
     blocks = [os.urandom(50_000), os.urandom(70_000)]
     with kvcache.Client(small_batches.address, shared_memory=False) as c:
         c.put_many(list(zip(keys, blocks)))
-        link = c._route(keys[0])[1]
+        link = c._session.route(keys[0])[1]
         connections = {id(conn) for conn, _ in link._idle}
 
         def owed() -> int:

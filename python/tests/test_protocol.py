@@ -191,6 +191,27 @@ def test_batch_lengths_that_do_not_add_up(fake):
             c.get_many_into([KEY, KEY], [bytearray(10), bytearray(10)])
 
 
+@pytest.mark.parametrize("status, error, expected", [
+    ("201 Created", None, "STORED"),
+    ("202 Accepted", None, "NOT_ADMITTED"),
+    ("413 Payload Too Large", "too-large", "TOO_LARGE"),
+    ("507 Insufficient Storage", "no-space", "NO_SPACE"),
+    ("507 Insufficient Storage", "not-durable", "NOT_DURABLE"),
+])
+def test_put_statuses_are_the_java_clients(fake, caplog, status, error, expected):
+    """Each answer to a put maps to the status the Java client's ``RemoteTier`` gives it; a 507
+    is logged, and does not leave the server alone."""
+    caplog.set_level(logging.WARNING, "kvcache")
+    body = b'{"error": "%s", "message": "m"}' % error.encode() if error else b""
+    s = fake(answer_with(status, {"Content-Length": len(body)}, body))
+    with kvcache.Client(s.address, shared_memory=False) as c:
+        assert c.put(KEY, b"x" * 100) is kvcache.PutStatus[expected]
+        assert c.put(KEY, b"x" * 100) is kvcache.PutStatus[expected]
+    assert s.requests == 2, "the server is not taken for down"
+    logged = any("507" in r.getMessage() for r in caplog.records)
+    assert logged == status.startswith("507")
+
+
 def test_a_server_that_cannot_be_reached(caplog):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -198,7 +219,7 @@ def test_a_server_that_cannot_be_reached(caplog):
     s.close()  # nothing listens there
     with kvcache.Client(address, backoff=(5, 5)) as c:
         assert c.get_into(KEY, bytearray(10)) is None
-        assert c.put(KEY, b"x") is kvcache.PutStatus.NOT_STORED
+        assert c.put(KEY, b"x") is kvcache.PutStatus.NOT_ADMITTED
         assert c.lookup_prefix([KEY]) == 0
         assert c.get_many_into([KEY], [bytearray(10)]) == [None]
         with c.pin_prefix([KEY]) as pin:

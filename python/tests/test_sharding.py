@@ -56,7 +56,7 @@ def test_a_stopped_server_makes_misses_and_comes_back(tmp_path, unique_keys, cap
             # while it is down: its keys miss, its puts are not stored, the others are served
             got = c.get_many_into(keys, [bytearray(200_000) for _ in keys])
             assert [got[i] is None for i, k in enumerate(keys)] == [k in theirs for k in keys]
-            assert c.put(theirs[0], b"lost") is kvcache.PutStatus.NOT_STORED
+            assert c.put(theirs[0], b"lost") is kvcache.PutStatus.NOT_ADMITTED
             assert c.lookup_prefix(ours) == len(ours)
             assert c.lookup_prefix(theirs) == 0
             start = time.monotonic()

@@ -33,7 +33,8 @@ def test_pinned_blocks_are_copied_out_of_shared_memory(shm_server, unique_keys, 
             bufs = [bytearray(len(b)) for b in blocks]
             assert pin.read_into(bufs) == [len(b) for b in blocks]
             assert bufs == [bytearray(b) for b in blocks]
-            mapped = {os.path.dirname(f) for f in c._shared._maps}  # type: ignore[union-attr]
+            assert c._session.shared is not None
+            mapped = {os.path.dirname(f) for f in c._session.shared.mapped}
             assert mapped == {str(tmp_path)}, "read through the server's RAM files"
             small = bytearray(100)
             with pytest.raises(kvcache.BufferTooSmallError):
@@ -49,7 +50,7 @@ def test_a_client_without_shared_memory_reads_through_the_socket(shm_server, uni
         with c.pin_prefix([key]) as pin:
             out = bytearray(len(block))
             assert pin.get_into(0, out) == len(block) and out == block
-        assert c._shared is None
+        assert c._session.shared is None
 
 
 def test_a_pin_past_its_time_reads_nothing_from_shared_memory(shm_server, unique_keys):
@@ -70,7 +71,7 @@ def test_a_release_waits_for_a_copy_under_way(shm_server, unique_keys):
         c.put(key, block)
         pin = c.pin_prefix([key], ms=10_000)
         assert pin.in_shared_memory == 1
-        shared = c._shared
+        shared = c._session.shared
         assert shared is not None
         copying, go_on = threading.Event(), threading.Event()
         real_copy = shared.copy
@@ -110,7 +111,7 @@ def test_blocks_stored_after_the_file_was_mapped_read_back_whole(shm_server, uni
                 assert bufs == [bytearray(b) for b in blocks], f"round {round_}"
             for k in keys:
                 c.delete(k)
-        assert len(c._shared._maps) >= 1  # type: ignore[union-attr]
+        assert c._session.shared is not None and len(c._session.shared.mapped) >= 1
 
 
 def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_server, unique_keys):
@@ -119,7 +120,7 @@ def test_get_many_into_copies_the_leading_ram_blocks_and_reads_the_rest(shm_serv
     with kvcache.Client(shm_server.address) as c:
         stored = [keys[i] for i in (0, 1, 3, 4)]
         c.put_many([(k, blocks[keys.index(k)]) for k in stored])
-        shared = c._shared
+        shared = c._session.shared
         assert shared is not None
         copied: list[int] = []
         real_copy = shared.copy
@@ -153,16 +154,16 @@ def test_a_client_learns_that_a_local_server_has_no_shared_memory(server, unique
     keys = unique_keys(2)
     with kvcache.Client(server.address) as c:
         c.put_many([(k, b"z" * 1000) for k in keys])
-        link = c._route(keys[0])[1]
+        link = c._session.route(keys[0])[1]
         assert link.shared_memory is None
         bufs = [bytearray(1000), bytearray(1000)]
         assert c.get_many_into(keys, bufs) == [1000, 1000] and bufs[1] == b"z" * 1000
         assert link.shared_memory is False
-        assert not c._offers_shared_memory(link), "it reads with batch GETs alone from then on"
+        assert not c._session.offers_shared_memory(link), "it reads with batch GETs alone from then on"
     with kvcache.Client(server.address) as c:
         with c.pin_prefix(keys) as pin:  # as an engine's lookup comes before its load
             assert pin.present == 2
-        assert c._route(keys[0])[1].shared_memory is False, "learnt from the pin"
+        assert c._session.route(keys[0])[1].shared_memory is False, "learnt from the pin"
         before = hits(server)
         assert c.get_many_into(keys, bufs) == [1000, 1000]
         assert hits(server) - before == 2, "one batch GET, no pinned lookup first"

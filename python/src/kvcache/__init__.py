@@ -7,16 +7,23 @@
 ...     kv.put(keys[0], block)
 ...     kv.get_into(keys[0], np.empty(block.nbytes, np.uint8))
 
+Everything a user needs is exported here; the modules with a leading underscore are the
+implementation. The engines' adapters are in ``kvcache.integrations`` (``.vllm``, ``.sglang``,
+``.lmcache``), importable where their engines are installed. ``kvcache.client``, ``kvcache.aio``,
+``kvcache.errors``, ``kvcache.keys``, ``kvcache.vllm``, ``kvcache.sglang`` and ``kvcache.lmcache``
+are former paths, kept working.
+
 See ``docs/python.md`` in the kvcache repository.
 """
-from .aio import AsyncClient, AsyncPin
+from ._async_client import AsyncClient, AsyncPin
+from ._client import Client
+from ._errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheError, ProtocolError,
+                      RequestError, ServerError, ServerUnavailableError, TooLargeError,
+                      UnknownNamespaceError)
+from ._keys import BlockKey, Namespace, PrefixKeys
 from ._location import PrefixLocation
 from ._pin import Pin
-from .client import Client, PutStatus
-from .errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheError, ProtocolError,
-                     RequestError, ServerError, ServerUnavailableError, TooLargeError,
-                     UnknownNamespaceError)
-from .keys import BlockKey, Namespace, PrefixKeys
+from ._put import PutStatus
 
 __version__ = "0.1.0"
 

@@ -1,24 +1,23 @@
-"""The framing of a batch GET answer: :func:`parse_framing`."""
+"""Batch GETs: their answer's framing (:func:`parse_framing`), and reads of many blocks from one
+server by them (:func:`read_batch`)."""
 from __future__ import annotations
 
-import base64
-import struct
+import json
 from typing import Optional
+
+from ._checksum import parse_checksum
+from ._errors import BufferTooSmallError, ProtocolError
+from ._http1 import Response
+from ._reads import receive, skip
+from ._session import Session
+from ._transport import ConnectionFailed, ServerLink
 
 #: Header of a batch answer: each key's block length in the body, 0 when not cached.
 LENGTHS = "Kvcache-Block-Lengths"
 #: Header of a batch answer: the CRC32C of each block in its body, in order.
 CHECKSUMS = "Kvcache-Block-Crc32c"
-
-
-def parse_checksum(header: str) -> Optional[int]:
-    """The CRC32C an ``x-amz-checksum-crc32c`` value gives (the base64 of four bytes,
-    big-endian), or ``None`` if it is not one."""
-    try:
-        raw = base64.b64decode(header, validate=True)
-    except ValueError:
-        return None
-    return int(struct.unpack(">I", raw)[0]) if len(raw) == 4 else None
+#: Keys one batch GET may carry (the server's limit).
+MAX_BATCH_KEYS = 256
 
 
 def parse_framing(lengths: Optional[str], checksums: Optional[str], keys: int,
@@ -47,3 +46,55 @@ def parse_framing(lengths: Optional[str], checksums: Optional[str], keys: int,
         raise ValueError(f"{CHECKSUMS} {checksums!r} for {blocks} blocks")
     found = iter(crcs)
     return sizes, [next(found) if n else None for n in sizes]
+
+
+def read_batch(session: Session, link: ServerLink, idx: list[int], hexes: list[str],
+               views: list[memoryview], results: list[Optional[int]],
+               too_small: list[BufferTooSmallError], damage: dict[int, int]) -> None:
+    """Reads the blocks of keys ``idx`` of ``hexes`` from ``link`` into their ``views`` with batch
+    GETs of up to 256 keys, setting each one read in ``results`` (a miss stays ``None``). A
+    server that answers fewer keys than asked is asked again for the rest; a batch that breaks
+    is asked again once, on a new connection, for the keys not yet whole; a block that arrives
+    damaged is asked again once (``damage`` counts each key's damaged reads), then is a miss.
+    A block longer than its view is skipped and noted in ``too_small``."""
+    pending = list(idx)
+    retried = False
+    while pending and link.available():
+        chunk = pending[:MAX_BATCH_KEYS]
+        done: list[int] = []
+        body = json.dumps({"keys": [hexes[i] for i in chunk]}).encode()
+
+        def handle(r: Response) -> int:
+            if r.status != 200:
+                raise link.error(r)
+            try:
+                lengths, expected = parse_framing(r.getheader(LENGTHS), r.getheader(CHECKSUMS),
+                                                  len(chunk), r.length, session.checksums)
+            except ValueError as e:
+                raise ProtocolError(f"{link.name}: {e}") from None
+            for i, length, crc in zip(chunk, lengths, expected):
+                if length > len(views[i]):
+                    skip(r, length)
+                    too_small.append(BufferTooSmallError(length, len(views[i])))
+                elif length and not receive(r, views[i][:length], crc, link, hexes[i]):
+                    damage[i] = damage.get(i, 0) + 1
+                    if damage[i] < 2:
+                        continue  # asked for again
+                    session.count_damaged(link, hexes[i])
+                elif length:
+                    results[i] = length
+                done.append(i)
+            return len(lengths)
+        try:
+            answered = link.exchange("POST", f"{session.prefix}/batch-get", handle, body,
+                                     {"Content-Type": "application/json"}, fresh=retried)
+        except ConnectionFailed as e:
+            if retried:
+                link.failed(e)
+                return
+            retried = True
+            finished = set(done)
+            pending = [i for i in pending if i not in finished]
+            continue
+        finished = set(done)
+        pending = [i for i in chunk[:answered] if i not in finished] + pending[answered:]

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: What the client reads from and writes into: any object with the buffer protocol, or a CPU
+#: torch tensor.
+Buffer = Any
+
 
 def _torch_view(obj: Any) -> Any:
     """A numpy view of a CPU torch tensor's bytes (torch tensors have no buffer protocol)."""

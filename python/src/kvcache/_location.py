@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ._transport import ServerLink
-from .errors import ProtocolError
+from ._errors import ProtocolError
 
 
 @dataclass(frozen=True)

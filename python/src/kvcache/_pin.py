@@ -5,35 +5,36 @@ import json
 import threading
 from collections import defaultdict
 from functools import partial
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from ._buffers import writable_view
-from ._location import PrefixLocation
-from ._shm import Copy, Slice
+from ._buffers import Buffer, writable_view
+from ._errors import BufferTooSmallError, ProtocolError, ServerError
 from ._http1 import Response
+from ._location import PrefixLocation
+from ._reads import read_block
+from ._session import Session
+from ._shm import Copy, Slice
 from ._transport import ConnectionFailed, ServerLink, read_json, warn_damaged
-from .errors import BufferTooSmallError, ProtocolError, ServerError
-
-if TYPE_CHECKING:
-    from .client import Buffer, Client
 
 
 class Pin:
     """The leading cached blocks of a :meth:`Client.pin_prefix`, held by their servers until
     :meth:`release` (or leaving the ``with`` block), or until the pin's time is up."""
 
-    def __init__(self, client: Client, keys: list[bytes], slots: list[tuple[ServerLink, str, int, int]],
+    def __init__(self, session: Session, keys: list[bytes],
+                 slots: list[tuple[ServerLink, str, int, int]],
                  answers: dict[ServerLink, dict[str, Any]], location: PrefixLocation,
-                 shared: Optional[list[Optional[Slice]]] = None,
+                 slices: Optional[list[Optional[Slice]]] = None,
                  deadline: float = 0.0) -> None:
-        self._client = client
+        self._session = session
         #: The keys of the pinned blocks, in order.
         self.keys = keys
         #: Which tier held the pinned blocks and how long their servers should take to read them.
         self.location = location
         self._slots = slots
         self._answers = answers
-        self._shared = shared
+        # where each pinned block lies in its server's shared memory, if anywhere
+        self._slices = slices
         self._deadline = deadline
         self._released = False
         # copies out of shared memory under way: release waits for them, so that no copy reads a
@@ -55,15 +56,15 @@ class Pin:
     def in_shared_memory(self) -> int:
         """How many pinned blocks :meth:`get_into` copies straight out of their server's RAM (a
         server on this host with its RAM in shared memory); the others come through the socket."""
-        if self._shared is None or self._client._shared is None:
+        if self._slices is None or self._session.shared is None:
             return 0
-        return sum(1 for s in self._shared if s is not None)
+        return sum(1 for s in self._slices if s is not None)
 
     def in_shared_memory_at(self, i: int) -> bool:
         """Whether :meth:`get_into` copies pinned block ``i`` straight out of its server's RAM,
         with no request (see :attr:`in_shared_memory`)."""
-        return (self._shared is not None and self._client._shared is not None
-                and 0 <= i < len(self._shared) and self._shared[i] is not None)
+        return (self._slices is not None and self._session.shared is not None
+                and 0 <= i < len(self._slices) and self._slices[i] is not None)
 
     def get_into(self, i: int, buffer: Buffer) -> Optional[int]:
         """Reads pinned block ``i`` (0 to ``present - 1``) into ``buffer``: copied straight out of
@@ -80,10 +81,11 @@ class Pin:
             raise IndexError(f"block {i} of a pin of {len(self._slots)}")
         link, lease, j, length = self._slots[i]
         out = writable_view(buffer)
-        c = self._client
-        where = self._shared[i] if self._shared is not None else None
+        session = self._session
+        shared = session.shared
+        where = self._slices[i] if self._slices is not None else None
         attempts = 2
-        if where is not None and c._shared is not None:
+        if where is not None and shared is not None:
             if length > len(out):
                 raise BufferTooSmallError(length, len(out))
             with self._copies:
@@ -91,8 +93,8 @@ class Pin:
                     return None
                 self._copying += 1
             try:
-                copied = c._shared.copy(where[0], where[1], length, out, self._deadline,
-                                        where[3] if c._checksums else None)
+                copied = shared.copy(where[0], where[1], length, out, self._deadline,
+                                     where[3] if session.checksums else None)
                 if copied is Copy.COPIED:
                     return length
                 if copied is Copy.DAMAGED:
@@ -102,7 +104,8 @@ class Pin:
                 with self._copies:
                     self._copying -= 1
                     self._copies.notify_all()
-        return c._read_block(link, f"{c._prefix}/leases/{lease}/blocks/{j}", out, attempts)
+        return read_block(session, link, f"{session.prefix}/leases/{lease}/blocks/{j}", out,
+                          attempts)
 
     def copy_into(self, indices: Sequence[int], buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Has the servers write pinned blocks ``indices`` straight into ``buffers``, one request
@@ -123,7 +126,7 @@ class Pin:
         if len(indices) != len(buffers):
             raise ValueError(f"{len(indices)} indices for {len(buffers)} buffers")
         out: list[Optional[int]] = [None] * len(indices)
-        files = self._client._host_files
+        files = self._session.host_files
         if files is None or not indices:
             return out
         views: list[Optional[memoryview]] = [None] * len(indices)
@@ -162,7 +165,6 @@ class Pin:
         """One copy-into request: ``blocks`` are (place in ``out``, index in the server's lease,
         offset in ``file``, buffer). True if the server found another file than the buffers' (the
         file this process had mapped there is gone or replaced): look their file up again."""
-        c = self._client
         answer = self._answers[link]
         token = bytes.fromhex(answer["copy_token"])
         lease = answer["lease"]
@@ -185,14 +187,15 @@ class Pin:
                 return False
             self._copying += 1
         try:
-            outcomes = link.exchange("POST", f"{c._prefix}/leases/{lease}/copy-into", handle, body,
-                                     {"Content-Type": "application/json"})
+            outcomes = link.exchange("POST", f"{self._session.prefix}/leases/{lease}/copy-into",
+                                     handle, body, {"Content-Type": "application/json"})
         except ConnectionFailed as e:
             link.failed(e)
             return False
         except ServerError as e:
-            if e.code in ("file-not-writable", "own-file", "not-this-host"):
-                c._host_files.refuse(link.name, file)  # type: ignore[union-attr]
+            files = self._session.host_files
+            if files is not None and e.code in ("file-not-writable", "own-file", "not-this-host"):
+                files.refuse(link.name, file)
             return e.code in ("no-file", "token-not-in-file")
         finally:
             with self._copies:
@@ -213,7 +216,7 @@ class Pin:
 
         def read(i: int) -> None:
             out[i] = self.get_into(i, buffers[i])
-        self._client._run_all([partial(read, i) for i in range(len(buffers))])
+        self._session.run_all([partial(read, i) for i in range(len(buffers))])
         return out
 
     def release(self) -> None:
@@ -226,20 +229,7 @@ class Pin:
             self._released = True
             while self._copying:
                 self._copies.wait()
-        Pin._release_all(self._client, self._answers)
-
-    @staticmethod
-    def _release_all(client: Client, answers: dict[ServerLink, dict[str, Any]]) -> None:
-        """Sends each server the release of its lease, without waiting for the answers: a lease
-        whose release is lost ends when its time is up."""
-        for link, answer in answers.items():
-            lease = answer.get("lease")
-            if not lease or not link.available():
-                continue
-            try:
-                link.send_later("DELETE", f"{client._prefix}/leases/{lease}")
-            except ConnectionFailed as e:
-                link.failed(e)
+        self._session.release(self._answers)
 
     def __enter__(self) -> "Pin":
         return self
@@ -250,13 +240,3 @@ class Pin:
     def __repr__(self) -> str:
         return f"Pin(present={self.present})"
 
-
-def prefix_length(hexes: Sequence[str], groups: dict[ServerLink, list[int]],
-                   present: dict[ServerLink, int]) -> int:
-    """The leading keys present, given how many of each server's own keys (in order) it has."""
-    first_missing = len(hexes)
-    for link, idx in groups.items():
-        n = present.get(link, 0)
-        if n < len(idx):
-            first_missing = min(first_missing, idx[n])
-    return first_missing

@@ -14,7 +14,7 @@ import crc32c as _crc32c
 #: Bytes copied (or received), then checksummed, at a time. Copies of 512 KiB and more take the C
 #: library's streaming path, which here ran at full speed whatever the buffers' alignment, where
 #: smaller ones ran 5-8 times slower into a buffer 16 bytes past a page boundary (a
-#: ``bytearray``'s) (``docs/benchmarks.md``, "What every block's checksum costs").
+#: ``bytearray``'s) (``docs/benchmarks/checksums.md``, "What every block's checksum costs").
 CHECK_SLICE = 1 << 20
 
 #: The C library's ``memmove``, called with the GIL held: a slice's copy takes a fraction of a
@@ -104,6 +104,12 @@ class SharedMemory:
         self._lock = threading.Lock()
         self._maps: dict[str, _Mapping] = {}
         self._libc: Optional[_Libc] = None
+
+    @property
+    def mapped(self) -> list[str]:
+        """The files mapped now."""
+        with self._lock:
+            return list(self._maps)
 
     def copy(self, file: str, offset: int, length: int, out: memoryview, deadline: float,
              crc: Optional[int] = None) -> Copy:

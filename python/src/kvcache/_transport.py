@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Mapping, Optional, TypeVar
 
 from ._http1 import Connection, Response, readable
-from .errors import (AuthError, ForbiddenError, ProtocolError, RequestError, ServerError,
+from ._errors import (AuthError, ForbiddenError, ProtocolError, RequestError, ServerError,
                      UnknownNamespaceError)
 
 log = logging.getLogger("kvcache")

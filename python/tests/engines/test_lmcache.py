@@ -1,6 +1,7 @@
-"""kvcache.lmcache inside LMCache: LMCache's own L2 adapter factory loads it from the documented
-``--l2-adapter`` JSON and wraps it in its native-connector bridge; the bridge's contract (store,
-lookup and lock, load, unlock, delete) runs against a real server with LMCache's memory objects."""
+"""kvcache.integrations.lmcache inside LMCache: LMCache's own L2 adapter factory loads it from the
+documented ``--l2-adapter`` JSON (and from the former ``module_path`` ``kvcache.lmcache``) and
+wraps it in its native-connector bridge; the bridge's contract (store, lookup and lock, load,
+unlock, delete) runs against a real server with LMCache's memory objects."""
 import hashlib
 import json
 import time
@@ -21,9 +22,10 @@ from lmcache.v1.memory_management import MemoryObjMetadata, TensorMemoryObj  # n
 CHUNK = 64 << 10
 
 
-def adapter(server):
-    """What ``lmcache server --l2-adapter '<json>'`` makes of the documented configuration."""
-    doc = json.dumps({"type": "native_plugin", "module_path": "kvcache.lmcache",
+def adapter(server, module="kvcache.integrations.lmcache"):
+    """What ``lmcache server --l2-adapter '<json>'`` makes of the documented configuration, the
+    adapter loaded from ``module``."""
+    doc = json.dumps({"type": "native_plugin", "module_path": module,
                       "class_name": "KvcacheNativeConnector",
                       "adapter_params": {"servers": [server.address], "timeout": 5}})
     return create_l2_adapter(NativePluginL2AdapterConfig.from_dict(json.loads(doc)))
@@ -68,10 +70,10 @@ def bits(bitmap, n):
 
 
 def test_the_factory_loads_it_and_chunks_round_trip(server):
-    import kvcache.lmcache
+    import kvcache.integrations.lmcache
     a = adapter(server)
     try:
-        assert isinstance(a._client, kvcache.lmcache.KvcacheNativeConnector)
+        assert isinstance(a._client, kvcache.integrations.lmcache.KvcacheNativeConnector)
         ks = keys(4)
         data = [torch.randint(0, 256, (CHUNK,), dtype=torch.uint8) for _ in ks]
         result = stored(a, a.submit_store_task(ks, [memory_obj(d) for d in data]))
@@ -97,6 +99,21 @@ def test_the_factory_loads_it_and_chunks_round_trip(server):
         a.delete(ks[1:2])
         found = wait(a.query_lookup_and_lock_result, a.submit_lookup_and_lock_task(ks, {}))
         assert bits(found, 4) == [True, False, False, False]
+    finally:
+        a.close()
+
+
+def test_the_former_module_path_loads_the_same_classes(server):
+    import kvcache.integrations.lmcache
+    import kvcache.lmcache
+    for name in kvcache.integrations.lmcache.__all__:
+        assert getattr(kvcache.lmcache, name) is getattr(kvcache.integrations.lmcache, name)
+    a = adapter(server, module="kvcache.lmcache")
+    try:
+        assert type(a._client) is kvcache.integrations.lmcache.KvcacheNativeConnector
+        ks = keys(1, salt=b"former path")
+        data = [torch.randint(0, 256, (CHUNK,), dtype=torch.uint8)]
+        assert stored(a, a.submit_store_task(ks, [memory_obj(d) for d in data])).is_successful()
     finally:
         a.close()
 
@@ -174,7 +191,7 @@ local_cpu: true
 max_local_cpu_size: 0.05
 remote_storage_plugins: ["kvcache"]
 extra_config:
-  remote_storage_plugin.kvcache.module_path: kvcache.lmcache
+  remote_storage_plugin.kvcache.module_path: kvcache.integrations.lmcache
   remote_storage_plugin.kvcache.class_name: KvcacheConnectorAdapter
   remote_storage_plugin.kvcache.servers: "{server.address}"
   remote_storage_plugin.kvcache.timeout: 5
@@ -212,10 +229,11 @@ def kv_chunk(cpu, tokens=CHUNK_TOKENS, seed=0):
 
 
 def test_the_plugin_loads_and_chunks_round_trip(plugin_backends):
-    import kvcache.lmcache
+    import kvcache.integrations.lmcache
     remote = plugin_backends["RemoteBackend-kvcache"]
     cpu = plugin_backends["LocalCPUBackend"]
-    assert isinstance(remote.connection._connector, kvcache.lmcache.KvcacheRemoteConnector)
+    assert isinstance(remote.connection._connector,
+                      kvcache.integrations.lmcache.KvcacheRemoteConnector)
     ks = engine_keys(3, b"round")
     objs = [kv_chunk(cpu, seed=i) for i in range(3)]
     expected = [bytes(o.byte_array) for o in objs]

@@ -1,6 +1,7 @@
-"""kvcache.sglang inside SGLang: SGLang's own backend factory loads it from the documented
-extra config, and its contract runs against a real server with SGLang's real host memory pool (the
-CPU build of the pool the HiCache controller reads into and writes from)."""
+"""kvcache.integrations.sglang inside SGLang: SGLang's own backend factory loads it from the
+documented extra config (and from the former ``module_path`` ``kvcache.sglang``), and its contract
+runs against a real server with SGLang's real host memory pool (the CPU build of the pool the
+HiCache controller reads into and writes from)."""
 import hashlib
 import logging
 
@@ -33,13 +34,14 @@ def host_pool(layout="page_first"):
                                 device_capacity_tokens=CAPACITY, start_layer=0, end_layer=LAYERS)
 
 
-def backend(server, host, tp_rank=0, v1=True):
-    """The backend as SGLang's HiCache controller makes it: the factory, then the host pool."""
+def backend(server, host, tp_rank=0, v1=True, module="kvcache.integrations.sglang"):
+    """The backend as SGLang's HiCache controller makes it from ``module``: the factory, then the
+    host pool."""
     config = HiCacheStorageConfig(
         tp_rank=tp_rank, tp_size=2, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
         is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
         model_name="tiny-llama",
-        extra_config={"backend_name": "kvcache", "module_path": "kvcache.sglang",
+        extra_config={"backend_name": "kvcache", "module_path": module,
                       "class_name": "KvcacheHiCacheStorage", "interface_v1": 1 if v1 else 0,
                       "servers": [server.address], "timeout": 5})
     b = StorageBackendFactory.create_backend("dynamic", config, host)
@@ -63,10 +65,11 @@ def slots(pages, first=0):
 
 
 def test_the_factory_loads_it_and_pages_round_trip_in_place(server):
-    import kvcache.sglang
+    import kvcache.integrations.sglang
     host = host_pool()
     b = backend(server, host)
-    assert isinstance(b, kvcache.sglang.KvcacheHiCacheStorage) and isinstance(b, HiCacheStorage)
+    assert isinstance(b, kvcache.integrations.sglang.KvcacheHiCacheStorage)
+    assert isinstance(b, HiCacheStorage)
     assert b.parts == 2  # K and V of a page_first MHA page
     keys = page_hashes(5)
     host.kv_buffer.copy_(torch.randn(host.kv_buffer.shape).to(torch.bfloat16))
@@ -88,6 +91,21 @@ def test_the_factory_loads_it_and_pages_round_trip_in_place(server):
     b.client.delete(b._keys([keys[2]])[1])
     assert b.batch_exists(keys) == 2
     assert b.batch_get_v1(keys, dst)[:3] == [True, True, False]
+
+
+def test_the_former_module_path_loads_the_same_backend(server):
+    import kvcache.integrations.sglang
+    import kvcache.sglang
+    assert kvcache.sglang.KvcacheHiCacheStorage is kvcache.integrations.sglang.KvcacheHiCacheStorage
+    host = host_pool()
+    b = backend(server, host, module="kvcache.sglang")
+    try:
+        assert type(b) is kvcache.integrations.sglang.KvcacheHiCacheStorage
+        keys = page_hashes(1, b"former path")
+        assert b.batch_set_v1(keys, slots(1)) == [True]
+        assert b.batch_exists(keys) == 1
+    finally:
+        b.close()
 
 
 def test_ranks_and_models_do_not_share_pages(server):

@@ -1,5 +1,6 @@
-"""kvcache.vllm inside a real vLLM engine: vLLM's offloading connector, tiering spec and secondary
-tier factory load ``KvcacheTier`` from the documented ``kv_transfer_config``; a prompt run twice,
+"""kvcache.integrations.vllm inside a real vLLM engine: vLLM's offloading connector, tiering spec
+and secondary tier factory load ``KvcacheTier`` from the documented ``kv_transfer_config`` (and
+from the former ``module_path`` ``kvcache.vllm``); a prompt run twice,
 with the engine's prefix cache and its host tier emptied in between, is served the second time
 from kvcache-server, and the output is the same token for token. The server keeps its RAM in
 shared memory, as beside an engine, so loads copy blocks straight out of it; blocks damaged there
@@ -64,7 +65,8 @@ def llm(server, tmp_path_factory):
         kv_connector_extra_config={
             "spec_name": "HostCopyTieringSpec", "spec_module_path": "vllm_cpu",
             "cpu_bytes_to_use": 64 << 20,
-            "secondary_tiers": [{"type": "KvcacheTier", "module_path": "kvcache.vllm",
+            "secondary_tiers": [{"type": "KvcacheTier",
+                                 "module_path": "kvcache.integrations.vllm",
                                  "servers": [server.address], "timeout": 5}]})
     engine = LLM(model=model, dtype="bfloat16", max_model_len=4096, enforce_eager=True,
                  kv_transfer_config=config, enable_prefix_caching=True, block_size=BLOCK_TOKENS,
@@ -194,9 +196,10 @@ def test_engine_keeps_serving_without_the_server(llm, server):
 
 # -- the tier's contract, driven as vLLM's tiering manager drives it ----------------------------
 
-def tier_under_test(server, rows, chunk, **options):
+def tier_under_test(server, rows, chunk, module="kvcache.integrations.vllm", **options):
     """A KvcacheTier over a host tier of ``rows`` chunks of ``chunk`` bytes, as vLLM's secondary
-    tier factory makes it with ``options`` in its entry, and its memory as a numpy array."""
+    tier factory makes it from ``module`` with ``options`` in its entry, and its memory as a numpy
+    array."""
     import types
 
     import numpy as np
@@ -214,7 +217,7 @@ def tier_under_test(server, rows, chunk, **options):
                                           is_parallelism_agnostic=False))
     memory = np.zeros((rows, chunk), dtype=np.uint8)
     tier = SecondaryTierFactory.create_secondary_tier(
-        {"type": "KvcacheTier", "module_path": "kvcache.vllm", "servers": [server.address],
+        {"type": "KvcacheTier", "module_path": module, "servers": [server.address],
          "timeout": 5, **options}, memoryview(memory), types.SimpleNamespace(config=config))
     return tier, memory
 
@@ -238,6 +241,18 @@ def looked_up(tier, keys, ctx):
         return tier.lookup(keys[0], ctx) is not LookupResult.RETRY
     assert wait_until(step)
     return [tier.lookup(k, ctx) for k in keys]
+
+
+def test_the_former_module_path_makes_the_same_tier(server):
+    import kvcache.integrations.vllm
+    import kvcache.vllm
+    assert kvcache.vllm.KvcacheTier is kvcache.integrations.vllm.KvcacheTier
+    assert kvcache.vllm.key_namespace is kvcache.integrations.vllm.key_namespace
+    tier, _ = tier_under_test(server, 2, 4096, module="kvcache.vllm")
+    try:
+        assert type(tier) is kvcache.integrations.vllm.KvcacheTier
+    finally:
+        tier.shutdown()
 
 
 def test_tier_loads_pinned_blocks_deleted_after_the_lookup(server):

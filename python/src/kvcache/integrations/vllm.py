@@ -1,0 +1,418 @@
+"""kvcache-server as a secondary KV tier of vLLM's offloading connector, loaded by vLLM's tiering
+spec from ``module_path``; importable where vLLM is installed (``pip install "kvcache[vllm]"``)::
+
+    vllm serve MODEL --kv-transfer-config '{"kv_connector": "OffloadingConnector",
+        "kv_role": "kv_both", "kv_connector_extra_config": {
+            "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 8589934592,
+            "secondary_tiers": [{"type": "KvcacheTier", "module_path": "kvcache.integrations.vllm",
+                                 "servers": ["127.0.0.1:7070"]}]}}'
+
+The other keys of the tier's entry are :class:`KvcacheTier`'s arguments. The former
+``module_path`` ``kvcache.vllm`` loads the same class. See ``docs/engines.md``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, ClassVar, Iterable, List, Optional, Sequence, Union
+
+from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadKey, ReqContext,
+                                     RequestOffloadingContext, ScheduleEndContext)
+from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
+from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
+
+from .. import (BlockKey, Client, KvCacheError, Namespace, Pin, PrefixLocation, PutStatus,
+               RequestError)
+
+__all__ = ["KvcacheTier"]
+
+log = logging.getLogger("kvcache.vllm")
+
+_PIN_KEYS = 4096  # keys a pinned lookup takes per server
+
+#: A load or store of a job's chunks: whether each key's chunk moved.
+_Transfer = Callable[[TransferJob, List[OffloadKey]], List[bool]]
+
+
+class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
+    """A secondary tier of vLLM's ``TieringOffloadingSpec`` over kvcache-server.
+
+    vLLM calls every method on its scheduler thread; none of them waits on the network. Lookups
+    are batched per step and request, answered on a lookup thread by a pinned prefix lookup (so
+    that the load that follows cannot miss: the server holds the blocks for ``pin_ms`` or until
+    they are loaded or the request ends), and answered "retry" until then. Loads and stores run
+    on ``workers`` threads, each one a batch of the client's, reading and writing the host tier's
+    chunks in place.
+
+    Keys: vLLM's offload key (the block hash and the KV group) under a :class:`kvcache.Namespace`
+    of the model, the KV dtype and a layout naming the parallel topology, the tokens per hash and
+    chunk and the chunk's size in bytes, so that engines of one model and layout share blocks and
+    no two layouts ever do.
+
+    Args:
+        servers: ``host:port`` of each server (or ``dns``: ``name:port``).
+        namespace: the server namespace.
+        token: bearer token (default: ``KVCACHE_TOKEN`` from the environment).
+        tenant: salts every key.
+        workers: load and store jobs under way at once.
+        pin_ms: how long a lookup's pin holds its blocks at most (1 to 60 000).
+        timeout: seconds a request may wait on the socket.
+        ca_file: trusted certificates for ``https://`` servers.
+        dns: a DNS name whose addresses are the servers.
+        locality: ``REMOTE`` (the default) or ``LOCAL``, for vLLM's KV events and tier filters.
+        switch_interval: the interpreter's GIL switch interval in seconds that the tier sets
+            for the whole engine process (:func:`sys.setswitchinterval`; Python's own is 0.005);
+            0 leaves it alone. While a request waits for its blocks, vLLM's engine loop keeps the
+            GIL busy, and each socket call of the tier's threads waits up to the interval to get
+            it back: with 0.0002, blocks load 11x faster (``docs/engines.md``).
+        prefill_tokens_per_s: the engine's prefill speed in tokens per second, to load only what
+            is faster to load than to recompute: a lookup whose blocks the servers estimate
+            (:meth:`kvcache.Client.locate_prefix`), plus their bytes at the speed of this tier's
+            recent loads, would take longer to load than to prefill answers MISS for them. 0 (the
+            default) always loads.
+        shared_memory: with a server on this host, load without the socket: the server writes
+            pinned chunks straight into the host tier's file (:meth:`kvcache.Pin.copy_into`),
+            or the tier copies them out of the server's RAM when it is in shared memory. False
+            reads everything through the socket.
+        server_copies: with ``shared_memory``, whether the server writes chunks into the host
+            tier (True, the default) or the tier copies them itself out of the server's shared
+            memory (False; as before the server could write them).
+    """
+
+    medium: ClassVar[Medium] = Medium.STORAGE
+
+    def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str,
+                 servers: Union[str, Sequence[str], None] = None, namespace: str = "default",
+                 token: Optional[str] = None, tenant: str = "", workers: int = 4,
+                 pin_ms: int = 30_000, timeout: float = 30.0, ca_file: Optional[str] = None,
+                 dns: Optional[str] = None, locality: str = "REMOTE",
+                 switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
+                 shared_memory: bool = True, server_copies: bool = True,
+                 backpressure_detector: Any = None) -> None:
+        super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
+        if not 1 <= pin_ms <= 60_000:
+            raise ValueError(f"pin_ms must be 1 to 60000, got {pin_ms}")
+        if isinstance(servers, str):
+            servers = [s for s in servers.split(",") if s]
+        self.locality = Locality(locality)
+        if switch_interval < 0:
+            raise ValueError(f"switch_interval must be 0 or more, got {switch_interval}")
+        if switch_interval:
+            sys.setswitchinterval(switch_interval)
+        self.client = Client(servers if dns is None else None, namespace=namespace,
+                             token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
+                             ca_file=ca_file, dns=dns, max_workers=max(4, workers),
+                             shared_memory=shared_memory)
+        self.server_copies = server_copies
+        self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
+        self.pin_ms = pin_ms
+        if prefill_tokens_per_s < 0:
+            raise ValueError(f"prefill_tokens_per_s must be 0 or more, got {prefill_tokens_per_s}")
+        self.prefill_tokens_per_s = prefill_tokens_per_s
+        cache = offloading_spec.config.cache
+        self.tokens_per_chunk = int(cache.tokens_per_hash) * int(cache.blocks_per_chunk)
+        #: Chunks found but recomputed, as loading them was estimated slower.
+        self.recomputed_chunks = 0
+        self._load_bytes_per_s = 0.0  # moving average over this tier's loads; 0 until one ends
+        self._bytes = primary_kv_view.cast("B")
+        self._jobs = ThreadPoolExecutor(workers, thread_name_prefix="kvcache-vllm")
+        self._pending: set[Future[None]] = set()
+        self._pending_lock = threading.Lock()
+        self._finished: queue.SimpleQueue[tuple[JobResult, list[OffloadKey]]] = queue.SimpleQueue()
+        self._pins = _Pins()
+        self._lookups = _PinnedLookup(self, tier_type)
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def block_key(self, key: OffloadKey) -> BlockKey:
+        """The kvcache key of a vLLM offload key."""
+        return BlockKey.of_raw(self.key_namespace, bytes(key))
+
+    def _chunk(self, chunk_id: Any) -> memoryview:
+        start = int(chunk_id) * self.block_size_bytes
+        return self._bytes[start:start + self.block_size_bytes]
+
+    # -- the scheduler's calls ----------------------------------------------------------------
+
+    def on_new_request(self, req_context: ReqContext) -> RequestOffloadingContext:
+        return RequestOffloadingContext()
+
+    def lookup(self, key: OffloadKey, req_context: ReqContext) -> LookupResult:
+        """HIT, MISS, or RETRY while the request's lookup is under way."""
+        found = self._lookups.lookup(key, req_context)
+        if found is None:
+            return LookupResult.RETRY
+        return LookupResult.HIT if found else LookupResult.MISS
+
+    def on_schedule_end(self, context: ScheduleEndContext) -> None:
+        self._lookups.flush()
+
+    def submit_store(self, job_metadata: TransferJob) -> None:
+        self._submit(job_metadata, self._store)
+
+    def submit_load(self, job_metadata: TransferJob) -> None:
+        self._submit(job_metadata, self._load)
+
+    def get_finished_jobs(self) -> Iterable[JobResult]:
+        done: list[JobResult] = []
+        while True:
+            try:
+                result, failed = self._finished.get_nowait()
+            except queue.Empty:
+                return done
+            if failed:
+                self._lookups.mark_miss(failed)
+            done.append(result)
+
+    def has_pending_work(self) -> bool:
+        with self._pending_lock:
+            return bool(self._pending)
+
+    def on_request_finished(self, req_context: ReqContext) -> None:
+        self._lookups.cleanup(req_context.req_id)
+        pins = self._pins.end_request(req_context.req_id)
+        if pins:
+            self._jobs.submit(_release, pins)
+
+    def drain_jobs(self) -> None:
+        with self._pending_lock:
+            pending = list(self._pending)
+        wait(pending)
+
+    def shutdown(self) -> None:
+        self._lookups.shutdown()
+        self._jobs.shutdown(wait=True)
+        _release(self._pins.end_all())
+        self.client.close()
+        self._bytes.release()  # lets vLLM unmap the host tier
+
+    # -- the worker threads -------------------------------------------------------------------
+
+    def _submit(self, job: TransferJob, run: _Transfer) -> None:
+        future = self._jobs.submit(self._run, job, run)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def _run(self, job: TransferJob, run: _Transfer) -> None:
+        keys = list(job.keys)
+        start = time.monotonic()
+        try:
+            ok: list[bool] = run(job, keys)
+        except Exception as e:  # any failure of the job is a failed job, never a lost one
+            log.warning("kvcache: %s of %d blocks failed: %s",
+                        "load" if job.is_promotion else "store", len(keys), e)
+            ok = [False] * len(keys)
+        done = [k for k, good in zip(keys, ok) if good]
+        elapsed = time.monotonic() - start
+        if job.is_promotion and done and elapsed > 0:
+            rate = len(done) * self.block_size_bytes / elapsed
+            self._load_bytes_per_s = rate if not self._load_bytes_per_s else (
+                self._load_bytes_per_s + 0.1 * (rate - self._load_bytes_per_s))
+        failed = [k for k, good in zip(keys, ok) if not good] if job.is_promotion else []
+        result = JobResult(job_id=job.job_id, success=all(ok),
+                           successful_keys=tuple(done) if failed and done else None,
+                           transfer_time=elapsed,
+                           transfer_bytes=len(done) * self.block_size_bytes)
+        self._finished.put((result, failed))
+
+    def recompute_is_faster(self, location: PrefixLocation) -> bool:
+        """Whether prefilling the chunks ``location`` found beats loading them: the servers' read
+        estimate plus their bytes at this tier's recent load speed (none before a load has
+        ended), against their tokens at ``prefill_tokens_per_s``. False if either is unknown."""
+        if not self.prefill_tokens_per_s or location.load_s is None or not location.present:
+            return False
+        transfer = (location.present * self.block_size_bytes / self._load_bytes_per_s
+                    if self._load_bytes_per_s else 0.0)
+        prefill = location.present * self.tokens_per_chunk / self.prefill_tokens_per_s
+        return location.load_s + transfer > prefill
+
+    def _store(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
+        statuses = self.client.put_many(
+            (self.block_key(k), self._chunk(c)) for k, c in zip(keys, job.chunk_ids))
+        return [s is PutStatus.STORED for s in statuses]
+
+    def _load(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
+        """Reads each chunk into its slot. A chunk whose lookup pinned it on a server on this host
+        is written into the host tier's file by that server, one request per pin (no copy in this
+        process, so no interpreter lock held while it moves); failing that, it is copied straight
+        out of the server's shared memory through the pin where the pin offers it. The others
+        are read by batch GETs, and a chunk those miss (evicted since its lookup) from its pin
+        through the socket. A block of the wrong size is a miss."""
+        size = self.block_size_bytes
+        slots = [self._chunk(c) for c in job.chunk_ids]
+        held = [self._pins.take(key) for key in keys]
+        ok = [False] * len(keys)
+        by_pin: dict[Pin, list[int]] = {}
+        for i, h in enumerate(held):
+            if h is not None and self.server_copies:
+                by_pin.setdefault(h[0], []).append(i)
+        for pin, idx in by_pin.items():
+            got = pin.copy_into([held[i][1] for i in idx], [slots[i] for i in idx])  # type: ignore[index]
+            for i, n in zip(idx, got):
+                ok[i] = n == size
+        for i, h in enumerate(held):
+            if not ok[i] and h is not None and h[0].in_shared_memory_at(h[1]):
+                ok[i] = h[0].get_into(h[1], slots[i]) == size
+        rest = [i for i in range(len(keys)) if not ok[i]]
+        if rest:
+            got = self.client.get_many_into([self.block_key(keys[i]) for i in rest],
+                                            [slots[i] for i in rest])
+            for i, n in zip(rest, got):
+                ok[i] = n == size
+                h = held[i]
+                if not ok[i] and h is not None and not h[0].in_shared_memory_at(h[1]):
+                    ok[i] = h[0].get_into(h[1], slots[i]) == size
+        _release(self._pins.spent())
+        return ok
+
+
+class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
+    """vLLM's asynchronous lookup, each step's keys of a request asked as one pinned prefix
+    lookup per KV group (vLLM asks a group's keys in order; a sliding-window group from its
+    end)."""
+
+    def __init__(self, tier: KvcacheTier, tier_type: str) -> None:
+        self._tier = tier
+        super().__init__(tier_type=tier_type)
+
+    def batch_lookup(self, keys: list[OffloadKey], req_context: ReqContext) -> list[bool]:
+        by_group: dict[bytes, list[int]] = defaultdict(list)
+        for i, key in enumerate(keys):
+            by_group[bytes(key[-4:])].append(i)
+        found = [False] * len(keys)
+        for idx in by_group.values():
+            for start in range(0, len(idx), _PIN_KEYS):
+                run = idx[start:start + _PIN_KEYS]
+                present = self._pinned(req_context.req_id, [keys[i] for i in run])
+                for i in run[:present]:
+                    found[i] = True
+                if present < len(run):
+                    break
+        return found
+
+    def _pinned(self, req_id: str, keys: list[OffloadKey]) -> int:
+        client = self._tier.client
+        block_keys = [self._tier.block_key(k) for k in keys]
+        try:
+            pin = client.pin_prefix(block_keys, self._tier.pin_ms)
+        except RequestError as e:  # too many pins open on a server: look up without one
+            log.warning("kvcache: lookup without a pin: %s", e)
+            where = client.locate_prefix(block_keys)
+            return 0 if self._recomputed(where) else where.present
+        except KvCacheError as e:
+            log.warning("kvcache: lookup of %d blocks failed: %s", len(keys), e)
+            return 0
+        if self._recomputed(pin.location):
+            pin.release()
+            return 0
+        if pin.present == 0:
+            pin.release()
+        else:
+            self._tier._pins.add(req_id, keys[:pin.present], pin)
+        return pin.present
+
+    def _recomputed(self, location: PrefixLocation) -> bool:
+        """Whether the chunks found are left to prefill, as loading them is estimated slower."""
+        if not self._tier.recompute_is_faster(location):
+            return False
+        log.debug("kvcache: %d chunks recomputed: loading them is estimated slower (%s)",
+                  location.present, location)
+        self._tier.recomputed_chunks += location.present
+        return True
+
+
+class _Pins:
+    """The pins of each request's lookups and, for each pinned key, its pin and place in it. A pin
+    is released once all of its blocks are taken for loading, or when its request ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[OffloadKey, tuple[Pin, int]] = {}
+        self._by_request: dict[str, list[Pin]] = defaultdict(list)
+        self._keys: dict[Pin, list[OffloadKey]] = {}
+        self._unread: dict[Pin, int] = {}
+        self._spent: list[Pin] = []
+
+    def add(self, req_id: str, keys: list[OffloadKey], pin: Pin) -> None:
+        with self._lock:
+            for j, key in enumerate(keys):
+                self._by_key[key] = (pin, j)
+            self._by_request[req_id].append(pin)
+            self._keys[pin] = keys
+            self._unread[pin] = len(keys)
+
+    def take(self, key: OffloadKey) -> Optional[tuple[Pin, int]]:
+        """The pin holding ``key``'s block and its place in the pin, if one does."""
+        with self._lock:
+            held = self._by_key.pop(key, None)
+            if held is not None:
+                pin = held[0]
+                self._unread[pin] -= 1
+                if self._unread[pin] == 0:
+                    self._spent.append(pin)
+            return held
+
+    def spent(self) -> list[Pin]:
+        """The pins all of whose blocks were taken (to release once read)."""
+        with self._lock:
+            spent, self._spent = self._spent, []
+            for pin in spent:
+                self._forget(pin)
+            return spent
+
+    def end_request(self, req_id: str) -> list[Pin]:
+        """The request's pins not yet released (to release now)."""
+        with self._lock:
+            pins = [p for p in self._by_request.pop(req_id, []) if p in self._keys]
+            for pin in pins:
+                self._forget(pin)
+            return pins
+
+    def end_all(self) -> list[Pin]:
+        with self._lock:
+            pins = list(self._keys)
+            for pin in pins:
+                self._forget(pin)
+            return pins
+
+    def _forget(self, pin: Pin) -> None:
+        self._unread.pop(pin, None)
+        for key in self._keys.pop(pin, []):
+            if self._by_key.get(key, (None, 0))[0] is pin:
+                del self._by_key[key]
+
+
+def _release(pins: list[Pin]) -> None:
+    for pin in pins:
+        try:
+            pin.release()
+        except KvCacheError as e:
+            log.debug("kvcache: releasing a pin failed (it ends by its time): %s", e)
+
+
+def key_namespace(config: Any, chunk_bytes: int, tenant: str = "") -> Namespace:
+    """The key namespace of an engine: its model and KV dtype, and as layout the parallel
+    topology (tensor, pipeline, prefill- and decode-context parallel sizes, or ``agnostic`` where
+    vLLM says the bytes are the same under any), the KV layout, the tokens per hash, the blocks
+    per chunk and the chunk's size in bytes."""
+    p = config.parallel
+    topology = ("agnostic" if p.is_parallelism_agnostic
+                else f"tp{p.tp_size}pp{p.pp_size}pcp{p.pcp_size}dcp{p.dcp_size}")
+    if config.replicated_layout:
+        topology += "-replicated"
+    layout = "/".join(["vllm", topology, str(config.kv_cache_layout or "default"),
+                       "canonical" if config.canonical_layout else "direct",
+                       f"hash{config.cache.tokens_per_hash}",
+                       f"chunk{config.cache.blocks_per_chunk}x{chunk_bytes}"])
+    return Namespace(config.model.name, str(config.model.dtype), layout, tenant)
