@@ -22,8 +22,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -49,9 +47,9 @@ import org.slf4j.LoggerFactory;
  * Durability}'s: nothing ({@link Durability#RAM_FIRST}: blocks go down when RAM evicts them); that
  * the block is queued behind the put and at most {@link TieredCacheConfig#spillQueueBlocks()}
  * acknowledged blocks wait ({@link Durability#WRITE_BEHIND}); or that the lower tier has stored it
- * ({@link Durability#WRITE_THROUGH}). A copy written behind or through marks its key clean, so
- * that RAM's eviction does not write it again. The spill queue and its thread are a {@link
- * SpillQueue}.
+ * ({@link Durability#WRITE_THROUGH}); the mode is a {@link PutPolicy}. A copy written behind or
+ * through marks its key clean, so that RAM's eviction does not write it again. The spill queue and
+ * its thread are a {@link SpillQueue}.
  *
  * <p><b>Never stale bytes.</b> A put or delete of a key first removes the key's older copies
  * everywhere: it deletes the old copy from RAM (a delete, not an eviction, so it is not spilled),
@@ -69,10 +67,8 @@ import org.slf4j.LoggerFactory;
  * finds the queue more than half full, or RAM's memory pinned by waiting blocks, first waits for
  * the spill threads, up to {@link TieredCacheConfig#spillQueueWait()}.
  *
- * <p><b>Size.</b> This class is past the size the project splits classes at, and is not split
- * yet: the durability mode's branches in {@code commit} are to become a strategy value, and the
- * coherence of copies (key stripes, the clean set, dropping old copies) a class that the reads
- * ({@code TieredReads}) and the writes share.
+ * <p>The coherence of the copies (key stripes, the clean set, dropping a key's old copies) is a
+ * {@link CopyCoherence} that the writes here and the reads ({@link TieredReads}) share.
  */
 public final class TieredCache implements Tier {
 
@@ -85,11 +81,6 @@ public final class TieredCache implements Tier {
   private final Tier lower;
   private final TieredCacheConfig config;
   private final SpillQueue spills;
-  /**
-   * Keys whose copy in RAM the lower tier also holds (promoted from it, or written behind or
-   * through), not put or deleted since: RAM's eviction need not write them.
-   */
-  private final Set<BlockKey> clean = ConcurrentHashMap.newKeySet();
   /** The most RAM bytes the spill queue may keep pinned. */
   private final long maxQueuedBytes;
   /**
@@ -97,7 +88,10 @@ public final class TieredCache implements Tier {
    * the blocks it evicts past the queue's byte bound are dropped.
    */
   private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
-  private final KeyStripes stripes = new KeyStripes();
+  private final CopyCoherence copies;
+  private final KeyStripes stripes;
+  /** What a commit into RAM does about the lower tier: the durability mode. */
+  private final PutPolicy policy;
   private volatile boolean closed;
 
   private final TierCounters counters = new TierCounters();
@@ -123,8 +117,11 @@ public final class TieredCache implements Tier {
       spills.close();
       throw e;
     }
-    this.reads = new TieredReads(ram, lower, config, spills, stripes, clean, counters,
-        () -> closed);
+    this.copies = new CopyCoherence(ram, spills);
+    this.stripes = copies.stripes();
+    this.policy = PutPolicy.of(config.durability(), ram, lower, spills, copies,
+        config.spillQueueBlocks());
+    this.reads = new TieredReads(ram, lower, config, spills, copies, counters, () -> closed);
   }
 
   @Override
@@ -198,10 +195,10 @@ public final class TieredCache implements Tier {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
     if (length > ram.maxBlockBytes() || !spills.hasRoom(length)
-        || config.durability() == Durability.WRITE_THROUGH || commitMayWait(key, length)) {
+        || policy.commitsWait() || commitMayWait(key, length)) {
       return Optional.empty();
     }
-    if (!dropOldCopy(key, false)) {
+    if (!copies.dropOldCopy(key, false)) {
       return Optional.empty(); // its stripe is busy, or a write of the key's old copy is under way
     }
     Optional<BlockWriter> inRam = ram.tryWriter(key, length); // a bounded cost (RamTier)
@@ -233,67 +230,12 @@ public final class TieredCache implements Tier {
     if (fits) {
       awaitSpillRoom(length);
     }
-    dropOldCopy(key, true);
+    copies.dropOldCopy(key, true);
     if (!fits) {
       return null;
     }
     BlockWriter writer = openInRam(key, length);
     return writer.rejection().isPresent() ? null : writer;
-  }
-
-  /**
-   * Removes the key's copy from RAM and from the spill queue (waiting out a spill under way).
-   *
-   * @param wait whether to wait for the key's stripe; if not, and it is taken, nothing is done
-   * @return whether it was done
-   */
-  private boolean dropOldCopy(BlockKey key, boolean wait) {
-    int stripe = KeyStripes.of(key);
-    ReentrantLock lock = stripes.lock(stripe);
-    if (wait) {
-      lock.lock();
-    } else if (!lock.tryLock()) {
-      return false;
-    }
-    try {
-      stripes.bump(stripe);
-      boolean done = true;
-      if (wait) {
-        removeAbove(key);
-      } else {
-        done = removeAboveNow(key);
-      }
-      stripes.bump(stripe);
-      return done;
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  /**
-   * Removes the key's copy from RAM (a delete, not an eviction: it is not spilled) and from the
-   * spill queue, waiting out a write of it under way; then forgets that the lower tier held it,
-   * which such a write may have just recorded. Under the key's stripe lock.
-   */
-  private boolean removeAbove(BlockKey key) {
-    boolean removed = ram.delete(key);
-    removed |= spills.cancel(key);
-    clean.remove(key);
-    return removed;
-  }
-
-  /**
-   * As {@link #removeAbove}, for a thread that must not wait: false if a write of the key's copy
-   * to the lower tier is under way, found before RAM's copy is removed or after (RAM may evict it
-   * until then, and a spill thread take it at once). RAM's copy may be gone even then.
-   */
-  private boolean removeAboveNow(BlockKey key) {
-    if (!spills.tryCancel(key)) {
-      return false;
-    }
-    ram.delete(key);
-    clean.remove(key);
-    return spills.tryCancel(key);
   }
 
   /**
@@ -308,7 +250,6 @@ public final class TieredCache implements Tier {
   private PutStatus commit(BlockKey key, boolean inRam, Supplier<PutStatus> store,
       SpillOrder.Place place) {
     int stripe = KeyStripes.of(key);
-    Durability durability = config.durability();
     PutStatus status;
     SpillEntry copy = null;
     SpillEntry evicted = null;
@@ -316,32 +257,25 @@ public final class TieredCache implements Tier {
     lock.lock();
     try {
       stripes.bump(stripe);
-      removeAbove(key);
+      copies.removeAbove(key);
       if (inRam) {
         lower.delete(key);
-        status = durability == Durability.WRITE_BEHIND
-            && spills.refusesWriteBehind(config.spillQueueBlocks())
+        status = policy.refuses()
             ? PutStatus.REJECTED_NOT_DURABLE // the writer's room is freed when it is closed
             : store.get();
-        if (status == PutStatus.STORED && durability != Durability.RAM_FIRST) {
+        if (status == PutStatus.STORED && policy.copiesDown()) {
           copy = copyInRam(key);
         }
         if (copy == null && (status == PutStatus.NOT_ADMITTED
-            || (status == PutStatus.STORED && durability == Durability.WRITE_THROUGH))) {
+            || (status == PutStatus.STORED && policy.storesThrough()))) {
           // RAM's policy passed it straight on to the lower tier (or dropped it)
           evicted = spills.find(key);
           if (status == PutStatus.NOT_ADMITTED && (evicted != null || lower.contains(key))) {
             status = PutStatus.STORED;
           }
         }
-        if (copy != null && durability == Durability.WRITE_BEHIND) {
-          if (place != null) {
-            spills.queueCopy(copy, place);
-          } else {
-            spills.queueCopy(copy);
-          }
-        } else if (copy != null) {
-          spills.list(copy);
+        if (copy != null) {
+          policy.enlist(copy, place);
         }
       } else {
         status = store.get();
@@ -350,18 +284,8 @@ public final class TieredCache implements Tier {
     } finally {
       lock.unlock();
     }
-    if (inRam && durability == Durability.WRITE_BEHIND) {
-      if (place == null) {
-        spills.awaitBacklog(copy, config.spillQueueBlocks());
-      } else if (copy == null) {
-        spills.release(place);
-        SpillEntry passedOn = spills.find(key); // RAM evicted the block at once: its spill
-        if (passedOn != null) { // registered after the place: the one case that may wait here
-          spills.awaitBacklog(passedOn, config.spillQueueBlocks());
-        }
-      } // else behind less than half a window when it was reserved: nothing to wait for
-    } else if (inRam && durability == Durability.WRITE_THROUGH) {
-      status = writeThrough(key, status, copy, evicted);
+    if (inRam) {
+      status = policy.settle(key, status, copy, evicted, place);
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
       counters.put();
@@ -394,14 +318,9 @@ public final class TieredCache implements Tier {
     }
   }
 
-  /**
-   * A copy of the key's block has reached the lower tier: RAM's copy is clean, if RAM still holds
-   * it (a block RAM evicted while its copy was on the way leaves nothing to mark).
-   */
+  /** A copy of the key's block has reached the lower tier ({@link CopyCoherence#copyStored}). */
   private void copyStored(BlockKey key) {
-    if (ram.contains(key)) {
-      clean.add(key);
-    }
+    copies.copyStored(key);
   }
 
   /** A lease on the key's block in RAM, for a copy to the lower tier; null if RAM has none. */
@@ -412,42 +331,6 @@ public final class TieredCache implements Tier {
       return null;
     }
     return SpillEntry.copyOf(lease);
-  }
-
-  /**
-   * Writes a block just stored in RAM to the lower tier on this thread, or waits for the spill of
-   * it if RAM evicted it at once. A block the lower tier does not store leaves RAM again, unless a
-   * later put or delete of its key already replaced it, and the put answers the lower tier's
-   * status.
-   */
-  private PutStatus writeThrough(BlockKey key, PutStatus inRam, SpillEntry copy,
-      SpillEntry evicted) {
-    if (copy == null) {
-      if (evicted != null) {
-        PutStatus written = spills.writeNow(evicted, false);
-        return written == null && evicted.cancelled() ? PutStatus.STORED : orNoSpace(written);
-      }
-      return inRam == PutStatus.STORED && !lower.contains(key) ? PutStatus.NOT_ADMITTED : inRam;
-    }
-    PutStatus written = spills.writeNow(copy, true);
-    int stripe = KeyStripes.of(key);
-    ReentrantLock lock = stripes.lock(stripe);
-    lock.lock();
-    try {
-      if (spills.unlist(copy) && written != PutStatus.STORED) {
-        stripes.bump(stripe);
-        ram.delete(key);
-        stripes.bump(stripe);
-      }
-    } finally {
-      lock.unlock();
-    }
-    return written == null && copy.cancelled() ? PutStatus.STORED : orNoSpace(written);
-  }
-
-  /** The lower tier's answer to a write, a write that threw counting as no room. */
-  private static PutStatus orNoSpace(PutStatus written) {
-    return written == null ? PutStatus.REJECTED_NO_SPACE : written;
   }
 
   /** A block being written into the tier that will hold it. */
@@ -493,10 +376,10 @@ public final class TieredCache implements Tier {
         return Optional.empty();
       }
       try {
-        if (commitMayWait() || !dropOldCopy(key(), false) || lower.contains(key())) {
+        if (commitMayWait() || !copies.dropOldCopy(key(), false) || lower.contains(key())) {
           return Optional.empty(); // the last: a spill of the old copy landed since the check
         }
-        if (config.durability() == Durability.WRITE_BEHIND) {
+        if (policy.reservesPlace()) {
           place = spills.reserve(length(), config.spillQueueBlocks());
           if (place == null) {
             return Optional.empty();
@@ -513,7 +396,7 @@ public final class TieredCache implements Tier {
 
     @Override
     public boolean commitMayWait() {
-      return !inRam || config.durability() == Durability.WRITE_THROUGH
+      return !inRam || policy.commitsWait()
           || TieredCache.this.commitMayWait(key(), length());
     }
 
@@ -542,8 +425,7 @@ public final class TieredCache implements Tier {
    */
   private boolean commitMayWait(BlockKey key, int length) {
     return spills.holds(key) || lower.contains(key)
-        || (config.durability() == Durability.WRITE_BEHIND
-            && spills.backlogPastHalf(length, config.spillQueueBlocks()));
+        || policy.backlogMakesWait(length);
   }
 
   /**
@@ -603,7 +485,7 @@ public final class TieredCache implements Tier {
     lock.lock();
     try {
       stripes.bump(stripe);
-      removed = removeAbove(key);
+      removed = copies.removeAbove(key);
       removed |= lower.delete(key);
       stripes.bump(stripe);
     } finally {
@@ -723,7 +605,7 @@ public final class TieredCache implements Tier {
    */
   private void onRamEviction(BlockLease lease) {
     BlockKey key = lease.key();
-    if ((clean.remove(key) && !closed && lower.contains(key)) || spills.holds(key)) {
+    if ((copies.takeClean(key) && !closed && lower.contains(key)) || spills.holds(key)) {
       spillsSkipped.increment();
       lease.close();
     } else if (closed && config.spillOnClose()) {
@@ -844,7 +726,7 @@ public final class TieredCache implements Tier {
       ram.forEachHottestFirst(lease -> {
         BlockKey key = lease.key();
         ByteBuffer bytes = lease.bytes();
-        if (clean.contains(key) && lower.contains(key)) {
+        if (copies.isClean(key) && lower.contains(key)) {
           return;
         }
         try {

@@ -19,7 +19,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
@@ -29,8 +28,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The reads of a {@link TieredCache}: RAM first, then the spill queue, then the lower tier, whose
  * hits are promoted into RAM; prefix lookups and pins across the tiers; and the count of hits per
- * tier. It shares the cache's tiers, spill queue, key stripes and clean keys ({@link TieredCache}
- * says what they promise), and is closed when the cache is.
+ * tier. It shares the cache's tiers, spill queue and {@link CopyCoherence} ({@link TieredCache} says
+ * what they promise), and is closed when the cache is.
  */
 final class TieredReads {
 
@@ -41,7 +40,7 @@ final class TieredReads {
   private final TieredCacheConfig config;
   private final SpillQueue spills;
   private final KeyStripes stripes;
-  private final Set<BlockKey> clean;
+  private final CopyCoherence copies;
   private final TierCounters counters;
   private final BooleanSupplier closed;
   private final LongAdder ramHits = new LongAdder();
@@ -50,13 +49,13 @@ final class TieredReads {
   private final LongAdder promotions = new LongAdder();
 
   TieredReads(RamTier ram, Tier lower, TieredCacheConfig config, SpillQueue spills,
-      KeyStripes stripes, Set<BlockKey> clean, TierCounters counters, BooleanSupplier closed) {
+      CopyCoherence copies, TierCounters counters, BooleanSupplier closed) {
     this.ram = ram;
     this.lower = lower;
     this.config = config;
     this.spills = spills;
-    this.stripes = stripes;
-    this.clean = clean;
+    this.stripes = copies.stripes();
+    this.copies = copies;
     this.counters = counters;
     this.closed = closed;
   }
@@ -338,7 +337,7 @@ final class TieredReads {
       if (stripes.generation(stripe) != generation || closed.getAsBoolean() || ram.contains(key)) {
         return false;
       }
-      clean.add(key); // before the put: RAM may evict the copy at once, and need not spill it
+      copies.markClean(key); // before the put: RAM may evict the copy at once, and need not spill it
       // through a writer, not put: RAM times its puts as its own copy speed, and these bytes may
       // still be in the lower tier's files
       try (BlockWriter copy = ram.writer(key, bytes.remaining())) {
@@ -354,7 +353,7 @@ final class TieredReads {
           }
         }
       }
-      clean.remove(key);
+      copies.forgetClean(key);
       return false;
     } finally {
       lock.unlock();
