@@ -67,27 +67,23 @@ import org.slf4j.LoggerFactory;
  * finds the queue more than half full, or RAM's memory pinned by waiting blocks, first waits for
  * the spill threads, up to {@link TieredCacheConfig#spillQueueWait()}.
  *
- * <p>The coherence of the copies (key stripes, the clean set, dropping a key's old copies) is a
- * {@link CopyCoherence} that the writes here and the reads ({@link TieredReads}) share.
+ * <p><b>Parts.</b> This class holds the writes (put, writer, commit) and the API's contracts; the
+ * reads are {@link TieredReads}, the coherence of the copies (key stripes, the clean set, dropping
+ * a key's old copies) a {@link CopyCoherence} the reads and writes share, the durability mode a
+ * {@link PutPolicy}, the room puts make in RAM a {@link RoomInRam}, and the spill queue a {@link
+ * SpillQueue}. It stays past the project's usual size (about 700 lines, a third of them the
+ * contracts of the methods it passes on to {@link TieredReads}) because the commit and its writer
+ * share the key's stripe lock and the policy's steps in one order.
  */
 public final class TieredCache implements Tier {
 
   private static final Logger log = LoggerFactory.getLogger(TieredCache.class);
-  /** The spill queue pins at most this fraction (1/n) of RAM. */
-  private static final int SPILL_QUEUE_RAM_SHARE = 4;
-  private static final int MAX_RAM_PUT_RETRIES = 8;
 
   private final RamTier ram;
   private final Tier lower;
   private final TieredCacheConfig config;
   private final SpillQueue spills;
-  /** The most RAM bytes the spill queue may keep pinned. */
-  private final long maxQueuedBytes;
-  /**
-   * Set on a put's thread once it has waited for the spill threads as long as it may: from then on
-   * the blocks it evicts past the queue's byte bound are dropped.
-   */
-  private final ThreadLocal<Boolean> pastSpillWait = ThreadLocal.withInitial(() -> false);
+  private final RoomInRam room;
   private final CopyCoherence copies;
   private final KeyStripes stripes;
   /** What a commit into RAM does about the lower tier: the durability mode. */
@@ -108,7 +104,7 @@ public final class TieredCache implements Tier {
   public TieredCache(RamTierConfig ramConfig, Tier lower, TieredCacheConfig config) {
     this.lower = Objects.requireNonNull(lower, "lower");
     this.config = Objects.requireNonNull(config, "config");
-    this.maxQueuedBytes = ramConfig.capacityBytes() / SPILL_QUEUE_RAM_SHARE;
+    long maxQueuedBytes = ramConfig.capacityBytes() / RoomInRam.SPILL_QUEUE_RAM_SHARE;
     this.spills = new SpillQueue(lower, config.spillQueueBlocks(), maxQueuedBytes,
         config.spillThreads(), this::copyStored, this::retryCopy);
     try {
@@ -117,6 +113,7 @@ public final class TieredCache implements Tier {
       spills.close();
       throw e;
     }
+    this.room = new RoomInRam(ram, spills, config, maxQueuedBytes);
     this.copies = new CopyCoherence(ram, spills);
     this.stripes = copies.stripes();
     this.policy = PutPolicy.of(config.durability(), ram, lower, spills, copies,
@@ -228,13 +225,13 @@ public final class TieredCache implements Tier {
   private BlockWriter reserveInRam(BlockKey key, int length) {
     boolean fits = length <= ram.maxBlockBytes();
     if (fits) {
-      awaitSpillRoom(length);
+      room.awaitSpillRoom(length);
     }
     copies.dropOldCopy(key, true);
     if (!fits) {
       return null;
     }
-    BlockWriter writer = openInRam(key, length);
+    BlockWriter writer = room.open(key, length);
     return writer.rejection().isPresent() ? null : writer;
   }
 
@@ -428,53 +425,6 @@ public final class TieredCache implements Tier {
         || policy.backlogMakesWait(length);
   }
 
-  /**
-   * Waits, up to the configured time, until the spill queue is at most half full, in blocks and in
-   * bytes counting {@code bytes} more: the other half takes what this put evicts (usually about
-   * its own size; more when RAM's free memory is fragmented) without dropping it.
-   */
-  private void awaitSpillRoom(int bytes) {
-    if (spills.hasRoom(bytes) || config.spillQueueWait().isZero()) {
-      return;
-    }
-    long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
-    while (!spills.hasRoom(bytes) && spills.awaitProgress(deadline)) {
-      // each spill that ends may have made room
-    }
-  }
-
-  /**
-   * RAM's writer, reopened while it found no room only because the blocks it evicted went to the
-   * spill queue, which keeps their memory pinned until written. Until then its victims join the
-   * queue even past the queue's byte bound: evicting frees nothing at once, so dropping them would
-   * lose blocks for no room. It waits for the spill threads to write some (up to {@link
-   * TieredCacheConfig#spillQueueWait()}); after that it evicts further, and victims past the byte
-   * bound are dropped and free their memory. What then still finds no room is pinned by leases.
-   */
-  private BlockWriter openInRam(BlockKey key, int length) {
-    long deadline = System.nanoTime() + config.spillQueueWait().toNanos();
-    BlockWriter writer = ram.writer(key, length);
-    while (writer.rejection().isPresent() && spills.bytes() > 0
-        && spills.awaitProgress(deadline)) {
-      writer = ram.writer(key, length);
-    }
-    if (writer.rejection().isEmpty()) {
-      return writer;
-    }
-    pastSpillWait.set(true);
-    try {
-      long queuedBefore = 0;
-      for (int retry = 0; retry < MAX_RAM_PUT_RETRIES && writer.rejection().isPresent()
-          && queuedBefore < maxQueuedBytes; retry++) {
-        queuedBefore = spills.bytes();
-        writer = ram.writer(key, length);
-      }
-    } finally {
-      pastSpillWait.set(false);
-    }
-    return writer;
-  }
-
   @Override
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");
@@ -614,7 +564,7 @@ public final class TieredCache implements Tier {
       // is written here, on the thread that evicted it
       spills.writeEvicted(lease);
     } else {
-      spills.evicted(lease, pastSpillWait.get() || config.spillQueueWait().isZero());
+      spills.evicted(lease, room.pastWait());
     }
   }
 
