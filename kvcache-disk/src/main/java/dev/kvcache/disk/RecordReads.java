@@ -430,12 +430,21 @@ final class RecordReads implements AutoCloseable {
     return false;
   }
 
-  /** Drops a block whose record at {@code loc} in {@code sb} is damaged, as {@code detail} says. */
-  void corrupt(BlockKey key, Location loc, SuperBlock sb, String detail) {
+  /**
+   * Drops a block whose record at {@code loc} in {@code sb} is damaged, as {@code detail} says.
+   * A record that two threads find damaged at once (a read and the scrub) is dropped and counted
+   * once.
+   *
+   * @return whether this call dropped it
+   */
+  boolean corrupt(BlockKey key, Location loc, SuperBlock sb, String detail) {
+    if (!index.remove(key, loc)) {
+      return false; // dropped already, or replaced
+    }
     corruptBlocks.increment();
-    index.remove(key, loc);
     log.warn("dropped block {}: record at offset {} of {} is damaged: {}", key,
         loc.payloadOffset - HEADER_BYTES, sb.path(), detail);
+    return true;
   }
 
   /**

@@ -118,9 +118,9 @@ final class Scrubber extends BackgroundWork {
         if (index.get(e.getKey()) != loc) {
           continue; // replaced or deleted meanwhile
         }
-        if (!reads.payloadIntact(loc, sb)) {
+        if (!reads.payloadIntact(loc, sb)
+            && reads.corrupt(e.getKey(), loc, sb, "found by the scrub")) {
           damaged.increment();
-          reads.corrupt(e.getKey(), loc, sb, "found by the scrub");
         }
         records.increment();
         bytes.add(loc.storedLength);
