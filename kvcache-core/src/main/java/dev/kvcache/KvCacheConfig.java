@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Properties;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
@@ -77,35 +78,60 @@ public final class KvCacheConfig {
   private final List<String> lower;
   private final TieredCacheConfig tiered;
   private final StackedTierConfig stacked;
-  private final List<TierSettings> lowerSettings = new ArrayList<>();
+  private final List<TierSettings> lowerSettings;
 
-  private KvCacheConfig(TierSettings settings) {
-    this.ramBytes = settings.bytes("ram.bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
-    this.maxBlockBytes = settings.has("ram.max-block-bytes")
-        ? settings.intBytes("ram.max-block-bytes", 0)
-        : null;
-    this.ramPolicy = settings.choice("ram.policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY);
-    this.ramSharedMemoryDir = sharedMemoryDir(settings.string("ram.shared-memory-dir", ""));
-    this.lower = kinds(settings.string("lower", "none"));
-    TieredCacheConfig defaults = TieredCacheConfig.defaults();
-    this.tiered = new TieredCacheConfig(
-        settings.integer("tiered.spill-queue-blocks", defaults.spillQueueBlocks()),
-        settings.duration("tiered.spill-queue-wait", defaults.spillQueueWait()),
-        settings.bool("tiered.promote-on-lower-hit", defaults.promoteOnLowerHit()),
-        settings.bool("tiered.spill-on-close", defaults.spillOnClose()),
-        settings.choice("tiered.durability", Durability.class, defaults.durability()),
-        spillThreads(settings, defaults.spillThreads()));
-    StackedTierConfig stackedDefaults = StackedTierConfig.defaults();
-    this.stacked = lower.size() < 2 ? stackedDefaults : new StackedTierConfig(
-        settings.integer("stacked.upload-queue-blocks", stackedDefaults.uploadQueueBlocks()),
-        settings.integer("stacked.upload-threads", stackedDefaults.uploadThreads()),
-        settings.duration("stacked.close-wait", stackedDefaults.closeWait()),
-        settings.choice("stacked.upload", StackedTierConfig.Upload.class, stackedDefaults.upload()));
-    for (String kind : lower) {
-      lowerSettings.add(settings.group(kind));
+  private KvCacheConfig(Builder b) {
+    this.ramBytes = b.ramBytes;
+    this.maxBlockBytes = b.maxBlockBytes;
+    this.ramPolicy = b.ramPolicy;
+    this.ramSharedMemoryDir = b.ramSharedMemoryDir;
+    this.lower = List.copyOf(b.lower);
+    this.tiered = b.tiered;
+    this.stacked = b.stacked;
+    this.lowerSettings = List.copyOf(b.lowerSettings);
+  }
+
+  /**
+   * A configuration built from typed values, as a server builds one from its own settings; {@link
+   * #of(Map)} reads the string settings of the table above into one.
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * Reads settings.
+   *
+   * @throws IllegalArgumentException naming the first setting that is malformed, or every one that
+   *     is unknown
+   */
+  public static KvCacheConfig of(Map<String, String> settings) {
+    TierSettings s = TierSettings.of(settings);
+    Builder b = builder();
+    long ram = s.bytes("ram.bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
+    s.checked(() -> b.ramBytes(ram), "ram.bytes");
+    if (s.has("ram.max-block-bytes")) {
+      b.maxBlockBytes(s.intBytes("ram.max-block-bytes", 0));
     }
-    settings.requireAllRead();
-    checkRam();
+    b.ramPolicy(s.choice("ram.policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY));
+    String dir = s.string("ram.shared-memory-dir", "");
+    if (!dir.isBlank()) {
+      s.checked(() -> b.ramSharedMemoryDir(Path.of(dir)), "ram.shared-memory-dir");
+    }
+    TierSettings tiered = s.group("tiered");
+    b.tiered(TieredCacheConfig.read(tiered));
+    tiered.requireAllRead();
+    List<String> kinds = kinds(s.string("lower", "none"));
+    if (kinds.size() > 1) {
+      TierSettings stacked = s.group("stacked");
+      b.stacked(StackedTierConfig.read(stacked));
+      stacked.requireAllRead();
+    }
+    for (String kind : kinds) {
+      b.lower(kind, s.group(kind));
+    }
+    s.requireAllRead();
+    return s.checked(b::build, "ram.max-block-bytes", "ram.bytes");
   }
 
   /** The kinds a {@code lower} setting lists, top to bottom; empty for {@code none}. */
@@ -125,57 +151,7 @@ public final class KvCacheConfig {
     if (new HashSet<>(kinds).size() != kinds.size()) {
       throw new IllegalArgumentException("setting 'lower' names a tier twice: '" + lower + "'");
     }
-    return List.copyOf(kinds);
-  }
-
-  private static Path sharedMemoryDir(String dir) {
-    if (dir.isBlank()) {
-      return null;
-    }
-    Path path = Path.of(dir);
-    if (!Files.isDirectory(path)) {
-      throw new IllegalArgumentException("setting 'ram.shared-memory-dir' is '" + dir
-          + "', which is not a directory (use a tmpfs such as /dev/shm)");
-    }
-    return path;
-  }
-
-  private static int spillThreads(TierSettings settings, int fallback) {
-    int threads = settings.integer("tiered.spill-threads", fallback);
-    if (threads < 1 || threads > TieredCacheConfig.MAX_SPILL_THREADS) {
-      throw new IllegalArgumentException("setting 'tiered.spill-threads' is " + threads
-          + ", expected 1 to " + TieredCacheConfig.MAX_SPILL_THREADS);
-    }
-    return threads;
-  }
-
-  /** Fails at once, naming the settings, if RAM's budget and largest block do not fit together. */
-  private void checkRam() {
-    RamTierConfig ram;
-    try {
-      ram = RamTierConfig.ofCapacity(ramBytes);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("setting 'ram.bytes': " + e.getMessage(), e);
-    }
-    if (maxBlockBytes != null) {
-      try {
-        ram.withMaxBlockBytes(maxBlockBytes);
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("setting 'ram.max-block-bytes' (" + maxBlockBytes
-            + " bytes) does not fit a RAM tier of 'ram.bytes' (" + ramBytes + " bytes): "
-            + e.getMessage() + "; lower 'ram.max-block-bytes' or raise 'ram.bytes'", e);
-      }
-    }
-  }
-
-  /**
-   * Reads settings.
-   *
-   * @throws IllegalArgumentException naming the first setting that is malformed, or every one that
-   *     is unknown
-   */
-  public static KvCacheConfig of(Map<String, String> settings) {
-    return new KvCacheConfig(TierSettings.of(settings));
+    return kinds;
   }
 
   /**
@@ -284,6 +260,108 @@ public final class KvCacheConfig {
     throw new IllegalStateException("setting 'lower' names '" + kind + "', but no tier of that kind"
         + " is on the class path (the disk tier comes with kvcache-disk, the object tier with"
         + " kvcache-s3)");
+  }
+
+  /**
+   * Builds a {@link KvCacheConfig} from typed values. Each method checks its value at once, and
+   * {@link #build()} the values that must fit together; the errors speak of values, and a reader
+   * of named settings puts the names in front ({@link TierSettings#checked}).
+   */
+  public static final class Builder {
+
+    private long ramBytes = KvCacheBuilder.DEFAULT_RAM_BYTES;
+    private Integer maxBlockBytes;
+    private RamPolicy ramPolicy = RamTierConfig.DEFAULT_POLICY;
+    private Path ramSharedMemoryDir;
+    private TieredCacheConfig tiered = TieredCacheConfig.defaults();
+    private StackedTierConfig stacked = StackedTierConfig.defaults();
+    private final List<String> lower = new ArrayList<>();
+    private final List<TierSettings> lowerSettings = new ArrayList<>();
+
+    private Builder() {}
+
+    /**
+     * The RAM budget (default 256 MiB).
+     *
+     * @throws IllegalArgumentException if a RAM tier cannot have that capacity
+     */
+    public Builder ramBytes(long bytes) {
+      RamTierConfig.ofCapacity(bytes);
+      this.ramBytes = bytes;
+      return this;
+    }
+
+    /** The largest block (default 64 MiB, or the RAM budget if smaller). */
+    public Builder maxBlockBytes(int bytes) {
+      this.maxBlockBytes = bytes;
+      return this;
+    }
+
+    /** Which blocks RAM keeps when full. */
+    public Builder ramPolicy(RamPolicy policy) {
+      this.ramPolicy = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /**
+     * A tmpfs directory where RAM is reserved as files other local processes may map; null (the
+     * default) for private memory.
+     *
+     * @throws IllegalArgumentException if {@code dir} is not a directory
+     */
+    public Builder ramSharedMemoryDir(Path dir) {
+      if (dir != null && !Files.isDirectory(dir)) {
+        throw new IllegalArgumentException("'" + dir + "' is not a directory (use a tmpfs such as"
+            + " /dev/shm)");
+      }
+      this.ramSharedMemoryDir = dir;
+      return this;
+    }
+
+    /** How blocks move between RAM and the tiers below it. */
+    public Builder tiered(TieredCacheConfig tiered) {
+      this.tiered = Objects.requireNonNull(tiered, "tiered");
+      return this;
+    }
+
+    /** How each of several lower tiers uploads to the ones below it. */
+    public Builder stacked(StackedTierConfig stacked) {
+      this.stacked = Objects.requireNonNull(stacked, "stacked");
+      return this;
+    }
+
+    /**
+     * Adds a tier below those added before, opened by the {@link TierFactory} of {@code kind} from
+     * {@code settings}, whose errors name the settings as {@code settings} names them.
+     *
+     * @throws IllegalArgumentException if a tier of that kind is already added
+     */
+    public Builder lower(String kind, TierSettings settings) {
+      if (lower.contains(kind)) {
+        throw new IllegalArgumentException("a '" + kind + "' tier is already below RAM");
+      }
+      lower.add(Objects.requireNonNull(kind, "kind"));
+      lowerSettings.add(Objects.requireNonNull(settings, "settings"));
+      return this;
+    }
+
+    /**
+     * The configuration.
+     *
+     * @throws IllegalArgumentException if the largest block does not fit the RAM budget
+     */
+    public KvCacheConfig build() {
+      if (maxBlockBytes != null) {
+        try {
+          RamTierConfig.ofCapacity(ramBytes).withMaxBlockBytes(maxBlockBytes);
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("the largest block (" + maxBlockBytes
+              + " bytes) does not fit a RAM tier of " + ramBytes + " bytes: " + e.getMessage()
+              + "; lower the largest block or raise the RAM budget", e);
+        }
+      }
+      return new KvCacheConfig(this);
+    }
   }
 
   @Override

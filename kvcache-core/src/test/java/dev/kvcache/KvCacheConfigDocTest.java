@@ -25,11 +25,14 @@ class KvCacheConfigDocTest {
 
   private static final Path SOURCE =
       Path.of("src", "main", "java", "dev", "kvcache", "KvCacheConfig.java");
+  private static final Path TIERED = Path.of("src", "main", "java", "dev", "kvcache", "tiered");
   private static final Pattern ROW = Pattern.compile(
       "<tr><td>\\{@code ([^}]+)}</td><td>.*?</td><td>(.*?)</td></tr>", Pattern.DOTALL);
   /** A key the parser reads, as a literal in its source. */
-  private static final Pattern READ =
-      Pattern.compile("\"((?:ram|tiered|stacked)\\.[a-z-]+|lower)\"");
+  private static final Pattern READ = Pattern.compile("\"(ram\\.[a-z-]+|lower)\"");
+  /** A key a group's reader reads ({@code TieredCacheConfig.read}, {@code StackedTierConfig.read}). */
+  private static final Pattern READ_IN_GROUP =
+      Pattern.compile("settings\\.(?:integer|duration|bool|choice)\\(\"([a-z-]+)\"");
 
   private static String source() throws IOException {
     // the Javadoc without its line prefixes, so that a row may run over lines
@@ -53,6 +56,14 @@ class KvCacheConfigDocTest {
     Matcher m = READ.matcher(Files.readString(SOURCE, StandardCharsets.UTF_8));
     while (m.find()) {
       read.add(m.group(1));
+    }
+    for (String group : new String[] {"tiered", "stacked"}) {
+      String reader = group.equals("tiered") ? "TieredCacheConfig.java" : "StackedTierConfig.java";
+      Matcher g = READ_IN_GROUP.matcher(
+          Files.readString(TIERED.resolve(reader), StandardCharsets.UTF_8));
+      while (g.find()) {
+        read.add(group + "." + g.group(1));
+      }
     }
     Set<String> documented = new TreeSet<>(rows().keySet());
     documented.remove("<kind>.*");

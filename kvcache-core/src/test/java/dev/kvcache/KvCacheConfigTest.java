@@ -67,7 +67,7 @@ class KvCacheConfigTest {
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-queue-wait", "5")))
         .hasMessageContaining("expected a duration such as 200ms");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-threads", "0")))
-        .hasMessage("setting 'tiered.spill-threads' is 0, expected 1 to 64");
+        .hasMessage("setting 'tiered.spill-threads' is '0', expected 1 to 64");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("tiered.spill-on-close", "yes")))
         .hasMessageContaining("expected true or false");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.byte", "1GiB", "rma.bytes", "1GiB")))
@@ -83,9 +83,9 @@ class KvCacheConfigTest {
   void aLargestBlockRamCannotHoldNamesBothSettings() {
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.bytes", "32MiB", "ram.max-block-bytes", "64MiB")))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("setting 'ram.max-block-bytes' (67108864 bytes) does not fit a RAM"
-            + " tier of 'ram.bytes' (33554432 bytes)")
-        .hasMessageEndingWith("lower 'ram.max-block-bytes' or raise 'ram.bytes'");
+        .hasMessageStartingWith("settings 'ram.max-block-bytes' and 'ram.bytes': the largest block"
+            + " (67108864 bytes) does not fit a RAM tier of 33554432 bytes")
+        .hasMessageEndingWith("lower the largest block or raise the RAM budget");
     assertThatThrownBy(() -> KvCacheConfig.of(Map.of("ram.bytes", "1KiB")))
         .hasMessageStartingWith("setting 'ram.bytes': RAM tier capacity must be at least");
   }

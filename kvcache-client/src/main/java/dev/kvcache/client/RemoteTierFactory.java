@@ -39,17 +39,18 @@ public final class RemoteTierFactory implements TierFactory {
         } else if (s.startsWith("http://")) {
           s = s.substring("http://".length());
         }
-        HostPort hp = HostPort.parse("remote.servers", s);
+        HostPort hp = HostPort.parse(settings.name("servers"), s);
         b.server(hp.host, hp.port);
       }
       if (https > 0 && https < servers.length) {
-        throw new IllegalArgumentException("setting 'remote.servers' mixes https:// and cleartext"
+        throw new IllegalArgumentException("setting '" + settings.name("servers")
+            + "' mixes https:// and cleartext"
             + " servers; a remote tier speaks TLS to all of them or to none");
       }
       tls |= https > 0;
     }
     if (settings.has("dns")) {
-      HostPort hp = HostPort.parse("remote.dns", settings.string("dns").trim());
+      HostPort hp = HostPort.parse(settings.name("dns"), settings.string("dns").trim());
       b.dns(hp.host, hp.port);
     }
     b.namespace(settings.string("namespace", "default"));
@@ -74,7 +75,8 @@ public final class RemoteTierFactory implements TierFactory {
     if (settings.choice("wire-codec", WireCodec.class, WireCodec.NONE) == WireCodec.LZ4) {
       b.wireCodec(BlockCodec.builder().filter(filter).build());
     } else if (filter != Filter.NONE) {
-      throw new IllegalArgumentException("setting 'remote.wire-codec-filter' needs 'remote.wire-codec' = lz4");
+      throw new IllegalArgumentException("setting '" + settings.name("wire-codec-filter")
+          + "' needs '" + settings.name("wire-codec") + "' = lz4");
     }
     settings.requireAllRead();
     try {

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -14,6 +15,10 @@ import java.util.regex.Pattern;
  * configuration), read with typed accessors whose errors name the setting, its value and the form
  * expected. Keys no accessor read are reported by {@link #requireAllRead()}, so a misspelt
  * setting is an error rather than silently ignored.
+ *
+ * <p>A setting is named in errors as whoever reads it from its user names it: its key after the
+ * prefix given to {@link #of(Map, String)} (a server passes its own, such as {@code
+ * kvcache.cache.disk-}) and the groups taken with {@link #group(String)}.
  */
 public final class TierSettings {
 
@@ -31,7 +36,40 @@ public final class TierSettings {
 
   /** The settings in {@code values}, keys as given. */
   public static TierSettings of(Map<String, String> values) {
-    return new TierSettings("", new TreeMap<>(values));
+    return of(values, "");
+  }
+
+  /**
+   * The settings in {@code values}, named {@code prefix + key} in errors, as the configuration
+   * they came from names them.
+   */
+  public static TierSettings of(Map<String, String> values, String prefix) {
+    return new TierSettings(prefix, new TreeMap<>(values));
+  }
+
+  /** The setting's name as its user wrote it, for messages: the prefix and the key. */
+  public String name(String key) {
+    return prefix + key;
+  }
+
+  /**
+   * Runs {@code step}, which checks values read from {@code keys}, and names the settings in its
+   * error.
+   *
+   * @throws IllegalArgumentException the step's, with "setting 'name': " (or "settings 'a' and
+   *     'b': ") before its message
+   */
+  public <T> T checked(Supplier<T> step, String... keys) {
+    try {
+      return step.get();
+    } catch (IllegalArgumentException e) {
+      StringBuilder names = new StringBuilder(keys.length > 1 ? "settings " : "setting ");
+      for (int i = 0; i < keys.length; i++) {
+        names.append(i == 0 ? "" : i == keys.length - 1 ? " and " : ", ")
+            .append('\'').append(name(keys[i])).append('\'');
+      }
+      throw new IllegalArgumentException(names + ": " + e.getMessage(), e);
+    }
   }
 
   /** The settings whose keys start with {@code group + "."}, with that part removed. */
@@ -63,7 +101,7 @@ public final class TierSettings {
   public String string(String key) {
     String v = string(key, null);
     if (v == null || v.isEmpty()) {
-      throw new IllegalArgumentException("setting '" + prefix + key + "' is required");
+      throw new IllegalArgumentException("setting '" + name(key) + "' is required");
     }
     return v;
   }
@@ -109,6 +147,15 @@ public final class TierSettings {
       throw bad(key, string(key, ""), "a size below 2 GiB");
     }
     return (int) n;
+  }
+
+  /** A whole number from {@code min} to {@code max}, or {@code fallback} when absent. */
+  public int integer(String key, int fallback, int min, int max) {
+    int n = integer(key, fallback);
+    if (n < min || n > max) {
+      throw bad(key, string(key, ""), min + " to " + max);
+    }
+    return n;
   }
 
   /** A whole number, or {@code fallback} when absent. */
@@ -203,6 +250,6 @@ public final class TierSettings {
 
   private IllegalArgumentException bad(String key, String value, String expected) {
     return new IllegalArgumentException(
-        "setting '" + prefix + key + "' is '" + value + "', expected " + expected);
+        "setting '" + name(key) + "' is '" + value + "', expected " + expected);
   }
 }

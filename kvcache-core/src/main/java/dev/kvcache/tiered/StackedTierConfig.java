@@ -1,5 +1,6 @@
 package dev.kvcache.tiered;
 
+import dev.kvcache.spi.TierSettings;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -63,6 +64,21 @@ public record StackedTierConfig(int uploadQueueBlocks, int uploadThreads, Durati
   public static StackedTierConfig defaults() {
     return new StackedTierConfig(DEFAULT_UPLOAD_QUEUE_BLOCKS, DEFAULT_UPLOAD_THREADS,
         DEFAULT_CLOSE_WAIT, Upload.EVERY_BLOCK);
+  }
+
+  /**
+   * Reads the settings {@code upload-queue-blocks}, {@code upload-threads}, {@code close-wait} and
+   * {@code upload} ({@code every_block} or {@code evicted}); an absent one takes its default.
+   *
+   * @throws IllegalArgumentException naming the setting that is malformed or out of range
+   */
+  public static StackedTierConfig read(TierSettings settings) {
+    StackedTierConfig d = defaults();
+    return new StackedTierConfig(
+        settings.integer("upload-queue-blocks", d.uploadQueueBlocks(), 1, Integer.MAX_VALUE),
+        settings.integer("upload-threads", d.uploadThreads(), 1, MAX_UPLOAD_THREADS),
+        settings.duration("close-wait", d.closeWait()),
+        settings.choice("upload", Upload.class, d.upload()));
   }
 
   /** These settings, uploading {@code upload}. */

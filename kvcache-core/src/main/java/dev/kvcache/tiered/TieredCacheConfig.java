@@ -1,5 +1,6 @@
 package dev.kvcache.tiered;
 
+import dev.kvcache.spi.TierSettings;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -41,6 +42,25 @@ public record TieredCacheConfig(
   public static TieredCacheConfig defaults() {
     return new TieredCacheConfig(DEFAULT_SPILL_QUEUE_BLOCKS, DEFAULT_SPILL_QUEUE_WAIT, true, true,
         Durability.RAM_FIRST, DEFAULT_SPILL_THREADS);
+  }
+
+  /**
+   * Reads the settings {@code spill-queue-blocks}, {@code spill-queue-wait}, {@code
+   * promote-on-lower-hit}, {@code spill-on-close}, {@code durability} ({@code ram_first}, {@code
+   * write_behind} or {@code write_through}) and {@code spill-threads}; an absent one takes its
+   * default.
+   *
+   * @throws IllegalArgumentException naming the setting that is malformed or out of range
+   */
+  public static TieredCacheConfig read(TierSettings settings) {
+    TieredCacheConfig d = defaults();
+    return new TieredCacheConfig(
+        settings.integer("spill-queue-blocks", d.spillQueueBlocks(), 1, Integer.MAX_VALUE),
+        settings.duration("spill-queue-wait", d.spillQueueWait()),
+        settings.bool("promote-on-lower-hit", d.promoteOnLowerHit()),
+        settings.bool("spill-on-close", d.spillOnClose()),
+        settings.choice("durability", Durability.class, d.durability()),
+        settings.integer("spill-threads", d.spillThreads(), 1, MAX_SPILL_THREADS));
   }
 
   /** These settings with the default number of spill threads. */

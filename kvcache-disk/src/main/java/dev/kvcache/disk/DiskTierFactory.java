@@ -56,28 +56,32 @@ public final class DiskTierFactory implements TierFactory {
     if (settings.choice("codec", Codec.class, Codec.NONE) == Codec.LZ4) {
       b.codec(BlockCodec.builder().filter(filter).build());
     } else if (filter != Filter.NONE) {
-      throw new IllegalArgumentException("setting 'disk.codec-filter' needs 'disk.codec' = lz4");
+      throw new IllegalArgumentException("setting '" + settings.name("codec-filter") + "' needs '"
+          + settings.name("codec") + "' = lz4");
     }
     settings.requireAllRead();
-    return DiskTier.open(built(b));
+    return DiskTier.open(built(b, settings));
   }
 
   /** The configuration, its errors in the settings' names. */
-  private static DiskTierConfig built(DiskTierConfig.Builder b) {
+  /** The configuration, its error naming the settings where the builder names its fields. */
+  private static DiskTierConfig built(DiskTierConfig.Builder b, TierSettings settings) {
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
       String message = e.getMessage()
-          .replace("capacityBytes", "setting 'disk.capacity'")
-          .replace("superBlockBytes", "setting 'disk.super-block'")
-          .replace("maxBlockBytes", "setting 'ram.max-block-bytes'")
-          .replace("syncIntervalMillis", "setting 'disk.sync-interval' (in ms)")
-          .replace("minFreeBytes", "setting 'disk.min-free'")
-          .replace("reclaimBytesPerSecond", "setting 'disk.reclaim-rate'")
-          .replace("scrubBytesPerSecond", "setting 'disk.scrub-rate'");
+          .replace("capacityBytes", "setting '" + settings.name("capacity") + "'")
+          .replace("superBlockBytes", "setting '" + settings.name("super-block") + "'")
+          .replace("(maxBlockBytes ", "(")
+          .replace("maxBlockBytes", "the largest block")
+          .replace("syncIntervalMillis", "setting '" + settings.name("sync-interval") + "' (in ms)")
+          .replace("minFreeBytes", "setting '" + settings.name("min-free") + "'")
+          .replace("reclaimBytesPerSecond", "setting '" + settings.name("reclaim-rate") + "'")
+          .replace("scrubBytesPerSecond", "setting '" + settings.name("scrub-rate") + "'");
       throw new IllegalArgumentException(message, e);
     }
   }
+
 
   /** What {@code disk.codec} names. */
   private enum Codec {

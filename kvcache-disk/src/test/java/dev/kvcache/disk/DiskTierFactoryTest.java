@@ -95,7 +95,7 @@ class DiskTierFactoryTest {
     assertThatThrownBy(() -> KvCacheConfig.of(with(base, "disk.capacity", "200MiB")).open())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("setting 'disk.capacity' must be at least 4 super-blocks")
-        .hasMessageContaining("setting 'ram.max-block-bytes' 67108864")
+        .hasMessageContaining("a super-block must hold the largest block (67108864)")
         .hasMessageContaining("raise setting 'disk.capacity' to at least 268468224");
   }
 

@@ -28,19 +28,23 @@ public final class S3TierFactory implements TierFactory {
 
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
-    S3TierConfig.Builder b = S3TierConfig.builder(settings.string("bucket"),
-        settings.bytes("capacity"));
+    String bucket = settings.string("bucket");
+    long capacity = settings.bytes("capacity");
+    S3TierConfig.Builder b = settings.checked(() -> S3TierConfig.builder(bucket, capacity),
+        "bucket", "capacity");
     b.maxBlockBytes(maxBlockBytes);
     String endpoint = settings.string("endpoint", "");
     if (!endpoint.isBlank()) {
       try {
         b.endpoint(URI.create(endpoint.strip()));
       } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("setting 's3.endpoint': " + e.getMessage(), e);
+        throw new IllegalArgumentException(
+            "setting '" + settings.name("endpoint") + "': " + e.getMessage(), e);
       }
     }
     if (settings.has("prefix")) {
-      b.prefix(settings.string("prefix"));
+      String prefix = settings.string("prefix");
+      settings.checked(() -> b.prefix(prefix), "prefix");
     }
     b.region(settings.string("region", S3TierConfig.DEFAULT_REGION));
     b.addressing(settings.choice("addressing", Addressing.class, Addressing.AUTO));
@@ -50,42 +54,48 @@ public final class S3TierFactory implements TierFactory {
     String secret = settings.string("secret-access-key", "");
     if (keyId.isBlank() != secret.isBlank()) {
       throw new IllegalArgumentException(
-          "settings 's3.access-key-id' and 's3.secret-access-key' go together: set both or none");
+          "settings '" + settings.name("access-key-id") + "' and '"
+              + settings.name("secret-access-key") + "' go together: set both or none");
     }
     if (!keyId.isBlank()) {
       b.credentials(keyId, secret);
     }
     String ca = settings.string("ca-file", "");
     if (!ca.isBlank()) {
-      b.caFile(Path.of(ca));
+      settings.checked(() -> b.caFile(Path.of(ca)), "ca-file");
     }
-    b.concurrency(settings.integer("concurrency", S3TierConfig.DEFAULT_CONCURRENCY));
+    int concurrency = settings.integer("concurrency", S3TierConfig.DEFAULT_CONCURRENCY);
+    settings.checked(() -> b.concurrency(concurrency), "concurrency");
     b.connectTimeout(settings.duration("connect-timeout", S3TierConfig.DEFAULT_CONNECT_TIMEOUT));
     b.requestTimeout(settings.duration("request-timeout", S3TierConfig.DEFAULT_REQUEST_TIMEOUT));
     b.lookupBudget(settings.duration("lookup-budget", S3TierConfig.DEFAULT_LOOKUP_BUDGET));
     b.listInterval(settings.duration("list-interval", S3TierConfig.DEFAULT_LIST_INTERVAL));
-    b.indexEntries(settings.integer("index-entries", S3TierConfig.DEFAULT_INDEX_ENTRIES));
+    int entries = settings.integer("index-entries", S3TierConfig.DEFAULT_INDEX_ENTRIES);
+    settings.checked(() -> b.indexEntries(entries), "index-entries");
     List<String> fleet = Arrays.stream(settings.string("fleet", "").split(","))
         .map(String::strip).filter(s -> !s.isEmpty()).toList();
     String dns = settings.string("fleet-dns", "").strip();
     String self = settings.string("fleet-self", "").strip();
     if (!fleet.isEmpty() && !dns.isEmpty()) {
       throw new IllegalArgumentException(
-          "settings 's3.fleet' and 's3.fleet-dns' are two ways to name the fleet: set one");
+          "settings '" + settings.name("fleet") + "' and '" + settings.name("fleet-dns")
+              + "' are two ways to name the fleet: set one");
     }
     if (!fleet.isEmpty()) {
       if (self.isEmpty()) {
-        throw new IllegalArgumentException("setting 's3.fleet' needs 's3.fleet-self': this"
+        throw new IllegalArgumentException("setting '" + settings.name("fleet") + "' needs '"
+            + settings.name("fleet-self") + "': this"
             + " server's host:port as the list names it");
       }
-      b.fleet(fleet, self);
+      settings.checked(() -> b.fleet(fleet, self), "fleet", "fleet-self");
     } else if (!dns.isEmpty()) {
-      b.fleetDns(dns, self.isEmpty() ? null : self);
+      settings.checked(() -> b.fleetDns(dns, self.isEmpty() ? null : self), "fleet-dns");
     } else if (!self.isEmpty()) {
       throw new IllegalArgumentException(
-          "setting 's3.fleet-self' names this server in a fleet: set 's3.fleet' or 's3.fleet-dns'");
+          "setting '" + settings.name("fleet-self") + "' names this server in a fleet: set '"
+              + settings.name("fleet") + "' or '" + settings.name("fleet-dns") + "'");
     }
     settings.requireAllRead();
-    return S3Tier.open(b.build());
+    return S3Tier.open(settings.checked(b::build, "capacity", "http-client", "ca-file"));
   }
 }

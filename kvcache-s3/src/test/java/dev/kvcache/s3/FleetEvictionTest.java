@@ -211,8 +211,9 @@ class FleetEvictionTest {
         .fleet(List.of("10.0.0.1"), "10.0.0.1"))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("host:port");
     assertThatThrownBy(() -> new S3TierFactory().open(TierSettings.of(Map.of(
-        "bucket", "kvcache", "capacity", "1GiB", "fleet", "a:1,b:1")), 1 << 20))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("s3.fleet-self");
+        "bucket", "kvcache", "capacity", "1GiB", "fleet", "a:1,b:1"), "s3."), 1 << 20))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("setting 's3.fleet' needs 's3.fleet-self'");
     assertThatThrownBy(() -> new S3TierFactory().open(TierSettings.of(Map.of(
         "bucket", "kvcache", "capacity", "1GiB", "fleet", "a:1", "fleet-dns", "kv:1",
         "fleet-self", "a:1")), 1 << 20))

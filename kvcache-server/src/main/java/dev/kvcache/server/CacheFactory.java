@@ -26,8 +26,6 @@ class CacheFactory {
       return config.open();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open the cache's storage: " + e.getMessage(), e);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(CacheSettings.inServerTerms(e.getMessage()), e);
     }
   }
 }

@@ -1,11 +1,15 @@
 package dev.kvcache.server;
 
 import dev.kvcache.KvCacheConfig;
+import dev.kvcache.ram.RamPolicy;
+import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.StackedTierConfig;
+import dev.kvcache.tiered.TieredCacheConfig;
 import io.micronaut.context.annotation.ConfigurationProperties;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 
 /**
  * The cache behind the server, from {@code kvcache.cache.*} (or {@code KVCACHE_CACHE_*} in the
@@ -43,82 +47,76 @@ class CacheSettings {
   private String spillQueueBlocks = "64";
   private Map<String, String> s3 = new LinkedHashMap<>();
 
-  /** The {@code s3.} settings that configure the upload from the disk tier, not the object tier. */
-  private static final List<String> UPLOAD_SETTINGS =
-      List.of("upload", "upload-queue-blocks", "upload-threads", "close-wait");
+  private static final String PREFIX = "kvcache.cache.";
 
   /**
-   * One setting: its name here, its name in {@link KvCacheConfig}, its value, and whether it
-   * belongs to the disk tier (left out when there is none).
-   */
-  private record Setting(String name, String configName, Function<CacheSettings, String> value,
-      boolean disk) {}
-
-  private static final List<Setting> SETTINGS = List.of(
-      new Setting("kvcache.cache.ram-bytes", "ram.bytes", s -> s.ramBytes, false),
-      new Setting("kvcache.cache.max-block-bytes", "ram.max-block-bytes", s -> s.maxBlockBytes, false),
-      new Setting("kvcache.cache.ram-policy", "ram.policy", s -> s.ramPolicy, false),
-      new Setting("kvcache.cache.ram-shared-memory-dir", "ram.shared-memory-dir",
-          s -> s.ramSharedMemoryDir, false),
-      new Setting("kvcache.cache.disk-dir", "disk.dir", s -> s.diskDir, true),
-      new Setting("kvcache.cache.disk-capacity", "disk.capacity", s -> s.diskCapacity, true),
-      new Setting("kvcache.cache.disk-sync-policy", "disk.sync-policy", s -> s.diskSyncPolicy, true),
-      new Setting("kvcache.cache.disk-codec", "disk.codec", s -> s.diskCodec, true),
-      new Setting("kvcache.cache.disk-codec-filter", "disk.codec-filter", s -> s.diskCodecFilter, true),
-      new Setting("kvcache.cache.disk-min-free", "disk.min-free", s -> s.diskMinFree, true),
-      new Setting("kvcache.cache.disk-scrub-rate", "disk.scrub-rate", s -> s.diskScrubRate, true),
-      new Setting("kvcache.cache.disk-direct-writes", "disk.direct-writes",
-          s -> s.diskDirectWrites, true),
-      new Setting("kvcache.cache.disk-direct-reads", "disk.direct-reads",
-          s -> s.diskDirectReads, true),
-      new Setting("kvcache.cache.durability", "tiered.durability", s -> s.durability, true),
-      new Setting("kvcache.cache.spill-threads", "tiered.spill-threads", s -> s.spillThreads, true),
-      new Setting("kvcache.cache.spill-queue-blocks", "tiered.spill-queue-blocks",
-          s -> s.spillQueueBlocks, true));
-
-  /**
-   * The settings in the form {@link KvCacheConfig} reads.
+   * The cache's configuration, built from these settings; an error names the server's setting
+   * that is malformed, out of range or unknown.
    *
-   * @throws IllegalArgumentException naming the server's setting that is malformed
+   * @throws IllegalArgumentException naming the setting
    */
   KvCacheConfig toConfig() {
+    Map<String, String> own = new LinkedHashMap<>();
+    own.put("ram-bytes", ramBytes);
+    own.put("max-block-bytes", maxBlockBytes);
+    own.put("ram-policy", ramPolicy);
+    own.put("ram-shared-memory-dir", ramSharedMemoryDir);
+    own.put("durability", durability);
+    own.put("spill-threads", spillThreads);
+    own.put("spill-queue-blocks", spillQueueBlocks);
+    TierSettings s = TierSettings.of(present(own), PREFIX);
+    KvCacheConfig.Builder b = KvCacheConfig.builder();
+    long ram = s.bytes("ram-bytes");
+    s.checked(() -> b.ramBytes(ram), "ram-bytes");
+    if (s.has("max-block-bytes")) {
+      b.maxBlockBytes(s.intBytes("max-block-bytes", 0));
+    }
+    b.ramPolicy(s.choice("ram-policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY));
+    String shared = s.string("ram-shared-memory-dir", "");
+    if (!shared.isEmpty()) {
+      s.checked(() -> b.ramSharedMemoryDir(Path.of(shared)), "ram-shared-memory-dir");
+    }
+    TieredCacheConfig tiered = TieredCacheConfig.read(s); // what a PUT promises of the disk
     boolean disk = diskDir != null && !diskDir.isBlank();
-    String bucket = s3.get("bucket");
-    boolean objects = bucket != null && !bucket.isBlank();
-    Map<String, String> settings = new LinkedHashMap<>();
-    if (disk || objects) {
-      settings.put("lower", disk && objects ? "disk, s3" : disk ? "disk" : "s3");
+    if (disk) {
+      b.tiered(tiered);
+      b.lower("disk", TierSettings.of(present(diskSettings()), PREFIX + "disk-"));
     }
-    if (objects) {
-      s3.forEach((key, value) -> {
-        if (value != null && !value.isBlank()) {
-          settings.put((disk && UPLOAD_SETTINGS.contains(key) ? "stacked." : "s3.") + key, value);
-        }
-      });
-    }
-    for (Setting setting : SETTINGS) {
-      String value = setting.value().apply(this);
-      if ((disk || !setting.disk()) && value != null && !value.isBlank()) {
-        settings.put(setting.configName(), value);
+    TierSettings objects = TierSettings.of(present(s3), PREFIX + "s3.");
+    if (objects.has("bucket")) {
+      if (disk) {
+        b.stacked(StackedTierConfig.read(objects));
       }
+      b.lower("s3", objects);
     }
-    try {
-      return KvCacheConfig.of(settings);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(inServerTerms(e.getMessage()), e);
-    }
+    s.requireAllRead();
+    return s.checked(b::build, "max-block-bytes", "ram-bytes");
   }
 
-  /** A message of {@link KvCacheConfig}'s with its settings named as the server's. */
-  static String inServerTerms(String message) {
-    for (Setting setting : SETTINGS) {
-      message = message.replace("'" + setting.configName() + "'", "'" + setting.name() + "'");
-    }
-    for (String group : List.of("s3.", "stacked.")) {
-      message = message.replace("'" + group, "'kvcache.cache.s3.")
-          .replace("setting " + group, "setting kvcache.cache.s3.");
-    }
-    return message;
+  /** The disk tier's settings, by their names after {@code disk-}. */
+  private Map<String, String> diskSettings() {
+    Map<String, String> disk = new LinkedHashMap<>();
+    disk.put("dir", diskDir);
+    disk.put("capacity", diskCapacity);
+    disk.put("sync-policy", diskSyncPolicy);
+    disk.put("codec", diskCodec);
+    disk.put("codec-filter", diskCodecFilter);
+    disk.put("min-free", diskMinFree);
+    disk.put("scrub-rate", diskScrubRate);
+    disk.put("direct-writes", diskDirectWrites);
+    disk.put("direct-reads", diskDirectReads);
+    return disk;
+  }
+
+  /** The settings that have a value: an empty one stands for the default. */
+  private static Map<String, String> present(Map<String, String> settings) {
+    Map<String, String> present = new LinkedHashMap<>();
+    settings.forEach((key, value) -> {
+      if (value != null && !value.isBlank()) {
+        present.put(key, value);
+      }
+    });
+    return present;
   }
 
   public String getRamBytes() {

@@ -57,7 +57,7 @@ class StartupTest {
         "kvcache.cache.max-block-bytes", "64MiB", "kvcache.cache.disk-capacity", "200MiB")))
         .hasStackTraceContaining("setting 'kvcache.cache.disk-capacity' must be at least 4"
             + " super-blocks")
-        .hasStackTraceContaining("lower setting 'kvcache.cache.max-block-bytes'");
+        .hasStackTraceContaining("or lower the largest block");
   }
 
   @Test
@@ -68,7 +68,7 @@ class StartupTest {
     }
     assertThatThrownBy(() ->
         TestServer.start(dir.resolve("s"), Map.of("kvcache.cache.spill-threads", "0")))
-        .hasStackTraceContaining("setting 'kvcache.cache.spill-threads' is 0, expected 1 to 64");
+        .hasStackTraceContaining("setting 'kvcache.cache.spill-threads' is '0', expected 1 to 64");
   }
 
   @Test
