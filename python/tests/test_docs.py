@@ -107,7 +107,8 @@ def test_every_result_is_cited_or_read():
             cited.update(Path(p).resolve() for p in glob.glob(str(REPO / path)))
             names.add(Path(path).name)
         names.update(q for q in BACKTICKED.findall(text_outside_code(page)) if "/" not in q)
-    tool = PLOT_TOOL.read_text("utf-8")
+    tool = "\n".join(source.read_text("utf-8")  # the entry point and its area modules
+                     for source in [PLOT_TOOL, *sorted((PLOT_TOOL.parent / "plots").glob("*.py"))])
     uncited = []
     for f in sorted(p for p in RESULTS.rglob("*") if p.is_file()):
         if f.resolve() in cited or f.name in names or f.name in tool:
