@@ -6,6 +6,7 @@ import static dev.kvcache.codec.BlockCodecTest.encode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvcache.testkit.TestBytes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -91,7 +92,7 @@ class BlockDecoderTest {
 
   @Test
   void aDamagedChunkIsNeverHandedOverAndStopsTheDecoder() throws IOException {
-    ByteBuffer container = encode(codec(Filter.BYTE_SHUFFLE_2), BlockCodecTest.halfFloats(3 * CHUNK, 3));
+    ByteBuffer container = encode(codec(Filter.BYTE_SHUFFLE_2), TestBytes.halfFloatsDirect(3 * CHUNK, 3));
     ByteBuffer damaged = ByteBuffer.allocate(container.remaining()).put(container.duplicate()).flip();
     int last = damaged.limit() - 10;
     damaged.put(last, (byte) (damaged.get(last) ^ 1));

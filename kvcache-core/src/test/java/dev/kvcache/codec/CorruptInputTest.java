@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.fail;
 
 import dev.kvcache.codec.CorruptBlockException.Reason;
+import dev.kvcache.testkit.TestBytes;
 import java.io.ByteArrayInputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -25,7 +26,7 @@ class CorruptInputTest {
 
   private static final int CHUNK = 16 << 10;
   private static final int SIZE = 3 * CHUNK + 500;
-  private final ByteBuffer original = BlockCodecTest.halfFloats(SIZE, 11);
+  private final ByteBuffer original = TestBytes.halfFloatsDirect(SIZE, 11);
 
   private byte[] encoded(Filter filter) {
     ByteBuffer e = BlockCodecTest.encode(BlockCodecTest.codec(filter), original);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.codec.CorruptBlockException.Reason;
+import dev.kvcache.testkit.TestBytes;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -25,7 +26,7 @@ class ParallelCodecTest {
   void parallelEncodingWritesTheSameContainerAsSequential() throws Exception {
     for (Filter filter : Filter.values()) {
       for (int size : new int[] {CHUNK + 1, 2 * CHUNK, 7 * CHUNK + 99, 20 * CHUNK}) {
-        ByteBuffer src = BlockCodecTest.halfFloats(size, size);
+        ByteBuffer src = TestBytes.halfFloatsDirect(size, size);
         BlockCodec sequential = BlockCodecTest.codec(filter);
         BlockCodec parallel =
             BlockCodec.builder().chunkSizeBytes(CHUNK).filter(filter).executor(POOL, 4).build();
@@ -43,7 +44,7 @@ class ParallelCodecTest {
 
   @Test
   void parallelDecodingNamesTheDamagedChunk() {
-    ByteBuffer src = BlockCodecTest.random(9 * CHUNK, 3);
+    ByteBuffer src = TestBytes.randomDirect(9 * CHUNK, 3);
     ByteBuffer encoded = BlockCodecTest.encode(BlockCodecTest.codec(Filter.NONE), src);
     // random bytes are stored raw: chunk i starts at 32 + i * (16 + CHUNK)
     int chunk5 = 32 + 5 * (16 + CHUNK);
@@ -78,7 +79,7 @@ class ParallelCodecTest {
   void callsFromThePoolsOwnThreadsDoNotDeadlock() throws Exception {
     ExecutorService small = Executors.newFixedThreadPool(2);
     try {
-      ByteBuffer src = BlockCodecTest.halfFloats(12 * CHUNK, 9);
+      ByteBuffer src = TestBytes.halfFloatsDirect(12 * CHUNK, 9);
       BlockCodec codec =
           BlockCodec.builder().chunkSizeBytes(CHUNK).filter(Filter.BYTE_SHUFFLE_2).executor(small, 2).build();
       ByteBuffer encoded = BlockCodecTest.encode(BlockCodecTest.codec(Filter.BYTE_SHUFFLE_2), src);
@@ -104,7 +105,7 @@ class ParallelCodecTest {
     java.util.concurrent.Executor rejecting = task -> {
       throw new java.util.concurrent.RejectedExecutionException("full");
     };
-    ByteBuffer src = BlockCodecTest.halfFloats(5 * CHUNK + 7, 4);
+    ByteBuffer src = TestBytes.halfFloatsDirect(5 * CHUNK + 7, 4);
     BlockCodec codec =
         BlockCodec.builder().chunkSizeBytes(CHUNK).filter(Filter.BYTE_SHUFFLE_2).executor(rejecting, 3).build();
     ByteBuffer encoded = BlockCodecTest.encode(codec, src);

@@ -29,6 +29,16 @@ public final class TestBytes {
     return b;
   }
 
+  /** {@link #random} in a direct buffer, ready to be read. */
+  public static ByteBuffer randomDirect(int length, long seed) {
+    return direct(random(length, seed));
+  }
+
+  /** {@link #halfFloats} in a direct buffer, ready to be read. */
+  public static ByteBuffer halfFloatsDirect(int length, long seed) {
+    return direct(halfFloats(length, seed));
+  }
+
   /** A direct buffer holding {@code bytes}, ready to be read. */
   public static ByteBuffer direct(byte[] bytes) {
     return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -43,16 +44,6 @@ class DirectWritesTest {
     return DiskTierConfig.builder(dir, 256L << 20).superBlockBytes(32L << 20).minFreeBytes(0)
         .maxBlockBytes(4 << 20).syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0)
         .directWrites(true);
-  }
-
-  private static void assertHolds(DiskTier tier, BlockKey key, int version, int length) {
-    ByteBuffer dst = ByteBuffer.allocateDirect(length);
-    assertThat(tier.getInto(key, dst)).as("%s", key).isEqualTo(GetStatus.HIT);
-    assertThat(dst.flip().remaining()).isEqualTo(length);
-    assertThat(Payloads.verify(key, dst)).as("%s", key).isEqualTo(version);
-    try (BlockLease lease = tier.get(key)) {
-      assertThat(Payloads.verify(key, lease.bytes())).isEqualTo(version);
-    }
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -38,15 +39,6 @@ class DiskTierTest {
     }
   }
 
-  private static void assertHolds(DiskTier tier, int from, int to, long version) {
-    for (int i = from; i < to; i++) {
-      BlockKey key = Payloads.key(i);
-      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK + i);
-      assertThat(tier.getInto(key, dst)).as("block %d", i).isEqualTo(GetStatus.HIT);
-      assertThat(Payloads.verify(key, dst.flip())).as("block %d", i).isEqualTo(version);
-    }
-  }
-
   /**
    * Copies the directory of an open tier: what a crash of the process at this moment would leave
    * (every put that returned is in the operating system's page cache, which the copy reads).
@@ -72,10 +64,10 @@ class DiskTierTest {
       assertThat(tier.delete(Payloads.key(20))).isTrue();
     }
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
-      assertHolds(tier, 0, 10, 2);
-      assertHolds(tier, 10, 20, 1);
+      assertHolds(tier, 0, 10, 2, BLOCK + 10);
+      assertHolds(tier, 10, 20, 1, BLOCK + 20);
       assertThat(tier.contains(Payloads.key(20))).as("deleted before the restart").isFalse();
-      assertHolds(tier, 21, 40, 1);
+      assertHolds(tier, 21, 40, 1, BLOCK + 40);
       assertThat(tier.stats().blocks()).isEqualTo(39);
     }
   }
@@ -91,10 +83,10 @@ class DiskTierTest {
       image = crashImage(dir, temp.resolve("image"));
     }
     try (DiskTier tier = DiskTier.open(config(image).build())) {
-      assertHolds(tier, 0, 5, 1);
-      assertHolds(tier, 5, 10, 3);
+      assertHolds(tier, 0, 5, 1, BLOCK + 5);
+      assertHolds(tier, 5, 10, 3, BLOCK + 10);
       assertThat(tier.contains(Payloads.key(12))).isFalse();
-      assertHolds(tier, 13, 30, 1);
+      assertHolds(tier, 13, 30, 1, BLOCK + 30);
     }
   }
 
@@ -115,7 +107,7 @@ class DiskTierTest {
       ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}));
     }
     try (DiskTier tier = DiskTier.open(config(image).build())) {
-      assertHolds(tier, 0, 20, 1);
+      assertHolds(tier, 0, 20, 1, BLOCK + 20);
     }
   }
 
@@ -131,10 +123,10 @@ class DiskTierTest {
     }
     deleteJournalsAndCheckpoint(image);
     try (DiskTier tier = DiskTier.open(config(image).build())) {
-      assertHolds(tier, 0, 5, 2);
-      assertHolds(tier, 5, 7, 1);
+      assertHolds(tier, 0, 5, 2, BLOCK + 5);
+      assertHolds(tier, 5, 7, 1, BLOCK + 7);
       assertThat(tier.contains(Payloads.key(7))).as("its tombstone record survives").isFalse();
-      assertHolds(tier, 8, 30, 1);
+      assertHolds(tier, 8, 30, 1, BLOCK + 30);
       assertThat(tier.stats().blocks()).isEqualTo(29);
     }
   }
@@ -173,7 +165,7 @@ class DiskTierTest {
       }
       assertThat(tier.diskStats().corruptBlocks()).isEqualTo(1);
       assertThat(tier.contains(Payloads.key(2))).as("dropped").isFalse();
-      assertHolds(tier, 0, 2, 1);
+      assertHolds(tier, 0, 2, 1, BLOCK + 2);
     }
   }
 
@@ -198,7 +190,7 @@ class DiskTierTest {
       putAll(tier, 0, 2, 1);
     }
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
-      assertHolds(tier, 0, 2, 1);
+      assertHolds(tier, 0, 2, 1, BLOCK + 2);
     }
   }
 
@@ -213,7 +205,7 @@ class DiskTierTest {
       }
       assertThat(tier.stats().evictions()).isPositive();
       assertThat(tier.contains(Payloads.key(0))).isFalse();
-      assertHolds(tier, 1990, 2000, 1);
+      assertHolds(tier, 1990, 2000, 1, BLOCK + 2000);
     }
   }
 
@@ -234,12 +226,12 @@ class DiskTierTest {
           Thread.sleep(3); // let the background reclaimer keep ahead of the writer
         }
       }
-      assertHolds(tier, 0, 10, 1);
+      assertHolds(tier, 0, 10, 1, BLOCK + 10);
       assertThat(tier.contains(Payloads.key(20))).as("never read: dropped").isFalse();
       assertThat(tier.stats().compactions()).as("blocks rewritten").isGreaterThanOrEqualTo(10);
     }
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
-      assertHolds(tier, 0, 10, 1);
+      assertHolds(tier, 0, 10, 1, BLOCK + 10);
     }
   }
 
@@ -257,8 +249,8 @@ class DiskTierTest {
       }
       assertThat(tier.diskStats().superBlocksDropped()).isEqualTo(1);
       assertThat(tier.stats().compactions()).as("live blocks rewritten").isGreaterThanOrEqualTo(4);
-      assertHolds(tier, 0, 56, 2);
-      assertHolds(tier, 56, 61, 1);
+      assertHolds(tier, 0, 56, 2, BLOCK + 56);
+      assertHolds(tier, 56, 61, 1, BLOCK + 61);
       assertThat(tier.stats().evictions()).isZero();
     }
   }
@@ -285,9 +277,9 @@ class DiskTierTest {
     try (DiskTier tier = DiskTier.open(config(image).build())) {
       assertThat(tier.contains(Payloads.key(0)))
           .as("deleted, though its record is still in the first super-block").isFalse();
-      assertHolds(tier, 1, 60, 1);
-      assertHolds(tier, 60, 116, 2);
-      assertHolds(tier, 116, 125, 1);
+      assertHolds(tier, 1, 60, 1, BLOCK + 60);
+      assertHolds(tier, 60, 116, 2, BLOCK + 116);
+      assertHolds(tier, 116, 125, 1, BLOCK + 125);
     }
   }
 
@@ -316,7 +308,7 @@ class DiskTierTest {
       assertThat(tier.diskStats().unchangedPuts()).isEqualTo(1);
       tier.put(key, Payloads.of(key, 2, BLOCK));
       assertThat(tier.diskStats().bytesWritten()).isGreaterThan(written);
-      assertHolds(tier, 1, 2, 2);
+      assertHolds(tier, 1, 2, 2, BLOCK + 2);
     }
   }
 
@@ -333,7 +325,7 @@ class DiskTierTest {
       }
     }
     try (DiskTier tier = DiskTier.open(config(dir).codec(codec).build())) {
-      assertHolds(tier, 0, 10, 1);
+      assertHolds(tier, 0, 10, 1, BLOCK + 10);
       ByteBuffer dst = ByteBuffer.allocate(BLOCK);
       assertThat(tier.getInto(Payloads.key(99), dst)).isEqualTo(GetStatus.HIT);
       assertThat(dst.flip()).isEqualTo(zeros);
@@ -349,7 +341,7 @@ class DiskTierTest {
         tier.sync();
       }
       try (DiskTier tier = DiskTier.open(config(dir).build())) {
-        assertHolds(tier, 0, 10, 1);
+        assertHolds(tier, 0, 10, 1, BLOCK + 10);
       }
     }
   }
@@ -365,7 +357,7 @@ class DiskTierTest {
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       assertThat(tier.put(key, Payloads.of(key, 2, BLOCK))).as("a stored key is always written")
           .isEqualTo(PutStatus.STORED);
-      assertHolds(tier, 1, 2, 2);
+      assertHolds(tier, 1, 2, 2, BLOCK + 2);
       int admitted = 0;
       for (int i = 100; i < 1100; i++) {
         BlockKey k = Payloads.key(i);

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -31,15 +32,6 @@ class FullDiskTest {
         .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).build();
   }
 
-  private static void assertHolds(DiskTier tier, int from, int to) {
-    for (int i = from; i < to; i++) {
-      BlockKey key = Payloads.key(i);
-      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
-      assertThat(tier.getInto(key, dst)).as("block %d", i).isEqualTo(GetStatus.HIT);
-      assertThat(Payloads.verify(key, dst.flip())).isEqualTo(1);
-    }
-  }
-
   @Test
   void putsFailWithAStatusReadsGoOnAndNothingStoredIsLost() throws IOException {
     Path filler = small.path().resolve("filler");
@@ -56,20 +48,20 @@ class FullDiskTest {
             .isEqualTo(PutStatus.REJECTED_NO_SPACE);
         assertThat(tier.contains(key)).isFalse();
       }
-      assertHolds(tier, 0, 20);
+      assertHolds(tier, 0, 20, 1, BLOCK);
       assertThat(tier.stats().rejections()).isEqualTo(5);
     } // closing on the full disk cannot write a checkpoint: the journal stays for the next open
     Files.delete(filler);
     try (DiskTier tier = DiskTier.open(config())) {
-      assertHolds(tier, 0, 20);
+      assertHolds(tier, 0, 20, 1, BLOCK);
       for (int i = 20; i < 25; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       }
-      assertHolds(tier, 0, 25);
+      assertHolds(tier, 0, 25, 1, BLOCK);
     }
     try (DiskTier tier = DiskTier.open(config())) {
-      assertHolds(tier, 0, 25);
+      assertHolds(tier, 0, 25, 1, BLOCK);
     }
   }
 
@@ -84,7 +76,7 @@ class FullDiskTest {
     }
     Tmpfs.fill(filler);
     try (DiskTier tier = DiskTier.open(config())) {
-      assertHolds(tier, 0, 20);
+      assertHolds(tier, 0, 20, 1, BLOCK);
       assertThat(tier.health().degraded()).as("a tier opened on a full disk").isTrue();
       BlockKey key = Payloads.key(20);
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.REJECTED_NO_SPACE);
@@ -93,7 +85,7 @@ class FullDiskTest {
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
     }
     try (DiskTier tier = DiskTier.open(config())) {
-      assertHolds(tier, 0, 21);
+      assertHolds(tier, 0, 21, 1, BLOCK);
     }
   }
 }

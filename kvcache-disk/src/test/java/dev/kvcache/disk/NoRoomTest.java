@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -59,15 +60,6 @@ class NoRoomTest {
     }
   }
 
-  private static void assertHolds(DiskTier tier, int from, int to) {
-    for (int i = from; i < to; i++) {
-      BlockKey key = Payloads.key(i);
-      ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
-      assertThat(tier.getInto(key, dst)).as("block %d", i).isEqualTo(GetStatus.HIT);
-      assertThat(Payloads.verify(key, dst.flip())).isEqualTo(1);
-    }
-  }
-
   @Test
   void aStartWithoutRoomDeletesNothingRefusesPutsAndRecoversWhenSpaceReturns() throws IOException {
     Path dir = temp.resolve("tier");
@@ -81,7 +73,7 @@ class NoRoomTest {
     space.usable = FLOOR / 2; // something else filled the file system while the tier was stopped
     try (DiskTier tier = DiskTier.open(config(dir), space)) {
       assertThat(DiskFiles.superBlocks(dir)).as("super-blocks after a start without room").isEqualTo(files);
-      assertHolds(tier, 0, 40);
+      assertHolds(tier, 0, 40, 1, BLOCK);
       assertThat(tier.health().degraded()).isTrue();
       assertThat(tier.health().problems()).singleElement().asString()
           .contains("no room for a new super-block").contains("minFreeBytes");
@@ -94,10 +86,10 @@ class NoRoomTest {
       assertThat(tier.health().degraded()).as("health once space is back").isFalse();
       assertThat(DiskFiles.superBlocks(dir)).as("super-blocks after a health check").isEqualTo(files);
       put(tier, 40, 45, PutStatus.STORED);
-      assertHolds(tier, 0, 45);
+      assertHolds(tier, 0, 45, 1, BLOCK);
     }
     try (DiskTier tier = DiskTier.open(config(dir), space)) {
-      assertHolds(tier, 0, 45);
+      assertHolds(tier, 0, 45, 1, BLOCK);
       assertThat(tier.health().degraded()).isFalse();
     }
   }
@@ -116,7 +108,7 @@ class NoRoomTest {
       }
       put(tier, 41 + stored, 60, PutStatus.REJECTED_NO_SPACE);
       assertThat(tier.diskStats().superBlocksDropped()).isZero();
-      assertHolds(tier, 0, 40);
+      assertHolds(tier, 0, 40, 1, BLOCK);
       assertThat(tier.health().degraded()).isTrue();
     }
   }
@@ -137,7 +129,7 @@ class NoRoomTest {
       }
       long evictions = tier.stats().evictions();
       tier.reclaimOnce(new RateLimiter(1L << 30), () -> false);
-      assertHolds(tier, 12, 40);
+      assertHolds(tier, 12, 40, 1, BLOCK);
       assertThat(tier.stats().evictions()).as("evictions").isEqualTo(evictions);
       assertThat(tier.diskStats().superBlocksDropped()).isZero();
 
@@ -150,7 +142,7 @@ class NoRoomTest {
         Thread.sleep(10);
       }
       assertThat(tier.diskStats().superBlocksDropped()).isEqualTo(1);
-      assertHolds(tier, 12, 40);
+      assertHolds(tier, 12, 40, 1, BLOCK);
       assertThat(tier.stats().evictions()).as("evictions").isEqualTo(evictions);
     }
   }
@@ -180,7 +172,7 @@ class NoRoomTest {
       put(tier, 0, 400, PutStatus.STORED); // 25 MiB into 16 MiB above the floor
       assertThat(tier.diskStats().superBlocksDropped()).isPositive();
       assertThat(space.usableBytes()).isGreaterThanOrEqualTo(FLOOR);
-      assertHolds(tier, 380, 400);
+      assertHolds(tier, 380, 400, 1, BLOCK);
       assertThat(tier.health().degraded()).isFalse();
     }
   }

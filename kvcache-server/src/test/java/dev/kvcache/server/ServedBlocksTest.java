@@ -21,11 +21,6 @@ class ServedBlocksTest {
 
   @TempDir Path dir;
 
-  /** The value of {@code name{namespace="..."}}, or null if there is no such series. */
-  private static Double metric(TestServer server, String name, String namespace) throws Exception {
-    return server.metric(name, "namespace", namespace);
-  }
-
   private static HttpResponse<byte[]> post(TestServer server, String namespace, String path,
       String json) throws Exception {
     return server.send(HttpRequest.newBuilder(server.uri("/v1/namespaces/" + namespace + path))
@@ -65,11 +60,11 @@ class ServedBlocksTest {
       // default: one GET
       assertThat(server.get("default", key(9)).statusCode()).isEqualTo(200);
 
-      assertThat(metric(server, "kvcache_blocks_served_total", "llama")).isEqualTo(5.0);
-      assertThat(metric(server, "kvcache_prefill_tokens_avoided_total", "llama"))
+      assertThat(server.metric("kvcache_blocks_served_total", "namespace", "llama")).isEqualTo(5.0);
+      assertThat(server.metric("kvcache_prefill_tokens_avoided_total", "namespace", "llama"))
           .isEqualTo(5.0 * 512);
-      assertThat(metric(server, "kvcache_blocks_served_total", "default")).isEqualTo(1.0);
-      assertThat(metric(server, "kvcache_prefill_tokens_avoided_total", "default"))
+      assertThat(server.metric("kvcache_blocks_served_total", "namespace", "default")).isEqualTo(1.0);
+      assertThat(server.metric("kvcache_prefill_tokens_avoided_total", "namespace", "default"))
           .as("no tokens per block configured for it").isNull();
 
       // each GET's body (two of llama's, one of default's), the batch's and the pinned read's,
