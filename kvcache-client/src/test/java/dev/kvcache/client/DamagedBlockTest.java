@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
+import dev.kvcache.server.TestServer;
 import dev.kvcache.testkit.Payloads;
 import java.io.RandomAccessFile;
 import java.net.URI;
@@ -34,10 +35,10 @@ class DamagedBlockTest {
   @TempDir Path shm;
 
   /** Flips one byte of {@code key}'s block in the server's RAM file, found by a pinned lookup. */
-  private static void damage(LocalServer server, BlockKey key, int at) throws Exception {
+  private static void damage(TestServer server, BlockKey key, int at) throws Exception {
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     String answer = http.send(HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + server.port + "/v1/namespaces/default/lookup"))
+                URI.create("http://127.0.0.1:" + server.port() + "/v1/namespaces/default/lookup"))
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofString("{\"keys\":[\"" + key.toHex()
                 + "\"],\"pin_ms\":1000,\"shared_memory\":true}")).build(),
@@ -55,10 +56,10 @@ class DamagedBlockTest {
 
   @Test
   void aBlockDamagedInTheServersMemoryIsAMissOnEveryReadAndNeverFillsTheBuffer() throws Exception {
-    try (LocalServer server = LocalServer.start(null, 0, 8 << 20,
+    try (TestServer server = TestServer.start(null,
             Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()));
         RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).build())) {
       List<BlockKey> keys = List.of(Payloads.key(1), Payloads.key(2), Payloads.key(3));
       for (BlockKey k : keys) {
         assertThat(remote.put(k, Payloads.of(k, 1, BLOCK))).isEqualTo(PutStatus.STORED);

@@ -8,6 +8,7 @@ import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.server.TestServer;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.testkit.Payloads;
@@ -25,10 +26,11 @@ class RemoteTierContractTest extends TierContractTest {
 
   @Override
   protected Tier newTier(long capacityBytes, int maxBlockBytes) {
-    LocalServer server = LocalServer.start(null, 0, maxBlockBytes,
-        Map.of("kvcache.cache.ram-bytes", capacityBytes + "B"));
+    TestServer server = TestServer.start(null, Map.of(
+        "kvcache.cache.ram-bytes", capacityBytes + "B",
+        "kvcache.cache.max-block-bytes", maxBlockBytes + "B"));
     RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
-        .server("127.0.0.1", server.port)
+        .server("127.0.0.1", server.port())
         .maxBlockBytes(maxBlockBytes)
         .build());
     return new ServerAndClient(server, remote);
@@ -68,7 +70,7 @@ class RemoteTierContractTest extends TierContractTest {
   }
 
   /** The client, closing its server when it closes. */
-  private record ServerAndClient(LocalServer server, RemoteTier remote) implements Tier {
+  private record ServerAndClient(TestServer server, RemoteTier remote) implements Tier {
     @Override
     public String name() {
       return remote.name();

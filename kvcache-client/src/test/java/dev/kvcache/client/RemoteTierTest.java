@@ -13,6 +13,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
+import dev.kvcache.server.TestServer;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.testkit.TestBytes;
 import java.io.IOException;
@@ -40,9 +41,9 @@ class RemoteTierTest {
   @ParameterizedTest
   @ValueSource(ints = {1, 256 * 1024, 2 << 20, 8 << 20})
   void everySizeClassRoundTrips(int length) {
-    try (LocalServer server = LocalServer.start(dir);
+    try (TestServer server = TestServer.start(dir);
         RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).build())) {
       BlockKey key = Payloads.key(length);
       ByteBuffer block = length < Payloads.HEADER_BYTES
           ? ByteBuffer.allocateDirect(length).put(0, (byte) 42)
@@ -59,22 +60,18 @@ class RemoteTierTest {
   }
 
   /** Half floats of small magnitude, in a direct buffer: a byte shuffle lets LZ4 shrink them. */
-  static ByteBuffer halfFloats(int length, long seed) {
-    return TestBytes.direct(TestBytes.halfFloats(length, seed));
-  }
-
   @Test
   void withAWireCodecBlocksTravelEncodedBothWaysAndArriveWhole() {
     BlockCodec codec = BlockCodec.builder().filter(Filter.BYTE_SHUFFLE_2).build();
-    try (LocalServer server = LocalServer.start(dir, 0, 8 << 20,
+    try (TestServer server = TestServer.start(dir,
             Map.of("kvcache.wire-codec", "lz4", "kvcache.wire-codec-filter", "byte_shuffle_2"));
         RemoteTier coded = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).wireCodec(codec).build());
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).wireCodec(codec).build());
         RemoteTier plain = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).build())) {
       for (int length : new int[] {1, 256 << 10, (3 << 20) + 3}) {
         BlockKey key = Payloads.key(length);
-        ByteBuffer block = halfFloats(length, length);
+        ByteBuffer block = TestBytes.halfFloatsDirect(length, length);
         assertThat(coded.put(key, block)).isEqualTo(PutStatus.STORED);
         ByteBuffer dst = ByteBuffer.allocateDirect(length + 10).position(7);
         assertThat(coded.getInto(key, dst)).isEqualTo(GetStatus.HIT);
@@ -88,7 +85,7 @@ class RemoteTierTest {
         assertThat(asStored.flip()).as("stored decoded, read as it is").isEqualTo(block);
       }
       BlockKey written = Payloads.key(99);
-      ByteBuffer parts = halfFloats(1 << 20, 99);
+      ByteBuffer parts = TestBytes.halfFloatsDirect(1 << 20, 99);
       try (BlockWriter writer = coded.writer(written, 1 << 20)) {
         for (int at = 0; at < 1 << 20; at += 16 << 10) {
           writer.write(parts.duplicate().position(at).limit(at + (16 << 10)));
@@ -111,9 +108,10 @@ class RemoteTierTest {
 
   @Test
   void aWriterStreamsItsPartsAndStoresNothingUnlessCommitted() throws Exception {
-    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20, Map.of());
+    try (TestServer server = TestServer.start(dir,
+            Map.of("kvcache.cache.max-block-bytes", "1MiB"));
         RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).build())) {
       BlockKey key = Payloads.key(1);
       ByteBuffer block = Payloads.of(key, 5, 1 << 20);
       BlockWriter abandoned = remote.writer(key, 1 << 20);
@@ -121,16 +119,16 @@ class RemoteTierTest {
       abandoned.close();
       assertThat(remote.contains(key)).as("a writer closed without its commit").isFalse();
 
-      long before = server.bytesUsed();
+      long before = server.ramBytesUsed();
       try (BlockWriter writer = remote.writer(key, 1 << 20)) {
         for (int at = 0; at < 1 << 20; at += 100_000) {
           writer.write(block.duplicate().position(at).limit(Math.min(1 << 20, at + 100_000)));
         }
         long deadline = System.nanoTime() + 5_000_000_000L;
-        while (server.bytesUsed() < before + (1 << 20) && System.nanoTime() < deadline) {
+        while (server.ramBytesUsed() < before + (1 << 20) && System.nanoTime() < deadline) {
           Thread.sleep(10);
         }
-        assertThat(server.bytesUsed()).as("the request is under way: the server holds its room")
+        assertThat(server.ramBytesUsed()).as("the request is under way: the server holds its room")
             .isGreaterThanOrEqualTo(before + (1 << 20));
         assertThat(remote.contains(key)).as("not before its commit").isFalse();
         assertThat(writer.commit()).isEqualTo(PutStatus.STORED);
@@ -157,9 +155,9 @@ class RemoteTierTest {
   @Test
   void aClientWithAWireCodecReadsFromAServerThatAnswersBlocksAsTheyAre() {
     BlockCodec codec = BlockCodec.builder().build();
-    try (LocalServer server = LocalServer.start(dir);
+    try (TestServer server = TestServer.start(dir);
         RemoteTier coded = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(8 << 20).wireCodec(codec).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(8 << 20).wireCodec(codec).build())) {
       BlockKey key = Payloads.key(5);
       ByteBuffer block = Payloads.of(key, 2, 1 << 20);
       assertThat(coded.put(key, block)).isEqualTo(PutStatus.STORED);
@@ -173,10 +171,10 @@ class RemoteTierTest {
   @Test
   void aBatchReadFillsEachBufferAskingAgainForWhatTheServerLeftForLater() {
     int block = 300 << 10;
-    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20,
-            Map.of("kvcache.max-batch-bytes", 1 << 20)); // three blocks per answer at most
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.max-block-bytes", "1MiB",
+            "kvcache.max-batch-bytes", 1 << 20)); // three blocks per answer at most
         RemoteTier remote = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).maxBlockBytes(1 << 20).build())) {
+            .server("127.0.0.1", server.port()).maxBlockBytes(1 << 20).build())) {
       List<BlockKey> keys = new ArrayList<>();
       List<ByteBuffer> dsts = new ArrayList<>();
       for (int i = 0; i < 10; i++) {
@@ -206,13 +204,13 @@ class RemoteTierTest {
 
   @Test
   void aRefusedTokenOrAnUnknownNamespaceIsAnErrorNotAMiss() {
-    try (LocalServer server = LocalServer.start(dir, 0, 1 << 20, Map.of(
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.cache.max-block-bytes", "1MiB",
         "kvcache.auth.tokens.engine.secret", SECRET,
         "kvcache.auth.tokens.engine.read", "default",
         "kvcache.auth.tokens.engine.write", "default"))) {
       BlockKey key = Payloads.key(1);
       try (RemoteTier noToken = new RemoteTier(RemoteTierConfig.builder()
-          .server("127.0.0.1", server.port).build())) {
+          .server("127.0.0.1", server.port()).build())) {
         assertThatThrownBy(() -> noToken.getInto(key, ByteBuffer.allocate(10)))
             .isInstanceOf(RemoteTierException.class)
             .hasMessageContaining("answered 401")
@@ -224,13 +222,13 @@ class RemoteTierTest {
             .hasMessageContaining("answered 401");
       }
       try (RemoteTier outOfScope = new RemoteTier(RemoteTierConfig.builder()
-          .server("127.0.0.1", server.port).namespace("other").token(SECRET).build())) {
+          .server("127.0.0.1", server.port()).namespace("other").token(SECRET).build())) {
         assertThatThrownBy(() -> outOfScope.lookupPrefix(List.of(key)))
             .isInstanceOf(RemoteTierException.class)
             .hasMessageContaining("answered 403");
       }
       try (RemoteTier engine = new RemoteTier(RemoteTierConfig.builder()
-          .server("127.0.0.1", server.port).token(SECRET).build())) {
+          .server("127.0.0.1", server.port()).token(SECRET).build())) {
         assertThat(engine.put(key, Payloads.of(key, 1, 100))).isEqualTo(PutStatus.STORED);
         assertThat(engine.contains(key)).isTrue();
       }
@@ -239,9 +237,9 @@ class RemoteTierTest {
 
   @Test
   void anUnknownNamespaceIsAnError() {
-    try (LocalServer server = LocalServer.start(dir);
+    try (TestServer server = TestServer.start(dir);
         RemoteTier unknown = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).namespace("nowhere").build())) {
+            .server("127.0.0.1", server.port()).namespace("nowhere").build())) {
       assertThatThrownBy(() -> unknown.get(Payloads.key(1)))
           .isInstanceOf(RemoteTierException.class)
           .hasMessageContaining("answered 404")
@@ -298,13 +296,13 @@ class RemoteTierTest {
   /** With {@code remote.wire-codec = lz4}: puts go encoded, gets come back whole either way. */
   @Test
   void ramOverARemoteServerBuiltFromSettings() throws Exception {
-    try (LocalServer server = LocalServer.start(dir)) {
+    try (TestServer server = TestServer.start(dir)) {
       int blocks = 40;
       try (KvCache cache = KvCacheConfig.of(Map.of(
           "ram.bytes", "4MiB",
           "ram.max-block-bytes", "1MiB",
           "lower", "remote",
-          "remote.servers", "127.0.0.1:" + server.port,
+          "remote.servers", "127.0.0.1:" + server.port(),
           "remote.wire-codec", "lz4")).open()) {
         for (int i = 0; i < blocks; i++) {
           BlockKey key = Payloads.key(i);
@@ -323,13 +321,13 @@ class RemoteTierTest {
 
   @Test
   void ramOverARemoteServerPinsTheServersBlocksUnderItsLease() throws Exception {
-    try (LocalServer server = LocalServer.start(dir);
+    try (TestServer server = TestServer.start(dir);
         RemoteTier direct = new RemoteTier(RemoteTierConfig.builder()
-            .server("127.0.0.1", server.port).build());
+            .server("127.0.0.1", server.port()).build());
         KvCache cache = KvCacheConfig.of(Map.of(
             "ram.bytes", "4MiB",
             "lower", "remote",
-            "remote.servers", "127.0.0.1:" + server.port)).open()) {
+            "remote.servers", "127.0.0.1:" + server.port())).open()) {
       List<BlockKey> keys = new ArrayList<>();
       for (int i = 0; i < 10; i++) {
         BlockKey key = Payloads.key(900 + i);

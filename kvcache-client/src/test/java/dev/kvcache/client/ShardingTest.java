@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.server.TestServer;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -29,20 +30,20 @@ class ShardingTest {
 
   @TempDir Path dir;
 
-  static RemoteTier client(List<LocalServer> servers) {
+  static RemoteTier client(List<TestServer> servers) {
     RemoteTierConfig.Builder b = RemoteTierConfig.builder()
         .requestTimeout(Duration.ofSeconds(5))
         .downBackoff(Duration.ofMillis(200), Duration.ofMillis(400));
-    servers.forEach(s -> b.server("127.0.0.1", s.port));
+    servers.forEach(s -> b.server("127.0.0.1", s.port()));
     return new RemoteTier(b.build());
   }
 
   @Test
   void keysSpreadOverAllServersAndEachIsFoundWhereItWasPut() {
-    List<LocalServer> servers = new ArrayList<>();
+    List<TestServer> servers = new ArrayList<>();
     try {
       for (int i = 0; i < 3; i++) {
-        servers.add(LocalServer.start(dir.resolve("s" + i)));
+        servers.add(TestServer.start(dir.resolve("s" + i)));
       }
       Map<Integer, Integer> perServer = new HashMap<>();
       try (RemoteTier remote = client(servers)) {
@@ -69,16 +70,16 @@ class ShardingTest {
       assertThat(perServer.values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(KEYS);
       assertThat(perServer.values()).hasSize(3).allSatisfy(n -> assertThat(n).isBetween(60, 140));
     } finally {
-      servers.forEach(LocalServer::close);
+      servers.forEach(TestServer::close);
     }
   }
 
   @Test
   void aServerStoppedMidRunMakesItsKeysMissesThenServesThemAgainAfterItsRestart()
       throws Exception {
-    List<LocalServer> servers = new ArrayList<>();
+    List<TestServer> servers = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      servers.add(LocalServer.start(dir.resolve("s" + i)));
+      servers.add(TestServer.start(dir.resolve("s" + i)));
     }
     try (RemoteTier remote = client(servers)) {
       for (int i = 0; i < KEYS; i++) {
@@ -128,7 +129,7 @@ class ShardingTest {
         }));
       }
       Thread.sleep(300);
-      int victimPort = servers.get(1).port;
+      int victimPort = servers.get(1).port();
       servers.get(1).close(); // stopped under load: reads of its keys become misses
       Thread.sleep(1000);
       int during = 0;
@@ -154,7 +155,8 @@ class ShardingTest {
       assertThat(remote.put(onLive, Payloads.of(onLive, 2, BLOCK)))
           .as("a put to a live server").isEqualTo(PutStatus.STORED);
 
-      servers.set(1, LocalServer.start(dir.resolve("s1"), victimPort, 8 << 20, Map.of()));
+      servers.set(1, TestServer.start(dir.resolve("s1"),
+          Map.of("micronaut.server.port", victimPort)));
       Thread.sleep(600); // past the back-off
       int after = 0;
       for (int i = 0; i < KEYS; i++) {
@@ -175,15 +177,15 @@ class ShardingTest {
             .isEqualTo(version);
       }
     } finally {
-      servers.forEach(LocalServer::close);
+      servers.forEach(TestServer::close);
     }
   }
 
   @Test
   void aPinnedLookupHoldsEachBlockOnItsOwnServerUntilClosed() throws Exception {
-    List<LocalServer> servers = new ArrayList<>();
+    List<TestServer> servers = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      servers.add(LocalServer.start(dir.resolve("s" + i)));
+      servers.add(TestServer.start(dir.resolve("s" + i)));
     }
     try (RemoteTier remote = client(servers)) {
       List<BlockKey> keys = new ArrayList<>();
@@ -196,7 +198,7 @@ class ShardingTest {
       }
       try (PrefixPin pin = remote.pinPrefix(keys, Duration.ofSeconds(30))) {
         assertThat(pin.blocks()).isEqualTo(20);
-        assertThat(servers.stream().mapToDouble(LocalServer::leasesOpen).sum())
+        assertThat(servers.stream().mapToDouble(TestServer::leasesOpen).sum())
             .as("each server pins its own leading blocks").isGreaterThanOrEqualTo(20);
         for (int i = 0; i < 20; i++) {
           assertThat(pin.length(i)).isEqualTo(BLOCK);
@@ -231,7 +233,7 @@ class ShardingTest {
       assertThat(servers.get(0).leasesOpen() + servers.get(2).leasesOpen())
           .as("closing the pin released the servers' leases").isZero();
     } finally {
-      servers.forEach(LocalServer::close);
+      servers.forEach(TestServer::close);
     }
   }
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
+import dev.kvcache.server.TestServer;
 import dev.kvcache.spi.TierSettings;
 import io.netty.handler.ssl.util.SelfSignedCertificate;
 import java.io.ByteArrayOutputStream;
@@ -38,7 +39,7 @@ class TlsClientTest {
   private static final String TOKEN = "t".repeat(40);
 
   @TempDir static Path dir;
-  static LocalServer server;
+  static TestServer server;
   static int port;
   static Path certificate;
 
@@ -57,7 +58,7 @@ class TlsClientTest {
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
-    server = LocalServer.start(dir.resolve("data"), 0, 8 << 20, Map.of(
+    server = TestServer.start(dir.resolve("data"), Map.of(
         "micronaut.server.ssl.enabled", true,
         "micronaut.server.ssl.port", port,
         "micronaut.server.ssl.key-store.path", "file:" + keyStore,
@@ -182,12 +183,12 @@ class TlsClientTest {
         .containsExactly("192.0.2.10");
 
     // on this host, by name or by address, the token goes in cleartext, and the server takes it
-    try (LocalServer cleartext = LocalServer.start(dir.resolve("cleartext"), 0, 8 << 20, Map.of(
+    try (TestServer cleartext = TestServer.start(dir.resolve("cleartext"), Map.of(
         "kvcache.auth.tokens.engine.secret", TOKEN,
         "kvcache.auth.tokens.engine.read", "default",
         "kvcache.auth.tokens.engine.write", "default"));
         RemoteTier tier = new RemoteTier(RemoteTierConfig.builder()
-            .server("localhost", cleartext.port).server("127.0.0.1", cleartext.port)
+            .server("localhost", cleartext.port()).server("127.0.0.1", cleartext.port())
             .token(TOKEN).build())) {
       byte[] block = new byte[200_000];
       new java.util.SplittableRandom(5).nextBytes(block);

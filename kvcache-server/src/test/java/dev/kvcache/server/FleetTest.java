@@ -36,7 +36,7 @@ class FleetTest {
 
   @TempDir Path temp;
   private int servers;
-  private final HttpClient http = ChildServer.http(HttpClient.Version.HTTP_1_1);
+  private final HttpClient http = TestServer.http(HttpClient.Version.HTTP_1_1);
 
   @BeforeAll
   static void startStore() throws Exception {
@@ -49,8 +49,8 @@ class FleetTest {
   }
 
   /** A server with its own new disk directory and empty RAM, over the fleet's bucket. */
-  private ChildServer join() throws Exception {
-    return ChildServer.start(Map.ofEntries(
+  private TestServer join() throws Exception {
+    return TestServer.startChild(Map.ofEntries(
         Map.entry("kvcache.cache.ram-bytes", "32MiB"),
         Map.entry("kvcache.cache.max-block-bytes", "1MiB"),
         Map.entry("kvcache.cache.disk-dir", temp.resolve("server-" + servers++).toString()),
@@ -65,16 +65,16 @@ class FleetTest {
         Map.entry("kvcache.cache.s3.lookup-budget", "2s")));
   }
 
-  private HttpResponse<byte[]> send(ChildServer server, HttpRequest.Builder request)
+  private HttpResponse<byte[]> send(TestServer server, HttpRequest.Builder request)
       throws Exception {
     return http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
 
-  private URI block(ChildServer server, int i) {
+  private URI block(TestServer server, int i) {
     return server.base.resolve(TestServer.blockPath("default", BlockApiTest.key(i)));
   }
 
-  private double uploads(ChildServer server) throws Exception {
+  private double uploads(TestServer server) throws Exception {
     String metrics = new String(send(server,
         HttpRequest.newBuilder(server.base.resolve("/prometheus"))).body());
     Matcher m = UPLOADS.matcher(metrics);
@@ -82,7 +82,7 @@ class FleetTest {
   }
 
   /** Every block, read through {@code server}, is the block stored. */
-  private void assertAllHitsThrough(ChildServer server, String when) throws Exception {
+  private void assertAllHitsThrough(TestServer server, String when) throws Exception {
     for (int i = 0; i < BLOCKS; i++) {
       HttpResponse<byte[]> got = send(server, HttpRequest.newBuilder(block(server, i)));
       assertThat(got.statusCode()).as("block %d %s", i, when).isEqualTo(200);
@@ -90,17 +90,17 @@ class FleetTest {
     }
   }
 
-  private static void stop(ChildServer server) throws InterruptedException {
+  private static void stop(TestServer server) throws InterruptedException {
     server.terminate();
     server.process.waitFor();
   }
 
   @Test
   void blocksOutliveTheServersThatStoredThem() throws Exception {
-    List<ChildServer> fleet = new ArrayList<>(List.of(join(), join(), join()));
+    List<TestServer> fleet = new ArrayList<>(List.of(join(), join(), join()));
     try {
       for (int i = 0; i < BLOCKS; i++) { // spread over the servers, as a client shards
-        ChildServer to = fleet.get(i % fleet.size());
+        TestServer to = fleet.get(i % fleet.size());
         assertThat(send(to, HttpRequest.newBuilder(block(to, i))
             .header("Content-Type", "application/octet-stream")
             .PUT(HttpRequest.BodyPublishers.ofByteArray(TestBytes.random(BLOCK, i))))
@@ -111,31 +111,31 @@ class FleetTest {
       while (uploaded < BLOCKS && System.nanoTime() < deadline) {
         Thread.sleep(100);
         uploaded = 0;
-        for (ChildServer s : fleet) {
+        for (TestServer s : fleet) {
           uploaded += uploads(s);
         }
       }
       assertThat(uploaded).as("blocks uploaded, all servers together").isEqualTo(BLOCKS);
 
-      ChildServer leaving = fleet.remove(0); // kill -9: what it held in RAM and on disk is gone
+      TestServer leaving = fleet.remove(0); // kill -9: what it held in RAM and on disk is gone
       leaving.kill();
-      for (ChildServer s : fleet) {
+      for (TestServer s : fleet) {
         assertAllHitsThrough(s, "after a server left");
       }
 
       fleet.add(join());
       assertAllHitsThrough(fleet.get(fleet.size() - 1), "on a server that joined");
 
-      for (ChildServer s : fleet) {
+      for (TestServer s : fleet) {
         stop(s);
       }
       fleet.clear();
       fleet.addAll(List.of(join(), join(), join()));
-      for (ChildServer s : fleet) {
+      for (TestServer s : fleet) {
         assertAllHitsThrough(s, "after the fleet restarted empty");
       }
     } finally {
-      for (ChildServer s : fleet) {
+      for (TestServer s : fleet) {
         s.kill();
       }
     }

@@ -72,9 +72,9 @@ class GracefulStopTest {
     byte[] h2Block = TestBytes.random(32 << 10, 3);
     List<Long> stored = new ArrayList<>();
     ConcurrentLinkedQueue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
-    try (ChildServer server = ChildServer.start(settings)) {
+    try (TestServer server = TestServer.startChild(settings)) {
       URI base = server.base;
-      HttpClient setup = ChildServer.http(HttpClient.Version.HTTP_1_1);
+      HttpClient setup = TestServer.http(HttpClient.Version.HTTP_1_1);
       assertThat(setup.send(put(base, 0, big), HttpResponse.BodyHandlers.discarding()).statusCode())
           .isEqualTo(201);
 
@@ -172,8 +172,8 @@ class GracefulStopTest {
       }
     }
 
-    try (ChildServer again = ChildServer.start(settings)) {
-      HttpClient client = ChildServer.http(HttpClient.Version.HTTP_1_1);
+    try (TestServer again = TestServer.startChild(settings)) {
+      HttpClient client = TestServer.http(HttpClient.Version.HTTP_1_1);
       for (long key : stored) {
         HttpResponse<byte[]> got = client.send(HttpRequest.newBuilder(
             again.base.resolve(TestServer.blockPath("default", BlockApiTest.key(key)))).build(),
@@ -266,7 +266,7 @@ class GracefulStopTest {
 
   /** Over HTTP/1.1 keep-alive, by the JDK's client. */
   private static final class Http1Requester implements Requester {
-    private final HttpClient client = ChildServer.http(HttpClient.Version.HTTP_1_1);
+    private final HttpClient client = TestServer.http(HttpClient.Version.HTTP_1_1);
     private final URI base;
 
     Http1Requester(URI base) {

@@ -60,11 +60,11 @@ class ServerCrashTest {
     long lostInAll = 0;
     int readBack = 0;
     for (int cycle = 0; cycle <= cycles; cycle++) {
-      try (ChildServer server = start(dir, durability)) {
+      try (TestServer server = start(dir, durability)) {
         URI base = server.base;
         int lost = 0;
         for (Acked acked : previous) {
-          HttpResponse<byte[]> got = ChildServer.http(HttpClient.Version.HTTP_1_1).send(
+          HttpResponse<byte[]> got = TestServer.http(HttpClient.Version.HTTP_1_1).send(
               HttpRequest.newBuilder(base.resolve(TestServer.blockPath("default", BlockApiTest.key(acked.key()))))
                   .timeout(Duration.ofSeconds(30)).GET().build(),
               HttpResponse.BodyHandlers.ofByteArray());
@@ -98,17 +98,17 @@ class ServerCrashTest {
   }
 
   /** Four writers PUT new blocks until the server is killed, after 0.3 to 2 s; returns the acknowledged. */
-  private List<Acked> writeUntilKilled(URI base, ChildServer server, int cycle, SplittableRandom random)
+  private List<Acked> writeUntilKilled(URI base, TestServer server, int cycle, SplittableRandom random)
       throws Exception {
     ConcurrentLinkedQueue<Acked> acked = new ConcurrentLinkedQueue<>();
     AtomicInteger next = new AtomicInteger();
     int puts = cycle % 4 == 3 ? PUTS_BEFORE_IDLE : KEYS_PER_CYCLE;
     ExecutorService writers = Executors.newFixedThreadPool(4);
-    HttpClient h2 = ChildServer.http(HttpClient.Version.HTTP_2);
+    HttpClient h2 = TestServer.http(HttpClient.Version.HTTP_2);
     h2.send(HttpRequest.newBuilder(base.resolve("/health")).build(), // the upgrade, before any body
         HttpResponse.BodyHandlers.discarding());
     for (int w = 0; w < 4; w++) {
-      HttpClient client = w < 2 ? ChildServer.http(HttpClient.Version.HTTP_1_1) : h2;
+      HttpClient client = w < 2 ? TestServer.http(HttpClient.Version.HTTP_1_1) : h2;
       long writerSeed = random.nextLong();
       writers.execute(() -> {
         SplittableRandom sizes = new SplittableRandom(writerSeed);
@@ -142,8 +142,8 @@ class ServerCrashTest {
     return new ArrayList<>(acked);
   }
 
-  private static ChildServer start(Path dir, String durability) throws IOException {
-    return ChildServer.start(Map.of(
+  private static TestServer start(Path dir, String durability) throws IOException {
+    return TestServer.startChild(Map.of(
         "kvcache.cache.ram-bytes", RAM_BYTES + "B",
         "kvcache.cache.max-block-bytes", MAX_BLOCK + "B",
         "kvcache.cache.disk-dir", dir.toString(),

@@ -10,7 +10,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
@@ -41,12 +40,6 @@ class WireCodecTest {
     return dst.array();
   }
 
-  /** Blocks the server answered ({@code sent}) or stored ({@code received}) as containers. */
-  static double containers(TestServer server, String direction) {
-    return server.context.getBean(MeterRegistry.class).get("kvcache.wire.containers")
-        .tag("direction", direction).functionCounter().count();
-  }
-
   static HttpResponse<byte[]> putEncoded(TestServer server, String key, byte[] body, String coding)
       throws Exception {
     return server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default", key)))
@@ -70,7 +63,7 @@ class WireCodecTest {
       assertThat(container.length).as("the test data compresses").isLessThan(block.length * 9 / 10);
 
       assertThat(putEncoded(server, key(1), container, "kvcache-lz4").statusCode()).isEqualTo(201);
-      assertThat(containers(server, "received")).isEqualTo(1);
+      assertThat(server.wireContainers("received")).isEqualTo(1);
       HttpResponse<byte[]> plain = server.get("default", key(1));
       assertThat(plain.statusCode()).isEqualTo(200);
       assertThat(plain.body()).isEqualTo(block);
@@ -79,7 +72,7 @@ class WireCodecTest {
       assertThat(asked.headers().firstValue("Content-Encoding"))
           .as("a server with kvcache.wire-codec none answers blocks as they are").isEmpty();
       assertThat(asked.body()).isEqualTo(block);
-      assertThat(containers(server, "sent")).isZero();
+      assertThat(server.wireContainers("sent")).isZero();
       awaitNoLeases(server);
     }
   }
@@ -100,7 +93,7 @@ class WireCodecTest {
           .hasValue(Integer.toString(block.length));
       assertThat(encoded.body().length).isLessThan(block.length * 9 / 10);
       assertThat(decode(encoded.body())).isEqualTo(block);
-      assertThat(containers(server, "sent")).isEqualTo(1);
+      assertThat(server.wireContainers("sent")).isEqualTo(1);
 
       for (String accept : new String[] {"gzip", "kvcache-lz4;q=0", "identity"}) {
         HttpResponse<byte[]> plain = getAccepting(server, key(2), accept);
@@ -149,7 +142,7 @@ class WireCodecTest {
 
       HttpResponse<byte[]> after = server.get("default", key(3));
       assertThat(after.body()).as("the block stored before").isEqualTo(kept);
-      assertThat(containers(server, "received")).isZero();
+      assertThat(server.wireContainers("received")).isZero();
       assertError(server.get("default", key(4)), 404, "not-cached");
       awaitNoLeases(server);
       server.awaitRamBytesUsed(used);
