@@ -19,12 +19,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 
 /**
@@ -63,41 +58,19 @@ import java.util.function.Supplier;
  *
  * <p>Closing uploads what is queued, then closes both tiers.
  *
- * <p>This class holds the writes, the uploads, the reads and the pins of the two tiers (over 700
- * lines): the uploads (the queue's turns, the evicted blocks waiting, settling a key's backing
- * copy) are the part to move into a class of their own.
+ * <p>The uploads, and what reads must know of them (which keys' backing copies may be stale, the
+ * evicted blocks waiting), are a {@link StackedUploads}; this class holds the writes, the reads
+ * and the pins of the two tiers.
  */
 public final class StackedTier implements Tier {
 
   private final Tier upper;
   private final Tier backing;
   private final StackedTierConfig config;
-  private final KeyStripes stripes = new KeyStripes();
-  /**
-   * Keys whose copy in the backing tier may be older than the upper tier's, by the version of the
-   * put or delete that made it so: reads do not look for them in the backing tier.
-   */
-  private final ConcurrentHashMap<BlockKey, Long> unsettled = new ConcurrentHashMap<>();
-  private final AtomicLong versions = new AtomicLong();
-  private final UploadQueue uploads;
+  private final StackedUploads uploads;
   private final TierCounters counters = new TierCounters();
   private final LongAdder upperHits = new LongAdder();
   private final LongAdder backingHits = new LongAdder();
-  private final LongAdder uploaded = new LongAdder();
-  private final LongAdder uploadFailures = new LongAdder();
-  /** Upper-tier leases the upload threads hold: not the caller's. */
-  private final AtomicInteger uploadLeases = new AtomicInteger();
-  /**
-   * Held shared while an upload lease opens or closes with its count, and exclusively while {@link
-   * #stats} reads the tiers' open leases and that count.
-   */
-  private final ReentrantReadWriteLock uploadLeaseCount = new ReentrantReadWriteLock();
-  /**
-   * With {@link Upload#EVICTED}: evicted blocks waiting for their upload, under the upper tier's
-   * leases, which reads share until the upload is done.
-   */
-  private final ConcurrentHashMap<BlockKey, SpillEntry> evicted = new ConcurrentHashMap<>();
-  private final boolean evictedOnly;
   private volatile boolean closed;
 
   /**
@@ -107,14 +80,7 @@ public final class StackedTier implements Tier {
     this.upper = Objects.requireNonNull(upper, "upper");
     this.backing = Objects.requireNonNull(backing, "backing");
     this.config = Objects.requireNonNull(config, "config");
-    this.evictedOnly = config.upload() == Upload.EVICTED;
-    if (evictedOnly && !upper.onEviction(this::evictedAbove)) {
-      throw new IllegalArgumentException("the " + upper.name() + " tier does not report what it"
-          + " evicts: it cannot upload only its evicted blocks");
-    }
-    this.uploads = new UploadQueue(config.uploadQueueBlocks(), config.uploadThreads(),
-        upper.name() + "-to-" + backing.name(),
-        evictedOnly ? this::uploadEvicted : this::upload);
+    this.uploads = new StackedUploads(upper, backing, config);
   }
 
   @Override
@@ -167,20 +133,12 @@ public final class StackedTier implements Tier {
 
   /** Stores a block in the upper tier with {@code put}, and queues its upload. */
   private PutStatus store(BlockKey key, Supplier<PutStatus> put) {
-    long version;
-    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
-    lock.lock();
-    try {
-      version = versions.incrementAndGet();
-      unsettled.put(key, version);
-    } finally {
-      lock.unlock();
-    }
+    long version = uploads.unsettle(key);
     PutStatus status;
     try {
       status = put.get();
     } catch (RuntimeException e) {
-      unsettled.remove(key, version); // nothing changed
+      uploads.settled(key, version); // nothing changed
       throw e;
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
@@ -188,173 +146,8 @@ public final class StackedTier implements Tier {
     } else {
       counters.rejection();
     }
-    if (evictedOnly) {
-      // an older block of the key, evicted and waiting for upload or in the backing tier, is stale
-      cancelUpload(key);
-      if (backing.contains(key)) {
-        settleByDeleting(key, version);
-      } else {
-        unsettled.remove(key, version);
-      }
-      return status;
-    }
-    if (status != PutStatus.STORED || !uploads.offer(key)) {
-      // not in the upper tier, or no room to queue its upload: the backing tier's copy, if any,
-      // is older than what was put
-      settleByDeleting(key, version);
-    }
+    uploads.stored(key, version, status);
     return status;
-  }
-
-  /** An upload thread's turn for a key. */
-  private void upload(BlockKey key) {
-    Long version = unsettled.get(key);
-    if (version == null) {
-      return;
-    }
-    BlockLease lease = openUploadLease(key);
-    try {
-      if (lease.status() != GetStatus.HIT) {
-        uploads.dropped();
-        settleByDeleting(key, version);
-        return;
-      }
-      if (!putBelow(key, lease.bytes())) {
-        backing.delete(key); // it may hold an older copy
-      }
-      // a put that came meanwhile queued its own upload, which leaves its version; a delete waits
-      // for this upload to end before it deletes
-      unsettled.remove(key, version);
-    } finally {
-      closeUploadLease(lease);
-    }
-  }
-
-  /**
-   * An upload thread's lease on the upper tier's block, counted in {@link #uploadLeases} together
-   * with its opening, so that {@link #stats} never sees one without the other.
-   */
-  private BlockLease openUploadLease(BlockKey key) {
-    uploadLeaseCount.readLock().lock();
-    try {
-      BlockLease lease = upper.get(key);
-      if (lease.status() == GetStatus.HIT) {
-        uploadLeases.incrementAndGet();
-      }
-      return lease;
-    } finally {
-      uploadLeaseCount.readLock().unlock();
-    }
-  }
-
-  private void closeUploadLease(BlockLease lease) {
-    uploadLeaseCount.readLock().lock();
-    try {
-      boolean counted = lease.status() == GetStatus.HIT;
-      lease.close();
-      if (counted) {
-        uploadLeases.decrementAndGet();
-      }
-    } finally {
-      uploadLeaseCount.readLock().unlock();
-    }
-  }
-
-  /**
-   * Takes an evicted block from the upper tier (with {@link Upload#EVICTED}) and queues its upload;
-   * the lease is let go once it is uploaded, or at once if the queue is full.
-   */
-  private void evictedAbove(BlockLease lease) {
-    BlockKey key = lease.key();
-    if (closed) {
-      uploads.dropped();
-      lease.close();
-      return;
-    }
-    if (backing.contains(key)) {
-      lease.close(); // the same block: a put of the key deletes the backing tier's older copy
-      return;
-    }
-    SpillEntry waiting = SpillEntry.evicted(lease);
-    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
-    lock.lock();
-    try {
-      // the upper tier hands an eviction over after it took the block out: a put of the key under
-      // way or done since then holds a newer block, which the evicted one must not replace below
-      // (a put before this point cancels the upload itself)
-      if (unsettled.containsKey(key) || upper.contains(key)) {
-        lease.close();
-        return;
-      }
-      SpillEntry older = evicted.put(key, waiting);
-      if (older != null) {
-        older.release();
-      }
-    } finally {
-      lock.unlock();
-    }
-    if (!uploads.offer(key) && evicted.remove(key, waiting)) {
-      waiting.release();
-    }
-  }
-
-  /**
-   * An upload thread's turn for an evicted block, which reads find among those waiting until the
-   * backing tier has it.
-   */
-  private void uploadEvicted(BlockKey key) {
-    SpillEntry waiting = evicted.get(key);
-    if (waiting == null || !waiting.tryRetain()) {
-      return; // cancelled by a put or delete of the key
-    }
-    try {
-      putBelow(key, waiting.bytes());
-    } finally {
-      waiting.release();
-      if (evicted.remove(key, waiting)) {
-        waiting.release();
-      }
-    }
-  }
-
-  /**
-   * Takes the key's upload out of the queue, waits for one under way, and lets go of an evicted
-   * block waiting for it.
-   */
-  private void cancelUpload(BlockKey key) {
-    try {
-      uploads.cancel(key);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
-    }
-    SpillEntry waiting = evicted.remove(key);
-    if (waiting != null) {
-      uploads.dropped();
-      waiting.release();
-    }
-  }
-
-  /** Puts a block in the backing tier, counting the upload or its failure; whether it is stored. */
-  private boolean putBelow(BlockKey key, ByteBuffer bytes) {
-    PutStatus status;
-    try {
-      status = backing.put(key, bytes);
-    } catch (RuntimeException e) {
-      status = null;
-    }
-    if (status == PutStatus.STORED) {
-      uploaded.increment();
-      return true;
-    }
-    uploadFailures.increment();
-    return false;
-  }
-
-  /** Deletes the key's copy in the backing tier, then lets reads look there again. */
-  private void settleByDeleting(BlockKey key, long version) {
-    backing.delete(key);
-    unsettled.remove(key, version);
   }
 
   /**
@@ -365,19 +158,11 @@ public final class StackedTier implements Tier {
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    long version;
-    ReentrantLock lock = stripes.lock(KeyStripes.of(key));
-    lock.lock();
-    try {
-      version = versions.incrementAndGet();
-      unsettled.put(key, version);
-    } finally {
-      lock.unlock();
-    }
-    cancelUpload(key);
+    long version = uploads.unsettle(key);
+    uploads.cancel(key);
     boolean removed = upper.delete(key);
     removed |= backing.delete(key);
-    unsettled.remove(key, version);
+    uploads.settled(key, version);
     if (removed) {
       counters.delete();
     }
@@ -391,7 +176,7 @@ public final class StackedTier implements Tier {
     BlockLease lease = leaseAbove(key);
     if (lease.status() == GetStatus.HIT) {
       upperHits.increment();
-    } else if (!unsettled.containsKey(key)) {
+    } else if (!uploads.unsettled(key)) {
       lease = backing.get(key);
       if (lease.status() == GetStatus.HIT) {
         backingHits.increment();
@@ -413,7 +198,7 @@ public final class StackedTier implements Tier {
       BlockLease lease = leaseAbove(keys.get(i));
       if (lease.status() == GetStatus.HIT) {
         upperHits.increment();
-      } else if (!unsettled.containsKey(keys.get(i))) {
+      } else if (!uploads.unsettled(keys.get(i))) {
         return null; // read in the backing tier
       }
       count(lease.status());
@@ -439,7 +224,7 @@ public final class StackedTier implements Tier {
     if (status == GetStatus.HIT) {
       upperHits.increment();
       backing.usedAbove(key);
-    } else if (status == GetStatus.MISS && !unsettled.containsKey(key)) {
+    } else if (status == GetStatus.MISS && !uploads.unsettled(key)) {
       status = backing.getInto(key, dst);
       if (status == GetStatus.HIT) {
         backingHits.increment();
@@ -457,7 +242,7 @@ public final class StackedTier implements Tier {
     BlockLease lease = upper.get(key);
     if (lease.status() != GetStatus.HIT) {
       lease.close();
-      SpillEntry waiting = evicted.get(key);
+      SpillEntry waiting = uploads.waiting(key);
       if (waiting == null || !waiting.tryRetain()) {
         return BlockLease.miss(key);
       }
@@ -469,7 +254,7 @@ public final class StackedTier implements Tier {
 
   /** Copies an evicted block waiting for its upload into {@code dst}; a miss if none waits. */
   private GetStatus copyWaiting(BlockKey key, ByteBuffer dst) {
-    SpillEntry waiting = evicted.get(key);
+    SpillEntry waiting = uploads.waiting(key);
     if (waiting == null || !waiting.tryRetain()) {
       return GetStatus.MISS;
     }
@@ -503,7 +288,7 @@ public final class StackedTier implements Tier {
   public boolean contains(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    return heldAbove(key) || !unsettled.containsKey(key) && backing.contains(key);
+    return heldAbove(key) || !uploads.unsettled(key) && backing.contains(key);
   }
 
   /** The leading keys either tier holds: runs of the upper tier's, then of the backing tier's. */
@@ -523,7 +308,7 @@ public final class StackedTier implements Tier {
       found = found.then(up);
       n += up.blocks();
       int settled = n;
-      while (settled < keys.size() && !unsettled.containsKey(keys.get(settled))) {
+      while (settled < keys.size() && !uploads.unsettled(keys.get(settled))) {
         settled++;
       }
       if (settled == n) {
@@ -566,7 +351,7 @@ public final class StackedTier implements Tier {
           continue;
         }
         int end = n;
-        while (end < keys.size() && !unsettled.containsKey(keys.get(end))
+        while (end < keys.size() && !uploads.unsettled(keys.get(end))
             && (end == n || !heldAbove(keys.get(end)))) {
           end++;
         }
@@ -590,7 +375,7 @@ public final class StackedTier implements Tier {
 
   /** Whether the upper tier holds the key, or a block it evicted that waits for its upload. */
   private boolean heldAbove(BlockKey key) {
-    return upper.contains(key) || evicted.containsKey(key);
+    return upper.contains(key) || uploads.waiting(key) != null;
   }
 
   /**
@@ -599,17 +384,10 @@ public final class StackedTier implements Tier {
    */
   @Override
   public CacheStats stats() {
-    CacheStats u;
-    CacheStats b;
-    int heldByUploads;
-    uploadLeaseCount.writeLock().lock();
-    try {
-      u = upper.stats();
-      b = backing.stats();
-      heldByUploads = uploadLeases.get();
-    } finally {
-      uploadLeaseCount.writeLock().unlock();
-    }
+    StackedUploads.TierStats both = uploads.tierStats();
+    CacheStats u = both.upper();
+    CacheStats b = both.backing();
+    int heldByUploads = both.heldByUploads();
     CacheStats own = counters.snapshot(u.blocks() + b.blocks(), u.bytesUsed() + b.bytesUsed(),
         u.capacityBytes() + b.capacityBytes(), u.compactions() + b.compactions(),
         u.bytesCompacted() + b.bytesCompacted());
@@ -631,8 +409,7 @@ public final class StackedTier implements Tier {
 
   /** How the uploads are doing. */
   public StackedStats stackedStats() {
-    return new StackedStats(upperHits.sum(), backingHits.sum(), uploads.waiting(),
-        uploaded.sum(), uploads.drops(), uploadFailures.sum());
+    return uploads.stats(upperHits.sum(), backingHits.sum());
   }
 
   /** The upper tier, as built. */
@@ -668,12 +445,6 @@ public final class StackedTier implements Tier {
       closed = true;
     }
     uploads.close(config.closeWait().toMillis());
-    for (BlockKey key : List.copyOf(evicted.keySet())) {
-      SpillEntry left = evicted.remove(key);
-      if (left != null) {
-        left.release();
-      }
-    }
     try {
       upper.close();
     } finally {
