@@ -5,7 +5,6 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
-import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.StackedTierConfig;
 import dev.kvcache.tiered.TieredCacheConfig;
@@ -41,32 +40,13 @@ import java.util.TreeMap;
  * tiered.spill-queue-wait = 200ms
  * </pre>
  *
- * <table>
- *   <caption>Settings</caption>
- *   <tr><th>key</th><th>meaning</th><th>default</th></tr>
- *   <tr><td>{@code ram.bytes}</td><td>RAM budget</td><td>256MiB</td></tr>
- *   <tr><td>{@code ram.max-block-bytes}</td><td>largest block</td><td>64MiB, or the RAM budget if smaller</td></tr>
- *   <tr><td>{@code ram.policy}</td><td>{@code lru} or {@code w_tiny_lfu}: see {@link RamPolicy}</td><td>lru</td></tr>
- *   <tr><td>{@code ram.shared-memory-dir}</td><td>a tmpfs directory where RAM is reserved as files
- *       other local processes may map: see {@link RamTierConfig#sharedMemoryDir()}</td><td>none</td></tr>
- *   <tr><td>{@code lower}</td><td>{@code none}, or the kinds of the tiers below RAM, top to bottom
- *       ({@code disk}; {@code disk, s3})</td><td>none</td></tr>
- *   <tr><td>{@code tiered.spill-queue-blocks}</td><td>see {@link TieredCacheConfig}</td><td>64</td></tr>
- *   <tr><td>{@code tiered.spill-queue-wait}</td><td>see {@link TieredCacheConfig}</td><td>200ms</td></tr>
- *   <tr><td>{@code tiered.promote-on-lower-hit}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
- *   <tr><td>{@code tiered.spill-on-close}</td><td>see {@link TieredCacheConfig}</td><td>true</td></tr>
- *   <tr><td>{@code tiered.durability}</td><td>{@code ram_first}, {@code write_behind} or
- *       {@code write_through}: see {@link Durability}</td><td>ram_first</td></tr>
- *   <tr><td>{@code tiered.spill-threads}</td><td>see {@link TieredCacheConfig}</td><td>2</td></tr>
- *   <tr><td>{@code stacked.upload-queue-blocks}</td><td>see {@link StackedTierConfig}</td><td>1024</td></tr>
- *   <tr><td>{@code stacked.upload-threads}</td><td>see {@link StackedTierConfig}</td><td>8</td></tr>
- *   <tr><td>{@code stacked.close-wait}</td><td>see {@link StackedTierConfig}</td><td>30s</td></tr>
- *   <tr><td>{@code stacked.upload}</td><td>{@code every_block} or {@code evicted}: see {@link
- *       StackedTierConfig.Upload}</td><td>{@code every_block}</td></tr>
- *   <tr><td>{@code <kind>.*}</td><td>the lower tier's own settings, read by its factory</td><td></td></tr>
- * </table>
+ * <p>Every setting, its default and its form, with the name the server gives it, is in the table
+ * of {@code docs/settings.md}, which a test holds against the readers. The RAM tier's are {@code
+ * ram.*}, the tiered cache's {@code tiered.*} ({@link TieredCacheConfig#read}), the uploads' of
+ * stacked tiers {@code stacked.*} ({@link StackedTierConfig#read}); a lower tier's own are read by
+ * its factory under its kind ({@code disk.*}, {@code s3.*}, {@code remote.*}).
  *
- * Sizes take a unit (B, KiB, MiB, GiB, TiB), durations one of ms, s, m, h. A setting that is
+ * <p>Sizes take a unit (B, KiB, MiB, GiB, TiB), durations one of ms, s, m, h. A setting that is
  * misspelt, malformed or belongs to no tier in use is an error naming it.
  */
 public final class KvCacheConfig {

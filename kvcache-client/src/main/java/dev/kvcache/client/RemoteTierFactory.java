@@ -16,6 +16,7 @@ import java.nio.file.Path;
  * request-timeout}, {@code connections-per-server}, {@code wire-codec} ({@code none} or {@code
  * lz4}) and {@code wire-codec-filter} (a {@link Filter}); defaults as in {@link RemoteTierConfig}.
  * The largest block is the cache's.
+ * Every setting with its default: {@code docs/settings.md}.
  */
 public final class RemoteTierFactory implements TierFactory {
 

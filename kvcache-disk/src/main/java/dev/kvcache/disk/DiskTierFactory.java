@@ -20,6 +20,7 @@ import java.nio.file.Path;
  * {@code lz4} stores them with the {@link BlockCodec}), {@code codec-filter} (a {@link Filter},
  * such as {@code byte_shuffle_2} for bf16 tensors; {@code none} by default); defaults as in {@link
  * DiskTierConfig}. The largest block is the cache's.
+ * Every setting with its default, and the name the server gives it: {@code docs/settings.md}.
  */
 public final class DiskTierFactory implements TierFactory {
 

@@ -18,6 +18,7 @@ import java.util.List;
  * ca-file}, {@code http-client} ({@code netty}, {@code crt}), {@code concurrency}, {@code connect-timeout}, {@code request-timeout}, {@code
  * lookup-budget}, {@code list-interval}, {@code index-entries}; defaults as in {@link
  * S3TierConfig}. The largest block is the cache's.
+ * Every setting with its default, and the name the server gives it: {@code docs/settings.md}.
  */
 public final class S3TierFactory implements TierFactory {
 

@@ -1,0 +1,94 @@
+package dev.kvcache.server;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The settings the server reads, as its code gives them, for the tests that hold its docs against
+ * it: the defaults of {@code @Value("${kvcache...:default}")} in its sources, the properties of
+ * {@link CacheSettings} and {@link NamespaceSettings}, and the embedded {@code application.yml},
+ * which wins where it sets one.
+ */
+public final class ServerSettings {
+
+  private static final Pattern VALUE = Pattern.compile("\\$\\{(kvcache\\.[a-z0-9.-]+):([^}]*)}");
+
+  private ServerSettings() {}
+
+  /**
+   * The settings the server reads, by name, with their default (empty where there is none);
+   * {@code kvcache.cache.s3.*}, a group passed on to the object tier, is not among them.
+   *
+   * @param module the kvcache-server module's directory, whose sources are read
+   * @throws IllegalStateException if a setting has two defaults in the code
+   */
+  public static Map<String, String> inCode(Path module) {
+    Map<String, String> settings = new TreeMap<>();
+    try (Stream<Path> files = Files.walk(module.resolve(Path.of("src", "main", "java")))) {
+      for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))::iterator) {
+        Matcher m = VALUE.matcher(Files.readString(f, StandardCharsets.UTF_8));
+        while (m.find()) {
+          String before = settings.put(m.group(1), m.group(2));
+          if (before != null && !before.equals(m.group(2))) {
+            throw new IllegalStateException(m.group(1) + " has two defaults in the code");
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    properties(settings, "kvcache.cache.", new CacheSettings());
+    settings.remove("kvcache.cache.s3"); // the group kvcache.cache.s3.*
+    properties(settings, "kvcache.", new NamespaceSettings());
+    try (InputStream yml = ServerSettings.class.getResourceAsStream("/application.yml")) {
+      flatten("", new Yaml().load(yml), settings);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return settings;
+  }
+
+  /** The properties of a settings bean, named as the server's configuration names them. */
+  private static void properties(Map<String, String> settings, String prefix, Object bean) {
+    for (Method getter : bean.getClass().getDeclaredMethods()) {
+      if (getter.getName().startsWith("get") && getter.getParameterCount() == 0) {
+        Object value;
+        try {
+          getter.setAccessible(true);
+          value = getter.invoke(bean);
+        } catch (ReflectiveOperationException e) {
+          throw new IllegalStateException(e);
+        }
+        String text = value instanceof List<?> list ? String.join(",",
+            list.stream().map(String::valueOf).toList()) : String.valueOf(value);
+        String name = getter.getName().substring(3).replaceAll("([a-z0-9])([A-Z])", "$1-$2")
+            .toLowerCase(Locale.ROOT);
+        settings.put(prefix + name, value instanceof Map ? "" : text);
+      }
+    }
+  }
+
+  private static void flatten(String prefix, Object node, Map<String, String> settings) {
+    if (node instanceof Map<?, ?> map) {
+      map.forEach((k, v) -> flatten(prefix.isEmpty() ? k.toString() : prefix + "." + k, v,
+          settings));
+    } else if (node instanceof List<?> list) {
+      settings.put(prefix, String.join(",", list.stream().map(String::valueOf).toList()));
+    } else {
+      settings.put(prefix, String.valueOf(node));
+    }
+  }
+}
