@@ -73,7 +73,7 @@ public final class KvCacheConfig {
 
   /**
    * A configuration built from typed values, as a server builds one from its own settings; {@link
-   * #of(Map)} reads the string settings of the table above into one.
+   * #of(Map)} reads string settings into one.
    */
   public static Builder builder() {
     return new Builder();
