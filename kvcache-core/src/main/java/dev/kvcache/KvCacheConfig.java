@@ -82,8 +82,8 @@ public final class KvCacheConfig {
   /**
    * Reads settings.
    *
-   * @throws IllegalArgumentException naming the first setting that is malformed, or every one that
-   *     is unknown
+   * @throws IllegalArgumentException naming the first setting that is malformed, or the unknown
+   *     ones ({@code tiered.*} and {@code stacked.*} each reported before the rest)
    */
   public static KvCacheConfig of(Map<String, String> settings) {
     TierSettings s = TierSettings.of(settings);
@@ -209,16 +209,19 @@ public final class KvCacheConfig {
     if (lower.isEmpty()) {
       return builder.build();
     }
+    // what a failure must close: the tiers opened, and once stacked, the stack in their place
+    // (closing a stacked tier closes the tiers under it and stops its upload threads)
     List<Tier> opened = new ArrayList<>();
     try {
       for (int i = 0; i < lower.size(); i++) {
         opened.add(factory(lower.get(i)).open(lowerSettings.get(i), maxBlock));
       }
-      Tier tier = opened.get(opened.size() - 1);
       for (int i = opened.size() - 2; i >= 0; i--) {
-        tier = new StackedTier(opened.get(i), tier, stacked);
+        Tier stackedTier = new StackedTier(opened.get(i), opened.get(i + 1), stacked);
+        opened.remove(i + 1);
+        opened.set(i, stackedTier);
       }
-      return builder.lowerTier(tier).build();
+      return builder.lowerTier(opened.get(0)).build();
     } catch (IOException | RuntimeException e) {
       for (Tier t : opened) {
         try {
@@ -243,9 +246,12 @@ public final class KvCacheConfig {
   }
 
   /**
-   * Builds a {@link KvCacheConfig} from typed values. Each method checks its value at once, and
-   * {@link #build()} the values that must fit together; the errors speak of values, and a reader
-   * of named settings puts the names in front ({@link TierSettings#checked}).
+   * Builds a {@link KvCacheConfig} from typed values. {@link #ramBytes}, {@link
+   * #ramSharedMemoryDir} and {@link #lower} check their value at once, {@link #build()} the largest
+   * block against the RAM budget, and {@link KvCacheConfig#open()} the lower tiers' settings, as
+   * their factories read them. {@link #tiered} applies once there is a lower tier, {@link
+   * #stacked} once there are two. The errors speak of values; a reader of named settings puts the
+   * names in front ({@link TierSettings#checked}).
    */
   public static final class Builder {
 
@@ -271,7 +277,10 @@ public final class KvCacheConfig {
       return this;
     }
 
-    /** The largest block (default 64 MiB, or the RAM budget if smaller). */
+    /**
+     * The largest block (default 64 MiB, or the RAM budget if smaller); {@link #build()} checks
+     * that RAM can hold it.
+     */
     public Builder maxBlockBytes(int bytes) {
       this.maxBlockBytes = bytes;
       return this;
@@ -314,13 +323,18 @@ public final class KvCacheConfig {
      * Adds a tier below those added before, opened by the {@link TierFactory} of {@code kind} from
      * {@code settings}, whose errors name the settings as {@code settings} names them.
      *
-     * @throws IllegalArgumentException if a tier of that kind is already added
+     * @throws IllegalArgumentException if {@code kind} is not a tier kind's name ({@code a-z 0-9
+     *     -}), or a tier of that kind is already added
      */
     public Builder lower(String kind, TierSettings settings) {
+      Objects.requireNonNull(kind, "kind");
+      if (!kind.matches("[a-z0-9-]+") || "none".equals(kind)) {
+        throw new IllegalArgumentException("'" + kind + "' is not a tier kind, such as disk or s3");
+      }
       if (lower.contains(kind)) {
         throw new IllegalArgumentException("a '" + kind + "' tier is already below RAM");
       }
-      lower.add(Objects.requireNonNull(kind, "kind"));
+      lower.add(kind);
       lowerSettings.add(Objects.requireNonNull(settings, "settings"));
       return this;
     }

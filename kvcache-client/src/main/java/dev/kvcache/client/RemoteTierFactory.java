@@ -6,6 +6,7 @@ import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
 import java.nio.file.Path;
+import java.time.Duration;
 
 /**
  * Opens a {@link RemoteTier} from the {@code remote.*} settings of a {@code KvCacheConfig} with
@@ -60,17 +61,21 @@ public final class RemoteTierFactory implements TierFactory {
     }
     b.tls(tls);
     if (settings.has("trusted-certificates")) {
-      b.trustedCertificates(Path.of(settings.string("trusted-certificates")));
+      Path ca = Path.of(settings.string("trusted-certificates"));
+      settings.checked(() -> b.trustedCertificates(ca), "trusted-certificates");
     }
     b.allowCleartextToken(settings.bool("allow-cleartext-token", false));
     if (settings.has("connect-timeout")) {
-      b.connectTimeout(settings.duration("connect-timeout", null));
+      Duration connect = settings.duration("connect-timeout", null);
+      settings.checked(() -> b.connectTimeout(connect), "connect-timeout");
     }
     if (settings.has("request-timeout")) {
-      b.requestTimeout(settings.duration("request-timeout", null));
+      Duration request = settings.duration("request-timeout", null);
+      settings.checked(() -> b.requestTimeout(request), "request-timeout");
     }
     if (settings.has("connections-per-server")) {
-      b.connectionsPerServer(settings.integer("connections-per-server", 0));
+      int connections = settings.integer("connections-per-server", 0);
+      settings.checked(() -> b.connectionsPerServer(connections), "connections-per-server");
     }
     Filter filter = settings.choice("wire-codec-filter", Filter.class, Filter.NONE);
     if (settings.choice("wire-codec", WireCodec.class, WireCodec.NONE) == WireCodec.LZ4) {

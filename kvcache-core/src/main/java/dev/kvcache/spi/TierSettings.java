@@ -57,9 +57,12 @@ public final class TierSettings {
    * error.
    *
    * @throws IllegalArgumentException the step's, with "setting 'name': " (or "settings 'a' and
-   *     'b': ") before its message
+   *     'b': ") before its message; or if no key is given
    */
   public <T> T checked(Supplier<T> step, String... keys) {
+    if (keys.length == 0) {
+      throw new IllegalArgumentException("name the settings the step checks");
+    }
     try {
       return step.get();
     } catch (IllegalArgumentException e) {
@@ -149,7 +152,10 @@ public final class TierSettings {
     return (int) n;
   }
 
-  /** A whole number from {@code min} to {@code max}, or {@code fallback} when absent. */
+  /**
+   * A whole number from {@code min} to {@code max}, or {@code fallback} when absent (which the
+   * caller keeps in that range).
+   */
   public int integer(String key, int fallback, int min, int max) {
     int n = integer(key, fallback);
     if (n < min || n > max) {

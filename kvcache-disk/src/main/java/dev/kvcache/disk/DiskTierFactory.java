@@ -64,7 +64,6 @@ public final class DiskTierFactory implements TierFactory {
     return DiskTier.open(built(b, settings));
   }
 
-  /** The configuration, its errors in the settings' names. */
   /** The configuration, its error naming the settings where the builder names its fields. */
   private static DiskTierConfig built(DiskTierConfig.Builder b, TierSettings settings) {
     try {

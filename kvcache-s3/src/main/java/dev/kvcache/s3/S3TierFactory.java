@@ -7,6 +7,7 @@ import dev.kvcache.spi.TierSettings;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 
@@ -32,7 +33,7 @@ public final class S3TierFactory implements TierFactory {
     String bucket = settings.string("bucket");
     long capacity = settings.bytes("capacity");
     S3TierConfig.Builder b = settings.checked(() -> S3TierConfig.builder(bucket, capacity),
-        "bucket", "capacity");
+        capacity <= 0 ? "capacity" : "bucket");
     b.maxBlockBytes(maxBlockBytes);
     String endpoint = settings.string("endpoint", "");
     if (!endpoint.isBlank()) {
@@ -47,7 +48,8 @@ public final class S3TierFactory implements TierFactory {
       String prefix = settings.string("prefix");
       settings.checked(() -> b.prefix(prefix), "prefix");
     }
-    b.region(settings.string("region", S3TierConfig.DEFAULT_REGION));
+    String region = settings.string("region", S3TierConfig.DEFAULT_REGION);
+    settings.checked(() -> b.region(region), "region");
     b.addressing(settings.choice("addressing", Addressing.class, Addressing.AUTO));
     b.httpClient(settings.choice("http-client", S3TierConfig.HttpClient.class,
         S3TierConfig.HttpClient.NETTY));
@@ -67,10 +69,14 @@ public final class S3TierFactory implements TierFactory {
     }
     int concurrency = settings.integer("concurrency", S3TierConfig.DEFAULT_CONCURRENCY);
     settings.checked(() -> b.concurrency(concurrency), "concurrency");
-    b.connectTimeout(settings.duration("connect-timeout", S3TierConfig.DEFAULT_CONNECT_TIMEOUT));
-    b.requestTimeout(settings.duration("request-timeout", S3TierConfig.DEFAULT_REQUEST_TIMEOUT));
-    b.lookupBudget(settings.duration("lookup-budget", S3TierConfig.DEFAULT_LOOKUP_BUDGET));
-    b.listInterval(settings.duration("list-interval", S3TierConfig.DEFAULT_LIST_INTERVAL));
+    Duration connect = settings.duration("connect-timeout", S3TierConfig.DEFAULT_CONNECT_TIMEOUT);
+    settings.checked(() -> b.connectTimeout(connect), "connect-timeout");
+    Duration request = settings.duration("request-timeout", S3TierConfig.DEFAULT_REQUEST_TIMEOUT);
+    settings.checked(() -> b.requestTimeout(request), "request-timeout");
+    Duration budget = settings.duration("lookup-budget", S3TierConfig.DEFAULT_LOOKUP_BUDGET);
+    settings.checked(() -> b.lookupBudget(budget), "lookup-budget");
+    Duration listing = settings.duration("list-interval", S3TierConfig.DEFAULT_LIST_INTERVAL);
+    settings.checked(() -> b.listInterval(listing), "list-interval");
     int entries = settings.integer("index-entries", S3TierConfig.DEFAULT_INDEX_ENTRIES);
     settings.checked(() -> b.indexEntries(entries), "index-entries");
     List<String> fleet = Arrays.stream(settings.string("fleet", "").split(","))
@@ -97,6 +103,11 @@ public final class S3TierFactory implements TierFactory {
               + settings.name("fleet") + "' or '" + settings.name("fleet-dns") + "'");
     }
     settings.requireAllRead();
-    return S3Tier.open(settings.checked(b::build, "capacity", "http-client", "ca-file"));
+    boolean crtWithCa = !ca.isBlank() && settings.choice("http-client",
+        S3TierConfig.HttpClient.class, S3TierConfig.HttpClient.NETTY) == S3TierConfig.HttpClient.CRT;
+    S3TierConfig config = crtWithCa
+        ? settings.checked(b::build, "http-client", "ca-file")
+        : settings.checked(b::build, "capacity"); // the largest block must fit it
+    return S3Tier.open(config);
   }
 }

@@ -1,5 +1,6 @@
 package dev.kvcache.server;
 
+import dev.kvcache.KvCacheBuilder;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
@@ -66,7 +67,7 @@ class CacheSettings {
     own.put("spill-queue-blocks", spillQueueBlocks);
     TierSettings s = TierSettings.of(present(own), PREFIX);
     KvCacheConfig.Builder b = KvCacheConfig.builder();
-    long ram = s.bytes("ram-bytes");
+    long ram = s.bytes("ram-bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
     s.checked(() -> b.ramBytes(ram), "ram-bytes");
     if (s.has("max-block-bytes")) {
       b.maxBlockBytes(s.intBytes("max-block-bytes", 0));
@@ -76,7 +77,8 @@ class CacheSettings {
     if (!shared.isEmpty()) {
       s.checked(() -> b.ramSharedMemoryDir(Path.of(shared)), "ram-shared-memory-dir");
     }
-    TieredCacheConfig tiered = TieredCacheConfig.read(s); // what a PUT promises of the disk
+    // checked on every server; what a PUT promises of the disk, so applied over a disk only
+    TieredCacheConfig tiered = TieredCacheConfig.read(s);
     boolean disk = diskDir != null && !diskDir.isBlank();
     if (disk) {
       b.tiered(tiered);

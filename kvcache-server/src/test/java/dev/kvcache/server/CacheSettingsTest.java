@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.KvCacheBuilder;
 import dev.kvcache.KvCacheConfig;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.StackedTierConfig;
@@ -62,6 +63,9 @@ class CacheSettingsTest {
 
     KvCacheConfig ramOnly = settings(s -> s.setDiskDir("")).toConfig();
     assertThat(ramOnly.lower()).isEmpty();
+    KvCacheConfig emptyRam = settings(s -> s.setRamBytes("")).toConfig();
+    assertThat(emptyRam.ramBytes()).as("an empty setting stands for the default")
+        .isEqualTo(KvCacheBuilder.DEFAULT_RAM_BYTES);
   }
 
   @Test
@@ -90,8 +94,11 @@ class CacheSettingsTest {
         .startsWith("setting 'kvcache.cache.s3.fleet-self' names this server in a fleet: set"
             + " 'kvcache.cache.s3.fleet' or 'kvcache.cache.s3.fleet-dns'");
     assertThat(error(s -> s.setS3(Map.of("bucket", "b", "capacity", "1GiB"))))
-        .startsWith("settings 'kvcache.cache.s3.bucket' and 'kvcache.cache.s3.capacity': 'b' is"
-            + " not an S3 bucket name");
+        .startsWith("setting 'kvcache.cache.s3.bucket': 'b' is not an S3 bucket name");
+    assertThat(error(s -> s.setS3(Map.of("bucket", "kvc", "capacity", "1GiB", "connect-timeout",
+        "0s")))).startsWith("setting 'kvcache.cache.s3.connect-timeout': ");
+    assertThat(error(s -> s.setS3(Map.of("bucket", "kvc", "capacity", "1KiB"))))
+        .startsWith("setting 'kvcache.cache.s3.capacity': the largest block");
     assertThat(error(s -> s.setS3(Map.of("bucket", "kvc"))))
         .isEqualTo("setting 'kvcache.cache.s3.capacity' is required");
     assertThat(error(s -> s.setS3(Map.of("bucket", "kvc", "capacity", "1GiB", "upload-threads",
