@@ -54,7 +54,8 @@ class DirectReadsTest {
   private static void damageFirstRecordOnTheDevice(Path dir, long into) throws Exception {
     try (FileChannel ch = FileChannel.open(dir.resolve("sb-00000001.kvsb"),
         StandardOpenOption.READ, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT)) {
-      ByteBuffer page = ByteBuffer.allocateDirect(8192).alignedSlice(4096);
+      // one page: the aligned slice of two pages is one page long, or two if they start aligned
+      ByteBuffer page = ByteBuffer.allocateDirect(8192).alignedSlice(4096).limit(4096);
       long at = FIRST_PAYLOAD + into;
       assertThat(ch.read(page, at)).isEqualTo(4096);
       page.put(100, (byte) (page.get(100) ^ 0x5a));
