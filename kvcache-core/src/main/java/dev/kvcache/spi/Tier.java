@@ -46,6 +46,23 @@ public interface Tier extends KvCache {
   default void usedAbove(BlockKey key) {}
 
   /**
+   * Says that a put of {@code key} is storing a block above this tier, so that this tier's copy,
+   * if any, must not be read in its place: the tiers above call it where they drop a key's older
+   * copies before a put ({@link #delete} is for a delete the caller asked for). The default
+   * deletes the copy.
+   *
+   * <p>A tier that a fleet shares and whose copies are named by their content (the object tier:
+   * a key is a digest of its token prefix under a namespace, so the block stored under it is the
+   * same KV) keeps its copy, which other servers read: a re-stored key replaces it with the same
+   * bytes, and only a delete or a dropped namespace removes it.
+   *
+   * @return whether a copy was removed
+   */
+  default boolean supersede(BlockKey key) {
+    return delete(key);
+  }
+
+  /**
    * Asks the tier to hand {@code listener} every block it evicts from now on, as a lease on its
    * bytes (one listener; a later call replaces it). Deletes are not evictions.
    *

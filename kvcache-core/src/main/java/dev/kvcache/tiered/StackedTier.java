@@ -37,7 +37,8 @@ import java.util.function.Supplier;
  *   <li>{@link Upload#EVICTED}: the upper tier hands over each block it evicts, as a lease on its
  *       bytes ({@link Tier#onEviction}), and upload threads put it in the backing tier and let
  *       the lease go, unless the backing tier holds it already (a block read from it earlier). A
- *       put of a key the backing tier holds deletes its older copy there.
+ *       put of a key the backing tier holds supersedes its older copy there ({@link
+ *       Tier#supersede}).
  * </ul>
  *
  * <p>A block that finds the upload queue ({@link StackedTierConfig}) full is not uploaded ({@link
@@ -166,6 +167,22 @@ public final class StackedTier implements Tier {
     if (removed) {
       counters.delete();
     }
+    return removed;
+  }
+
+  /**
+   * As {@link #delete}, with the backing tier superseding its copy ({@link Tier#supersede}) rather
+   * than deleting it: a put above replaces the key.
+   */
+  @Override
+  public boolean supersede(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    long version = uploads.unsettle(key);
+    uploads.cancel(key);
+    boolean removed = upper.delete(key);
+    removed |= backing.supersede(key);
+    uploads.settled(key, version);
     return removed;
   }
 

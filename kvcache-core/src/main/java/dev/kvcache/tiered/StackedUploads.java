@@ -114,7 +114,7 @@ final class StackedUploads {
       // an older block of the key, evicted and waiting for upload or in the backing tier, is stale
       cancel(key);
       if (backing.contains(key)) {
-        settleByDeleting(key, version);
+        settleBySuperseding(key, version);
       } else {
         unsettled.remove(key, version);
       }
@@ -123,7 +123,7 @@ final class StackedUploads {
     if (status != PutStatus.STORED || !queue.offer(key)) {
       // not in the upper tier, or no room to queue its upload: the backing tier's copy, if any,
       // is older than what was put
-      settleByDeleting(key, version);
+      settleBySuperseding(key, version);
     }
   }
 
@@ -160,11 +160,11 @@ final class StackedUploads {
     try {
       if (lease.status() != GetStatus.HIT) {
         queue.dropped();
-        settleByDeleting(key, version);
+        settleBySuperseding(key, version);
         return;
       }
       if (!putBelow(key, lease.bytes())) {
-        backing.delete(key); // it may hold an older copy
+        backing.supersede(key); // it may hold an older copy
       }
       // a put that came meanwhile queued its own upload, which leaves its version; a delete waits
       // for this upload to end before it deletes
@@ -216,7 +216,7 @@ final class StackedUploads {
       return;
     }
     if (backing.contains(key)) {
-      lease.close(); // the same block: a put of the key deletes the backing tier's older copy
+      lease.close(); // the same block: a put of the key supersedes the backing tier's older copy
       return;
     }
     SpillEntry waiting = SpillEntry.evicted(lease);
@@ -277,9 +277,12 @@ final class StackedUploads {
     return false;
   }
 
-  /** Deletes the key's copy in the backing tier, then lets reads look there again. */
-  private void settleByDeleting(BlockKey key, long version) {
-    backing.delete(key);
+  /**
+   * Supersedes the key's copy in the backing tier ({@link Tier#supersede}: deleted, unless the
+   * backing tier keeps copies named by content), then lets reads look there again.
+   */
+  private void settleBySuperseding(BlockKey key, long version) {
+    backing.supersede(key);
     unsettled.remove(key, version);
   }
 

@@ -256,7 +256,7 @@ public final class TieredCache implements Tier {
       stripes.bump(stripe);
       copies.removeAbove(key);
       if (inRam) {
-        lower.delete(key);
+        lower.supersede(key);
         status = policy.refuses()
             ? PutStatus.REJECTED_NOT_DURABLE // the writer's room is freed when it is closed
             : store.get();

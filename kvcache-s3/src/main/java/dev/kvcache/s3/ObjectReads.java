@@ -11,6 +11,7 @@ import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.Requests.Op;
+import dev.kvcache.s3.internal.StoreFailure;
 import dev.kvcache.s3.internal.StoreState;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.LoadRate;
@@ -26,7 +27,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
-import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,7 +55,7 @@ final class ObjectReads {
   private final DeleteQueue deletes;
   private final TierCounters counters;
   private final LoadRate loadRate;
-  private final Predicate<Throwable> storeFailed;
+  private final StoreFailure storeFailed;
   private final Consumer<List<Entry>> evict;
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
@@ -68,7 +68,7 @@ final class ObjectReads {
    */
   ObjectReads(S3TierConfig config, S3AsyncClient s3, ObjectNames names, ObjectIndex index,
       StoreState store, Requests requests, DeleteQueue deletes, TierCounters counters,
-      LoadRate loadRate, Predicate<Throwable> storeFailed, Consumer<List<Entry>> evict) {
+      LoadRate loadRate, StoreFailure storeFailed, Consumer<List<Entry>> evict) {
     this.config = config;
     this.s3 = s3;
     this.names = names;
@@ -226,7 +226,7 @@ final class ObjectReads {
       }
       if (missing(e.getCause())) {
         index.remove(key);
-      } else if (storeFailed.test(e.getCause())) {
+      } else if (storeFailed.record(e.getCause(), start)) {
         requests.failed(Op.GET);
       }
       count(counted, GetStatus.MISS);
@@ -299,15 +299,27 @@ final class ObjectReads {
         name);
     long start = System.nanoTime();
     s3.deleteObject(b -> b.bucket(config.bucket()).key(name).ifMatch(etag))
-        .handle((ok, error) -> {
+        .handle((ok, failure) -> {
           requests.sent(Op.DELETE, System.nanoTime() - start);
-          if (error != null && !missing(error) && !conditionFailed(error)) {
+          Throwable error = failure instanceof CompletionException c && c.getCause() != null
+              ? c.getCause() : failure;
+          if (error != null && notImplemented(error)) {
             // a store that does not take conditional deletes: delete it all the same
             deletes.delete(name);
+          } else if (error != null && storeFailed.record(error, start)) {
+            // the object stays, refused again when read: a delete without its condition could
+            // remove another server's fresh copy
+            requests.failed(Op.DELETE);
           }
           refused.remove(name);
           return null;
         });
+  }
+
+  /** Whether the store does not implement what was asked (a conditional delete, say). */
+  static boolean notImplemented(Throwable error) {
+    return error instanceof AwsServiceException s && (s.statusCode() == 501
+        || s.awsErrorDetails() != null && "NotImplemented".equals(s.awsErrorDetails().errorCode()));
   }
 
   static boolean missing(Throwable error) {

@@ -7,15 +7,17 @@ import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.http.async.SdkAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.SdkEventLoopGroup;
@@ -31,6 +33,13 @@ import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
  * period of two seconds.
  */
 record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoCloseable {
+
+  /** The most times one request is sent. */
+  static final int MAX_ATTEMPTS = 3;
+  /** The pause before the first retry of a throttled request, before jitter. */
+  static final Duration FIRST_THROTTLED_RETRY = Duration.ofMillis(50);
+  /** The longest pause before a retry of a throttled request. */
+  static final Duration LONGEST_THROTTLED_RETRY = Duration.ofSeconds(1);
 
   /**
    * Whether a request failed on its connection without an answer (closed, reset, refused), and not
@@ -49,12 +58,23 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
   }
 
   /**
+   * Whether the store asked the client to slow down ({@code 503 SlowDown}, {@code 429}, a
+   * throttling code) or is briefly unavailable ({@code 503}): S3 answers so to a burst it has not
+   * scaled for yet, and asks for the request to be sent again after a while.
+   */
+  static boolean throttled(Throwable error) {
+    return error instanceof AwsServiceException s
+        && (s.isThrottlingException() || s.statusCode() == 503);
+  }
+
+  /**
    * A client for the settings. Checksums are the tier's: the SDK computes none on requests and
    * checks none on answers (the tier sends each block's CRC32C, computed where the block was
-   * written, and checks what it receives as it copies it). The SDK retries a request once, at once,
-   * only when it failed on its connection without an answer (not by a time-out): a pooled
-   * connection the store closed as it was reused (stores close idle connections) is no failure of
-   * the store. Other failures are not
+   * written, and checks what it receives as it copies it). The SDK sends a request up to {@value
+   * #MAX_ATTEMPTS} times: at once when it failed on its connection without an answer (not by a
+   * time-out: a pooled connection the store closed as it was reused is no failure of the store),
+   * and after a jittered pause ({@link #FIRST_THROTTLED_RETRY} doubling, full jitter) when the
+   * store throttled it ({@link #throttled}), as S3 asks of its clients. Other failures are not
    * retried: the tier backs off a failing store itself, and a read that fails is a miss.
    *
    * @throws IOException if the CA file cannot be read
@@ -90,9 +110,13 @@ record S3Clients(S3AsyncClient s3, SdkEventLoopGroup loops) implements AutoClose
         .overrideConfiguration(o -> o
             .apiCallTimeout(config.requestTimeout())
             .retryStrategy(StandardRetryStrategy.builder()
-                .maxAttempts(2)
+                .maxAttempts(MAX_ATTEMPTS)
                 .retryOnException(S3Clients::connectionFailed)
+                .retryOnException(S3Clients::throttled)
+                .treatAsThrottling(S3Clients::throttled)
                 .backoffStrategy(BackoffStrategy.retryImmediately())
+                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
+                    FIRST_THROTTLED_RETRY, LONGEST_THROTTLED_RETRY))
                 .circuitBreakerEnabled(false)
                 .useClientDefaults(false)
                 .build()));

@@ -18,10 +18,20 @@ import java.util.Map;
  * @param objectsDeleted objects deleted (evicted, deleted, damaged)
  * @param deleteBacklog objects waiting to be deleted: a backlog that grows means deletes fall
  *     behind evictions
+ * @param deletesRefused refusals of a delete by the store (an object lock, a policy), each try
+ *     counted
+ * @param deletesAbandoned deletes given up after repeated refusals: their objects stay in the
+ *     bucket
+ * @param pauses back-off pauses begun: one per burst of failures, one per failed probe
+ * @param paused whether the tier is backing off now (its reads miss, its puts are not stored)
  * @param listings complete listings of the bucket
  * @param lastListingSeconds how long the last complete listing took
  * @param lastListingObjects how many of the tier's objects the last complete listing found
+ * @param listingHeldPeak the most objects the last complete listing held in memory at once:
+ *     at most the presence index's size
  * @param fleetServers the servers sharing the bucket as this one knows them; 0 for a server alone
+ * @param fleetMember whether this server is one of them (always, for a server alone): one that
+ *     is not owns and evicts nothing
  * @param ownedObjects objects this server owns and evicts (in a fleet, its part of the bucket)
  * @param ownedBytes their bytes, held to this server's share of the capacity
  */
@@ -35,10 +45,16 @@ public record S3Stats(
     long notStored,
     long objectsDeleted,
     long deleteBacklog,
+    long deletesRefused,
+    long deletesAbandoned,
+    long pauses,
+    boolean paused,
     long listings,
     double lastListingSeconds,
     long lastListingObjects,
+    long listingHeldPeak,
     int fleetServers,
+    boolean fleetMember,
     long ownedObjects,
     long ownedBytes) {
 

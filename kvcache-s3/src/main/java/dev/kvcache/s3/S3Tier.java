@@ -37,6 +37,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -94,7 +95,7 @@ public final class S3Tier implements Tier {
   private final S3AsyncClient s3;
   private final ObjectNames names;
   private final ObjectIndex index;
-  private final StoreState store = new StoreState();
+  private final StoreState store;
   private final Requests requests = new Requests();
   private final DeleteQueue deletes;
   private final Folders folders;
@@ -114,6 +115,7 @@ public final class S3Tier implements Tier {
     this.client = client;
     this.s3 = client.s3();
     this.names = new ObjectNames(config.prefix());
+    this.store = new StoreState(config.requestTimeout().multipliedBy(2));
     this.fleet = config.fleetDns().map(dns -> FleetLookup.dns(dns, config.fleetSelf().orElse(null)))
         .orElseGet(() -> config.fleet().isEmpty() ? FleetLookup.alone()
             : FleetLookup.of(config.fleet(), config.fleetSelf().orElseThrow()));
@@ -155,6 +157,7 @@ public final class S3Tier implements Tier {
       tier.listing.execute(tier::listQuietly);
     }
     log.info("object tier opened: {}", config);
+    tier.fleetProblem(tier.index.fleet()).ifPresent(log::warn);
     return tier;
   }
 
@@ -169,6 +172,7 @@ public final class S3Tier implements Tier {
       if (!now.equals(was)) {
         log.info("the fleet sharing the bucket is now {}; this server owns {} objects", now,
             index.ownedSize());
+        fleetProblem(now).ifPresent(log::warn);
       }
       evict(evicted);
     });
@@ -176,7 +180,7 @@ public final class S3Tier implements Tier {
 
   private void listQuietly() {
     index.applyUses();
-    if (!closed && store.available()) {
+    if (!closed && !store.paused()) {
       try {
         lister.list();
       } catch (RuntimeException e) {
@@ -273,7 +277,7 @@ public final class S3Tier implements Tier {
       store.succeeded();
     } catch (CompletionException e) {
       requests.sent(Op.PUT, System.nanoTime() - start);
-      if (storeFailed(e.getCause())) {
+      if (storeFailed(e.getCause(), start)) {
         requests.failed(Op.PUT);
       } else {
         log.warn("the object store refused block {}: {}", key, e.getCause().toString());
@@ -407,9 +411,23 @@ public final class S3Tier implements Tier {
   }
 
   /**
+   * Keeps the key's object: a put above re-stores a key whose block, named by its content, is the
+   * one the bucket holds, and other servers of the fleet read it. The put's upload, if any,
+   * replaces it with the same bytes.
+   *
+   * @return false: nothing is removed
+   */
+  @Override
+  public boolean supersede(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return false;
+  }
+
+  /**
    * Deletes the key's object if the index knows it (queued, and sent in bulk). A key the index does
-   * not know costs no request: a tier above deletes every key it is about to store anew, and most
-   * are in no bucket; a copy another server stored since the last listing stays until evicted.
+   * not know costs no request; a copy another server stored since the last listing stays until
+   * evicted.
    */
   @Override
   public boolean delete(BlockKey key) {
@@ -433,14 +451,39 @@ public final class S3Tier implements Tier {
   public S3Stats s3Stats() {
     return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
         bytesUploaded.sum(), reads.bytesDownloaded(), reads.damagedBlocks(), notStored.sum(),
-        deletes.deleted(), deletes.backlog(), lister.listings(), lister.lastSeconds(),
-        lister.lastObjects(), index.fleet().members().size(), index.ownedSize(),
-        index.ownedBytes());
+        deletes.deleted(), deletes.backlog(), deletes.refused(), deletes.abandoned(),
+        store.pauses(), store.paused(), lister.listings(), lister.lastSeconds(),
+        lister.lastObjects(), lister.lastHeldPeak(), index.fleet().members().size(),
+        index.fleet().member(), index.ownedSize(), index.ownedBytes());
   }
 
+  /**
+   * Degraded while the store fails (the tier backs off), and while this server is not among its
+   * fleet's servers: it then owns no object and evicts none, so the bucket is not held to its
+   * capacity.
+   */
   @Override
   public CacheHealth health() {
-    return store.problem().map(CacheHealth::degraded).orElse(CacheHealth.OK);
+    List<String> problems = new ArrayList<>(2);
+    store.problem().ifPresent(problems::add);
+    fleetProblem(index.fleet()).ifPresent(problems::add);
+    return problems.isEmpty() ? CacheHealth.OK : new CacheHealth(problems);
+  }
+
+  /** What is wrong with this server's place in the fleet, if anything. */
+  private Optional<String> fleetProblem(Fleet now) {
+    if (now.member()) {
+      return Optional.empty();
+    }
+    if (now == Fleet.UNKNOWN) {
+      return Optional.of("the fleet's DNS name " + fleet + " has not been looked up: this server"
+          + " owns no object of the bucket and evicts none");
+    }
+    return Optional.of("this server is not among the fleet's servers " + now.members() + " ("
+        + fleet + "): it owns no object of the bucket and evicts none, so the bucket is not held"
+        + " to its capacity; the fleet's DNS name must list each server's own address (a headless"
+        + " Service, not a virtual IP) with the clients' port, or set fleet-self to this server's"
+        + " address as the name lists it");
   }
 
   /**
@@ -502,18 +545,19 @@ public final class S3Tier implements Tier {
    *
    * @return whether it was the store's failure
    */
-  private boolean storeFailed(Throwable error) {
-    if (ObjectReads.missing(error) || ObjectReads.conditionFailed(error)) {
+  private boolean storeFailed(Throwable error, long sentNanos) {
+    if (ObjectReads.missing(error) || ObjectReads.conditionFailed(error)
+        || error instanceof AwsServiceException s && s.statusCode() == 400) {
+      // an answer about the object, or a request the store refused (a checksum that does not
+      // match): the store answers
+      store.succeeded();
       return false;
     }
-    if (error instanceof AwsServiceException s && s.statusCode() == 400) {
-      return false; // a request the store refused (a checksum that does not match): not an outage
-    }
     if (error instanceof AwsServiceException || error instanceof SdkClientException) {
-      store.failed(error.getClass().getSimpleName() + ": " + error.getMessage());
+      store.failed(error.getClass().getSimpleName() + ": " + error.getMessage(), sentNanos);
       return true;
     }
-    store.failed(error.toString());
+    store.failed(error.toString(), sentNanos);
     return true;
   }
 

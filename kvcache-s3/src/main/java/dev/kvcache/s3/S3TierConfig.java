@@ -67,6 +67,7 @@ public final class S3TierConfig {
   private final long capacityBytes;
   private final HttpClient httpClient;
   private final URI endpoint;
+  private final boolean allowPlainHttp;
   private final String prefix;
   private final String region;
   private final Addressing addressing;
@@ -89,6 +90,7 @@ public final class S3TierConfig {
     this.capacityBytes = b.capacityBytes;
     this.httpClient = b.httpClient;
     this.endpoint = b.endpoint;
+    this.allowPlainHttp = b.allowPlainHttp;
     this.prefix = b.prefix;
     this.region = b.region;
     this.addressing = b.addressing;
@@ -121,6 +123,7 @@ public final class S3TierConfig {
   public Builder toBuilder() {
     Builder b = new Builder(bucket, capacityBytes);
     b.endpoint = endpoint;
+    b.allowPlainHttp = allowPlainHttp;
     b.prefix = prefix;
     b.region = region;
     b.addressing = addressing;
@@ -159,6 +162,14 @@ public final class S3TierConfig {
   /** The store's endpoint; empty for AWS S3 in {@link #region()}. */
   public Optional<URI> endpoint() {
     return Optional.ofNullable(endpoint);
+  }
+
+  /**
+   * Whether a plain {@code http://} endpoint on another host is allowed ({@link
+   * Builder#allowPlainHttp}); a loopback endpoint needs no allowance.
+   */
+  public boolean allowPlainHttp() {
+    return allowPlainHttp;
   }
 
   /** What every object name starts with: empty, or ending in {@code /}. */
@@ -271,6 +282,7 @@ public final class S3TierConfig {
     private final String bucket;
     private final long capacityBytes;
     private URI endpoint;
+    private boolean allowPlainHttp;
     private String prefix = DEFAULT_PREFIX;
     private String region = DEFAULT_REGION;
     private Addressing addressing = Addressing.AUTO;
@@ -317,6 +329,18 @@ public final class S3TierConfig {
             "the S3 endpoint must be an http or https URI with a host, got '" + endpoint + "'");
       }
       this.endpoint = endpoint;
+      return this;
+    }
+
+    /**
+     * Allows a plain {@code http://} endpoint on another host; false by default, and not needed
+     * for a loopback endpoint ({@code localhost}, {@code 127.0.0.0/8}, {@code ::1}). Over plain
+     * HTTP whoever sits on the link reads the blocks and the signed requests, and can change
+     * blocks in flight so that they still match their CRC32C: a checksum detects accidents, not
+     * an attacker. Allow it for a store on a network you trust.
+     */
+    public Builder allowPlainHttp(boolean allow) {
+      this.allowPlainHttp = allow;
       return this;
     }
 
@@ -483,9 +507,17 @@ public final class S3TierConfig {
     /**
      * The settings.
      *
-     * @throws IllegalArgumentException if the largest block exceeds the capacity
+     * @throws IllegalArgumentException if the largest block exceeds the capacity, or the endpoint
+     *     is plain HTTP on another host and that is not allowed ({@link #allowPlainHttp})
      */
     public S3TierConfig build() {
+      if (endpoint != null && "http".equals(endpoint.getScheme()) && !allowPlainHttp
+          && !loopback(endpoint.getHost())) {
+        throw new IllegalArgumentException("the S3 endpoint " + endpoint + " is plain HTTP to"
+            + " another host: whoever sits on the link can read the blocks and change them in"
+            + " flight (a CRC32C detects accidents, not an attacker); use https, or allow plain"
+            + " HTTP for a store on a network you trust");
+      }
       if (httpClient == HttpClient.CRT && caFile != null) {
         throw new IllegalArgumentException("the CRT HTTP client trusts the JVM's certificates"
             + " only: use the Netty client with a CA file");
@@ -498,6 +530,13 @@ public final class S3TierConfig {
             + " bytes) exceeds the object tier's capacity (" + capacityBytes + " bytes)");
       }
       return new S3TierConfig(this);
+    }
+
+    /** Whether a host name or literal address is this host's loopback, without a DNS lookup. */
+    static boolean loopback(String host) {
+      String h = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+      return h.equalsIgnoreCase("localhost") || h.matches("127(\\.\\d{1,3}){3}")
+          || h.equals("::1") || h.equals("0:0:0:0:0:0:0:1");
     }
 
     private static String hostAndPort(String what, String value) {

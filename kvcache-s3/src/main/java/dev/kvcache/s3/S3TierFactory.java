@@ -13,7 +13,7 @@ import java.util.List;
 
 /**
  * Opens the object tier for {@link dev.kvcache.KvCacheConfig}. Settings, under {@code s3.}: {@code
- * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code prefix},
+ * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code allow-plain-http}, {@code prefix},
  * {@code region}, {@code addressing} ({@code path}, {@code virtual_host}, {@code auto}), {@code
  * access-key-id} with {@code secret-access-key} (default: the SDK's credentials chain), {@code
  * ca-file}, {@code http-client} ({@code netty}, {@code crt}), {@code concurrency}, {@code connect-timeout}, {@code request-timeout}, {@code
@@ -36,12 +36,24 @@ public final class S3TierFactory implements TierFactory {
         capacity <= 0 ? "capacity" : "bucket");
     b.maxBlockBytes(maxBlockBytes);
     String endpoint = settings.string("endpoint", "");
+    boolean plainHttp = settings.bool("allow-plain-http", false);
+    b.allowPlainHttp(plainHttp);
     if (!endpoint.isBlank()) {
+      URI uri;
       try {
-        b.endpoint(URI.create(endpoint.strip()));
+        uri = URI.create(endpoint.strip());
+        b.endpoint(uri);
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException(
             "setting '" + settings.name("endpoint") + "': " + e.getMessage(), e);
+      }
+      if ("http".equals(uri.getScheme()) && !plainHttp
+          && !S3TierConfig.Builder.loopback(uri.getHost())) {
+        throw new IllegalArgumentException("setting '" + settings.name("endpoint") + "': " + uri
+            + " is plain HTTP to another host: whoever sits on the link can read the blocks and"
+            + " change them in flight (a CRC32C detects accidents, not an attacker); use https,"
+            + " or set '" + settings.name("allow-plain-http") + "' to true for a store on a"
+            + " network you trust");
       }
     }
     if (settings.has("prefix")) {

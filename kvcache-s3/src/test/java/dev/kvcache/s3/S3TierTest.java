@@ -320,7 +320,9 @@ class S3TierTest {
       assertThat(first.getInto(keys.get(0), dst)).isEqualTo(GetStatus.MISS);
       assertThat(first.put(keys.get(1), Payloads.of(keys.get(1), 1, BLOCK)))
           .isEqualTo(PutStatus.NOT_ADMITTED);
-      assertThat(first.health().degraded()).isTrue();
+      assertThat(first.health().degraded()).as("two failures: not yet a pause").isFalse();
+      assertThat(first.getInto(keys.get(0), dst.clear())).isEqualTo(GetStatus.MISS);
+      assertThat(first.health().degraded()).as("three in a row: backing off").isTrue();
       assertThat(first.health().problems().get(0)).contains("object store");
       assertThat(first.s3Stats().notStored()).isEqualTo(1);
     } finally {
@@ -355,5 +357,30 @@ class S3TierTest {
     assertThat(S3TierConfig.builder("kvcache", 1 << 20).build().pathStyle()).isFalse();
     assertThat(S3TierConfig.builder("kvcache", 1 << 20)
         .endpoint(java.net.URI.create("http://127.0.0.1:9000")).build().pathStyle()).isTrue();
+  }
+
+  @Test
+  void aPlainHttpEndpointOnAnotherHostMustBeAllowed() throws Exception {
+    java.net.URI plain = java.net.URI.create("http://rgw.internal:7480");
+    assertThatThrownBy(() -> S3TierConfig.builder("kvcache", 1 << 20).endpoint(plain).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("plain HTTP")
+        .hasMessageContaining("attacker");
+    assertThat(S3TierConfig.builder("kvcache", 1 << 20).endpoint(plain).allowPlainHttp(true)
+        .build().endpoint()).contains(plain);
+    for (String loopback : List.of("http://localhost:9000", "http://127.0.0.2:9000",
+        "http://[::1]:9000")) {
+      assertThat(S3TierConfig.builder("kvcache", 1 << 20).endpoint(java.net.URI.create(loopback))
+          .build().allowPlainHttp()).as(loopback).isFalse();
+    }
+    assertThat(S3TierConfig.builder("kvcache", 1 << 20)
+        .endpoint(java.net.URI.create("https://rgw.internal:7480")).build().endpoint())
+        .isPresent();
+    java.util.Map<String, String> settings = new java.util.TreeMap<>(java.util.Map.of(
+        "bucket", "kvcache", "capacity", "1MiB", "endpoint", plain.toString()));
+    assertThatThrownBy(() -> new S3TierFactory().open(
+        dev.kvcache.spi.TierSettings.of(settings, "kvcache.cache.s3."), 1 << 20))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("'kvcache.cache.s3.endpoint'")
+        .hasMessageContaining("'kvcache.cache.s3.allow-plain-http'");
   }
 }

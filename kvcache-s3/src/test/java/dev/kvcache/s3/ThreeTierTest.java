@@ -242,6 +242,47 @@ class ThreeTierTest {
   }
 
   @Test
+  void reStoringKeysNeverDeletesTheObjectsTheFleetReads() throws Exception {
+    List<BlockKey> keys = prompt(8);
+    Map<String, String> one = settings("r", "fleet6/");
+    one.put("stacked.upload-queue-blocks", "1");
+    one.put("stacked.upload-threads", "1");
+    try (KvCache cache = KvCacheConfig.of(one).open()) {
+      StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
+      S3Tier objects = (S3Tier) lower.backing();
+      for (BlockKey key : keys) {
+        cache.put(key, Payloads.of(key, 3, BLOCK));
+        ((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10));
+        lower.awaitUploads(10_000); // one at a time: the queue holds one
+      }
+      assertThat(objects.stats().blocks()).isEqualTo(keys.size());
+      // the engine stores the same prefix again, faster than one upload thread keeps up with:
+      // most re-stores find the upload queue full
+      for (int round = 0; round < 3; round++) {
+        for (BlockKey key : keys) {
+          assertThat(cache.put(key, Payloads.of(key, 3, BLOCK))).isEqualTo(PutStatus.STORED);
+        }
+      }
+      assertThat(lower.stackedStats().uploadsDropped()).as("re-stores that found the queue full")
+          .isPositive();
+      ((TieredCache) cache).awaitSpills(java.time.Duration.ofSeconds(10));
+      assertThat(lower.awaitUploads(10_000)).isTrue();
+      assertThat(objects.s3Stats().requests().get("DELETE")).as("bulk deletes sent").isZero();
+      assertThat(objects.s3Stats().deleteBacklog()).isZero();
+      assertThat(objects.stats().blocks()).isEqualTo(keys.size());
+
+      try (KvCache other = KvCacheConfig.of(settings("s", "fleet6/")).open()) {
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        for (BlockKey key : keys) {
+          assertThat(other.getInto(key, dst.clear())).as("another server reads " + key)
+              .isEqualTo(GetStatus.HIT);
+          assertThat(Payloads.verify(key, dst.flip())).isEqualTo(3);
+        }
+      }
+    }
+  }
+
+  @Test
   void aDeleteReachesTheObjectStore() throws Exception {
     List<BlockKey> keys = prompt(2);
     try (KvCache cache = KvCacheConfig.of(settings("c", "fleet2/")).open()) {

@@ -4,7 +4,6 @@ import dev.kvcache.s3.internal.ObjectNames.Folder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionException;
-import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
@@ -30,7 +29,7 @@ public final class FolderDrop {
    *     the failure is deleted, and the rest stays
    */
   public static long drop(S3AsyncClient s3, String bucket, ObjectNames names, Folder folder,
-      DeleteQueue deletes, Requests requests, Predicate<Throwable> storeFailure) {
+      DeleteQueue deletes, Requests requests, StoreFailure storeFailure) {
     String where = names.prefix() + folder.id() + "/";
     String descriptor = names.descriptor(folder);
     long blocks = 0;

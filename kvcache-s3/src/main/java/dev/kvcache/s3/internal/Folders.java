@@ -7,12 +7,12 @@ import dev.kvcache.Namespace;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.Requests.Op;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
@@ -31,6 +31,8 @@ public final class Folders {
 
   /** The descriptor's {@code format}. */
   public static final String FORMAT = "kvcache-s3/1";
+  /** How long a folder found without a readable descriptor is taken to have none. */
+  public static final Duration UNDESCRIBED_FOR = Duration.ofMinutes(10);
 
   private static final Logger log = LoggerFactory.getLogger(Folders.class);
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -39,18 +41,24 @@ public final class Folders {
   private final String bucket;
   private final ObjectNames names;
   private final Requests requests;
-  private final Predicate<Throwable> storeFailure;
+  private final StoreFailure storeFailure;
   /** Folders whose descriptor is known to be in the bucket, by id. */
   private final Map<String, Folder> described = new ConcurrentHashMap<>();
   /** Folders whose descriptor a thread is writing. */
   private final Set<String> describing = ConcurrentHashMap.newKeySet();
+  /**
+   * Folders found without a readable descriptor (a namespace dropped while objects of it were
+   * left, a descriptor that is missing or damaged), by id, with when to read it again
+   * (System.nanoTime): a listing asks once per folder, not once per object.
+   */
+  private final Map<String, Long> undescribed = new ConcurrentHashMap<>();
 
   /**
    * @param storeFailure records a failed request with the store's state; true if it was the
    *     store's failure
    */
   public Folders(S3AsyncClient s3, String bucket, ObjectNames names, Requests requests,
-      Predicate<Throwable> storeFailure) {
+      StoreFailure storeFailure) {
     this.s3 = s3;
     this.bucket = bucket;
     this.names = names;
@@ -83,9 +91,10 @@ public final class Folders {
           AsyncRequestBody.fromBytes(body)).join();
       requests.sent(Op.PUT, System.nanoTime() - start);
       described.put(folder.id(), folder);
+      undescribed.remove(folder.id());
     } catch (CompletionException e) {
       requests.sent(Op.PUT, System.nanoTime() - start);
-      storeFailure.test(e.getCause());
+      storeFailure.record(e.getCause(), start);
       log.debug("the descriptor of {} was not written: {}", folder.id(), e.getCause().toString());
     }
   }
@@ -97,7 +106,8 @@ public final class Folders {
 
   /**
    * The folder of a listed id, its namespace read from its descriptor (once per folder); a folder
-   * without a readable descriptor has no namespace.
+   * without a readable descriptor has no namespace, and its descriptor is not asked for again for
+   * {@link #UNDESCRIBED_FOR} (unless the store failed to answer).
    */
   public Folder folder(String id) {
     if (id.equals(ObjectNames.UNNAMED)) {
@@ -107,13 +117,19 @@ public final class Folders {
     if (known != null) {
       return known;
     }
+    Long again = undescribed.get(id);
+    if (again != null && System.nanoTime() - again < 0) {
+      return new Folder(id, null);
+    }
     Folder read = new Folder(id, readDescriptor(id));
     if (read.namespace() != null) {
       described.put(id, read);
+      undescribed.remove(id);
     }
     return read;
   }
 
+  /** The namespace the folder's descriptor names; null if it has none or the store failed. */
   private Namespace readDescriptor(String id) {
     long start = System.nanoTime();
     try {
@@ -124,17 +140,26 @@ public final class Folders {
       if (!ObjectNames.folder(ns).id().equals(id)) {
         log.warn("the descriptor of folder {} describes {}, whose folder is another: ignored", id,
             ns);
-        return null;
+        return undescribed(id);
       }
       return ns;
     } catch (CompletionException e) {
       requests.sent(Op.GET, System.nanoTime() - start);
-      storeFailure.test(e.getCause());
-      return null;
+      if (storeFailure.record(e.getCause(), start)) {
+        return null; // asked again at the next object of the folder
+      }
+      log.info("folder {} has no descriptor (a namespace dropped or being written): its objects"
+          + " are listed without a namespace", id);
+      return undescribed(id);
     } catch (IOException | IllegalArgumentException e) {
       log.warn("the descriptor of folder {} cannot be read: {}", id, e.getMessage());
-      return null;
+      return undescribed(id);
     }
+  }
+
+  private Namespace undescribed(String id) {
+    undescribed.put(id, System.nanoTime() + UNDESCRIBED_FOR.toNanos());
+    return null;
   }
 
   /** A namespace's descriptor. */

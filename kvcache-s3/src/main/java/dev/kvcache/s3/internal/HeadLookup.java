@@ -30,7 +30,7 @@ public final class HeadLookup {
   private final Requests requests;
   private final int maxBlockBytes;
   private final Predicate<String> goingAway;
-  private final Predicate<Throwable> storeFailure;
+  private final StoreFailure storeFailure;
   private final Consumer<List<Entry>> evict;
 
   /**
@@ -41,7 +41,7 @@ public final class HeadLookup {
    */
   public HeadLookup(S3AsyncClient s3, String bucket, ObjectNames names, ObjectIndex index,
       StoreState store, Requests requests, int maxBlockBytes, Predicate<String> goingAway,
-      Predicate<Throwable> storeFailure, Consumer<List<Entry>> evict) {
+      StoreFailure storeFailure, Consumer<List<Entry>> evict) {
     this.s3 = s3;
     this.bucket = bucket;
     this.names = names;
@@ -101,7 +101,7 @@ public final class HeadLookup {
         break; // out of budget: unknown counts as absent
       } catch (ExecutionException e) {
         requests.sent(Op.HEAD, System.nanoTime() - start);
-        if (storeFailure.test(e.getCause())) { // a missing object is no failure
+        if (storeFailure.record(e.getCause(), start)) { // a missing object is no failure
           requests.failed(Op.HEAD);
         }
         break;
@@ -114,6 +114,7 @@ public final class HeadLookup {
       CompletableFuture<HeadObjectResponse> head = heads.get(i);
       if (head != null && head.cancel(true)) {
         requests.sent(Op.HEAD, System.nanoTime() - start); // sent, and given up on
+        store.abandoned(start); // if it was the probe after a pause, the next request probes
       }
     }
     return found;

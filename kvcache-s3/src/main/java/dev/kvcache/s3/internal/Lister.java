@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -23,6 +24,12 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * deleted. The first listing enters objects in the order they were written (oldest least recently
  * used); later ones add objects new to the index as recently used and drop entries of objects
  * that are gone.
+ *
+ * <p>To sort them, the first listing holds the objects it found, at most as many as the index
+ * holds ({@link ObjectIndex#maxEntries()}), so that a bucket of a billion objects costs no more
+ * heap than the index itself: past that number, it lets go of the oldest object another server
+ * owns, or if there is none, the oldest this server owns, which it deletes, as the index would
+ * have evicted it.
  */
 public final class Lister {
 
@@ -35,13 +42,14 @@ public final class Lister {
   private final Folders folders;
   private final ObjectIndex index;
   private final Requests requests;
-  private final Predicate<Throwable> storeFailure;
+  private final StoreFailure storeFailure;
   private final Predicate<String> goingAway;
   private final DeleteQueue deletes;
   private final Consumer<List<ObjectIndex.Entry>> evict;
   private volatile long listings;
   private volatile double lastSeconds;
   private volatile long lastObjects;
+  private volatile long lastHeldPeak;
   private boolean listedOnce;
 
   /**
@@ -54,7 +62,7 @@ public final class Lister {
    * @param evict deletes the objects of entries the index took out to make room for listed ones
    */
   public Lister(S3AsyncClient s3, String bucket, ObjectNames names, Folders folders,
-      ObjectIndex index, Requests requests, Predicate<Throwable> storeFailure,
+      ObjectIndex index, Requests requests, StoreFailure storeFailure,
       Predicate<String> goingAway, DeleteQueue deletes, Consumer<List<ObjectIndex.Entry>> evict) {
     this.s3 = s3;
     this.bucket = bucket;
@@ -68,7 +76,11 @@ public final class Lister {
     this.evict = evict;
   }
 
-  private record Listed(BlockKey key, Folder folder, int length, Instant written) {}
+  private record Listed(BlockKey key, Folder folder, int length, Instant written, boolean owned) {}
+
+  /** The order in which the first listing lets go of objects: others' first, then the oldest. */
+  private static final Comparator<Listed> LET_GO_FIRST = Comparator.comparing(Listed::owned)
+      .thenComparing(Listed::written, Comparator.nullsFirst(Comparator.naturalOrder()));
 
   /**
    * Lists every object under the prefix once.
@@ -79,7 +91,8 @@ public final class Lister {
     long start = System.nanoTime();
     boolean first = !listedOnce;
     int number = index.startListing();
-    List<Listed> found = new ArrayList<>();
+    PriorityQueue<Listed> found = new PriorityQueue<>(LET_GO_FIRST);
+    int held = 0;
     long objects = 0;
     String token = null;
     do {
@@ -99,12 +112,19 @@ public final class Lister {
           continue;
         }
         Folder folder = folders.folder(named.get().folder());
-        Listed l = new Listed(folder.key(named.get().key()), folder, o.size().intValue(),
-            o.lastModified());
+        BlockKey key = folder.key(named.get().key());
         if (first) {
-          found.add(l);
+          found.add(new Listed(key, folder, o.size().intValue(), o.lastModified(),
+              index.owns(key)));
+          if (found.size() > index.maxEntries()) {
+            Listed out = found.poll();
+            if (out.owned()) { // the index would have evicted it: it has no room for it
+              evict.accept(List.of(ObjectIndex.unindexed(out.key(), out.folder(), out.length())));
+            }
+          }
+          held = Math.max(held, found.size());
         } else {
-          evict.accept(index.listed(l.key(), l.folder(), l.length()));
+          evict.accept(index.listed(key, folder, o.size().intValue()));
         }
         if (++objects % PROGRESS_EVERY == 0) {
           log.info("listed {} objects of the bucket {} so far", objects, bucket);
@@ -113,9 +133,11 @@ public final class Lister {
       token = Boolean.TRUE.equals(page.isTruncated()) ? page.nextContinuationToken() : null;
     } while (token != null);
     if (first) {
-      found.sort(Comparator.comparing(Listed::written,
+      List<Listed> oldestFirst = new ArrayList<>(found);
+      found.clear();
+      oldestFirst.sort(Comparator.comparing(Listed::written,
           Comparator.nullsFirst(Comparator.naturalOrder())));
-      for (Listed l : found) {
+      for (Listed l : oldestFirst) {
         String name = names.block(l.folder(), l.key());
         if (!goingAway.test(name) && !deletes.deletedSince(name, start)) {
           evict.accept(index.listed(l.key(), l.folder(), l.length()));
@@ -126,6 +148,7 @@ public final class Lister {
     listedOnce = true;
     listings++;
     lastObjects = objects;
+    lastHeldPeak = held;
     lastSeconds = (System.nanoTime() - start) / 1e9;
     if (first || gone > 0) {
       log.info("listed {} objects under {}/{} in {} s; {} known objects are gone", objects, bucket,
@@ -142,6 +165,14 @@ public final class Lister {
   /** How long the last complete listing took. */
   public double lastSeconds() {
     return lastSeconds;
+  }
+
+  /**
+   * The most objects the last complete listing held in memory at once (the first listing holds
+   * them to sort them; later ones hold none).
+   */
+  public long lastHeldPeak() {
+    return lastHeldPeak;
   }
 
   /** Objects the last complete listing found. */

@@ -127,6 +127,24 @@ public final class ObjectIndex {
   }
 
   /**
+   * An entry for an object the index does not hold, such as one a listing let go of for want of
+   * room, for the tier to evict.
+   */
+  public static Entry unindexed(BlockKey key, Folder folder, int length) {
+    return new Entry(key, folder, length, 0);
+  }
+
+  /** The most entries the index holds. */
+  public int maxEntries() {
+    return maxEntries;
+  }
+
+  /** Whether this server owns the key's object, in the fleet the index knows now. */
+  public synchronized boolean owns(BlockKey key) {
+    return fleet.owns(key);
+  }
+
+  /**
    * Notes a use of the key without waiting for the index: it is applied at the index's next
    * change, or dropped if uses come faster than changes.
    */

@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.Predicate;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 
@@ -53,7 +52,7 @@ public final class Requests {
    * @throws CompletionException if the request failed
    */
   public ListObjectsV2Response listPage(S3AsyncClient s3, String bucket, String prefix,
-      String token, Predicate<Throwable> storeFailure) {
+      String token, StoreFailure storeFailure) {
     long start = System.nanoTime();
     try {
       ListObjectsV2Response page = s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix)
@@ -62,7 +61,7 @@ public final class Requests {
       return page;
     } catch (CompletionException e) {
       sent(Op.LIST, System.nanoTime() - start);
-      if (storeFailure.test(e.getCause())) {
+      if (storeFailure.record(e.getCause(), start)) {
         failed(Op.LIST);
       }
       throw e;
