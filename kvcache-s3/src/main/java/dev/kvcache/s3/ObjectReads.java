@@ -181,18 +181,16 @@ final class ObjectReads {
   /**
    * Sends a block's GET, as {@link #download} does, without waiting for it; {@code timed}: its
    * time goes into the load rate (not for downloads that overlap); {@code again}: a GET whose
-   * connection failed under it without an answer is sent once more.
+   * connection failed under it without an answer is sent once more. The first GET asks the
+   * store's state whether it may be sent (it may be the probe after a pause, and reports how it
+   * fared); the one sent again does not ask, as the first's report is its own.
    */
   private PendingDownload startDownload(BlockKey key, ByteBuffer dst, boolean counted,
       boolean timed, boolean again) {
-    if (!store.available()) {
-      count(counted, GetStatus.MISS);
-      return PendingDownload.NONE;
-    }
     Entry known = index.use(key);
     Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
     String name = names.block(folder, key);
-    if (goingAway(name)) {
+    if (goingAway(name) || again && !store.available()) {
       count(counted, GetStatus.MISS);
       return PendingDownload.NONE;
     }
@@ -226,7 +224,8 @@ final class ObjectReads {
       }
       if (missing(e.getCause())) {
         index.remove(key);
-      } else if (storeFailed.record(e.getCause(), start)) {
+      }
+      if (storeFailed.record(e.getCause(), start)) { // a missing object is an answer: no failure
         requests.failed(Op.GET);
       }
       count(counted, GetStatus.MISS);

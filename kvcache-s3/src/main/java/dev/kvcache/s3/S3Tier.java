@@ -258,6 +258,7 @@ public final class S3Tier implements Tier {
       deletes.makeWay(name);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      store.abandoned(System.nanoTime());
       notStored.increment();
       return PutStatus.NOT_ADMITTED;
     }

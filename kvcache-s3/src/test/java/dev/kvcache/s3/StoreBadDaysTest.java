@@ -185,6 +185,47 @@ class StoreBadDaysTest {
   }
 
   @Test
+  void everyProbeReportsSoThatTheBackOffEndsWhenTheStoreAnswers() throws Exception {
+    S3Tier tier = throughProxy(server.config(64L << 20, "probes/"));
+    List<BlockKey> keys = keys(4, 7);
+    for (BlockKey key : keys) {
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+    ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+    List<BlockKey> unknown = keys(3, 8);
+    for (int probe = 0; probe < 3; probe++) {
+      pause(tier);
+      // the probes: a lookup's HEAD of a key the store does not hold (a 404 is an answer), a GET
+      // of one, and a GET whose connection the store closes as it arrives (sent again at once)
+      switch (probe) {
+        case 0 -> assertThat(tier.lookupPrefix(unknown)).isZero();
+        case 1 -> assertThat(tier.getInto(unknown.get(0), dst.clear()))
+            .isEqualTo(GetStatus.MISS);
+        default -> {
+          proxy.dropNextRequest();
+          assertThat(tier.getInto(keys.get(1), dst.clear())).isEqualTo(GetStatus.HIT);
+        }
+      }
+      assertThat(tier.health().degraded()).as("probe %d answered", probe).isFalse();
+      long gets = tier.s3Stats().requests().get("GET");
+      assertThat(tier.getInto(keys.get(0), dst.clear())).isEqualTo(GetStatus.HIT);
+      assertThat(tier.s3Stats().requests().get("GET")).isEqualTo(gets + 1);
+    }
+  }
+
+  /** Fails requests until the tier backs off, then lets them through again once the pause ends. */
+  private void pause(S3Tier tier) throws InterruptedException {
+    long pauses = tier.s3Stats().pauses();
+    proxy.mode(Mode.INTERNAL_ERROR);
+    for (int i = 0; i < StoreState.FAILURES_TO_PAUSE; i++) {
+      tier.getInto(keys(1, 9).get(0), ByteBuffer.allocateDirect(BLOCK));
+    }
+    assertThat(tier.s3Stats().pauses()).isEqualTo(pauses + 1);
+    proxy.mode(Mode.PASS);
+    Thread.sleep(StoreState.FIRST_PAUSE.toMillis() + 50);
+  }
+
+  @Test
   void aStoreThrottlingATenthOfRequestsCostsAlmostNoHits() throws Exception {
     S3Tier tier = throughProxy(server.config(64L << 20, "tenth/"));
     List<BlockKey> keys = keys(20, 2);

@@ -73,6 +73,19 @@ class ObjectStoreMeters implements MeterBinder {
         "objects deleted (evicted, deleted, damaged)", null, null, S3Stats::objectsDeleted);
     counter(registry, s3, "kvcache.s3.listings", "complete listings of the bucket", null, null,
         S3Stats::listings);
+    counter(registry, s3, "kvcache.s3.deletes.refused",
+        "refusals of a delete by the store (an object lock, a policy), each try counted", null,
+        null, S3Stats::deletesRefused);
+    counter(registry, s3, "kvcache.s3.deletes.abandoned",
+        "deletes given up after repeated refusals: their objects stay in the bucket", null, null,
+        S3Stats::deletesAbandoned);
+    counter(registry, s3, "kvcache.s3.pauses",
+        "back-off pauses begun: one per burst of failures, one per failed probe", null, null,
+        S3Stats::pauses);
+    Gauge.builder("kvcache.s3.paused", s3, t -> t.s3Stats().paused() ? 1 : 0)
+        .description("1 while the tier backs off a failing store: its reads miss and its puts are"
+            + " not stored")
+        .register(registry);
     Gauge.builder("kvcache.s3.delete.backlog", s3, t -> t.s3Stats().deleteBacklog())
         .description("objects waiting to be deleted: growing means deletes fall behind evictions")
         .register(registry);
@@ -84,6 +97,10 @@ class ObjectStoreMeters implements MeterBinder {
         .register(registry);
     Gauge.builder("kvcache.s3.fleet.servers", s3, t -> t.s3Stats().fleetServers())
         .description("servers sharing the bucket as this one knows them; 0 for a server alone")
+        .register(registry);
+    Gauge.builder("kvcache.s3.fleet.member", s3, t -> t.s3Stats().fleetMember() ? 1 : 0)
+        .description("1 if this server is among the fleet's servers (or alone); 0: it owns and"
+            + " evicts nothing, and the bucket is not held to its capacity")
         .register(registry);
     Gauge.builder("kvcache.s3.owned.objects", s3, t -> t.s3Stats().ownedObjects())
         .description("objects this server owns and evicts")

@@ -49,7 +49,7 @@ public final class DeleteQueue implements AutoCloseable {
   /** The longest wait between tries of a refused delete. */
   public static final Duration LONGEST_RETRY = Duration.ofMinutes(1);
   /** How many times a refused delete is tried before it is given up. */
-  public static final int TRIES = 5;
+  public static final int TRIES = 4;
   /** The least time between two warnings about refused deletes. */
   private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 

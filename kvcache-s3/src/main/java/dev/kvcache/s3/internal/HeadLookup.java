@@ -114,9 +114,11 @@ public final class HeadLookup {
       CompletableFuture<HeadObjectResponse> head = heads.get(i);
       if (head != null && head.cancel(true)) {
         requests.sent(Op.HEAD, System.nanoTime() - start); // sent, and given up on
-        store.abandoned(start); // if it was the probe after a pause, the next request probes
       }
     }
+    // if one of these was the probe after a pause and none reported (all given up on, or none
+    // sent), the next request probes
+    store.abandoned(start);
     return found;
   }
 }
