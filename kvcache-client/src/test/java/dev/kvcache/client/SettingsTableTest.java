@@ -204,6 +204,7 @@ class SettingsTableTest {
     put(code, documentedValue, "s3.lookup-budget", s3.lookupBudget(), duration);
     put(code, documentedValue, "s3.list-interval", s3.listInterval(), duration);
     put(code, documentedValue, "s3.index-entries", s3.indexEntries(), integer);
+    put(code, documentedValue, "s3.allow-plain-http", s3.allowPlainHttp(), bool);
 
     RemoteTierConfig.Builder remoteBuilder = RemoteTierConfig.builder().server("127.0.0.1", 1);
     boolean cleartextToken = (Boolean) field(remoteBuilder, "cleartextToken");

@@ -79,8 +79,14 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * what is hot in RAM and on disk stays here.
  *
  * <p><b>Faults.</b> A store that is unreachable, slow or failing never makes a call throw: reads
- * are misses and puts answer {@link PutStatus#NOT_ADMITTED}, and after a failure the tier sends
- * nothing for a pause that grows while failures go on ({@link #health()} says so).
+ * are misses and puts answer {@link PutStatus#NOT_ADMITTED}. Throttled requests are sent again
+ * after a jittered pause; after three failures in a row the tier sends nothing for a pause, then
+ * one probe, the pause doubling while probes fail ({@link #health()} says so). A delete the store
+ * refuses is tried again later and given up after a few tries, without a pause.
+ *
+ * <p><b>Puts never delete.</b> A key names its block's content, so a put of a key the bucket
+ * holds keeps the object other servers read ({@link #supersede}); only a delete, an eviction by
+ * the object's owner, a damaged read or a dropped namespace removes it.
  */
 public final class S3Tier implements Tier {
 

@@ -20,7 +20,8 @@ import java.util.regex.Pattern;
 /**
  * A TCP proxy on loopback in front of a real S3 server that injects the faults an object store
  * shows in production: it passes requests on, answers every request {@code 503 SlowDown} (or
- * {@code 500}), holds connections without answering (a store that hangs), cuts answers off after
+ * {@code 500}), holds connections without answering (a store that hangs), resets them as they
+ * open (a store that is down), cuts answers off after
  * some bytes (a store that dies mid-transfer), or answers the requests a {@linkplain #rule rule}
  * picks in the store's place (a store that throttles some requests, refuses some deletes).
  */
@@ -32,6 +33,8 @@ public final class FaultyProxy implements AutoCloseable {
     SLOW_DOWN,
     INTERNAL_ERROR,
     HANG,
+    /** Every connection is closed as it opens, before a byte is read: a store that is down. */
+    DOWN,
     CUT_ANSWERS,
     /** Each request is read whole and passed to the rule: its answer, or the store's. */
     RULED
@@ -149,6 +152,7 @@ public final class FaultyProxy implements AutoCloseable {
       switch (now) {
         case SLOW_DOWN, INTERNAL_ERROR -> refuse(client, now);
         case HANG -> client.getInputStream().transferTo(OutputStream.nullOutputStream());
+        case DOWN -> client.setSoLinger(true, 0); // closed below with a reset
         case PASS, CUT_ANSWERS -> forward(client, now == Mode.CUT_ANSWERS);
         case RULED -> ruled(client);
       }
