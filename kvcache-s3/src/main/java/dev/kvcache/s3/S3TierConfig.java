@@ -511,12 +511,11 @@ public final class S3TierConfig {
      *     is plain HTTP on another host and that is not allowed ({@link #allowPlainHttp})
      */
     public S3TierConfig build() {
-      if (endpoint != null && "http".equals(endpoint.getScheme()) && !allowPlainHttp
-          && !loopback(endpoint.getHost())) {
-        throw new IllegalArgumentException("the S3 endpoint " + endpoint + " is plain HTTP to"
-            + " another host: whoever sits on the link can read the blocks and change them in"
-            + " flight (a CRC32C detects accidents, not an attacker); use https, or allow plain"
-            + " HTTP for a store on a network you trust");
+      if (!allowPlainHttp) {
+        plainHttpRisk(endpoint).ifPresent(risk -> {
+          throw new IllegalArgumentException("the S3 endpoint " + risk
+              + " for a store on a network you trust");
+        });
       }
       if (httpClient == HttpClient.CRT && caFile != null) {
         throw new IllegalArgumentException("the CRT HTTP client trusts the JVM's certificates"
@@ -532,8 +531,22 @@ public final class S3TierConfig {
       return new S3TierConfig(this);
     }
 
+    /**
+     * What a plain {@code http://} endpoint on another host risks, to be followed by where that
+     * is acceptable; empty for an {@code https} or loopback endpoint, or none.
+     */
+    static Optional<String> plainHttpRisk(URI endpoint) {
+      if (endpoint == null || !"http".equals(endpoint.getScheme())
+          || loopback(endpoint.getHost())) {
+        return Optional.empty();
+      }
+      return Optional.of(endpoint + " is plain HTTP to another host: whoever sits on the link can"
+          + " read the blocks and change them in flight (a CRC32C detects accidents, not an"
+          + " attacker); use https, or allow plain HTTP");
+    }
+
     /** Whether a host name or literal address is this host's loopback, without a DNS lookup. */
-    static boolean loopback(String host) {
+    private static boolean loopback(String host) {
       String h = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
       return h.equalsIgnoreCase("localhost") || h.matches("127(\\.\\d{1,3}){3}")
           || h.equals("::1") || h.equals("0:0:0:0:0:0:0:1");

@@ -13,8 +13,8 @@ import java.util.List;
 
 /**
  * Opens the object tier for {@link dev.kvcache.KvCacheConfig}. Settings, under {@code s3.}: {@code
- * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code allow-plain-http}, {@code prefix},
- * {@code region}, {@code addressing} ({@code path}, {@code virtual_host}, {@code auto}), {@code
+ * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code
+ * allow-plain-http}, {@code prefix}, {@code region}, {@code addressing} ({@code path}, {@code virtual_host}, {@code auto}), {@code
  * access-key-id} with {@code secret-access-key} (default: the SDK's credentials chain), {@code
  * ca-file}, {@code http-client} ({@code netty}, {@code crt}), {@code concurrency}, {@code connect-timeout}, {@code request-timeout}, {@code
  * lookup-budget}, {@code list-interval}, {@code index-entries}; defaults as in {@link
@@ -47,13 +47,12 @@ public final class S3TierFactory implements TierFactory {
         throw new IllegalArgumentException(
             "setting '" + settings.name("endpoint") + "': " + e.getMessage(), e);
       }
-      if ("http".equals(uri.getScheme()) && !plainHttp
-          && !S3TierConfig.Builder.loopback(uri.getHost())) {
-        throw new IllegalArgumentException("setting '" + settings.name("endpoint") + "': " + uri
-            + " is plain HTTP to another host: whoever sits on the link can read the blocks and"
-            + " change them in flight (a CRC32C detects accidents, not an attacker); use https,"
-            + " or set '" + settings.name("allow-plain-http") + "' to true for a store on a"
-            + " network you trust");
+      if (!plainHttp) {
+        S3TierConfig.Builder.plainHttpRisk(uri).ifPresent(risk -> {
+          throw new IllegalArgumentException("setting '" + settings.name("endpoint") + "': "
+              + risk + " ('" + settings.name("allow-plain-http") + "' = true) for a store on a"
+              + " network you trust");
+        });
       }
     }
     if (settings.has("prefix")) {

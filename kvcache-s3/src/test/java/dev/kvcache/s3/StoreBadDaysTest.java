@@ -131,18 +131,7 @@ class StoreBadDaysTest {
     proxy.mode(Mode.SLOW_DOWN);
     ExecutorService pool = Executors.newFixedThreadPool(keys.size());
     try {
-      CountDownLatch go = new CountDownLatch(1);
-      List<Future<GetStatus>> reads = new ArrayList<>();
-      for (BlockKey key : keys) {
-        reads.add(pool.submit(() -> {
-          go.await();
-          return tier.getInto(key, ByteBuffer.allocateDirect(BLOCK));
-        }));
-      }
-      go.countDown();
-      for (Future<GetStatus> read : reads) {
-        assertThat(read.get()).isEqualTo(GetStatus.MISS);
-      }
+      assertThat(readAllAtOnce(pool, tier, keys)).containsOnly(GetStatus.MISS);
       assertThat(tier.s3Stats().pauses()).as("eight throttled reads at once: one pause")
           .isEqualTo(1);
       assertThat(tier.health().degraded()).isTrue();
@@ -150,18 +139,7 @@ class StoreBadDaysTest {
       // still throttling when the pause ends: of eight callers at once, one probes
       Thread.sleep(StoreState.FIRST_PAUSE.toMillis() + 50);
       long sent = requestsSent(tier);
-      CountDownLatch again = new CountDownLatch(1);
-      reads.clear();
-      for (BlockKey key : keys) {
-        reads.add(pool.submit(() -> {
-          again.await();
-          return tier.getInto(key, ByteBuffer.allocateDirect(BLOCK));
-        }));
-      }
-      again.countDown();
-      for (Future<GetStatus> read : reads) {
-        assertThat(read.get()).isEqualTo(GetStatus.MISS);
-      }
+      assertThat(readAllAtOnce(pool, tier, keys)).containsOnly(GetStatus.MISS);
       assertThat(requestsSent(tier) - sent).as("requests after the pause: the probe").isEqualTo(1);
       assertThat(tier.s3Stats().pauses()).as("the probe failed: a second pause").isEqualTo(2);
     } finally {
@@ -182,6 +160,25 @@ class StoreBadDaysTest {
     assertThat(status).as("a hit within 2 s of the store's recovery").isEqualTo(GetStatus.HIT);
     assertThat(Payloads.verify(keys.get(0), dst.flip())).isEqualTo(1);
     assertThat(tier.health().degraded()).isFalse();
+  }
+
+  /** Reads every key, each from a thread of the pool, all let go at once. */
+  private static List<GetStatus> readAllAtOnce(ExecutorService pool, S3Tier tier,
+      List<BlockKey> keys) throws Exception {
+    CountDownLatch go = new CountDownLatch(1);
+    List<Future<GetStatus>> reads = new ArrayList<>();
+    for (BlockKey key : keys) {
+      reads.add(pool.submit(() -> {
+        go.await();
+        return tier.getInto(key, ByteBuffer.allocateDirect(BLOCK));
+      }));
+    }
+    go.countDown();
+    List<GetStatus> statuses = new ArrayList<>();
+    for (Future<GetStatus> read : reads) {
+      statuses.add(read.get());
+    }
+    return statuses;
   }
 
   @Test

@@ -88,6 +88,23 @@ class ObjectTierServerTest {
   }
 
   @Test
+  void aServerItsFleetDoesNotListIsDegradedAndSaysWhatItSaw() throws Exception {
+    Map<String, Object> lost = settings("srv4/");
+    lost.put("kvcache.cache.s3.fleet-dns", "localhost:7070");
+    lost.put("kvcache.cache.s3.fleet-self", "10.1.2.3:7070"); // not among localhost's addresses
+    try (TestServer server = TestServer.start(temp.resolve("f"), lost)) {
+      String health = new String(server.send(HttpRequest.newBuilder(server.uri("/health")))
+          .body());
+      assertThat(health).contains("\"status\":\"DEGRADED\"")
+          .contains("not among the fleet's servers").contains("127.0.0.1:7070");
+      assertThat(server.metrics()).contains("kvcache_s3_fleet_member 0.0")
+          .contains("kvcache_s3_paused 0.0");
+      assertThat(server.put("default", BlockApiTest.key(1), new byte[BLOCK]).statusCode())
+          .as("it serves all the same").isEqualTo(201);
+    }
+  }
+
+  @Test
   void aNamespaceIsDroppedFromTheBucketWhole() throws Exception {
     try (TestServer server = TestServer.start(temp.resolve("d"), settings("srv3/"));
         S3AsyncClient client = s3.client()) {

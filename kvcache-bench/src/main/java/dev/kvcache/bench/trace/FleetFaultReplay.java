@@ -41,7 +41,9 @@ import picocli.CommandLine.Parameters;
  * <p>Each request's blocks are read in order from the server the clients send each key to
  * (rendezvous hashing over the three, as {@link dev.kvcache.s3.S3TierConfig#fleet()} tells each
  * server); the leading blocks read are hits, and the rest are computed and stored (one thread: a
- * client that waits for each answer). The store is reached through a fault proxy. Each trace is
+ * client that waits for each answer, sending each request as soon as the last is answered, or on
+ * a fixed schedule of {@code --rate} requests a second). The store is reached through a fault
+ * proxy. Each trace is
  * replayed twice, on fresh disks and a fresh prefix of the bucket: first with the fault, which
  * starts after {@code --fault-after} of the requests, then undisturbed; the figures compare the
  * two runs over the same requests:
@@ -99,6 +101,11 @@ public final class FleetFaultReplay implements Callable<Integer> {
   @Option(names = "--requests", defaultValue = "0",
       description = "requests replayed from the trace's start; 0: all (default)")
   int requests;
+
+  @Option(names = "--rate", defaultValue = "0",
+      description = "requests sent per second, on a fixed schedule; 0: each as soon as the last"
+          + " is answered (default)")
+  double rate;
 
   @Option(names = "--block-kib", defaultValue = "64", description = "KiB a block (default: 64)")
   int blockKib;
@@ -213,6 +220,12 @@ public final class FleetFaultReplay implements Callable<Integer> {
         long pauseSince = 0;
         long started = System.nanoTime();
         for (int r = 0; r < reqs.length; r++) {
+          if (rate > 0) { // on schedule, so that both runs send the same requests at the same time
+            long due = started + (long) (r * 1e9 / rate);
+            while (System.nanoTime() - due < 0) {
+              Thread.sleep(Math.max(1, (due - System.nanoTime()) / 1_000_000));
+            }
+          }
           long now = System.nanoTime();
           if (withFault && r == faultStart) {
             run.faultFrom = r;

@@ -32,8 +32,11 @@ public final class StoreState {
   public static final int FAILURES_TO_PAUSE = 3;
   /** The first pause, before jitter. */
   public static final Duration FIRST_PAUSE = Duration.ofMillis(200);
-  /** The longest pause, before jitter. */
-  public static final Duration LONGEST_PAUSE = Duration.ofSeconds(30);
+  /**
+   * The longest pause, before jitter: a store that comes back is used again within it. Each pause
+   * costs the store one probe, so a short one costs a store that stays down nothing worth saving.
+   */
+  public static final Duration LONGEST_PAUSE = Duration.ofSeconds(2);
 
   private final LongSupplier clock;
   private final long probeTimeoutNanos;
