@@ -92,6 +92,14 @@ class StoreBadDaysTest {
         .toArray());
   }
 
+  /** Stores each key's block, version 1, and checks that it is stored; returns the keys. */
+  private static List<BlockKey> storeAll(S3Tier tier, List<BlockKey> keys) {
+    for (BlockKey key : keys) {
+      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+    return keys;
+  }
+
   private static long requestsSent(S3Tier tier) {
     return tier.s3Stats().requests().values().stream().mapToLong(Long::longValue).sum();
   }
@@ -124,10 +132,7 @@ class StoreBadDaysTest {
   @Test
   void aBurstOfThrottlingCostsOnePauseAndThenOneProbe() throws Exception {
     S3Tier tier = throughProxy(server.config(64L << 20, "burst/"));
-    List<BlockKey> keys = keys(8, 1);
-    for (BlockKey key : keys) {
-      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
-    }
+    List<BlockKey> keys = storeAll(tier, keys(8, 1));
     proxy.mode(Mode.SLOW_DOWN);
     ExecutorService pool = Executors.newFixedThreadPool(keys.size());
     try {
@@ -184,10 +189,7 @@ class StoreBadDaysTest {
   @Test
   void everyProbeReportsSoThatTheBackOffEndsWhenTheStoreAnswers() throws Exception {
     S3Tier tier = throughProxy(server.config(64L << 20, "probes/"));
-    List<BlockKey> keys = keys(4, 7);
-    for (BlockKey key : keys) {
-      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
-    }
+    List<BlockKey> keys = storeAll(tier, keys(4, 7));
     ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
     List<BlockKey> unknown = keys(3, 8);
     for (int probe = 0; probe < 3; probe++) {
@@ -225,10 +227,7 @@ class StoreBadDaysTest {
   @Test
   void aStoreThrottlingATenthOfRequestsCostsAlmostNoHits() throws Exception {
     S3Tier tier = throughProxy(server.config(64L << 20, "tenth/"));
-    List<BlockKey> keys = keys(20, 2);
-    for (BlockKey key : keys) {
-      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
-    }
+    List<BlockKey> keys = storeAll(tier, keys(20, 2));
     Random dice = new Random(42); // the same throttled requests each run: one reader, in order
     proxy.rule(r -> dice.nextInt(10) == 0 ? Answer.error("503 Slow Down", "SlowDown") : null);
     int hits = 0;
@@ -252,10 +251,7 @@ class StoreBadDaysTest {
   void deletesTheBucketRefusesBackOffAndAreGivenUpWithoutPausingTheTier() throws Exception {
     S3Tier tier = throughProxy(server.config(4L * BLOCK, "refused/"));
     proxy.rule(r -> r.bulkDelete() ? Answer.refuseEachDeleted(r, "AccessDenied") : null);
-    List<BlockKey> keys = keys(8, 3);
-    for (BlockKey key : keys) {
-      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
-    }
+    List<BlockKey> keys = storeAll(tier, keys(8, 3));
     Thread.sleep(1500);
     assertThat(tier.s3Stats().deletesRefused())
         .as("refusals of four deletes in 1.5 s: each tried again after 0.5 to 1 s, not at once")
@@ -279,9 +275,7 @@ class StoreBadDaysTest {
 
     // a bucket policy that denies DeleteObjects whole: refused as well, and no pause either
     proxy.rule(r -> r.bulkDelete() ? Answer.error("403 Forbidden", "AccessDenied") : null);
-    for (BlockKey key : keys(2, 4)) {
-      assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
-    }
+    storeAll(tier, keys(2, 4));
     deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
     while (tier.s3Stats().deletesRefused() == stats.deletesRefused()
         && System.nanoTime() < deadline) {
