@@ -241,9 +241,6 @@ public final class FleetFaultReplay implements Callable<Integer> {
             run.faultEndedAt = now;
             proxy.mode(Mode.PASS);
           }
-          if (!withFault && r == faultStart) {
-            run.faultFrom = r; // filled in from the disturbed run's window
-          }
           replayRequest(reqs[r], r, servers, buckets, ids, dst, payload, run);
           if (run.faultTo >= 0) {
             boolean paused = buckets.stream().anyMatch(b -> b.s3Stats().paused());

@@ -76,8 +76,8 @@ public final class DeleteQueue implements AutoCloseable {
   private boolean closed;
 
   /**
-   * @param storeFailure records a failed request with the store's state and says whether it was
-   *     the store's failure (to retry) rather than a refusal
+   * @param storeFailure records a failed request that is the store's failure, not a refusal, with
+   *     the store's state (the batch is then tried again after the back-off)
    */
   public DeleteQueue(S3AsyncClient s3, String bucket, StoreState store, Requests requests,
       StoreFailure storeFailure) {
@@ -287,11 +287,7 @@ public final class DeleteQueue implements AutoCloseable {
         }
       }
       deleted.add(batch.size() - refusedNames.size());
-      for (String name : batch) {
-        if (!refusedNames.contains(name)) {
-          forgetRefusals(name);
-        }
-      }
+      forgetRefusals(batch, refusedNames);
       if (!refusedNames.isEmpty()) {
         refusedAll(List.copyOf(refusedNames), reason);
       }
@@ -304,17 +300,22 @@ public final class DeleteQueue implements AutoCloseable {
         refusedAll(batch, error.getMessage());
         return List.of();
       }
-      if (storeFailure.record(error, start)) {
-        requests.failed(Op.DELETE);
-        return batch;
-      }
-      refusedAll(batch, error.toString());
-      return List.of();
+      storeFailure.record(error, start); // what is not a refusal is the store's failure
+      requests.failed(Op.DELETE);
+      return batch;
     }
   }
 
-  private synchronized void forgetRefusals(String name) {
-    refusals.remove(name);
+  /** Forgets the refusals of the names of a batch the store deleted (all but {@code refused}). */
+  private synchronized void forgetRefusals(List<String> batch, Set<String> refused) {
+    if (refusals.isEmpty()) {
+      return;
+    }
+    for (String name : batch) {
+      if (!refused.contains(name)) {
+        refusals.remove(name);
+      }
+    }
   }
 
   /**
