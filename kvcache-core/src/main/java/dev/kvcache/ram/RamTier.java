@@ -106,23 +106,22 @@ public final class RamTier implements Tier {
   public RamTier(RamTierConfig config, BlockEvictionListener evictionListener) {
     this.config = Objects.requireNonNull(config, "config");
     this.evictionListener = evictionListener;
-    long startNanos = System.nanoTime();
+    // until the tier has copied a block, the speed at which its first arena was zeroed is the
+    // estimate of its loads
     this.memory = new OffHeapMemory(config.capacityBytes(), config.arenaBytes(),
-        config.sharedMemoryDir());
+        config.sharedMemoryDir(), (bytes, nanos) -> {
+          long seedBytes = Math.min(config.maxBlockBytes(), bytes);
+          loadRate.record(seedBytes, Math.max(1, nanos * seedBytes / bytes));
+        });
     long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
         Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
     this.index = RamIndex.create(config.policy(), memory.capacityBytes() - headroom, this::onEvicted);
-    long zeroingNanos = System.nanoTime() - startNanos;
-    // the speed at which the memory was zeroed is the estimate until the tier has copied a block
-    long seedBytes = Math.min(config.maxBlockBytes(), memory.capacityBytes());
-    loadRate.record(seedBytes, Math.max(1, zeroingNanos * seedBytes / memory.capacityBytes()));
-    log.info("RAM tier: reserved and zeroed {} MiB of {} in {} ms (largest block {} bytes)",
+    log.info("RAM tier: {} MiB of {}, reserved and zeroed in the background (largest block {} bytes)",
         memory.capacityBytes() >> 20,
         config.sharedMemoryDir() == null
             ? "direct memory"
             : "shared memory in " + config.sharedMemoryDir(),
-        zeroingNanos / 1_000_000,
         config.maxBlockBytes());
     Path shared = config.sharedMemoryDir();
     if (shared != null && !isMemoryFileSystem(shared)) {
@@ -130,6 +129,18 @@ public final class RamTier implements Tier {
           + " device, which is slow and wears it; give a directory on a tmpfs, such as /dev/shm",
           shared);
     }
+  }
+
+  /**
+   * Waits until the whole budget has been reserved and zeroed, which a thread does in the
+   * background from the start (seconds per GiB): until then, a put that finds no room in the
+   * memory reserved so far waits for more rather than evicting.
+   *
+   * @return whether it was reserved within {@code timeoutMillis}
+   * @throws IllegalStateException if reserving failed (the tier then keeps what it reserved)
+   */
+  public boolean awaitReserved(long timeoutMillis) throws InterruptedException {
+    return memory.awaitReserved(timeoutMillis);
   }
 
   /** Whether {@code dir} lies on a file system kept in memory (tmpfs); true if that is unknown. */

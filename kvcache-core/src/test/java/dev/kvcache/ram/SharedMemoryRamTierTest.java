@@ -57,8 +57,9 @@ class SharedMemoryRamTierTest {
   }
 
   @Test
-  void aLeasedBlockReadsTheSameThroughItsSharedMemorySlice() throws IOException {
+  void aLeasedBlockReadsTheSameThroughItsSharedMemorySlice() throws Exception {
     try (RamTier tier = open()) {
+      assertThat(tier.awaitReserved(10_000)).isTrue();
       assertThat(files()).as("one file per arena of 4 MiB").hasSize(2);
       for (Path f : files()) {
         assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(f)))

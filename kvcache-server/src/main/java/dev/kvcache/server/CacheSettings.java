@@ -46,6 +46,7 @@ class CacheSettings {
   private String durability = "write_behind";
   private String spillThreads = "2";
   private String spillQueueBlocks = "64";
+  private String spillOnClose = "true";
   private Map<String, String> s3 = new LinkedHashMap<>();
 
   private static final String PREFIX = "kvcache.cache.";
@@ -65,6 +66,7 @@ class CacheSettings {
     own.put("durability", durability);
     own.put("spill-threads", spillThreads);
     own.put("spill-queue-blocks", spillQueueBlocks);
+    own.put("spill-on-close", spillOnClose);
     TierSettings s = TierSettings.of(present(own), PREFIX);
     KvCacheConfig.Builder b = KvCacheConfig.builder();
     long ram = s.bytes("ram-bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
@@ -231,6 +233,14 @@ class CacheSettings {
 
   public void setSpillThreads(String spillThreads) {
     this.spillThreads = spillThreads;
+  }
+
+  public String getSpillOnClose() {
+    return spillOnClose;
+  }
+
+  public void setSpillOnClose(String spillOnClose) {
+    this.spillOnClose = spillOnClose;
   }
 
   public String getSpillQueueBlocks() {

@@ -97,6 +97,12 @@ class ObjectTierServerTest {
           .body());
       assertThat(health).contains("\"status\":\"DEGRADED\"")
           .contains("not among the fleet's servers").contains("127.0.0.1:7070");
+      HttpResponse<byte[]> ready = server.send(HttpRequest.newBuilder(
+          server.uri("/health/readiness")));
+      assertThat(ready.statusCode()).as("ready: a degraded server serves").isEqualTo(200);
+      assertThat(new String(ready.body())).contains("\"status\":\"DEGRADED\"");
+      assertThat(server.send(HttpRequest.newBuilder(server.uri("/health/liveness"))).statusCode())
+          .isEqualTo(200);
       assertThat(server.metrics()).contains("kvcache_s3_fleet_member 0.0")
           .contains("kvcache_s3_paused 0.0");
       assertThat(server.put("default", BlockApiTest.key(1), new byte[BLOCK]).statusCode())

@@ -9,11 +9,20 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The RAM tier's allocator: a fixed budget of direct memory, reserved and zeroed up front in
- * arenas of at most 1 GiB (a {@link java.nio.ByteBuffer} addresses at most 2 GiB), handed out as
- * {@link OffHeapBlock}s.
+ * The RAM tier's allocator: a fixed budget of direct memory in arenas of at most 1 GiB (a {@link
+ * java.nio.ByteBuffer} addresses at most 2 GiB), handed out as {@link OffHeapBlock}s.
+ *
+ * <p>The constructor checks the whole budget against the JVM's direct memory limit and makes the
+ * first arena; a thread ({@code kvcache-ram-reserve}) makes the others after it, one at a time.
+ * Making an arena zeroes it, which touches every page: seconds per GiB, minutes for tens of GiB,
+ * which would otherwise hold up a server's start. Until every arena is made, a block that fits in
+ * none of those made waits for the next rather than compacting or evicting, so that what the
+ * cache keeps never depends on how far the reservation has come.
  *
  * <p>Why plain direct buffers and not Chronicle Bytes: a lease must give the caller a {@link
  * java.nio.ByteBuffer} view (what NIO channels, Netty and JNI accept), which a direct buffer slice
@@ -41,11 +50,24 @@ public final class OffHeapMemory {
   /** The largest arena: a direct buffer is int-indexed, and 1 GiB keeps compaction pauses short. */
   public static final int MAX_ARENA_BYTES = 1 << 30;
 
+  private static final Logger log = LoggerFactory.getLogger(OffHeapMemory.class);
   private static final String FILE_PREFIX = "kvcache-ram-";
   private static final AtomicInteger INSTANCES = new AtomicInteger();
 
-  private final Arena[] arenas;
   private final long capacityBytes;
+  private final int planned;
+  private final long arenaGranules;
+  private final long granules;
+  private final Path sharedDir;
+  private final String filePrefix;
+  /** The arenas made so far, in order; replaced whole (under this monitor) as each is added. */
+  private volatile Arena[] arenas;
+  private final Thread reserver;
+  private final BiConsumer<Long, Long> onFirstArena;
+  private volatile boolean closed;
+  /** Guarded by this monitor: the reserving thread has arenas left to make. */
+  private boolean reserving;
+  private volatile IllegalStateException reserveFailure;
 
   /**
    * Reserves {@code capacityBytes} (rounded down to whole granules) of direct memory.
@@ -53,17 +75,20 @@ public final class OffHeapMemory {
    * @throws IllegalStateException if the JVM cannot reserve that much direct memory
    */
   public OffHeapMemory(long capacityBytes, int arenaBytes) {
-    this(capacityBytes, arenaBytes, null);
+    this(capacityBytes, arenaBytes, null, null);
   }
 
   /**
    * Reserves {@code capacityBytes} (rounded down to whole granules) of direct memory, or of files
-   * in {@code sharedDir} (a tmpfs such as {@code /dev/shm}) if not null.
+   * in {@code sharedDir} (a tmpfs such as {@code /dev/shm}) if not null, in the background.
    *
-   * @throws IllegalStateException if the JVM cannot reserve that much direct memory, or the files
-   *     cannot be made
+   * @param onFirstArena if not null, told the bytes of the first arena and the nanoseconds its
+   *     zeroing took, once it is made
+   * @throws IllegalStateException if the JVM's direct memory limit is below the capacity, or
+   *     {@code sharedDir} is not a directory this process may write in
    */
-  public OffHeapMemory(long capacityBytes, int arenaBytes, Path sharedDir) {
+  public OffHeapMemory(long capacityBytes, int arenaBytes, Path sharedDir,
+      BiConsumer<Long, Long> onFirstArena) {
     if (arenaBytes < GRANULE_BYTES || arenaBytes > MAX_ARENA_BYTES) {
       throw new IllegalArgumentException(
           "arena size must be " + GRANULE_BYTES + " to " + MAX_ARENA_BYTES + " bytes, got "
@@ -86,30 +111,147 @@ public final class OffHeapMemory {
       throw cannotReserve(capacityBytes, arenaCount + " arenas");
     }
     int count = (int) arenaCount;
-    this.arenas = new Arena[count];
-    String prefix = null;
+    this.planned = count;
+    this.arenaGranules = arenaGranules;
+    this.granules = granules;
+    this.sharedDir = sharedDir;
     if (sharedDir != null) {
       deleteStaleFiles(sharedDir);
-      prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-" + INSTANCES.incrementAndGet()
-          + "-";
+      this.filePrefix = FILE_PREFIX + ProcessHandle.current().pid() + "-"
+          + INSTANCES.incrementAndGet() + "-";
+    } else {
+      this.filePrefix = null;
     }
-    long left = granules;
+    this.capacityBytes = directBytes;
+    this.onFirstArena = onFirstArena;
+    if (sharedDir != null && !(Files.isDirectory(sharedDir) && Files.isWritable(sharedDir))) {
+      throw new IllegalStateException("cannot make the RAM tier's " + directBytes + " bytes of"
+          + " shared memory in " + sharedDir + ": not a directory this process may write in");
+    }
+    this.arenas = new Arena[0];
+    this.reserving = true;
+    this.reserver = new Thread(this::reserve, "kvcache-ram-reserve");
+    reserver.setDaemon(true);
+    reserver.start();
+  }
+
+  /** Arena {@code i}: its share of the budget, zeroed (or its file written full of zeros). */
+  private Arena makeArena(int i) {
+    long before = i * arenaGranules;
+    int bytes = (int) (Math.min(arenaGranules, granules - before) * GRANULE_BYTES);
     try {
-      for (int i = 0; i < count; i++) {
-        int bytes = (int) (Math.min(arenaGranules, left) * GRANULE_BYTES);
-        arenas[i] = sharedDir == null
-            ? new Arena(bytes)
-            : new Arena(bytes, sharedDir.resolve(prefix + i));
-        left -= bytes / GRANULE_BYTES;
-      }
+      return sharedDir == null ? new Arena(bytes) : new Arena(bytes, sharedDir.resolve(filePrefix + i));
     } catch (OutOfMemoryError e) {
       throw cannotReserve(capacityBytes, e.getMessage());
     } catch (IOException e) {
-      close();
-      throw new IllegalStateException("cannot make the RAM tier's " + directBytes + " bytes of"
+      throw new IllegalStateException("cannot make the RAM tier's " + capacityBytes + " bytes of"
           + " shared memory in " + sharedDir + ": " + e, e);
     }
-    this.capacityBytes = granules * GRANULE_BYTES;
+  }
+
+  /**
+   * Makes the arenas one at a time, publishing each as it is ready: zeroing touches every page,
+   * which takes seconds per GiB, and a cache is usable from its first arena on.
+   */
+  private void reserve() {
+    long start = System.nanoTime();
+    try {
+      for (int i = 0; i < planned && !closed; i++) {
+        long arenaStart = System.nanoTime();
+        Arena arena = makeArena(i);
+        if (i == 0 && onFirstArena != null) {
+          onFirstArena.accept(arena.capacityGranules() * (long) GRANULE_BYTES,
+              System.nanoTime() - arenaStart);
+        }
+        synchronized (this) {
+          if (closed) {
+            deleteFile(arena);
+            return;
+          }
+          Arena[] more = Arrays.copyOf(arenas, i + 1);
+          more[i] = arena;
+          arenas = more;
+          notifyAll();
+        }
+      }
+      if (!closed) {
+        log.info("RAM tier: its {} MiB reserved and zeroed in {} ms", capacityBytes >> 20,
+            (System.nanoTime() - start) / 1_000_000);
+      }
+    } catch (IllegalStateException e) {
+      reserveFailure = e;
+      log.error("RAM tier: stays at the {} MiB reserved so far: {}", reservedBytes() >> 20,
+          e.getMessage());
+    } finally {
+      synchronized (this) {
+        reserving = false;
+        notifyAll();
+      }
+    }
+  }
+
+  /**
+   * Waits until the arenas after the first present ones have been made (or their reservation
+   * failed, or the memory was closed); returns the arenas present then.
+   */
+  private synchronized Arena[] awaitArenaBeyond(int present) {
+    boolean interrupted = false;
+    while (arenas.length <= present && reserving && !closed) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return arenas;
+  }
+
+  /**
+   * Whether every arena has been made; until then a put that finds no room in those made waits
+   * for the next rather than compacting or evicting.
+   */
+  public boolean reserved() {
+    return arenas.length == planned;
+  }
+
+  /**
+   * Waits until every arena has been made, up to {@code timeoutMillis}.
+   *
+   * @return whether every arena was made in time
+   * @throws IllegalStateException if making one failed (the memory then stays at the arenas made)
+   */
+  public boolean awaitReserved(long timeoutMillis) throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+    synchronized (this) {
+      while (!reserved() && reserving && !closed) {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        if (left <= 0) {
+          return false;
+        }
+        wait(left);
+      }
+    }
+    if (reserveFailure != null) {
+      throw reserveFailure;
+    }
+    return reserved();
+  }
+
+  /** The thread that makes the arenas. */
+  Thread reserver() {
+    return reserver;
+  }
+
+  /** Bytes of the budget in arenas made so far. */
+  public long reservedBytes() {
+    long bytes = 0;
+    for (Arena arena : arenas) {
+      bytes += (long) arena.capacityGranules() * GRANULE_BYTES;
+    }
+    return bytes;
   }
 
   /** Deletes the arena files of processes that are gone. */
@@ -136,13 +278,26 @@ public final class OffHeapMemory {
    * none can map them anew. The memory itself is freed once no view of it is reachable.
    */
   public void close() {
-    for (Arena arena : arenas) {
-      if (arena != null && arena.file != null) {
-        try {
-          Files.deleteIfExists(arena.file);
-        } catch (IOException e) {
-          // left for the next start to delete
-        }
+    Arena[] made;
+    synchronized (this) {
+      closed = true;
+      notifyAll();
+      made = arenas;
+    }
+    if (made == null) {
+      return; // the first arena failed: there is nothing to delete
+    }
+    for (Arena arena : made) {
+      deleteFile(arena);
+    }
+  }
+
+  private static void deleteFile(Arena arena) {
+    if (arena != null && arena.file != null) {
+      try {
+        Files.deleteIfExists(arena.file);
+      } catch (IOException e) {
+        // left for the next start to delete
       }
     }
   }
@@ -192,16 +347,27 @@ public final class OffHeapMemory {
    * first, spending {@code budget}; null if no arena can make room within it.
    */
   public OffHeapBlock allocate(int lengthBytes, int initialRefs, CompactionBudget budget) {
-    for (Arena arena : arenas) {
-      OffHeapBlock block = arena.allocate(lengthBytes, initialRefs);
-      if (block != null) {
-        return block;
+    Arena[] present = arenas;
+    for (int tried = 0; ; ) {
+      for (; tried < present.length; tried++) {
+        OffHeapBlock block = present[tried].allocate(lengthBytes, initialRefs);
+        if (block != null) {
+          return block;
+        }
       }
+      if (present.length == planned || closed) {
+        break;
+      }
+      Arena[] later = awaitArenaBeyond(present.length);
+      if (later.length == present.length) {
+        break; // the reservation failed or the memory closed: what is made is all there is
+      }
+      present = later;
     }
     if (budget.remainingBytes() <= 0) {
       return null;
     }
-    Arena[] byFreeSpace = arenas.clone();
+    Arena[] byFreeSpace = present.clone();
     Arrays.sort(byFreeSpace, Comparator.comparingInt(Arena::freeGranules).reversed());
     for (Arena arena : byFreeSpace) {
       OffHeapBlock block = arena.compactAndAllocate(lengthBytes, initialRefs, budget);
@@ -219,11 +385,11 @@ public final class OffHeapMemory {
 
   /** Bytes allocated to blocks that have not been freed yet, granule-rounded. */
   public long usedBytes() {
-    long free = 0;
+    long used = 0;
     for (Arena arena : arenas) {
-      free += arena.freeGranules();
+      used += arena.capacityGranules() - arena.freeGranules();
     }
-    return capacityBytes - free * GRANULE_BYTES;
+    return used * GRANULE_BYTES;
   }
 
   public long compactions() {

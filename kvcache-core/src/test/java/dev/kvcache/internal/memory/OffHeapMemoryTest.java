@@ -333,6 +333,37 @@ class OffHeapMemoryTest {
   }
 
   @Test
+  void blocksPutWhileTheArenasAreStillBeingMadeWaitForThemRatherThanFail() throws Exception {
+    OffHeapMemory memory = new OffHeapMemory(256L * MIB, MIB);
+    List<OffHeapBlock> blocks = new ArrayList<>();
+    for (int i = 0; i < 256; i++) {
+      OffHeapBlock block = memory.allocate(MIB, 1, CompactionBudget.NONE);
+      assertThat(block).as("1 MiB block %d of a 256 MiB budget", i).isNotNull();
+      fill(block, Payloads.key(i));
+      blocks.add(block);
+    }
+    assertThat(memory.reserved()).isTrue();
+    assertThat(memory.reservedBytes()).isEqualTo(memory.capacityBytes());
+    assertThat(memory.usedBytes()).isEqualTo(memory.capacityBytes());
+    assertThat(memory.allocate(G, 1)).as("every arena made, and full").isNull();
+    for (int i = 0; i < 256; i++) {
+      verify(blocks.get(i), Payloads.key(i));
+    }
+  }
+
+  @Test
+  void closingWhileTheArenasAreBeingMadeEndsTheirReservation() throws Exception {
+    OffHeapMemory memory = new OffHeapMemory(512L * MIB, MIB);
+    OffHeapBlock first = memory.allocate(MIB, 1);
+    memory.close();
+    memory.reserver().join(5_000);
+    assertThat(memory.reserver().isAlive()).as("the reserving thread ended after the close").isFalse();
+    assertThat(memory.reserved()).as("closed before all 512 arenas were made").isFalse();
+    fill(first, Payloads.key(1));
+    verify(first, Payloads.key(1));
+  }
+
+  @Test
   void aLastPartialArenaIsUsable() {
     OffHeapMemory memory = new OffHeapMemory(MIB + 64 * G, MIB);
     assertThat(memory.capacityBytes()).isEqualTo(MIB + 64 * G);
