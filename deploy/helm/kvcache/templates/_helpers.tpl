@@ -1,0 +1,248 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "kvcache.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kvcache.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The headless Service: clients shard over its DNS name, the StatefulSet's pods are named under it. */}}
+{{- define "kvcache.headlessName" -}}
+{{- printf "%s-headless" (include "kvcache.fullname" . | trunc 54 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "kvcache.headlessFqdn" -}}
+{{- printf "%s.%s.svc.%s" (include "kvcache.headlessName" .) .Release.Namespace .Values.clusterDomain }}
+{{- end }}
+
+{{- define "kvcache.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kvcache.labels" -}}
+helm.sh/chart: {{ include "kvcache.chart" . }}
+{{ include "kvcache.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{- define "kvcache.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kvcache.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kvcache.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kvcache.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "kvcache.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/*
+Sizes. "kvcache.mebibytes" turns a size as the server or the JVM writes it (512MiB, 4GiB, 1TiB,
+4096B; the JVM's 512m, 2g) into whole MiB, rounded up; anything else fails, naming the value.
+Call it with (dict "value" <size> "what" <the value's name>).
+*/}}
+{{- define "kvcache.mebibytes" -}}
+{{- $v := toString .value | trim }}
+{{- if not (regexMatch "^[0-9]+(B|KiB|MiB|GiB|TiB|[kKmMgGtT])$" $v) }}
+{{- fail (printf "%s: %q is not a size with a unit, such as 512MiB or 4GiB (the heap also as the JVM writes it, 512m)" .what $v) }}
+{{- end }}
+{{- $n := regexFind "^[0-9]+" $v | int64 }}
+{{- $unit := regexReplaceAll "^[0-9]+" $v "" }}
+{{- $shift := get (dict "B" 0 "KiB" 10 "k" 10 "K" 10 "MiB" 20 "m" 20 "M" 20 "GiB" 30 "g" 30 "G" 30 "TiB" 40 "t" 40 "T" 40) $unit | int }}
+{{- $bytes := $n }}
+{{- range until $shift }}{{ $bytes = mul $bytes 2 }}{{ end }}
+{{- div (add $bytes 1048575) 1048576 }}
+{{- end }}
+
+{{/*
+A Kubernetes quantity (100Gi, 500G, 2Ti) in whole MiB, rounded down; for the volume a disk tier
+must fit in. Call it with (dict "value" <quantity> "what" <the value's name>).
+*/}}
+{{- define "kvcache.quantityMebibytes" -}}
+{{- $v := toString .value | trim }}
+{{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$" $v) }}
+{{- fail (printf "%s: %q is not a whole Kubernetes quantity such as 100Gi" .what $v) }}
+{{- end }}
+{{- $n := regexFind "^[0-9]+" $v | int64 }}
+{{- $unit := regexReplaceAll "^[0-9]+" $v "" }}
+{{- $bytes := $n }}
+{{- if hasSuffix "i" $unit }}
+{{- range until (get (dict "Ki" 10 "Mi" 20 "Gi" 30 "Ti" 40 "Pi" 50) $unit | int) }}{{ $bytes = mul $bytes 2 }}{{ end }}
+{{- else if $unit }}
+{{- range until (get (dict "k" 1 "M" 2 "G" 3 "T" 4 "P" 5) $unit | int) }}{{ $bytes = mul $bytes 1000 }}{{ end }}
+{{- end }}
+{{- div $bytes 1048576 }}
+{{- end }}
+
+{{/*
+The container's memory, in MiB: the RAM tier, the heap, the direct memory beyond the RAM tier, the
+256 MiB the image's entrypoint reserves for the JVM itself, and the page-cache allowance. The
+entrypoint refuses to start when the first four exceed the limit.
+*/}}
+{{- define "kvcache.memoryMebibytes" -}}
+{{- $m := .Values.memory }}
+{{- $ram := include "kvcache.mebibytes" (dict "value" $m.ramBytes "what" "memory.ramBytes") | int64 }}
+{{- $heap := include "kvcache.mebibytes" (dict "value" $m.heap "what" "memory.heap") | int64 }}
+{{- $direct := include "kvcache.mebibytes" (dict "value" $m.directExtra "what" "memory.directExtra") | int64 }}
+{{- $pageCache := include "kvcache.mebibytes" (dict "value" $m.pageCacheAllowance "what" "memory.pageCacheAllowance") | int64 }}
+{{- add $ram $heap $direct 256 $pageCache }}
+{{- end }}
+
+{{/* The disk tier's volume: pvc, emptyDir or hostPath. */}}
+{{- define "kvcache.diskVolumeType" -}}
+{{- $type := .Values.disk.volume.type | default (ternary "pvc" "emptyDir" (eq .Values.shape "statefulset")) }}
+{{- if not (has $type (list "pvc" "emptyDir" "hostPath")) }}
+{{- fail (printf "disk.volume.type: %q is not pvc, emptyDir or hostPath" $type) }}
+{{- end }}
+{{- if and (eq $type "pvc") (ne .Values.shape "statefulset") }}
+{{- fail "disk.volume.type: pvc needs shape statefulset (a DaemonSet has no volumeClaimTemplates): use emptyDir or hostPath" }}
+{{- end }}
+{{- if and (eq $type "hostPath") (ne .Values.shape "daemonset") }}
+{{- fail "disk.volume.type: hostPath needs shape daemonset (a StatefulSet's servers would share a node's directory): use pvc or emptyDir" }}
+{{- end }}
+{{- $type }}
+{{- end }}
+
+{{- define "kvcache.loopback" -}}
+{{- if has .Values.server.host (list "127.0.0.1" "localhost" "::1") }}true{{ end }}
+{{- end }}
+
+{{- define "kvcache.scheme" -}}
+{{- ternary "https" "http" (.Values.tls.enabled | default false) }}
+{{- end }}
+
+{{/* The environment variable the server reads a token's secret from. */}}
+{{- define "kvcache.tokenEnv" -}}
+{{- printf "KVSECRET_TOKEN_%s" (. | upper | replace "-" "_") }}
+{{- end }}
+
+{{- define "kvcache.tokensSecretName" -}}
+{{- printf "%s-tokens" (include "kvcache.fullname" .) }}
+{{- end }}
+
+{{- define "kvcache.tlsSecretName" -}}
+{{- .Values.tls.existingSecret | default (printf "%s-tls" (include "kvcache.fullname" .)) }}
+{{- end }}
+
+{{- define "kvcache.s3SecretName" -}}
+{{- .Values.objectTier.credentials.existingSecret | default (printf "%s-s3" (include "kvcache.fullname" .)) }}
+{{- end }}
+
+{{- define "kvcache.s3Credentials" -}}
+{{- $c := .Values.objectTier.credentials }}
+{{- if or $c.existingSecret $c.accessKeyId $c.secretAccessKey }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks of the values that the server would otherwise only refuse at start, or not at all.
+*/}}
+{{- define "kvcache.validate" -}}
+{{- $v := .Values }}
+{{- if not (has $v.shape (list "statefulset" "daemonset")) }}
+{{- fail (printf "shape: %q is neither statefulset nor daemonset" $v.shape) }}
+{{- end }}
+{{- $loopback := include "kvcache.loopback" . }}
+{{- if and $loopback (ne $v.shape "daemonset") }}
+{{- fail "server.host: loopback serves only the pod itself; a StatefulSet's servers listen on 0.0.0.0 (with auth.tokens)" }}
+{{- end }}
+{{- if and $loopback (not $v.daemonset.hostNetwork) }}
+{{- fail "server.host: loopback needs daemonset.hostNetwork, or nothing outside the pod reaches the server" }}
+{{- end }}
+{{- if and (not $loopback) (empty $v.auth.tokens) }}
+{{- fail (printf "auth.tokens: the server refuses to listen on %q without bearer tokens (docs/server.md, \"Auth\"): configure at least one token, or, with shape daemonset, set server.host to 127.0.0.1" $v.server.host) }}
+{{- end }}
+{{- if or (empty $v.server.namespaces) (gt (len $v.server.namespaces) 64) }}
+{{- fail "server.namespaces: the server serves 1 to 64 namespaces" }}
+{{- end }}
+{{- range $v.server.namespaces }}
+{{- if not (regexMatch "^[A-Za-z0-9._-]{1,64}$" (toString .)) }}
+{{- fail (printf "server.namespaces: %q is not 1 to 64 of A-Z a-z 0-9 . _ -" .) }}
+{{- end }}
+{{- end }}
+{{- range $name, $t := $v.auth.tokens }}
+{{- if not (regexMatch "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" $name) }}
+{{- fail (printf "auth.tokens: the token name %q is not lower case letters, digits and -" $name) }}
+{{- end }}
+{{- if and $t.secret $t.existingSecret }}
+{{- fail (printf "auth.tokens.%s: give secret or existingSecret, not both" $name) }}
+{{- end }}
+{{- if and $t.secret (lt (len $t.secret) 32) }}
+{{- fail (printf "auth.tokens.%s.secret: a token is at least 32 characters" $name) }}
+{{- end }}
+{{- range concat ($t.read | default list) ($t.write | default list) }}
+{{- if not (has . $v.server.namespaces) }}
+{{- fail (printf "auth.tokens.%s: the namespace %q is not one of server.namespaces %v" $name . $v.server.namespaces) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $v.tls.enabled }}
+{{- if and (not $v.tls.existingSecret) (not $v.tls.keystoreBase64) }}
+{{- fail "tls.enabled: give tls.existingSecret (a Secret with a PKCS12 key store) or tls.keystoreBase64 and tls.password" }}
+{{- end }}
+{{- if and $v.tls.keystoreBase64 (not $v.tls.password) }}
+{{- fail "tls.keystoreBase64: give tls.password too" }}
+{{- end }}
+{{- end }}
+{{- if $v.objectTier.enabled }}
+{{- if not $v.objectTier.bucket }}
+{{- fail "objectTier.bucket: the object tier needs a bucket" }}
+{{- end }}
+{{- if not (regexMatch "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" $v.objectTier.bucket) }}
+{{- fail (printf "objectTier.bucket: %q is not an S3 bucket name (3 to 63 of a-z 0-9 . -, starting and ending with a letter or digit)" $v.objectTier.bucket) }}
+{{- end }}
+{{- if not $v.objectTier.capacity }}
+{{- fail "objectTier.capacity: the object tier needs the bytes the fleet keeps in the bucket (such as 10TiB)" }}
+{{- end }}
+{{- $_ := include "kvcache.mebibytes" (dict "value" $v.objectTier.capacity "what" "objectTier.capacity") }}
+{{- if not (has $v.objectTier.fleet.mode (list "dns" "list" "none")) }}
+{{- fail (printf "objectTier.fleet.mode: %q is not dns, list or none" $v.objectTier.fleet.mode) }}
+{{- end }}
+{{- if and (eq $v.objectTier.fleet.mode "list") (ne $v.shape "statefulset") }}
+{{- fail "objectTier.fleet.mode: list names the StatefulSet's pods; with shape daemonset use dns or none" }}
+{{- end }}
+{{- $c := $v.objectTier.credentials }}
+{{- if and $c.existingSecret (or $c.accessKeyId $c.secretAccessKey) }}
+{{- fail "objectTier.credentials: give existingSecret or the inline keys, not both" }}
+{{- end }}
+{{- if and (not $c.existingSecret) (ne (empty $c.accessKeyId) (empty $c.secretAccessKey)) }}
+{{- fail "objectTier.credentials: give both accessKeyId and secretAccessKey" }}
+{{- end }}
+{{- if and (hasPrefix "http://" $v.objectTier.endpoint) (not $v.objectTier.allowPlainHttp) }}
+{{- fail "objectTier.endpoint: plain http:// to another host needs objectTier.allowPlainHttp (blocks and signed requests then cross the link in the clear)" }}
+{{- end }}
+{{- end }}
+{{- if $v.disk.enabled }}
+{{- $capacity := include "kvcache.mebibytes" (dict "value" $v.disk.capacity "what" "disk.capacity") | int64 }}
+{{- $type := include "kvcache.diskVolumeType" . }}
+{{- if ne $type "hostPath" }}
+{{- $size := include "kvcache.quantityMebibytes" (dict "value" $v.disk.volume.size "what" "disk.volume.size") | int64 }}
+{{- if gt $capacity $size }}
+{{- fail (printf "disk.capacity (%s) does not fit disk.volume.size (%s)" $v.disk.capacity $v.disk.volume.size) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $_ := include "kvcache.memoryMebibytes" . }}
+{{- if and (eq $v.shape "statefulset") (lt (int $v.replicas) 1) }}
+{{- fail "replicas: at least 1" }}
+{{- end }}
+{{- end }}
