@@ -77,6 +77,10 @@ printf 'passwd: files\ngroup: files\nhosts: files dns\n' > "$rootfs/etc/nsswitch
 # as Debian's: a name /etc/hosts lists on several lines has all their addresses
 printf 'multi on\n' > "$rootfs/etc/host.conf"
 
+# jlink links each module's legal notices to java.base's: copies instead
+find "$rootfs" -type l | while read -r link; do
+  cp --remove-destination "$(readlink -f "$link")" "$link"
+done
 if find "$rootfs" -type l | grep -q .; then
   echo "base.sh: symbolic links left in the tree:" >&2
   find "$rootfs" -type l >&2

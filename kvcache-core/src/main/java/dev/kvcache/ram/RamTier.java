@@ -143,6 +143,21 @@ public final class RamTier implements Tier {
     return memory.awaitReserved(timeoutMillis);
   }
 
+  /**
+   * Holds back the zeroing of RAM tiers built from now until {@link #releaseReservations()}, so
+   * that it does not slow a process's start: while a thread zeroes memory the JVM reaches no
+   * safepoint, so every collection waits for it, seconds per GiB in all. A put that needs memory
+   * not yet zeroed has it zeroed at once. {@code kvcache-server} holds them until it listens.
+   */
+  public static void holdReservations() {
+    OffHeapMemory.holdReservations();
+  }
+
+  /** Ends one {@link #holdReservations()}: the tiers built meanwhile start zeroing their memory. */
+  public static void releaseReservations() {
+    OffHeapMemory.releaseReservations();
+  }
+
   /** Whether {@code dir} lies on a file system kept in memory (tmpfs); true if that is unknown. */
   static boolean isMemoryFileSystem(Path dir) {
     try {

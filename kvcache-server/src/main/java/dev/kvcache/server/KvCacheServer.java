@@ -1,5 +1,6 @@
 package dev.kvcache.server;
 
+import dev.kvcache.ram.RamTier;
 import io.micronaut.context.ApplicationContext;
 import io.micronaut.runtime.Micronaut;
 import io.micronaut.runtime.server.EmbeddedServer;
@@ -21,12 +22,17 @@ public final class KvCacheServer {
    */
   public static void main(String[] args) {
     ApplicationContext context;
+    // the RAM tier's memory is zeroed once the server listens, not while its start needs the
+    // JVM's safepoints (RamTier.holdReservations): a start takes seconds whatever its size
+    RamTier.holdReservations();
     try {
       context = Micronaut.build(args).mainClass(KvCacheServer.class).banner(false).start();
     } catch (RuntimeException e) {
       System.err.println("kvcache-server did not start: " + rootMessage(e));
       System.exit(1);
       return;
+    } finally {
+      RamTier.releaseReservations();
     }
     printWelcome(context.getBean(EmbeddedServer.class), System.out);
   }

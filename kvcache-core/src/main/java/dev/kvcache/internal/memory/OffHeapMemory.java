@@ -53,6 +53,9 @@ public final class OffHeapMemory {
   private static final Logger log = LoggerFactory.getLogger(OffHeapMemory.class);
   private static final String FILE_PREFIX = "kvcache-ram-";
   private static final AtomicInteger INSTANCES = new AtomicInteger();
+  /** Guards {@link #holds} and each memory's {@link #wanted}. */
+  private static final Object GATE = new Object();
+  private static int holds;
 
   private final long capacityBytes;
   private final int planned;
@@ -65,6 +68,8 @@ public final class OffHeapMemory {
   private final Thread reserver;
   private final BiConsumer<Long, Long> onFirstArena;
   private volatile boolean closed;
+  /** Guarded by {@link #GATE}: a put has waited for this memory's next arena. */
+  private boolean wanted;
   /** Guarded by this monitor: the reserving thread has arenas left to make. */
   private boolean reserving;
   private volatile IllegalStateException reserveFailure;
@@ -154,6 +159,7 @@ public final class OffHeapMemory {
    * which takes seconds per GiB, and a cache is usable from its first arena on.
    */
   private void reserve() {
+    awaitGate();
     long start = System.nanoTime();
     try {
       for (int i = 0; i < planned && !closed; i++) {
@@ -194,7 +200,15 @@ public final class OffHeapMemory {
    * Waits until the arenas after the first present ones have been made (or their reservation
    * failed, or the memory was closed); returns the arenas present then.
    */
-  private synchronized Arena[] awaitArenaBeyond(int present) {
+  private Arena[] awaitArenaBeyond(int present) {
+    synchronized (GATE) {
+      wanted = true; // a put waits for memory: a hold no longer applies to this memory
+      GATE.notifyAll();
+    }
+    return awaitArena(present);
+  }
+
+  private synchronized Arena[] awaitArena(int present) {
     boolean interrupted = false;
     while (arenas.length <= present && reserving && !closed) {
       try {
@@ -207,6 +221,45 @@ public final class OffHeapMemory {
       Thread.currentThread().interrupt();
     }
     return arenas;
+  }
+
+  /**
+   * Holds back the zeroing of memories made from now until {@link #releaseReservations()}: a
+   * thread zeroing an arena (inside {@code ByteBuffer.allocateDirect}, in one call into the JVM)
+   * keeps every other thread from reaching a safepoint until it is done, a second or more per GiB
+   * on a busy host, so each collection while a process starts would wait that long. A memory a
+   * put is waiting for is zeroed all the same. Holds nest.
+   */
+  public static void holdReservations() {
+    synchronized (GATE) {
+      holds++;
+    }
+  }
+
+  /** Ends one {@link #holdReservations()}. */
+  public static void releaseReservations() {
+    synchronized (GATE) {
+      if (holds > 0) {
+        holds--;
+      }
+      GATE.notifyAll();
+    }
+  }
+
+  private void awaitGate() {
+    boolean interrupted = false;
+    synchronized (GATE) {
+      while (holds > 0 && !wanted && !closed) {
+        try {
+          GATE.wait(1000); // also sees a close, which does not notify the gate
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /**

@@ -352,6 +352,25 @@ class OffHeapMemoryTest {
   }
 
   @Test
+  void aHeldReservationWaitsForItsReleaseUnlessAPutNeedsTheMemory() throws Exception {
+    OffHeapMemory.holdReservations();
+    OffHeapMemory held;
+    OffHeapMemory needed;
+    try {
+      held = new OffHeapMemory(4L * MIB, MIB);
+      needed = new OffHeapMemory(4L * MIB, MIB);
+      Thread.sleep(300);
+      assertThat(held.reservedBytes()).as("nothing zeroed while held").isZero();
+      assertThat(needed.allocate(MIB, 1)).as("a put does not wait for the release").isNotNull();
+      assertThat(needed.awaitReserved(10_000)).isTrue();
+      assertThat(held.reservedBytes()).as("the other memory still waits").isZero();
+    } finally {
+      OffHeapMemory.releaseReservations();
+    }
+    assertThat(held.awaitReserved(10_000)).as("zeroed once released").isTrue();
+  }
+
+  @Test
   void closingWhileTheArenasAreBeingMadeEndsTheirReservation() throws Exception {
     OffHeapMemory memory = new OffHeapMemory(512L * MIB, MIB);
     OffHeapBlock first = memory.allocate(MIB, 1);
