@@ -40,10 +40,10 @@ rm -rf "$out"
 mkdir -p "$out/debs" "$out/unpacked" "$rootfs"
 
 echo "base.sh: jlink $modules from $jdk"
+# no class-data sharing archive (--generate-cds-archive): JDK 17 writes a different one each
+# time, and two builds would give two images
 "$jdk/bin/jlink" --add-modules "$modules" --output "$rootfs/opt/java" --strip-debug \
-  --no-header-files --no-man-pages --generate-cds-archive 2>/dev/null \
-  || "$jdk/bin/jlink" --add-modules "$modules" --output "$rootfs/opt/java" --strip-debug \
-    --no-header-files --no-man-pages
+  --no-header-files --no-man-pages
 
 echo "base.sh: Debian packages libc6 libgcc-s1 libstdc++6 zlib1g dash"
 (cd "$out/debs" && apt-get download -q -o APT::Sandbox::User=root libc6 libgcc-s1 libstdc++6 zlib1g dash >/dev/null)

@@ -39,9 +39,33 @@ build() {
   cat "$root/kvcache-server/target/kvcache-server-image.digest"
 }
 say "building the image (./mvnw -Pimage -pl kvcache-server -am clean package), twice"
+tar=$root/kvcache-server/target/kvcache-server-image.tar
 first=$(build 1)
+cp "$tar" "$work/image-1.tar"
 second=$(build 2)
-[ "$first" = "$second" ] || die "two builds of the same tree gave two images: $first and $second"
+if [ "$first" != "$second" ]; then
+  # which layers differ, and in which files
+  python3 - "$work/image-1.tar" "$tar" <<'PY' >&2
+import hashlib, io, json, sys, tarfile
+def layers(path):
+    t = tarfile.open(path)
+    index = json.load(t.extractfile("index.json"))
+    manifest = json.load(t.extractfile("blobs/sha256/" + index["manifests"][0]["digest"][7:]))
+    return t, [l["digest"][7:] for l in manifest["layers"]]
+(ta, la), (tb, lb) = layers(sys.argv[1]), layers(sys.argv[2])
+for n, (a, b) in enumerate(zip(la, lb)):
+    if a == b:
+        continue
+    files = []
+    for t, d in ((ta, a), (tb, b)):
+        inner = tarfile.open(fileobj=io.BytesIO(t.extractfile("blobs/sha256/" + d).read()))
+        files.append({m.name: hashlib.sha256(inner.extractfile(m).read()).hexdigest()
+                      if m.isfile() else str(m.mode) for m in inner.getmembers()})
+    diff = sorted(k for k in set(files[0]) | set(files[1]) if files[0].get(k) != files[1].get(k))
+    print(f"layer {n} differs in {len(diff)} files: {diff[:10]}")
+PY
+  die "two builds of the same tree gave two images: $first and $second"
+fi
 say "both builds: $first"
 
 venv=$root/deploy/target/venv

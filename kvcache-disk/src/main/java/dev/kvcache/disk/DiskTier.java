@@ -441,6 +441,19 @@ public final class DiskTier implements Tier {
     return config.maxBlockBytes();
   }
 
+  /**
+   * Bytes free on this tier's file system now (-1 if it cannot tell): the tier starts no
+   * super-block that would leave less than {@link #minFreeBytes()}.
+   */
+  public long fileSystemFreeBytes() {
+    return space.fileSystemFreeBytes();
+  }
+
+  /** The free space this tier leaves on its file system ({@code min-free}, or its default). */
+  public long minFreeBytes() {
+    return space.minFreeBytes();
+  }
+
   /** The directory this tier lives in. */
   public Path directory() {
     return dir;

@@ -404,6 +404,20 @@ final class SuperBlockSpace {
     retiring.removeIf(SuperBlock::isReleased);
   }
 
+  /** The free space the tier leaves on its file system: its setting, or the default. */
+  long minFreeBytes() {
+    return minFreeBytes;
+  }
+
+  /** Bytes free on the tier's file system now; -1 if the file system cannot tell. */
+  long fileSystemFreeBytes() {
+    try {
+      return space.usableBytes();
+    } catch (IOException e) {
+      return -1;
+    }
+  }
+
   /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
   long usedBytes() {
     long used = metadata.bytes();
