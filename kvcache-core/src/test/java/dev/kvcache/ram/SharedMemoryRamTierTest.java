@@ -128,10 +128,19 @@ class SharedMemoryRamTierTest {
     Path foreign = Files.write(dir.resolve("other-file"), new byte[1]);
     Path live = Files.write(dir.resolve("kvcache-ram-" + ProcessHandle.current().pid() + "-0-0"),
         new byte[1]);
+    long pid = ProcessHandle.current().pid();
+    long started = ProcessHandle.current().info().startInstant().orElseThrow().toEpochMilli();
+    Path running = Files.write(dir.resolve("kvcache-ram-" + pid + "-" + started + "-9-0"),
+        new byte[1]);
+    // a container's process 1 of the start before: the same id, another start time
+    Path earlier = Files.write(dir.resolve("kvcache-ram-" + pid + "-" + (started - 60_000)
+        + "-1-0"), new byte[4096]);
     try (RamTier tier = open()) {
       assertThat(stale).doesNotExist();
+      assertThat(earlier).as("the same process id, started a minute earlier").doesNotExist();
       assertThat(foreign).exists();
       assertThat(live).as("a file of a process still running").exists();
+      assertThat(running).as("a file of this very process").exists();
     }
   }
 

@@ -6,8 +6,10 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
@@ -37,7 +39,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The JVM's direct memory holds the capacity plus 4 KiB per arena, spent on aligning each
  * arena to a page. With a shared-memory directory, each arena is instead a file there (named
- * {@code kvcache-ram-<pid>-<n>-<arena>}, readable by this user only), mapped, so that other
+ * {@code kvcache-ram-<pid>-<start>-<n>-<arena>}, {@code <start>} the process's start in
+ * milliseconds since the epoch, readable by this user only), mapped, so that other
  * processes of the user on this host can map it and copy a leased block out of it; the files are
  * deleted on {@link #close()}, and files a process that is gone left behind are deleted when the
  * next one starts.
@@ -123,7 +126,7 @@ public final class OffHeapMemory {
     if (sharedDir != null) {
       deleteStaleFiles(sharedDir);
       this.filePrefix = FILE_PREFIX + ProcessHandle.current().pid() + "-"
-          + INSTANCES.incrementAndGet() + "-";
+          + startMillis(ProcessHandle.current()) + "-" + INSTANCES.incrementAndGet() + "-";
     } else {
       this.filePrefix = null;
     }
@@ -307,14 +310,22 @@ public final class OffHeapMemory {
     return bytes;
   }
 
-  /** Deletes the arena files of processes that are gone. */
+  /**
+   * Deletes the arena files of processes that are gone: no process has the file's id, or the one
+   * that has it started at another time than the file's (in a container each start is process 1).
+   * A file named {@code <pid>-<n>-<arena>}, as before the start time was in the name, is gone
+   * when its process is.
+   */
   private static void deleteStaleFiles(Path dir) {
     try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, FILE_PREFIX + "*")) {
       for (Path f : files) {
         String[] parts = f.getFileName().toString().substring(FILE_PREFIX.length()).split("-");
         try {
           long pid = Long.parseLong(parts[0]);
-          if (ProcessHandle.of(pid).isEmpty()) {
+          Optional<ProcessHandle> process = ProcessHandle.of(pid);
+          boolean gone = process.isEmpty()
+              || (parts.length == 4 && Long.parseLong(parts[1]) != startMillis(process.get()));
+          if (gone) {
             Files.deleteIfExists(f);
           }
         } catch (NumberFormatException | IOException e) {
@@ -324,6 +335,11 @@ public final class OffHeapMemory {
     } catch (IOException e) {
       // an unreadable directory fails when the arenas are made, with its reason
     }
+  }
+
+  /** When {@code process} started, in milliseconds since the epoch; 0 if unknown. */
+  private static long startMillis(ProcessHandle process) {
+    return process.info().startInstant().map(Instant::toEpochMilli).orElse(0L);
   }
 
   /**
