@@ -285,6 +285,19 @@ public final class RemoteTier implements Tier {
     return false;
   }
 
+  /**
+   * Keeps the servers' copy: a put above re-stores a key whose block, named by its content, is
+   * the one the servers hold, and other engines read it there.
+   *
+   * @return false: nothing is removed
+   */
+  @Override
+  public boolean supersede(BlockKey key) {
+    Objects.requireNonNull(key, "key");
+    ensureOpen();
+    return false;
+  }
+
   @Override
   public boolean delete(BlockKey key) {
     Objects.requireNonNull(key, "key");

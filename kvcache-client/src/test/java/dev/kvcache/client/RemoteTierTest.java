@@ -320,6 +320,26 @@ class RemoteTierTest {
   }
 
   @Test
+  void reStoringAKeyKeepsTheServersCopyOtherEnginesRead() throws Exception {
+    try (TestServer server = TestServer.start(dir);
+        RemoteTier other = new RemoteTier(RemoteTierConfig.builder()
+            .server("127.0.0.1", server.port()).build());
+        KvCache engine = KvCacheConfig.of(Map.of(
+            "ram.bytes", "4MiB",
+            "lower", "remote",
+            "remote.servers", "127.0.0.1:" + server.port())).open()) {
+      BlockKey key = Payloads.key(77);
+      assertThat(other.put(key, Payloads.of(key, 3, 256 * 1024))).isEqualTo(PutStatus.STORED);
+      // the engine computes the same prefix again and stores its block: the same bytes
+      assertThat(engine.put(key, Payloads.of(key, 3, 256 * 1024))).isEqualTo(PutStatus.STORED);
+      ByteBuffer dst = ByteBuffer.allocateDirect(256 * 1024);
+      assertThat(other.getInto(key, dst)).as("the server's copy, which other engines read")
+          .isEqualTo(GetStatus.HIT);
+      assertThat(Payloads.verify(key, dst.flip())).isEqualTo(3);
+    }
+  }
+
+  @Test
   void ramOverARemoteServerPinsTheServersBlocksUnderItsLease() throws Exception {
     try (TestServer server = TestServer.start(dir);
         RemoteTier direct = new RemoteTier(RemoteTierConfig.builder()
