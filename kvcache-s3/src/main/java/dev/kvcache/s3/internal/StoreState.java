@@ -36,7 +36,7 @@ public final class StoreState {
    * The longest pause, before jitter: a store that comes back is used again within it. Each pause
    * costs the store one probe, so a short one costs a store that stays down nothing worth saving.
    */
-  public static final Duration LONGEST_PAUSE = Duration.ofSeconds(2);
+  public static final Duration LONGEST_PAUSE = Duration.ofSeconds(1);
 
   private final LongSupplier clock;
   private final long probeTimeoutNanos;
