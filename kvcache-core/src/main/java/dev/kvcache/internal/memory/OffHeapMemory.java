@@ -19,12 +19,13 @@ import org.slf4j.LoggerFactory;
  * The RAM tier's allocator: a fixed budget of direct memory in arenas of at most 1 GiB (a {@link
  * java.nio.ByteBuffer} addresses at most 2 GiB), handed out as {@link OffHeapBlock}s.
  *
- * <p>The constructor checks the whole budget against the JVM's direct memory limit and makes the
- * first arena; a thread ({@code kvcache-ram-reserve}) makes the others after it, one at a time.
- * Making an arena zeroes it, which touches every page: seconds per GiB, minutes for tens of GiB,
- * which would otherwise hold up a server's start. Until every arena is made, a block that fits in
- * none of those made waits for the next rather than compacting or evicting, so that what the
- * cache keeps never depends on how far the reservation has come.
+ * <p>The constructor checks the whole budget against the JVM's direct memory limit; a thread
+ * ({@code kvcache-ram-reserve}) then makes the arenas one at a time (after {@link
+ * #releaseReservations()} if they are held). Making an arena zeroes it, which touches every page:
+ * a fraction of a second to seconds per GiB, minutes for tens of GiB, which would otherwise hold up
+ * a server's start. Until every arena is made, a block that fits in none of those made waits for
+ * the next rather than compacting or evicting, so that what the cache keeps never depends on how
+ * far the reservation has come.
  *
  * <p>Why plain direct buffers and not Chronicle Bytes: a lease must give the caller a {@link
  * java.nio.ByteBuffer} view (what NIO channels, Netty and JNI accept), which a direct buffer slice
