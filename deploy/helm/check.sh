@@ -213,6 +213,8 @@ refuse "a short inline token" "a token is at least 32 characters" --set auth.tok
 refuse "plain http to the store" "needs objectTier.allowPlainHttp" --set objectTier.enabled=true \
   --set objectTier.bucket=kv-fleet --set objectTier.capacity=1TiB --set objectTier.endpoint=http://s3.internal:9000
 refuse "an unknown shape" "is neither statefulset nor daemonset" --set shape=deployment
+refuse "a grace period shorter than the stop" "is shorter than a stop can take, 94 s" \
+  --set memory.ramBytes=64GiB --set terminationGracePeriodSeconds=60
 refuse "a bucket name S3 does not take" "is not an S3 bucket name" --set objectTier.enabled=true \
   --set objectTier.bucket=KV_Fleet --set objectTier.capacity=1TiB
 # the Prometheus operator's kinds need their files: the chart's own copy, without stand-ins

@@ -13,7 +13,7 @@ that come from Secrets. server.config is merged last.
 {{- $keyStore := dict "path" "file:/etc/kvcache/tls/keystore.p12" "type" "PKCS12" "password" "${KVSECRET_KEYSTORE_PASSWORD}" }}
 {{- $_ := set $server "ssl" (dict "enabled" true "port" $port "key-store" $keyStore) }}
 {{- end }}
-{{- $cache := dict "max-block-bytes" $v.cache.maxBlockBytes "ram-policy" $v.cache.ramPolicy "durability" $v.cache.durability }}
+{{- $cache := dict "max-block-bytes" $v.cache.maxBlockBytes "ram-policy" $v.cache.ramPolicy "durability" $v.cache.durability "spill-on-close" $v.cache.spillOnClose }}
 {{- if $v.disk.enabled }}
 {{- $_ := set $cache "disk-capacity" $v.disk.capacity }}
 {{- $_ := set $cache "disk-sync-policy" $v.disk.syncPolicy }}

@@ -156,6 +156,33 @@ entrypoint refuses to start when the first four exceed the limit.
 {{/*
 Checks of the values that the server would otherwise only refuse at start, or not at all.
 */}}
+{{/*
+The seconds a stop can take: 30 s for the requests under way (Micronaut's grace period), the spill
+of what only RAM holds to the disk tier at about a second per GiB (0.71-0.77 s measured,
+docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.close-wait).
+*/}}
+{{- define "kvcache.stopSeconds" -}}
+{{- $v := .Values }}
+{{- $stop := 30 }}
+{{- if and $v.disk.enabled $v.cache.spillOnClose }}
+{{- $ramMiB := include "kvcache.mebibytes" (dict "value" $v.memory.ramBytes "what" "memory.ramBytes") | int64 }}
+{{- $stop = add $stop (div (add $ramMiB 1023) 1024) }}
+{{- end }}
+{{- if $v.objectTier.enabled }}
+{{- $stop = add $stop 30 }}
+{{- end }}
+{{- $stop }}
+{{- end }}
+
+{{/* The pod's grace: terminationGracePeriodSeconds, or the stop's seconds and 15 more. */}}
+{{- define "kvcache.gracePeriodSeconds" -}}
+{{- if ne (toString .Values.terminationGracePeriodSeconds) "" }}
+{{- .Values.terminationGracePeriodSeconds }}
+{{- else }}
+{{- add (include "kvcache.stopSeconds" . | int64) 15 }}
+{{- end }}
+{{- end }}
+
 {{- define "kvcache.validate" -}}
 {{- $v := .Values }}
 {{- if not (has $v.shape (list "statefulset" "daemonset")) }}
@@ -173,6 +200,10 @@ Checks of the values that the server would otherwise only refuse at start, or no
 {{- end }}
 {{- if or (empty $v.server.namespaces) (gt (len $v.server.namespaces) 64) }}
 {{- fail "server.namespaces: the server serves 1 to 64 namespaces" }}
+{{- end }}
+{{- $stop := include "kvcache.stopSeconds" . | int64 }}
+{{- if and (ne (toString $v.terminationGracePeriodSeconds) "") (lt (int64 $v.terminationGracePeriodSeconds) $stop) }}
+{{- fail (printf "terminationGracePeriodSeconds: %v s is shorter than a stop can take, %d s (30 s for the requests under way%s%s; docs/deployment.md, \"Stopping within the grace period\"): raise it, leave it empty for the chart to compute, or set cache.spillOnClose: false" $v.terminationGracePeriodSeconds $stop (ternary (printf ", about 1 s per GiB of memory.ramBytes %s written to disk" $v.memory.ramBytes) "" (and $v.disk.enabled $v.cache.spillOnClose)) (ternary ", 30 s for queued uploads" "" $v.objectTier.enabled)) }}
 {{- end }}
 {{- range $v.server.namespaces }}
 {{- if not (regexMatch "^[A-Za-z0-9._-]{1,64}$" (toString .)) }}

@@ -52,7 +52,7 @@ spec:
   # On SIGTERM the server closes its port at once, finishes the requests under way (Micronaut's
   # grace period, 30 s), then closes the cache: RAM is written to the disk tier and queued
   # uploads to the bucket are waited for (kvcache.cache.s3.close-wait). This must cover it all.
-  terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
+  terminationGracePeriodSeconds: {{ include "kvcache.gracePeriodSeconds" . }}
   containers:
     - name: server
       image: {{ include "kvcache.image" . | quote }}
