@@ -416,10 +416,13 @@ def adapter_options(src: Path) -> dict[str, set[str]]:
 
     def constant(module: ast.Module, name: str) -> Any:
         for node in module.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-                if isinstance(node.value, ast.Dict):  # {option: type}: the options are its keys
-                    return [ast.literal_eval(k) for k in node.value.keys if k is not None]
-                return ast.literal_eval(node.value)
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AnnAssign) else [])
+            if node_value := (getattr(node, "value", None)
+                              if any(getattr(t, "id", None) == name for t in targets) else None):
+                if isinstance(node_value, ast.Dict):  # {option: type}: the options are its keys
+                    return [ast.literal_eval(k) for k in node_value.keys if k is not None]
+                return ast.literal_eval(node_value)
         raise SystemExit(f"FAIL: {name} not found in the adapter's source")
 
     vllm = tree("vllm")

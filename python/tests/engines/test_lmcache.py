@@ -279,3 +279,16 @@ def test_the_plugin_without_its_server_is_misses(plugin_backends, server):
         assert not remote.contains(ks[0])
     finally:
         server.start()
+
+
+def test_a_token_goes_beyond_loopback_in_cleartext_only_when_allowed():
+    """LMCache's L2 adapter takes ``tls`` and ``allow_cleartext_token`` as the client does: a
+    Kubernetes Service's DNS name needs one of them."""
+    from kvcache.integrations.lmcache import KvcacheNativeConnector, _flag
+    with pytest.raises(ValueError, match="cleartext"):
+        KvcacheNativeConnector("10.1.2.3:7070", token="t" * 40)
+    KvcacheNativeConnector("10.1.2.3:7070", token="t" * 40, allow_cleartext_token=True).close()
+    KvcacheNativeConnector("10.1.2.3:7070", token="t" * 40, tls=True).close()
+    assert [_flag(v) for v in (True, "true", "1", "False", "no")] == [True, True, True, False, False]
+    with pytest.raises(ValueError):
+        _flag("maybe")

@@ -164,3 +164,19 @@ def test_a_server_that_goes_away_is_misses_and_failed_writes(caplog):
     assert b.batch_get_v1(keys, slots(2, first=4)) == [False, False]
     assert b.batch_set_v1(keys, slots(2)) == [False, False]
     b.close()
+
+
+def test_a_token_goes_beyond_loopback_in_cleartext_only_when_allowed():
+    """A Kubernetes Service's DNS name needs ``tls`` (its servers are not ``https://`` URLs), or
+    ``allow_cleartext_token`` on a network that is private by other means."""
+    def config(**extra):
+        return HiCacheStorageConfig(
+            tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+            is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+            model_name="tiny-llama", extra_config={"servers": ["10.1.2.3:7070"],
+                                                   "token": "t" * 40, **extra})
+    from kvcache.integrations.sglang import KvcacheHiCacheStorage
+    with pytest.raises(ValueError, match="cleartext"):
+        KvcacheHiCacheStorage(config())
+    KvcacheHiCacheStorage(config(allow_cleartext_token=True)).client.close()
+    KvcacheHiCacheStorage(config(tls=True)).client.close()

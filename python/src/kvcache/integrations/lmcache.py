@@ -58,15 +58,21 @@ class KvcacheNativeConnector:
         timeout: seconds a request may wait on the socket.
         ca_file: trusted certificates for ``https://`` servers.
         dns: a DNS name whose addresses are the servers.
+        tls: whether to speak TLS to the servers (default: as their ``https://`` scheme says;
+            with ``dns``, False unless set).
+        allow_cleartext_token: send the token over plain HTTP to servers beyond loopback, on a
+            network that is private by other means (refused otherwise).
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None] = None, namespace: str = "default",
                  token: Optional[str] = None, tenant: str = "", workers: int = 4,
                  timeout: float = 30.0, ca_file: Optional[str] = None,
-                 dns: Optional[str] = None) -> None:
+                 dns: Optional[str] = None, tls: Optional[bool] = None,
+                 allow_cleartext_token: bool = False) -> None:
         self.client = Client(servers, namespace=namespace,
                              token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
-                             ca_file=ca_file, dns=dns, max_workers=workers)
+                             ca_file=ca_file, dns=dns, tls=tls,
+                             allow_cleartext_token=allow_cleartext_token, max_workers=workers)
         self.key_namespace = Namespace("lmcache", "any", "mp-l2", tenant)
         self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._workers = ThreadPoolExecutor(workers, "kvcache-lmcache")
@@ -184,8 +190,21 @@ def _row(key: str) -> str:
 T = TypeVar("T")
 
 _PLUGIN = "kvcache"
-_OPTIONS = {"servers": str, "dns": str, "namespace": str, "token": str, "tenant": str,
-            "workers": int, "timeout": float, "ca_file": str}
+def _flag(value: Any) -> bool:
+    """A yes-or-no option as LMCache's configuration holds it: a bool, or its text."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(value)
+
+
+_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "servers": str, "dns": str, "namespace": str, "token": str, "tenant": str, "workers": int,
+    "timeout": float, "ca_file": str, "tls": _flag, "allow_cleartext_token": _flag}
 
 
 class KvcacheConnectorAdapter(ConnectorAdapter):  # type: ignore[misc]
@@ -214,7 +233,7 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
     Its options are ``remote_storage_plugin.<plugin name>.<option>`` keys of LMCache's
     ``extra_config``: ``servers`` (``host:port``, comma-separated), or ``dns``; ``namespace``;
     ``token`` (default: ``KVCACHE_TOKEN`` from the environment); ``tenant``; ``workers`` (4);
-    ``timeout``; ``ca_file``.
+    ``timeout``; ``ca_file``; ``tls`` and ``allow_cleartext_token`` (``true`` or ``false``).
 
     Keys: :meth:`kvcache.BlockKey.of_raw` of LMCache's key string (model, world size, worker,
     chunk hash, dtype) under ``Namespace("lmcache", <dtype and chunk shape>, "inproc", tenant)``.
@@ -232,8 +251,9 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
                 try:
                     options[name] = kind(extra[prefix + name])
                 except ValueError:
-                    raise ValueError(f"{prefix}{name}: {extra[prefix + name]!r} is not a "
-                                     f"{kind.__name__}") from None
+                    what = "true or false" if kind is _flag else f"a {getattr(kind, '__name__')}"
+                    raise ValueError(f"{prefix}{name}: {extra[prefix + name]!r} is not "
+                                     f"{what}") from None
         servers = [s.strip() for s in options.pop("servers", "").split(",") if s.strip()]
         workers = options.pop("workers", 4)
         tenant = options.pop("tenant", "")

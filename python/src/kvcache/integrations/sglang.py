@@ -9,7 +9,9 @@ factory; importable only where SGLang is installed (``pip install "kvcache[sglan
 
 Other keys of the extra config: ``namespace`` (the server namespace, ``default``), ``token`` (or
 the ``KVCACHE_TOKEN`` environment variable), ``tenant`` (salts every key), ``timeout``,
-``ca_file``, ``dns`` (instead of ``servers``). The former ``module_path`` ``kvcache.sglang``
+``ca_file``, ``dns`` (instead of ``servers``), ``tls`` (TLS to the servers, as with ``https://``
+servers; needed with ``dns``), ``allow_cleartext_token`` (send the token over plain HTTP beyond
+loopback, on a network that is private by other means). The former ``module_path`` ``kvcache.sglang``
 loads the same class. See ``docs/engines.md``.
 
 Keys: SGLang names a page by the SHA-256 hex of its token prefix, the same on every rank. The block
@@ -36,7 +38,8 @@ __all__ = ["KvcacheHiCacheStorage"]
 
 log = logging.getLogger("kvcache.sglang")
 
-_CLIENT_OPTIONS = ("namespace", "dns", "timeout", "ca_file", "connect_timeout")
+_CLIENT_OPTIONS = ("namespace", "dns", "timeout", "ca_file", "connect_timeout", "tls",
+                   "allow_cleartext_token")
 
 
 class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore]

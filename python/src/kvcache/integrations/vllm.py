@@ -65,6 +65,10 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         timeout: seconds a request may wait on the socket.
         ca_file: trusted certificates for ``https://`` servers.
         dns: a DNS name whose addresses are the servers.
+        tls: whether to speak TLS to the servers (default: as their ``https://`` scheme says;
+            with ``dns``, False unless set).
+        allow_cleartext_token: send the token over plain HTTP to servers beyond loopback, on a
+            network that is private by other means (refused otherwise).
         locality: ``REMOTE`` (the default) or ``LOCAL``, for vLLM's KV events and tier filters.
         switch_interval: the interpreter's GIL switch interval in seconds that the tier sets
             for the whole engine process (:func:`sys.setswitchinterval`; Python's own is 0.005);
@@ -91,7 +95,8 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                  servers: Union[str, Sequence[str], None] = None, namespace: str = "default",
                  token: Optional[str] = None, tenant: str = "", workers: int = 4,
                  pin_ms: int = 30_000, timeout: float = 30.0, ca_file: Optional[str] = None,
-                 dns: Optional[str] = None, locality: str = "REMOTE",
+                 dns: Optional[str] = None, tls: Optional[bool] = None,
+                 allow_cleartext_token: bool = False, locality: str = "REMOTE",
                  switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
                  shared_memory: bool = True, server_copies: bool = True,
                  backpressure_detector: Any = None) -> None:
@@ -107,8 +112,9 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             sys.setswitchinterval(switch_interval)
         self.client = Client(servers if dns is None else None, namespace=namespace,
                              token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
-                             ca_file=ca_file, dns=dns, max_workers=max(4, workers),
-                             shared_memory=shared_memory)
+                             ca_file=ca_file, dns=dns, tls=tls,
+                             allow_cleartext_token=allow_cleartext_token,
+                             max_workers=max(4, workers), shared_memory=shared_memory)
         self.server_copies = server_copies
         self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
         self.pin_ms = pin_ms
