@@ -391,3 +391,14 @@ def test_blocks_damaged_on_the_servers_disk_are_recomputed(llm, server, shm, tmp
         # which its pinned lookup already meets
         load_of_damaged_blocks(llm, p, first, found_by_lookup=False)
         assert any("is damaged" in line for line in on_disk.log), "the disk tier found them"
+
+
+def test_a_token_goes_beyond_loopback_in_cleartext_only_when_allowed(server):
+    """The tier takes ``tls`` and ``allow_cleartext_token`` as the client does: a Kubernetes
+    Service's DNS name needs one of them."""
+    beyond = {"servers": ["10.1.2.3:7070"], "token": "t" * 40}
+    with pytest.raises(Exception, match="cleartext"):
+        tier_under_test(server, 2, 4096, **beyond)
+    for way in ({"allow_cleartext_token": True}, {"tls": True}):
+        tier, _ = tier_under_test(server, 2, 4096, **beyond, **way)
+        tier.shutdown()
