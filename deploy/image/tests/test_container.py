@@ -25,6 +25,7 @@ from containers import IMAGE, Container, block, free_port, podman
 
 WORK = Path(os.environ["WORK"])
 
+
 @pytest.fixture(scope="session", autouse=True)
 def image() -> str:
     podman("load", "-q", "-i", os.environ["IMAGE_TAR"])
