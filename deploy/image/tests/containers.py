@@ -61,6 +61,7 @@ class Container:
                 f"--memory={memory}", "-v", f"{data}:/data"]
         for k, v in settings.items():
             args += ["-e", f"{k}={v}"]
+        podman("rm", "-f", "-t", "0", name, check=False)  # one a killed run left behind
         self.started = time.monotonic()
         podman(*args, *(extra or []), IMAGE)
 
