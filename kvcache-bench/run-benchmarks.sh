@@ -32,9 +32,7 @@ jvm_flags+=" --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/su
 jvm_flags+=" --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED --add-exports=java.base/sun.nio.ch=ALL-UNNAMED"
 jvm_flags+=" --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED"
 jvm_flags+=" --add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED"
-if [ "$(java -XshowSettings:properties -version 2>&1 | awk -F= '/java.specification.version/ {gsub(/ /,"",$2); print $2}')" -ge 24 ]; then
-  jvm_flags+=" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow"
-fi
+jvm_flags+=" $(bin/jdk-flags)"
 
 ./mvnw -q -B -DskipTests package
 jar=kvcache-bench/target/benchmarks.jar

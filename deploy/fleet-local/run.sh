@@ -203,12 +203,8 @@ start_s3() {
 start_server() { # index
   local i=$1 port=$((BASE_PORT + $1)) dir=$WORK/server-$1
   mkdir -p "$dir"
-  local java_major newjdk=()
-  java_major=$(java -XshowSettings:properties -version 2>&1 |
-    sed -n 's/^ *java.specification.version = //p')
-  if [[ ${java_major:-17} -ge 24 ]] 2>/dev/null; then
-    newjdk=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
-  fi
+  local newjdk=()
+  read -ra newjdk <<<"$("$root/bin/jdk-flags")"
   local opts=(
     "-Xmx$JAVA_HEAP" -XX:MaxDirectMemorySize=256m -XX:+UseSerialGC
     "${newjdk[@]}"

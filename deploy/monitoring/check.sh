@@ -234,12 +234,8 @@ server_jar() {
 }
 
 start_server() {
-  local java_major newjdk=()
-  java_major=$(java -XshowSettings:properties -version 2>&1 |
-    sed -n 's/^ *java.specification.version = //p')
-  if [[ ${java_major:-17} -ge 24 ]] 2>/dev/null; then
-    newjdk=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
-  fi
+  local newjdk=()
+  read -ra newjdk <<<"$("$root/bin/jdk-flags")"
   # shellcheck disable=SC2054 # the commas are inside -D values
   local opts=(
     "-Xmx$JAVA_HEAP" -XX:MaxDirectMemorySize=64m -XX:+UseSerialGC "${newjdk[@]}"
