@@ -134,8 +134,8 @@ public final class OffHeapMemory {
     this.capacityBytes = directBytes;
     this.onFirstArena = onFirstArena;
     if (sharedDir != null && !(Files.isDirectory(sharedDir) && Files.isWritable(sharedDir))) {
-      throw new IllegalStateException("cannot make the RAM tier's " + directBytes + " bytes of"
-          + " shared memory in " + sharedDir + ": not a directory this process may write in");
+      throw cannotMakeShared(directBytes, sharedDir, "not a directory this process may write in",
+          null);
     }
     this.arenas = new Arena[0];
     this.reserving = true;
@@ -153,8 +153,7 @@ public final class OffHeapMemory {
     } catch (OutOfMemoryError e) {
       throw cannotReserve(capacityBytes, e.getMessage());
     } catch (IOException e) {
-      throw new IllegalStateException("cannot make the RAM tier's " + capacityBytes + " bytes of"
-          + " shared memory in " + sharedDir + ": " + e, e);
+      throw cannotMakeShared(capacityBytes, sharedDir, e.toString(), e);
     }
   }
 
@@ -354,9 +353,6 @@ public final class OffHeapMemory {
       notifyAll();
       made = arenas;
     }
-    if (made == null) {
-      return; // the first arena failed: there is nothing to delete
-    }
     for (Arena arena : made) {
       deleteFile(arena);
     }
@@ -370,6 +366,12 @@ public final class OffHeapMemory {
         // left for the next start to delete
       }
     }
+  }
+
+  private static IllegalStateException cannotMakeShared(long bytes, Path dir, String why,
+      Throwable cause) {
+    return new IllegalStateException("cannot make the RAM tier's " + bytes + " bytes of shared"
+        + " memory in " + dir + ": " + why, cause);
   }
 
   /** Fails before touching any memory if the JVM's direct memory limit is below the request. */
