@@ -25,8 +25,11 @@ import java.util.Optional;
  * <p>All methods are thread-safe. A cache may drop any block at any time to make room, but it never
  * returns bytes other than those last put under the key.
  *
+ * <p>{@code dev.kvcache.tiered.KvCacheBuilder} assembles an embedded cache: RAM alone or over lower
+ * tiers.
+ *
  * <pre>{@code
- * try (KvCache cache = KvCache.builder().ramBytes(8L << 30).build()) {
+ * try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(8L << 30).build()) {
  *   List<BlockKey> keys = PrefixKeys.of(namespace, 16).keysFor(tokenIds);
  *   int cached = cache.lookupPrefix(keys);
  *   ...
@@ -34,11 +37,6 @@ import java.util.Optional;
  * }</pre>
  */
 public interface KvCache extends AutoCloseable {
-
-  /** A builder for an embedded cache. */
-  static KvCacheBuilder builder() {
-    return new KvCacheBuilder();
-  }
 
   /**
    * Stores the bytes between {@code src}'s position and limit under {@code key}, replacing any

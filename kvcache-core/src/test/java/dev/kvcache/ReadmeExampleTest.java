@@ -1,5 +1,6 @@
 package dev.kvcache;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.testkit.ReadmeSnippets;
@@ -36,7 +37,7 @@ class ReadmeExampleTest {
     // README:start
     Namespace ns = Namespace.of("llama-3.1-8b", "bf16", "tp0of1");
     PrefixKeys prefix = PrefixKeys.of(ns, 16);                // 16 tokens per block
-    try (KvCache cache = KvCache.builder().ramBytes(64L << 20).build()) {
+    try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(64L << 20).build()) {
       List<BlockKey> keys = prefix.keysFor(tokenIds);         // one key per full block
       int cached = cache.lookupPrefix(keys);                  // leading blocks already stored
       for (int i = cached; i < keys.size(); i++) {

@@ -1,5 +1,6 @@
 package dev.kvcache.bench;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.BlockKey;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
@@ -133,7 +134,7 @@ public class SpillBackPressureBenchmark {
   }
 
   private KvCache ramOverDisk(long ramBytes) throws IOException {
-    return KvCache.builder().ramBytes(ramBytes).maxBlockBytes(blockSizeBytes).lowerTier(disk())
+    return KvCacheBuilder.newBuilder().ramBytes(ramBytes).maxBlockBytes(blockSizeBytes).lowerTier(disk())
         .durability(Durability.WRITE_BEHIND).spillThreads(spillThreads)
         .spillQueueBlocks(spillQueueBlocks).build();
   }

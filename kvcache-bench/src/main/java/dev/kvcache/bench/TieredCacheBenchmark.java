@@ -1,5 +1,6 @@
 package dev.kvcache.bench;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
@@ -83,11 +84,11 @@ public class TieredCacheBenchmark {
     src = Blocks.randomDirect(blockSizeBytes, 13);
     dst = ByteBuffer.allocateDirect(blockSizeBytes);
     cache = switch (stack) {
-      case "ram" -> KvCache.builder().ramBytes(workingSetBytes + workingSetBytes / 4)
+      case "ram" -> KvCacheBuilder.newBuilder().ramBytes(workingSetBytes + workingSetBytes / 4)
           .maxBlockBytes(blockSizeBytes).build();
       case "disk" -> disk(SyncPolicy.NONE);
       case "disk-sync" -> disk(SyncPolicy.ALWAYS);
-      case "ram+disk", "ram+disk-no-promotion" -> KvCache.builder().ramBytes(workingSetBytes / 2)
+      case "ram+disk", "ram+disk-no-promotion" -> KvCacheBuilder.newBuilder().ramBytes(workingSetBytes / 2)
           .maxBlockBytes(blockSizeBytes).lowerTier(disk(SyncPolicy.NONE))
           .promoteOnLowerHit(!stack.endsWith("no-promotion")).build();
       case "ram+disk-write-behind" -> ramOverDisk(Durability.WRITE_BEHIND, SyncPolicy.NONE);
@@ -107,7 +108,7 @@ public class TieredCacheBenchmark {
   }
 
   private KvCache ramOverDisk(Durability durability, SyncPolicy sync) throws IOException {
-    return KvCache.builder().ramBytes(workingSetBytes / 2).maxBlockBytes(blockSizeBytes)
+    return KvCacheBuilder.newBuilder().ramBytes(workingSetBytes / 2).maxBlockBytes(blockSizeBytes)
         .lowerTier(disk(sync)).durability(durability).build();
   }
 

@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Blocks kept by one or more {@code kvcache-server}s, as a {@link Tier}: on its own, or under RAM
- * and disk in a tiered cache ({@code KvCache.builder().lowerTier(remote)}).
+ * and disk in a tiered cache ({@code KvCacheBuilder.newBuilder().lowerTier(remote)}).
  *
  * <p>Each key lives on one server, chosen by rendezvous hashing over the configured servers (or
  * the addresses of a DNS name), so every client with the same list finds it in the same place. A

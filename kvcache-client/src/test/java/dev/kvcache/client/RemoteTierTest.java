@@ -8,7 +8,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;

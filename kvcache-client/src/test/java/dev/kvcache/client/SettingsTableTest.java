@@ -2,7 +2,7 @@ package dev.kvcache.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.s3.S3TierConfig;
 import dev.kvcache.server.ServerSettings;

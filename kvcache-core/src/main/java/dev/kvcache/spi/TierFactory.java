@@ -3,7 +3,7 @@ package dev.kvcache.spi;
 import java.io.IOException;
 
 /**
- * Opens a tier of one kind from settings, so that {@link dev.kvcache.KvCacheConfig} can stack tiers
+ * Opens a tier of one kind from settings, so that a cache assembled from settings can stack tiers
  * that live in other modules (the disk tier in kvcache-disk) without kvcache-core depending on
  * them. Implementations are found with {@link java.util.ServiceLoader}: a module lists its factory
  * in {@code META-INF/services/dev.kvcache.spi.TierFactory}.

@@ -17,20 +17,17 @@ import java.util.concurrent.locks.ReentrantLock;
 abstract sealed class PutPolicy {
 
   final SpillQueue spills;
-  /** The write-behind window ({@link TieredCacheConfig#spillQueueBlocks()}). */
-  final int window;
 
-  private PutPolicy(SpillQueue spills, int window) {
+  private PutPolicy(SpillQueue spills) {
     this.spills = spills;
-    this.window = window;
   }
 
   static PutPolicy of(Durability durability, RamTier ram, Tier lower, SpillQueue spills,
-      CopyCoherence copies, int window) {
+      CopyCoherence copies) {
     return switch (durability) {
-      case RAM_FIRST -> new RamFirst(spills, window);
-      case WRITE_BEHIND -> new WriteBehind(spills, window);
-      case WRITE_THROUGH -> new WriteThrough(spills, window, ram, lower, copies);
+      case RAM_FIRST -> new RamFirst(spills);
+      case WRITE_BEHIND -> new WriteBehind(spills);
+      case WRITE_THROUGH -> new WriteThrough(spills, ram, lower, copies);
     };
   }
 
@@ -87,8 +84,8 @@ abstract sealed class PutPolicy {
 
   /** {@link Durability#RAM_FIRST}: blocks go down only when RAM evicts them. */
   static final class RamFirst extends PutPolicy {
-    RamFirst(SpillQueue spills, int window) {
-      super(spills, window);
+    RamFirst(SpillQueue spills) {
+      super(spills);
     }
 
     @Override
@@ -114,13 +111,13 @@ abstract sealed class PutPolicy {
    * fail and the window is full of blocks only RAM holds, puts are refused.
    */
   static final class WriteBehind extends PutPolicy {
-    WriteBehind(SpillQueue spills, int window) {
-      super(spills, window);
+    WriteBehind(SpillQueue spills) {
+      super(spills);
     }
 
     @Override
     boolean backlogMakesWait(int length) {
-      return spills.backlogPastHalf(length, window);
+      return spills.backlogPastHalf(length);
     }
 
     @Override
@@ -130,7 +127,7 @@ abstract sealed class PutPolicy {
 
     @Override
     boolean refuses() {
-      return spills.refusesWriteBehind(window);
+      return spills.refusesWriteBehind();
     }
 
     @Override
@@ -146,12 +143,12 @@ abstract sealed class PutPolicy {
     PutStatus settle(BlockKey key, PutStatus status, SpillEntry copy, SpillEntry evicted,
         SpillOrder.Place place) {
       if (place == null) {
-        spills.awaitBacklog(copy, window);
+        spills.awaitBacklog(copy);
       } else if (copy == null) {
         spills.release(place);
         SpillEntry passedOn = spills.find(key); // RAM evicted the block at once: its spill
         if (passedOn != null) { // registered after the place: the one case that may wait here
-          spills.awaitBacklog(passedOn, window);
+          spills.awaitBacklog(passedOn);
         }
       } // else behind less than half a window when it was reserved: nothing to wait for
       return status;
@@ -167,8 +164,8 @@ abstract sealed class PutPolicy {
     private final Tier lower;
     private final CopyCoherence copies;
 
-    WriteThrough(SpillQueue spills, int window, RamTier ram, Tier lower, CopyCoherence copies) {
-      super(spills, window);
+    WriteThrough(SpillQueue spills, RamTier ram, Tier lower, CopyCoherence copies) {
+      super(spills);
       this.ram = ram;
       this.lower = lower;
       this.copies = copies;

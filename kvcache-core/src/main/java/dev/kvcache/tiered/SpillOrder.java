@@ -12,14 +12,19 @@ import java.util.TreeMap;
  */
 final class SpillOrder {
 
+  private final int maxBlocks;
   private final long maxBytes;
   /** The places not written yet, each with the bytes registered before it. */
   private final TreeMap<Long, Long> unwritten = new TreeMap<>();
   private long registeredBlocks;
   private long registeredBytes;
 
-  /** An order whose blocks may hold at most {@code maxBytes} (the queue's byte bound). */
-  SpillOrder(long maxBytes) {
+  /**
+   * An order that bounds what may be unwritten to {@code maxBlocks} blocks (the write-behind
+   * window) holding at most {@code maxBytes} (the queue's byte bound).
+   */
+  SpillOrder(int maxBlocks, long maxBytes) {
+    this.maxBlocks = maxBlocks;
     this.maxBytes = maxBytes;
   }
 
@@ -48,7 +53,7 @@ final class SpillOrder {
    * bound of {@link #over}: the blocks registered since the oldest one not yet written, or their
    * bytes with its own.
    */
-  synchronized boolean pastHalf(int length, int maxBlocks) {
+  synchronized boolean pastHalf(int length) {
     Map.Entry<Long, Long> first = unwritten.firstEntry();
     if (first == null) {
       return false;
@@ -64,8 +69,8 @@ final class SpillOrder {
    * #over} up to it then cannot happen, however many blocks register meanwhile: the oldest
    * unwritten place only moves on.
    */
-  synchronized Place reserve(int length, int maxBlocks) {
-    if (pastHalf(length, maxBlocks)) {
+  synchronized Place reserve(int length) {
+    if (pastHalf(length)) {
       return null;
     }
     long bytesBefore = registeredBytes;
@@ -111,7 +116,7 @@ final class SpillOrder {
    * end} bytes, are more than {@code maxBlocks}, or more than one holding more than the queue's
    * bytes. Written blocks among them count too: the bound holds however the threads finish.
    */
-  synchronized boolean over(long last, long end, int maxBlocks) {
+  synchronized boolean over(long last, long end) {
     Map.Entry<Long, Long> first = unwritten.firstEntry();
     long oldest = first != null ? first.getKey() : registeredBlocks;
     long bytesBeforeOldest = first != null ? first.getValue() : registeredBytes;

@@ -94,7 +94,7 @@ final class SpillQueue {
     this.lower = lower;
     this.maxEvictedBlocks = maxEvictedBlocks;
     this.maxBytes = maxBytes;
-    this.order = new SpillOrder(maxBytes);
+    this.order = new SpillOrder(maxEvictedBlocks, maxBytes);
     this.copyStored = copyStored;
     this.retryCopy = retryCopy;
     this.threads = new Thread[threads];
@@ -167,12 +167,13 @@ final class SpillQueue {
 
   /**
    * Whether a {@link Durability#WRITE_BEHIND} put must be refused rather than stored: the lower
-   * tier's writes fail, and {@code window} blocks already acknowledged are not safely written
+   * tier's writes fail, and a window of blocks already acknowledged (as many as the queue takes of
+   * evicted blocks) is not safely written
    * (copies waiting, and copies that failed). Storing it would leave one more acknowledged block
    * that only RAM holds, past the bound the mode promises.
    */
-  boolean refusesWriteBehind(int window) {
-    return lastFailure != null && failedCopies.size() + copiesWaiting.get() >= window;
+  boolean refusesWriteBehind() {
+    return lastFailure != null && failedCopies.size() + copiesWaiting.get() >= maxEvictedBlocks;
   }
 
   /** Acknowledged blocks whose copy the lower tier refused or failed to write, still in RAM. */
@@ -186,8 +187,8 @@ final class SpillQueue {
    * one not yet written, or their bytes with its own. Past half, its commit may wait for the
    * spill threads unless more than half a window of puts is written in between.
    */
-  boolean backlogPastHalf(int length, int maxBlocks) {
-    return order.pastHalf(length, maxBlocks);
+  boolean backlogPastHalf(int length) {
+    return order.pastHalf(length);
   }
 
   /**
@@ -197,8 +198,8 @@ final class SpillQueue {
    * #awaitBacklog} up to this place then cannot wait, however many blocks register meanwhile. A
    * place not taken is given back with {@link #release}.
    */
-  SpillOrder.Place reserve(int length, int maxBlocks) {
-    return order.reserve(length, maxBlocks);
+  SpillOrder.Place reserve(int length) {
+    return order.reserve(length);
   }
 
   /** Gives back a place, unless a copy took it: the blocks behind it no longer wait for it. */
@@ -290,15 +291,16 @@ final class SpillQueue {
   }
 
   /**
-   * Waits until at most {@code maxBlocks} blocks registered up to {@code mine} (or, if null, up to
+   * Waits until at most a window of blocks (as many as the queue takes of evicted blocks)
+   * registered up to {@code mine} (or, if null, up to
    * now) may still be unwritten, holding at most the queue's bytes (or only {@code mine} is,
    * whatever its size): the bound on what {@link Durability#WRITE_BEHIND} puts leave unwritten.
    * Blocks registered later do not count, so puts go on in the order they came: each waits for
    * the blocks before its own, not for those of puts that came after it.
    */
-  void awaitBacklog(SpillEntry mine, int maxBlocks) {
+  void awaitBacklog(SpillEntry mine) {
     long[] upTo = order.upTo(mine);
-    while (!stopping && order.over(upTo[0], upTo[1], maxBlocks)) {
+    while (!stopping && order.over(upTo[0], upTo[1])) {
       if (!awaitProgress(System.nanoTime() + POLL_NANOS)) {
         return;
       }

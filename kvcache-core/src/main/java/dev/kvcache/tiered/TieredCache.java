@@ -116,8 +116,7 @@ public final class TieredCache implements Tier {
     this.room = new RoomInRam(ram, spills, config, maxQueuedBytes);
     this.copies = new CopyCoherence(ram, spills);
     this.stripes = copies.stripes();
-    this.policy = PutPolicy.of(config.durability(), ram, lower, spills, copies,
-        config.spillQueueBlocks());
+    this.policy = PutPolicy.of(config.durability(), ram, lower, spills, copies);
     this.reads = new TieredReads(ram, lower, config, spills, copies, counters, () -> closed);
   }
 
@@ -377,7 +376,7 @@ public final class TieredCache implements Tier {
           return Optional.empty(); // the last: a spill of the old copy landed since the check
         }
         if (policy.reservesPlace()) {
-          place = spills.reserve(length(), config.spillQueueBlocks());
+          place = spills.reserve(length());
           if (place == null) {
             return Optional.empty();
           }
@@ -642,7 +641,7 @@ public final class TieredCache implements Tier {
     }
     return health.and("write-behind", CacheHealth.degraded(onlyInRam
         + " blocks written behind are in RAM only"
-        + (spills.refusesWriteBehind(config.spillQueueBlocks())
+        + (spills.refusesWriteBehind()
             ? ", and puts are refused until a write succeeds" : "")));
   }
 

@@ -70,8 +70,38 @@ public record TieredCacheConfig(
         DEFAULT_SPILL_THREADS);
   }
 
+  /** These settings with {@code spillQueueBlocks}. */
+  public TieredCacheConfig withSpillQueueBlocks(int spillQueueBlocks) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
+  }
+
+  /** These settings with {@code spillQueueWait}. */
+  public TieredCacheConfig withSpillQueueWait(Duration spillQueueWait) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
+  }
+
+  /** These settings with {@code promoteOnLowerHit}. */
+  public TieredCacheConfig withPromoteOnLowerHit(boolean promoteOnLowerHit) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
+  }
+
+  /** These settings with {@code spillOnClose}. */
+  public TieredCacheConfig withSpillOnClose(boolean spillOnClose) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
+  }
+
   /** These settings with {@code durability}. */
   public TieredCacheConfig withDurability(Durability durability) {
+    return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
+        durability, spillThreads);
+  }
+
+  /** These settings with {@code spillThreads}. */
+  public TieredCacheConfig withSpillThreads(int spillThreads) {
     return new TieredCacheConfig(spillQueueBlocks, spillQueueWait, promoteOnLowerHit, spillOnClose,
         durability, spillThreads);
   }

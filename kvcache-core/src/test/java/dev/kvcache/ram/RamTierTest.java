@@ -1,5 +1,6 @@
 package dev.kvcache.ram;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -374,23 +375,23 @@ class RamTierTest {
 
   @Test
   void builderRejectsBadSettings() {
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(0).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(0).build())
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(-MIB).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(-MIB).build())
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(64 * KIB - 1).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(64 * KIB - 1).build())
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(MIB).maxBlockBytes(0).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(MIB).maxBlockBytes(0).build())
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(MIB).maxBlockBytes(-2).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(MIB).maxBlockBytes(-2).build())
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(MIB).maxBlockBytes(MIB + 1).build())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(MIB).maxBlockBytes(MIB + 1).build())
         .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test
   void builderAppliesItsSettings() {
-    try (KvCache cache = KvCache.builder().ramBytes(MIB).maxBlockBytes(256 * KIB).build()) {
+    try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(MIB).maxBlockBytes(256 * KIB).build()) {
       BlockKey key = Payloads.key(1);
       assertThat(cache.put(key, Payloads.of(key, 1, 256 * KIB))).isEqualTo(PutStatus.STORED);
       assertThat(cache.put(key, Payloads.of(key, 2, 256 * KIB + 1)))
@@ -588,13 +589,13 @@ class RamTierTest {
 
   @Test
   void builderRejectsMaxBlockBytesOfMinusOne() {
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(MIB).maxBlockBytes(-1).build().close())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(MIB).maxBlockBytes(-1).build().close())
         .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test
   void builderRefusesACapacityItCannotReserve() {
-    assertThatThrownBy(() -> KvCache.builder().ramBytes(Long.MAX_VALUE).build().close())
+    assertThatThrownBy(() -> KvCacheBuilder.newBuilder().ramBytes(Long.MAX_VALUE).build().close())
         .isInstanceOfAny(IllegalArgumentException.class, IllegalStateException.class);
   }
 

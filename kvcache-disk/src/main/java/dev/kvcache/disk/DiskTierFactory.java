@@ -9,8 +9,8 @@ import java.io.IOException;
 import java.nio.file.Path;
 
 /**
- * Opens the disk tier for {@link dev.kvcache.KvCacheConfig} ({@code lower = disk}). Settings, under
- * {@code disk.}: {@code dir} (required), {@code capacity} (required), {@code super-block},
+ * Opens the disk tier for {@link dev.kvcache.tiered.KvCacheConfig} ({@code lower = disk}).
+ * Settings, under {@code disk.}: {@code dir} (required), {@code capacity} (required), {@code super-block},
  * {@code sync-policy} ({@code none}, {@code periodic}, {@code always}), {@code sync-interval},
  * {@code min-free}, {@code reclaim-rate} and {@code scrub-rate} (bytes per second; a scrub rate
  * of 0 turns the scrub off), {@code direct-writes} ({@code false} writes block payloads through

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.tool.DiskToolTest;
 import dev.kvcache.testkit.Payloads;

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -114,7 +115,7 @@ class PowerLossTest {
     if (stack == Stack.DISK) {
       return new Opened(disk, disk);
     }
-    return new Opened(KvCache.builder()
+    return new Opened(KvCacheBuilder.newBuilder()
         .ramBytes(256L << 10)
         .maxBlockBytes(64 << 10)
         .durability(mode)

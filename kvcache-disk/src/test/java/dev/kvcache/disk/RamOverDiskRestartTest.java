@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -23,7 +24,7 @@ class RamOverDiskRestartTest {
   @TempDir Path dir;
 
   private KvCache open(boolean spillOnClose) throws IOException {
-    return KvCache.builder()
+    return KvCacheBuilder.newBuilder()
         .ramBytes(4L << 20)
         .spillOnClose(spillOnClose)
         // a slow disk (writeback throttling) must not make the puts drop blocks: these tests

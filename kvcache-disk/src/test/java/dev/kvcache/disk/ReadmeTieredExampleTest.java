@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -54,7 +55,7 @@ class ReadmeTieredExampleTest {
     // README:start
     DiskTier disk = DiskTier.open(DiskTierConfig.builder(dir, 1L << 30)     // 1 GiB on disk
         .syncPolicy(SyncPolicy.PERIODIC).build());
-    try (KvCache cache = KvCache.builder().ramBytes(64L << 20).lowerTier(disk).build()) {
+    try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(64L << 20).lowerTier(disk).build()) {
       List<BlockKey> keys = prefix.keysFor(tokenIds);
       try (PrefixPin pin = cache.pinPrefix(keys, Duration.ofSeconds(5))) { // held until loaded
         for (int i = 0; i < pin.blocks(); i++) {

@@ -12,7 +12,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Opens the object tier for {@link dev.kvcache.KvCacheConfig}. Settings, under {@code s3.}: {@code
+ * Opens the object tier for {@link dev.kvcache.tiered.KvCacheConfig}. Settings, under {@code s3.}: {@code
  * bucket} and {@code capacity} (required), {@code endpoint} (default AWS S3), {@code
  * allow-plain-http}, {@code prefix}, {@code region}, {@code addressing} ({@code path}, {@code virtual_host}, {@code auto}), {@code
  * access-key-id} with {@code secret-access-key} (default: the SDK's credentials chain), {@code

@@ -5,7 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.spi.Crc32c;

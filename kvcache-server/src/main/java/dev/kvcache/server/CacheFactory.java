@@ -1,7 +1,7 @@
 package dev.kvcache.server;
 
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import io.micronaut.context.annotation.Bean;
 import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Factory;

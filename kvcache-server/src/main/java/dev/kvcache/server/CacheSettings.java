@@ -1,7 +1,7 @@
 package dev.kvcache.server;
 
-import dev.kvcache.KvCacheBuilder;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheBuilder;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.TierSettings;
@@ -68,7 +68,7 @@ class CacheSettings {
     own.put("spill-queue-blocks", spillQueueBlocks);
     own.put("spill-on-close", spillOnClose);
     TierSettings s = TierSettings.of(present(own), PREFIX);
-    KvCacheConfig.Builder b = KvCacheConfig.builder();
+    KvCacheBuilder b = KvCacheBuilder.newBuilder();
     long ram = s.bytes("ram-bytes", KvCacheBuilder.DEFAULT_RAM_BYTES);
     s.checked(() -> b.ramBytes(ram), "ram-bytes");
     if (s.has("max-block-bytes")) {
@@ -77,7 +77,7 @@ class CacheSettings {
     b.ramPolicy(s.choice("ram-policy", RamPolicy.class, RamTierConfig.DEFAULT_POLICY));
     String shared = s.string("ram-shared-memory-dir", "");
     if (!shared.isEmpty()) {
-      s.checked(() -> b.ramSharedMemoryDir(Path.of(shared)), "ram-shared-memory-dir");
+      s.checked(() -> b.ramSharedMemory(Path.of(shared)), "ram-shared-memory-dir");
     }
     // checked on every server; what a PUT promises of the disk, so applied over a disk only
     TieredCacheConfig tiered = TieredCacheConfig.read(s);
@@ -94,7 +94,7 @@ class CacheSettings {
       b.lower("s3", objects);
     }
     s.requireAllRead();
-    return s.checked(b::build, "max-block-bytes", "ram-bytes");
+    return s.checked(b::config, "max-block-bytes", "ram-bytes");
   }
 
   /** The disk tier's settings, by their names after {@code disk-}. */

@@ -3,7 +3,7 @@ package dev.kvcache.server;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PutStatus;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheBuilder;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheBuilder;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.StackedTierConfig;
 import java.nio.file.Path;

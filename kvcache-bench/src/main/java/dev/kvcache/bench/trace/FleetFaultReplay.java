@@ -3,7 +3,7 @@ package dev.kvcache.bench.trace;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.KvCacheConfig;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.Namespace;
 import dev.kvcache.s3.S3Tier;
 import dev.kvcache.s3.testkit.FaultyProxy;

@@ -1,5 +1,6 @@
 package dev.kvcache.bench.trace;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.KvCache;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
@@ -137,7 +138,7 @@ public final class TierReplay implements Callable<Integer> {
         .syncPolicy(SyncPolicy.NONE)
         .reclaimBytesPerSecond(Long.MAX_VALUE)
         .build());
-    KvCache cache = ramBlocks == 0 ? disk : KvCache.builder()
+    KvCache cache = ramBlocks == 0 ? disk : KvCacheBuilder.newBuilder()
         .ramBytes(KvCacheModel.ramBytesFor(ramBlocks))
         .maxBlockBytes(BLOCK_BYTES)
         .lowerTier(disk)

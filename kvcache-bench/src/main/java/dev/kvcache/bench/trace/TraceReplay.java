@@ -1,5 +1,6 @@
 package dev.kvcache.bench.trace;
 
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.KvCache;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
@@ -161,7 +162,7 @@ public final class TraceReplay implements Callable<Integer> {
   }
 
   static PrefixCacheModel kvcache(long blocks, RamPolicy policy) {
-    return new KvCacheModel(KvCache.builder()
+    return new KvCacheModel(KvCacheBuilder.newBuilder()
         .ramBytes(KvCacheModel.ramBytesFor(blocks))
         .ramPolicy(policy)
         .maxBlockBytes(KvCacheModel.BLOCK_BYTES)

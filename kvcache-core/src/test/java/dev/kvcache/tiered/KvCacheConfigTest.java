@@ -1,5 +1,6 @@
 package dev.kvcache;
 
+import dev.kvcache.tiered.KvCacheConfig;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
