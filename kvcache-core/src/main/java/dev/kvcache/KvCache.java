@@ -53,18 +53,14 @@ public interface KvCache extends AutoCloseable {
    * that arrive in parts: see {@link BlockWriter}. Room for the block is reserved now; if none can
    * be had, the writer's {@link BlockWriter#rejection()} says why.
    *
-   * <p>The default implementation gathers the parts in a heap buffer of the whole block and
-   * {@link #put}s it on commit. Caches that can write in place override it: the RAM tier, the disk
-   * tier, the tiered cache, and the remote tier (which streams the parts to its server).
+   * <p>The RAM tier, the disk tier and the tiered cache write the parts in place; the remote tier
+   * streams them to its server.
    *
    * @throws IllegalArgumentException if {@code length} is not positive
-   * @throws IllegalStateException if the cache is closed (with the default implementation, from
-   *     {@link BlockWriter#commit()})
+   * @throws IllegalStateException if the cache is closed (at once, or from {@link
+   *     BlockWriter#commit()})
    */
-  default BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
-    return new StagedWriter(this, key, length);
-  }
+  BlockWriter writer(BlockKey key, int length);
 
   /**
    * Opens a writer as {@link #writer} does, but only if that needs no waiting and little work:
@@ -193,25 +189,7 @@ public interface KvCache extends AutoCloseable {
    *
    * @throws IllegalArgumentException if {@code timeout} is not positive
    */
-  default PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    Objects.requireNonNull(keys, "keys");
-    PrefixPin.requirePositive(timeout);
-    List<BlockLease> leases = new ArrayList<>();
-    try {
-      for (BlockKey key : keys) {
-        BlockLease lease = get(key);
-        if (lease.status() != GetStatus.HIT) {
-          lease.close();
-          break;
-        }
-        leases.add(lease);
-      }
-    } catch (RuntimeException e) {
-      leases.forEach(BlockLease::close);
-      throw e;
-    }
-    return PrefixPin.of(leases, timeout);
-  }
+  PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout);
 
   /**
    * Copies each block into the buffer at the same index, as {@link #getInto} does.

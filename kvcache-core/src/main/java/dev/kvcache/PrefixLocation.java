@@ -13,8 +13,8 @@ import java.util.Optional;
  *
  * <p>An engine compares {@link #estimatedLoad()} with its own prefill time for the same tokens
  * and loads only if that is faster; or it loads the runs that are fast and recomputes from the
- * first slow one. The estimates come from the tiers' recent reads ({@link
- * dev.kvcache.spi.LoadRate}), one block after another; an engine that loads blocks in parallel
+ * first slow one. The estimates come from the tiers' recent reads (the tier SPI's {@code
+ * LoadRate}), one block after another; an engine that loads blocks in parallel
  * may do better.
  *
  * @param runs the runs of consecutive leading blocks held by one tier, in order; none if the

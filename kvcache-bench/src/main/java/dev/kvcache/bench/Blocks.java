@@ -1,7 +1,6 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.FilterKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -68,7 +67,7 @@ public final class Blocks {
     for (int in = 0; in < length; in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, length - in);
       src.get(in, plain, 0, len);
-      out.put(in, FilterKernels.apply(filter, plain, len, shuffled), 0, len);
+      out.put(in, filter.apply(plain, len, shuffled), 0, len);
     }
     return out;
   }

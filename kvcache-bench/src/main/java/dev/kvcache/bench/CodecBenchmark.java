@@ -3,7 +3,6 @@ package dev.kvcache.bench;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.FilterKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ExecutorService;
@@ -143,7 +142,7 @@ public class CodecBenchmark {
     for (int i = 0, in = 0; in < BLOCK_BYTES; i++, in += chunkSizeBytes) {
       int len = Math.min(chunkSizeBytes, BLOCK_BYTES - in);
       block.get(in, plain, 0, len);
-      byte[] filtered = FilterKernels.apply(filter, plain, len, scratch);
+      byte[] filtered = filter.apply(plain, len, scratch);
       int n = compressor.compress(
           filtered == plain ? plainView : scratchView, 0, len, rawCompressed, out,
           compressor.maxCompressedLength(len));
@@ -163,7 +162,7 @@ public class CodecBenchmark {
     for (int n : rawChunkLengths) {
       int len = Math.min(chunkSizeBytes, BLOCK_BYTES - out);
       decompressor.decompress(rawCompressed, in, n, plainView, 0, len);
-      decoded.put(out, FilterKernels.remove(filter, plain, len, scratch), 0, len);
+      decoded.put(out, filter.remove(plain, len, scratch), 0, len);
       in += n;
       out += len;
     }

@@ -1,7 +1,6 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.codec.Filter;
-import dev.kvcache.internal.codec.FilterKernels;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
@@ -55,11 +54,11 @@ public class FilterBenchmark {
   @Benchmark
   public byte[] apply() {
     // the bit shuffles work in place: the chunk is transformed again each call, at the same cost
-    return FilterKernels.apply(filter, data, chunkSizeBytes, scratch);
+    return filter.apply(data, chunkSizeBytes, scratch);
   }
 
   @Benchmark
   public byte[] remove() {
-    return FilterKernels.remove(filter, data, chunkSizeBytes, scratch);
+    return filter.remove(data, chunkSizeBytes, scratch);
   }
 }

@@ -3,6 +3,7 @@ package dev.kvcache.client;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -117,7 +118,7 @@ final class PrefixLookups {
     if (present < keys.size()) {
       counters.miss();
     }
-    return PrefixPin.over(new RemotePin(this, blocks, leases, counters), timeout);
+    return PinnedPrefix.over(new RemotePin(this, blocks, leases, counters), timeout);
   }
 
   /**

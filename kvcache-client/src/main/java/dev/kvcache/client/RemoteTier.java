@@ -9,6 +9,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
@@ -342,7 +343,7 @@ public final class RemoteTier implements Tier {
   @Override
   public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
     Objects.requireNonNull(keys, "keys");
-    PrefixPin.requirePositive(timeout);
+    PinnedPrefix.requirePositive(timeout);
     ensureOpen();
     return lookups.pinPrefix(keys, timeout);
   }

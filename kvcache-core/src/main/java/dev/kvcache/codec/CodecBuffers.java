@@ -2,7 +2,6 @@ package dev.kvcache.codec;
 
 import static dev.kvcache.internal.codec.ContainerLayout.CHUNK_HEADER_BYTES;
 
-import dev.kvcache.internal.codec.FilterKernels;
 import java.nio.ByteBuffer;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -102,7 +101,7 @@ final class CodecBuffers {
      * returns a view of the filtered bytes.
      */
     ByteBuffer apply(Filter filter, int len) {
-      return FilterKernels.apply(filter, plain, len, filtered) == plain ? plainView : filteredView;
+      return filter.apply(plain, len, filtered) == plain ? plainView : filteredView;
     }
 
     /**
@@ -110,7 +109,7 @@ final class CodecBuffers {
      * be overwritten); returns the array holding the chunk's bytes.
      */
     byte[] remove(Filter filter, int len) {
-      return FilterKernels.remove(filter, filtered, len, plain);
+      return filter.remove(filtered, len, plain);
     }
   }
 }

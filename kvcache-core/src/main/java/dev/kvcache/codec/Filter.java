@@ -4,6 +4,9 @@ import static dev.kvcache.internal.codec.ContainerLayout.FILTER_BIT_SHUFFLE;
 import static dev.kvcache.internal.codec.ContainerLayout.FILTER_BYTE_SHUFFLE;
 import static dev.kvcache.internal.codec.ContainerLayout.FILTER_NONE;
 
+import dev.kvcache.internal.codec.BitShuffle;
+import dev.kvcache.internal.codec.ByteShuffle;
+
 /**
  * A reversible transform applied to each chunk before LZ4, chosen per namespace or per call. The
  * filter and its element size are recorded in the container, so a reader needs no configuration.
@@ -39,6 +42,44 @@ public enum Filter {
   /** The element size the filter groups bytes by; 1 for {@link #NONE}. */
   public int elementSizeBytes() {
     return elementSizeBytes;
+  }
+
+  /**
+   * Applies the filter to the first {@code length} bytes of {@code data}, a chunk held in a heap
+   * array, with {@code scratch} (as long) for the intermediate step.
+   *
+   * @return whichever of the two arrays holds the result: the byte shuffle works from one array
+   *     into the other, the bit shuffle in place
+   */
+  public byte[] apply(byte[] data, int length, byte[] scratch) {
+    switch (this) {
+      case NONE:
+        return data;
+      case BIT_SHUFFLE_1:
+      case BIT_SHUFFLE_2:
+      case BIT_SHUFFLE_4:
+        BitShuffle.shuffle(data, length, elementSizeBytes, scratch);
+        return data;
+      default:
+        ByteShuffle.shuffle(data, length, elementSizeBytes, scratch);
+        return scratch;
+    }
+  }
+
+  /** Reverses {@link #apply} on the first {@code length} bytes of {@code data}. */
+  public byte[] remove(byte[] data, int length, byte[] scratch) {
+    switch (this) {
+      case NONE:
+        return data;
+      case BIT_SHUFFLE_1:
+      case BIT_SHUFFLE_2:
+      case BIT_SHUFFLE_4:
+        BitShuffle.unshuffle(data, length, elementSizeBytes, scratch);
+        return data;
+      default:
+        ByteShuffle.unshuffle(data, length, elementSizeBytes, scratch);
+        return scratch;
+    }
   }
 
   /** The filter's code in the container header. */

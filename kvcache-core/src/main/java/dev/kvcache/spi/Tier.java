@@ -1,12 +1,18 @@
 package dev.kvcache.spi;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
+import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * One storage tier of a cache: off-heap RAM, local disk, or a remote server.
@@ -94,12 +100,43 @@ public interface Tier extends KvCache {
     return put(key, src);
   }
 
-  /** As {@link KvCache#writer}; a block above {@link #maxBlockBytes()} is rejected at once. */
+  /**
+   * As {@link KvCache#writer}; a block above {@link #maxBlockBytes()} is rejected at once. The
+   * default gathers the parts in a heap buffer of the whole block and {@link #put}s it on commit;
+   * a tier that can write in place overrides it.
+   */
   @Override
   default BlockWriter writer(BlockKey key, int length) {
+    Objects.requireNonNull(key, "key");
     if (length > maxBlockBytes()) {
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
     }
-    return KvCache.super.writer(key, length);
+    return new StagedWriter(this, key, length);
+  }
+
+  /**
+   * As {@link KvCache#pinPrefix}. The default holds a lease from {@link #get} on each leading
+   * block found; a tier that holds its blocks another way pins them with {@link
+   * PinnedPrefix#over}.
+   */
+  @Override
+  default PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+    Objects.requireNonNull(keys, "keys");
+    PinnedPrefix.requirePositive(timeout);
+    List<BlockLease> leases = new ArrayList<>();
+    try {
+      for (BlockKey key : keys) {
+        BlockLease lease = get(key);
+        if (lease.status() != GetStatus.HIT) {
+          lease.close();
+          break;
+        }
+        leases.add(lease);
+      }
+    } catch (RuntimeException e) {
+      leases.forEach(BlockLease::close);
+      throw e;
+    }
+    return PinnedPrefix.of(leases, timeout);
   }
 }

@@ -9,6 +9,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -358,7 +359,7 @@ public final class StackedTier implements Tier {
   @Override
   public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
     Objects.requireNonNull(keys, "keys");
-    PrefixPin.requirePositive(timeout);
+    PinnedPrefix.requirePositive(timeout);
     ensureOpen();
     TieredPin pinned = new TieredPin((key, bytes) -> {}); // blocks stay where they are
     try {
@@ -388,7 +389,7 @@ public final class StackedTier implements Tier {
       if (n < keys.size()) {
         counters.miss();
       }
-      return PrefixPin.over(pinned, timeout);
+      return PinnedPrefix.over(pinned, timeout);
     } catch (RuntimeException | Error e) {
       pinned.release();
       throw e;

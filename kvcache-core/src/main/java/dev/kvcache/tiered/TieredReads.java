@@ -8,6 +8,7 @@ import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -428,7 +429,7 @@ final class TieredReads {
    */
   PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
     Objects.requireNonNull(keys, "keys");
-    PrefixPin.requirePositive(timeout);
+    PinnedPrefix.requirePositive(timeout);
     ensureOpen();
     long[] before = stripes.generations(); // a put or delete after this makes a pinned copy stale
     TieredPin pinned = new TieredPin((key, bytes) -> {
@@ -461,7 +462,7 @@ final class TieredReads {
       if (n < keys.size()) {
         counters.miss();
       }
-      return PrefixPin.over(pinned, timeout);
+      return PinnedPrefix.over(pinned, timeout);
     } catch (RuntimeException | Error e) {
       pinned.release();
       throw e;

@@ -24,6 +24,7 @@ import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PutChecks;
@@ -347,7 +348,7 @@ public final class S3Tier implements Tier {
    */
   @Override
   public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    PrefixPin.requirePositive(timeout);
+    PinnedPrefix.requirePositive(timeout);
     int found = lookupPrefix(keys);
     int[] lengths = new int[found];
     int n = 0;
@@ -358,7 +359,7 @@ public final class S3Tier implements Tier {
     if (n < keys.size()) {
       counters.miss();
     }
-    return PrefixPin.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, reads::readPinned),
+    return PinnedPrefix.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, reads::readPinned),
         timeout);
   }
 

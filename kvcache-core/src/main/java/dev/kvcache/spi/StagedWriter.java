@@ -1,6 +1,8 @@
-package dev.kvcache;
+package dev.kvcache.spi;
 
-import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.BlockKey;
+import dev.kvcache.KvCache;
+import dev.kvcache.PutStatus;
 import java.nio.ByteBuffer;
 
 /**
