@@ -13,6 +13,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
  * One storage tier of a cache: off-heap RAM, local disk, or a remote server.
@@ -32,6 +34,29 @@ public interface Tier extends KvCache {
 
   /** The largest block this tier accepts, in bytes. */
   int maxBlockBytes();
+
+  /**
+   * Reports this tier to {@code visitor}: the reads it served, its bytes and the counters of its
+   * own. A stack reports each of its tiers, top down, handing each the count of the reads it
+   * served from it. The default reports {@code hits} and this tier's bytes under {@link #name()};
+   * a tier that keeps counters of its own adds them.
+   *
+   * @param hits the reads this tier served, as the stack above counted them (for the cache's top
+   *     tier, the cache's hits)
+   */
+  default void describe(TierVisitor visitor, LongSupplier hits) {
+    visitor.hits(name(), hits);
+    visitor.bytes(name(), () -> stats().bytesUsed(), () -> stats().capacityBytes());
+  }
+
+  /**
+   * The capability {@code type} of this tier, or of a tier below it in a stack: an interface of
+   * this package such as {@link NamespaceDrop}, offered by the tiers that can do it. The default
+   * offers what this tier implements; a stack asks its tiers, top down.
+   */
+  default <C> Optional<C> capability(Class<C> type) {
+    return type.isInstance(this) ? Optional.of(type.cast(this)) : Optional.empty();
+  }
 
   /**
    * How fast this tier has read its blocks lately. Implementations time the copies they make of

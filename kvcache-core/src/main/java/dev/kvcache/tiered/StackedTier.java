@@ -13,6 +13,7 @@ import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.spi.TierVisitor;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -22,6 +23,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -418,6 +420,32 @@ public final class StackedTier implements Tier {
         own.rejections(), own.deletes(), own.blocks(), own.bytesUsed(), own.capacityBytes(),
         Math.max(0, u.leasesOpen() + b.leasesOpen() - heldByUploads), own.compactions(),
         own.bytesCompacted());
+  }
+
+  /**
+   * Reports the upper tier and then the backing one, each with the reads it served, and the
+   * uploads from one to the other.
+   */
+  @Override
+  public void describe(TierVisitor visitor, LongSupplier hits) {
+    upper.describe(visitor, upperHits::sum);
+    backing.describe(visitor, backingHits::sum);
+    String to = backing.name();
+    visitor.counter("kvcache.uploads", "blocks uploaded from the " + upper.name() + " tier to the"
+        + " tier below it", () -> stackedStats().uploaded(), "to", to);
+    visitor.counter("kvcache.uploads.dropped", "blocks not uploaded: the upload queue was full,"
+        + " or the " + upper.name() + " tier no longer held them when their turn came",
+        () -> stackedStats().uploadsDropped(), "to", to);
+    visitor.counter("kvcache.uploads.failed", "uploads the tier below refused or failed",
+        () -> stackedStats().uploadFailures(), "to", to);
+    visitor.gauge("kvcache.uploads.waiting", "blocks queued for upload or being uploaded",
+        () -> stackedStats().uploadsWaiting(), "to", to);
+  }
+
+  /** The capability of the upper tier, or else of the backing one. */
+  @Override
+  public <C> Optional<C> capability(Class<C> type) {
+    return upper.capability(type).or(() -> backing.capability(type));
   }
 
   /** The upper tier's own statistics. */

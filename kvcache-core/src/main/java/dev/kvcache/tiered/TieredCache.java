@@ -16,6 +16,7 @@ import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.spi.TierVisitor;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
@@ -24,6 +25,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -584,6 +586,37 @@ public final class TieredCache implements Tier {
     return new TieredStats(reads.ramHits(), reads.spillHits(), reads.lowerHits(),
         stats().misses(), spills.spills(), spillsSkipped.sum(), spills.drops(), reads.promotions(),
         spills.copies(), spills.failures(), spills.failedCopies(), notDurablePuts.sum());
+  }
+
+  /**
+   * Reports RAM (its reads and bytes), the blocks on their way down ({@code spill}), the moves
+   * between the tiers, and then the lower tier, handing it the reads it served.
+   */
+  @Override
+  public void describe(TierVisitor visitor, LongSupplier hits) {
+    visitor.hits(ram.name(), () -> reads.ramHits());
+    visitor.hits("spill", () -> reads.spillHits());
+    visitor.bytes(ram.name(), () -> ram.stats().bytesUsed(), () -> ram.stats().capacityBytes());
+    String lowerName = lower.name();
+    visitor.counter("kvcache.lower.write.failures", "writes to the " + lowerName + " tier (spills,"
+        + " and copies written behind or through) refused for lack of room or failed",
+        spills::failures);
+    visitor.counter("kvcache.spill.drops", "blocks RAM evicted that reached no tier",
+        spills::drops);
+    visitor.counter("kvcache.lower.copies", "blocks written to the " + lowerName + " tier as they"
+        + " were put (written behind or through)", spills::copies);
+    visitor.counter("kvcache.puts.not.durable", "PUTs refused (507 not-durable): writes to the "
+        + lowerName + " tier failed and the write-behind window was full of blocks only RAM holds",
+        notDurablePuts::sum);
+    visitor.gauge("kvcache.lower.failed.copies", "blocks written behind whose write to the "
+        + lowerName + " tier failed, held by RAM alone", spills::failedCopies);
+    lower.describe(visitor, () -> reads.lowerHits());
+  }
+
+  /** The capability of RAM, or else of the lower tier. */
+  @Override
+  public <C> Optional<C> capability(Class<C> type) {
+    return ram.capability(type).or(() -> lower.capability(type));
   }
 
   /** The RAM tier's own counters. */

@@ -22,6 +22,7 @@ import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
@@ -37,6 +38,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -464,6 +466,29 @@ public final class DiskTier implements Tier {
     space.reapRetired();
     return counters.snapshot(index.size(), space.usedBytes(), config.capacityBytes(),
         blocksRewritten.sum(), bytesRewritten.sum());
+  }
+
+  /**
+   * Reports the tier's reads and bytes, its background scrub (what it checked, the damaged blocks
+   * it found and dropped before a read met them, its passes), the bytes it read past the page
+   * cache, and the free space of its file system beside the floor it keeps.
+   */
+  @Override
+  public void describe(TierVisitor visitor, LongSupplier hits) {
+    Tier.super.describe(visitor, hits);
+    visitor.counter("kvcache.scrub.bytes", "bytes of block records the disk tier's background"
+        + " scrub checked against their checksums", () -> diskStats().scrubbedBytes());
+    visitor.counter("kvcache.scrub.damaged", "damaged blocks the scrub found, and dropped, before"
+        + " a read met them", () -> diskStats().scrubDamaged());
+    visitor.counter("kvcache.scrub.passes", "passes of the scrub over every super-block of the"
+        + " disk tier", () -> diskStats().scrubPasses());
+    visitor.counter("kvcache.disk.direct.read.bytes", "bytes of blocks the disk tier read past the"
+        + " page cache: reads of blocks that were not in it", reads::directReadBytes);
+    visitor.gauge("kvcache.disk.fs.free.bytes", "bytes free on the disk tier's file system; below"
+        + " kvcache_disk_min_free_bytes the tier starts no super-block and refuses puts",
+        this::fileSystemFreeBytes);
+    visitor.gauge("kvcache.disk.min.free.bytes", "the free space the disk tier leaves on its file"
+        + " system (min-free)", this::minFreeBytes);
   }
 
   /** The disk tier's own counters. */

@@ -27,9 +27,11 @@ import dev.kvcache.s3.internal.StoreState;
 import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.NamespaceDrop;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
@@ -44,6 +46,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
@@ -89,7 +92,7 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * holds keeps the object other servers read ({@link #supersede}); only a delete, an eviction by
  * the object's owner, a damaged read or a dropped namespace removes it.
  */
-public final class S3Tier implements Tier {
+public final class S3Tier implements Tier, NamespaceDrop {
 
   private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
   /** The most HEAD requests one lookup has under way at once. */
@@ -455,6 +458,61 @@ public final class S3Tier implements Tier {
     return counters.snapshot(index.size(), index.bytes(), config.capacityBytes(), 0, 0);
   }
 
+  /**
+   * Reports the tier's reads and bytes, and what it asks of the store: what the store bills for
+   * (requests by operation), the bytes each way, errors, time, damaged objects, whether deletes
+   * keep up, its back-off, and its place in the fleet.
+   */
+  @Override
+  public void describe(TierVisitor visitor, LongSupplier hits) {
+    Tier.super.describe(visitor, hits);
+    for (String op : List.of("GET", "PUT", "HEAD", "DELETE", "LIST")) {
+      visitor.counter("kvcache.s3.requests", "requests sent to the object store, by operation"
+          + " (DELETE: bulk deletes of up to 1000 objects)",
+          () -> requests.sent().getOrDefault(op, 0L), "op", op);
+      visitor.counter("kvcache.s3.request.errors", "requests that failed for the store's reason"
+          + " (unreachable, timed out, throttled, 5xx), by operation",
+          () -> requests.failed().getOrDefault(op, 0L), "op", op);
+      visitor.counter("kvcache.s3.request.seconds", "time requests took, summed, by operation"
+          + " (divide by kvcache_s3_requests for the mean)",
+          () -> requests.seconds().getOrDefault(op, 0.0), "op", op);
+    }
+    visitor.counter("kvcache.s3.bytes", "block bytes moved", bytesUploaded::sum,
+        "direction", "up");
+    visitor.counter("kvcache.s3.bytes", "block bytes moved", reads::bytesDownloaded,
+        "direction", "down");
+    visitor.counter("kvcache.s3.damaged.blocks", "objects whose bytes did not match their"
+        + " checksum: refused and deleted", reads::damagedBlocks);
+    visitor.counter("kvcache.s3.puts.not.stored", "uploads not stored because the store failed"
+        + " or the tier was backing off", notStored::sum);
+    visitor.counter("kvcache.s3.objects.deleted", "objects deleted (evicted, deleted, damaged)",
+        deletes::deleted);
+    visitor.counter("kvcache.s3.listings", "complete listings of the bucket", lister::listings);
+    visitor.counter("kvcache.s3.deletes.refused", "refusals of a delete by the store (an object"
+        + " lock, a policy), each try counted", deletes::refused);
+    visitor.counter("kvcache.s3.deletes.abandoned", "deletes given up after repeated refusals:"
+        + " their objects stay in the bucket", deletes::abandoned);
+    visitor.counter("kvcache.s3.pauses", "back-off pauses begun: one per burst of failures, one"
+        + " per failed probe", store::pauses);
+    visitor.gauge("kvcache.s3.paused", "1 while the tier backs off a failing store: its reads miss"
+        + " and its puts are not stored", () -> store.paused() ? 1 : 0);
+    visitor.gauge("kvcache.s3.delete.backlog", "objects waiting to be deleted: growing means"
+        + " deletes fall behind evictions", deletes::backlog);
+    visitor.gauge("kvcache.s3.last.listing.seconds", "how long the last complete listing of the"
+        + " bucket took", lister::lastSeconds);
+    visitor.gauge("kvcache.s3.last.listing.objects", "objects of the tier the last complete"
+        + " listing found", lister::lastObjects);
+    visitor.gauge("kvcache.s3.fleet.servers", "servers sharing the bucket as this one knows them;"
+        + " 0 for a server alone", () -> index.fleet().members().size());
+    visitor.gauge("kvcache.s3.fleet.member", "1 if this server is among the fleet's servers (or"
+        + " alone); 0: it owns and evicts nothing, and the bucket is not held to its capacity",
+        () -> index.fleet().member() ? 1 : 0);
+    visitor.gauge("kvcache.s3.owned.objects", "objects this server owns and evicts",
+        index::ownedSize);
+    visitor.gauge("kvcache.s3.owned.bytes", "bytes of the objects this server owns, held to its"
+        + " share of the capacity", index::ownedBytes);
+  }
+
   /** What the tier has asked of the store, and how it fared. */
   public S3Stats s3Stats() {
     return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
@@ -505,6 +563,7 @@ public final class S3Tier implements Tier {
    * @throws IllegalStateException if the store failed to list the folder (what was queued is
    *     deleted; the call can be repeated)
    */
+  @Override
   public long dropNamespace(Namespace namespace) {
     Objects.requireNonNull(namespace, "namespace");
     ensureOpen();

@@ -1,6 +1,6 @@
 package dev.kvcache.server;
 
-import dev.kvcache.KvCache;
+import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.KvCacheConfig;
 import io.micronaut.context.annotation.Bean;
 import io.micronaut.context.annotation.Context;
@@ -21,7 +21,7 @@ class CacheFactory {
   /** Opened with the server, not on first use, so a bad setting stops the start. */
   @Context
   @Bean(preDestroy = "close")
-  KvCache cache(KvCacheConfig config) {
+  Tier cache(KvCacheConfig config) {
     try {
       return config.open();
     } catch (IOException e) {

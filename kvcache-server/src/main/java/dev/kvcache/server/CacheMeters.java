@@ -1,25 +1,36 @@
 package dev.kvcache.server;
 
 import dev.kvcache.CacheStats;
-import dev.kvcache.KvCache;
-import dev.kvcache.tiered.StackedTier;
-import dev.kvcache.tiered.TieredCache;
-import dev.kvcache.tiered.TieredStats;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierVisitor;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import jakarta.inject.Singleton;
-import java.util.function.Function;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.ToDoubleFunction;
 
-/** The cache's counters as Prometheus metrics ({@code kvcache_*} on {@code /prometheus}). */
+/**
+ * The cache's counters as Prometheus metrics ({@code kvcache_*} on {@code /prometheus}): the whole
+ * cache's, and what each tier of its stack reports of itself ({@link Tier#describe}), so that a
+ * disk tier adds its scrub and an object tier its requests without this class knowing either.
+ */
 @Singleton
 class CacheMeters implements MeterBinder {
 
-  private final KvCache cache;
+  private final Tier cache;
+  /**
+   * The tiers' suppliers, held here: a registry holds the object a function meter reads only
+   * weakly.
+   */
+  private final List<Object> suppliers = new ArrayList<>();
 
-  CacheMeters(KvCache cache) {
+  CacheMeters(Tier cache) {
     this.cache = cache;
   }
 
@@ -40,63 +51,48 @@ class CacheMeters implements MeterBinder {
     Gauge.builder("kvcache.degraded", cache, c -> c.health().degraded() ? 1 : 0)
         .description("1 while some promise of the cache is on hold (see /health), else 0")
         .register(registry);
-    if (cache instanceof TieredCache tiered) {
-      tierHits(registry, tiered, "ram", t -> t.tieredStats().ramHits());
-      tierHits(registry, tiered, "spill", t -> t.tieredStats().spillHits());
-      tierBytes(registry, tiered, "ram", TieredCache::ramStats);
-      if (tiered.lower() instanceof StackedTier stacked) {
-        tierHits(registry, stacked, stacked.upper().name(), t -> t.stackedStats().upperHits());
-        tierHits(registry, stacked, stacked.backing().name(),
-            t -> t.stackedStats().backingHits());
-        tierBytes(registry, stacked, stacked.upper().name(), StackedTier::upperStats);
-        tierBytes(registry, stacked, stacked.backing().name(), StackedTier::backingStats);
-      } else {
-        tierHits(registry, tiered, "disk", t -> t.tieredStats().lowerHits());
-        tierBytes(registry, tiered, "disk", TieredCache::lowerStats);
-      }
-      tieredCounter(registry, tiered, "kvcache.lower.write.failures",
-          "writes to the disk tier (spills, and copies written behind or through) refused for lack"
-              + " of room or failed", TieredStats::writeFailures);
-      tieredCounter(registry, tiered, "kvcache.spill.drops",
-          "blocks RAM evicted that reached no tier", TieredStats::spillDrops);
-      tieredCounter(registry, tiered, "kvcache.lower.copies",
-          "blocks written to the disk tier as they were put (written behind or through)",
-          TieredStats::copies);
-      tieredCounter(registry, tiered, "kvcache.puts.not.durable",
-          "PUTs refused (507 not-durable): writes to the disk tier failed and the write-behind"
-              + " window was full of blocks only RAM holds", TieredStats::notDurablePuts);
-      Gauge.builder("kvcache.lower.failed.copies", tiered, t -> t.tieredStats().failedCopies())
-          .description("blocks written behind whose write to the disk tier failed, held by RAM"
-              + " alone")
-          .register(registry);
-    } else {
-      tierHits(registry, cache, "ram", c -> c.stats().hits());
-      tierBytes(registry, cache, "ram", KvCache::stats);
+    cache.describe(new Registering(registry), () -> cache.stats().hits());
+  }
+
+  /** Registers what the tiers report as meters of {@code registry}. */
+  private final class Registering implements TierVisitor {
+    private final MeterRegistry registry;
+
+    Registering(MeterRegistry registry) {
+      this.registry = registry;
     }
-  }
 
-  private static <C> void tierHits(MeterRegistry registry, C cache, String tier,
-      ToDoubleFunction<C> hits) {
-    FunctionCounter.builder("kvcache.tier.hits", cache, hits)
-        .description("reads served by each tier: ram, spill (a block on its way from RAM to disk),"
-            + " disk, s3")
-        .tag("tier", tier).register(registry);
-  }
+    @Override
+    public void hits(String tier, LongSupplier reads) {
+      counter("kvcache.tier.hits", "reads served by each tier: ram, spill (a block on its way from"
+          + " RAM to the tier below), disk, s3, remote", reads::getAsLong, "tier", tier);
+    }
 
-  private static <C> void tierBytes(MeterRegistry registry, C cache, String tier,
-      Function<C, CacheStats> stats) {
-    Gauge.builder("kvcache.tier.bytes.used", cache, c -> stats.apply(c).bytesUsed())
-        .description("bytes a tier holds (blocks and the memory reserved for writes under way)")
-        .tag("tier", tier).register(registry);
-    Gauge.builder("kvcache.tier.bytes.capacity", cache, c -> stats.apply(c).capacityBytes())
-        .description("bytes a tier may hold").tag("tier", tier).register(registry);
-  }
+    @Override
+    public void bytes(String tier, LongSupplier used, LongSupplier capacity) {
+      gauge("kvcache.tier.bytes.used", "bytes a tier holds (blocks and the memory reserved for"
+          + " writes under way)", used::getAsLong, "tier", tier);
+      gauge("kvcache.tier.bytes.capacity", "bytes a tier may hold", capacity::getAsLong,
+          "tier", tier);
+    }
 
-  private static void tieredCounter(MeterRegistry registry, TieredCache tiered, String name,
-      String help, ToDoubleFunction<TieredStats> value) {
-    FunctionCounter.builder(name, tiered, t -> value.applyAsDouble(t.tieredStats()))
-        .description(help)
-        .register(registry);
+    @Override
+    public void counter(String name, String help, DoubleSupplier value, String... tags) {
+      suppliers.add(value);
+      FunctionCounter.builder(name, value, DoubleSupplier::getAsDouble).description(help)
+          .baseUnit(unit(name)).tags(Tags.of(tags)).register(registry);
+    }
+
+    @Override
+    public void gauge(String name, String help, DoubleSupplier value, String... tags) {
+      Gauge.builder(name, value, DoubleSupplier::getAsDouble).strongReference(true)
+          .description(help).baseUnit(unit(name)).tags(Tags.of(tags)).register(registry);
+    }
+
+    /** The unit a name ends in, if any. */
+    private static String unit(String name) {
+      return name.endsWith(".bytes") ? "bytes" : name.endsWith(".seconds") ? "seconds" : null;
+    }
   }
 
   private void counter(MeterRegistry registry, String name, String help,

@@ -1,11 +1,8 @@
 package dev.kvcache.server;
 
-import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
-import dev.kvcache.s3.S3Tier;
+import dev.kvcache.spi.NamespaceDrop;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.tiered.StackedTier;
-import dev.kvcache.tiered.TieredCache;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.MediaType;
 import io.micronaut.http.annotation.Controller;
@@ -23,11 +20,11 @@ import java.util.Optional;
 class ObjectTierController {
 
   private final Namespaces namespaces;
-  private final Optional<S3Tier> objects;
+  private final Optional<NamespaceDrop> objects;
 
-  ObjectTierController(KvCache cache, Namespaces namespaces) {
+  ObjectTierController(Tier cache, Namespaces namespaces) {
     this.namespaces = namespaces;
-    this.objects = objectTier(cache);
+    this.objects = cache.capability(NamespaceDrop.class);
   }
 
   /**
@@ -47,7 +44,7 @@ class ObjectTierController {
   @ExecuteOn(TaskExecutors.BLOCKING)
   Dropped drop(String namespace) {
     Namespace ns = namespaces.require(namespace);
-    S3Tier s3 = objects.orElseThrow(() -> new ApiException(HttpStatus.NOT_FOUND,
+    NamespaceDrop s3 = objects.orElseThrow(() -> new ApiException(HttpStatus.NOT_FOUND,
         "no-object-tier", "this server has no object tier (kvcache.cache.s3.bucket)"));
     try {
       return new Dropped(namespace, s3.dropNamespace(ns));
@@ -55,15 +52,5 @@ class ObjectTierController {
       throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "object-store-failed",
           e.getMessage());
     }
-  }
-
-  /** The cache's object tier: the bottom of its lower tiers, if it is one. */
-  static Optional<S3Tier> objectTier(KvCache cache) {
-    if (!(cache instanceof TieredCache tiered)) {
-      return Optional.empty();
-    }
-    Tier lower = tiered.lower();
-    Tier bottom = lower instanceof StackedTier s ? s.backing() : lower;
-    return bottom instanceof S3Tier s3 ? Optional.of(s3) : Optional.empty();
   }
 }
