@@ -364,38 +364,15 @@ public final class StackedTier implements Tier {
     PinnedPrefix.requirePositive(timeout);
     ensureOpen();
     TieredPin pinned = new TieredPin((key, bytes) -> {}); // blocks stay where they are
-    try {
-      int n = 0;
-      while (n < keys.size()) {
-        BlockLease above = leaseAbove(keys.get(n));
-        if (above.status() == GetStatus.HIT) {
-          pinned.add(above);
-          upperHits.increment();
-          counters.hit();
-          n++;
-          continue;
-        }
-        int end = n;
-        while (end < keys.size() && !uploads.unsettled(keys.get(end))
-            && (end == n || !heldAbove(keys.get(end)))) {
-          end++;
-        }
-        int held = end == n ? 0 : pinned.add(backing.pinPrefix(keys.subList(n, end), timeout));
-        backingHits.add(held);
-        counters.hits(held);
-        n += held;
-        if (held == 0 || n < end) {
-          break; // neither tier holds keys[n]
-        }
+    return PrefixWalk.pin(keys, timeout, pinned, key -> {
+      BlockLease above = leaseAbove(key);
+      if (above.status() != GetStatus.HIT) {
+        return null;
       }
-      if (n < keys.size()) {
-        counters.miss();
-      }
-      return PinnedPrefix.over(pinned, timeout);
-    } catch (RuntimeException | Error e) {
-      pinned.release();
-      throw e;
-    }
+      upperHits.increment();
+      counters.hit();
+      return above;
+    }, this::heldAbove, key -> !uploads.unsettled(key), backing, backingHits, counters);
   }
 
   /** Whether the upper tier holds the key, or a block it evicted that waits for its upload. */

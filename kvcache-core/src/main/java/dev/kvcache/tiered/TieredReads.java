@@ -436,37 +436,9 @@ final class TieredReads {
       int stripe = KeyStripes.of(key);
       promote(key, bytes, OptionalInt.empty(), stripe, before[stripe]);
     });
-    try {
-      int n = 0;
-      while (n < keys.size()) {
-        BlockLease above = leaseAbove(keys.get(n));
-        if (above != null) {
-          pinned.add(above);
-          n++;
-          continue;
-        }
-        // the run of keys neither RAM nor the queue holds: the others are pinned above
-        int end = n + 1;
-        while (end < keys.size() && !ram.contains(keys.get(end))
-            && spills.find(keys.get(end)) == null) {
-          end++;
-        }
-        int held = pinned.add(lower.pinPrefix(keys.subList(n, end), timeout));
-        lowerHits.add(held);
-        counters.hits(held);
-        n += held;
-        if (held == 0 || n < end) {
-          break; // no tier holds keys[n]
-        }
-      }
-      if (n < keys.size()) {
-        counters.miss();
-      }
-      return PinnedPrefix.over(pinned, timeout);
-    } catch (RuntimeException | Error e) {
-      pinned.release();
-      throw e;
-    }
+    return PrefixWalk.pin(keys, timeout, pinned, this::leaseAbove,
+        key -> ram.contains(key) || spills.find(key) != null, key -> true, lower, lowerHits,
+        counters);
   }
 
   private void ensureOpen() {
