@@ -1,7 +1,7 @@
 package dev.kvcache.client;
 
 import dev.kvcache.GetStatus;
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.nio.ByteBuffer;
@@ -12,17 +12,15 @@ import java.util.zip.CRC32C;
  * The blocks of a batch answer, each written as its bytes arrive into the caller's buffer for its
  * key, never past the length the server announced for it. A buffer's position moves only once its
  * whole block is in and, when verifying, has the CRC32C the server sent for it ({@value
- * #CHECKSUMS_HEADER}), computed on each part as it is copied; a damaged block is left unanswered
+ * Wire#BLOCK_CHECKSUMS}), computed on each part as it is copied; a damaged block is left unanswered
  * and marked {@link #damaged}. A block too large for its buffer is read past. An answer that is
  * not a 200 is kept as text for the error.
  */
 final class BatchSink implements ResponseSink {
 
   /** The answer's header: each key's block length in the body, 0 when not cached. */
-  static final String LENGTHS_HEADER = "kvcache-block-lengths";
 
   /** The answer's header: the CRC32C of each block in the body, in order. */
-  static final String CHECKSUMS_HEADER = "kvcache-block-crc32c";
 
   private final List<ByteBuffer> dsts;
   private final int maxBlockBytes;
@@ -60,9 +58,9 @@ final class BatchSink implements ResponseSink {
     if (status != 200) {
       return true;
     }
-    CharSequence header = headers.get(LENGTHS_HEADER);
+    CharSequence header = headers.get(Wire.BLOCK_LENGTHS);
     if (header == null) {
-      throw new IllegalStateException("the server's batch answer has no " + LENGTHS_HEADER);
+      throw new IllegalStateException("the server's batch answer has no " + Wire.BLOCK_LENGTHS);
     }
     lengths = parseLengths(header.toString());
     long total = 0;
@@ -77,7 +75,7 @@ final class BatchSink implements ResponseSink {
     results = new GetStatus[dsts.size()];
     damaged = new boolean[dsts.size()];
     if (verify) {
-      expected = parseChecksums(headers.get(CHECKSUMS_HEADER));
+      expected = parseChecksums(headers.get(Wire.BLOCK_CHECKSUMS));
     }
     nextBlock();
     return true;
@@ -104,13 +102,13 @@ final class BatchSink implements ResponseSink {
   }
 
   /**
-   * The checksums of {@value #CHECKSUMS_HEADER}, spread by key: one for each block in the body.
+   * The checksums of {@value Wire#BLOCK_CHECKSUMS}, spread by key: one for each block in the body.
    *
    * @throws IllegalStateException if the header is missing, malformed or of another count
    */
   private int[] parseChecksums(CharSequence header) {
     if (header == null) {
-      throw new IllegalStateException("the server's batch answer has no " + CHECKSUMS_HEADER);
+      throw new IllegalStateException("the server's batch answer has no " + Wire.BLOCK_CHECKSUMS);
     }
     String text = header.toString().trim();
     String[] parts = text.isEmpty() ? new String[0] : text.split(",");
@@ -125,7 +123,7 @@ final class BatchSink implements ResponseSink {
             + " checksums for more blocks");
       }
       try {
-        byKey[i] = Crc32c.fromHeader(parts[next++]);
+        byKey[i] = Wire.checksum(parts[next++]);
       } catch (IllegalArgumentException e) {
         throw new IllegalStateException("the server's batch answer has a malformed checksum: "
             + e.getMessage(), e);

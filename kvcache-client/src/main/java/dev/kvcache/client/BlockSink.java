@@ -3,6 +3,7 @@ package dev.kvcache.client;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.Http2Headers;
@@ -16,16 +17,14 @@ import java.util.zip.CRC32C;
  * length the server announced. Until {@link #end()} saw every byte, the caller's buffer position
  * does not move; an answer that is not a 200 is kept as text for the error.
  *
- * <p>An answer encoded as a codec container ({@value #CODING}) is gathered as it arrives, up to the
+ * <p>An answer encoded as a codec container ({@value Wire#CODING}) is gathered as it arrives, up to the
  * container of the largest block, and decoded into place by {@link #decode()}, on the caller's
  * thread rather than the event loop's.
  */
 final class BlockSink implements ResponseSink {
 
   /** The content coding of a block sent as a {@link BlockCodec} container. */
-  static final String CODING = "kvcache-lz4";
 
-  private static final String LENGTH_HEADER = "kvcache-block-length";
 
   private final ByteBuffer dst;
   private final int maxBytes;
@@ -44,7 +43,7 @@ final class BlockSink implements ResponseSink {
 
   /**
    * Into {@code dst} from its position, or into a new direct buffer if {@code dst} is null; if
-   * {@code verify}, an answer must carry its block's checksum ({@value Crc32c#HEADER}), and is
+   * {@code verify}, an answer must carry its block's checksum ({@value Wire#CHECKSUM}), and is
    * complete only if its bytes have it.
    */
   BlockSink(ByteBuffer dst, int maxBytes, boolean verify) {
@@ -62,9 +61,9 @@ final class BlockSink implements ResponseSink {
     CharSequence coding = headers.get("content-encoding");
     if (coding != null) {
       if (verify) {
-        expected = Crc32c.fromHeader(requireChecksum(headers)); // of the decoded block
+        expected = Wire.checksum(requireChecksum(headers)); // of the decoded block
       }
-      return beginEncoded(coding, headers.getLong(LENGTH_HEADER));
+      return beginEncoded(coding, headers.getLong(Wire.BLOCK_LENGTH));
     }
     Long length = headers.getLong("content-length");
     if (length == null || length < 1 || length > maxBytes) {
@@ -72,7 +71,7 @@ final class BlockSink implements ResponseSink {
           + (length == null ? "unknown length" : length + " bytes"));
     }
     if (verify) {
-      expected = Crc32c.fromHeader(requireChecksum(headers));
+      expected = Wire.checksum(requireChecksum(headers));
       crc = new CRC32C();
     }
     if (dst == null) {
@@ -94,15 +93,15 @@ final class BlockSink implements ResponseSink {
    * @throws IllegalStateException if it is missing: the answer breaks the protocol
    */
   static CharSequence requireChecksum(Http2Headers headers) {
-    CharSequence checksum = headers.get(Crc32c.HEADER);
+    CharSequence checksum = headers.get(Wire.CHECKSUM);
     if (checksum == null) {
-      throw new IllegalStateException("the server answered a block without its " + Crc32c.HEADER);
+      throw new IllegalStateException("the server answered a block without its " + Wire.CHECKSUM);
     }
     return checksum;
   }
 
   private boolean beginEncoded(CharSequence coding, Long length) {
-    if (!AsciiString.contentEqualsIgnoreCase(coding, CODING)) {
+    if (!AsciiString.contentEqualsIgnoreCase(coding, Wire.CODING)) {
       throw new IllegalStateException("the server answered in the unknown coding " + coding);
     }
     if (length == null || length < 1 || length > maxBytes) {

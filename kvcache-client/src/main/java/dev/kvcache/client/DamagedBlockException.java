@@ -1,6 +1,6 @@
 package dev.kvcache.client;
 
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 
 /**
  * A block whose bytes arrived without the CRC32C the server sent with them: damaged on the way, or
@@ -12,7 +12,7 @@ final class DamagedBlockException extends IllegalStateException {
   private static final long serialVersionUID = 1L;
 
   DamagedBlockException(int actual, int expected) {
-    super("the block's bytes have the CRC32C " + Crc32c.toHeader(actual) + ", the server sent "
-        + Crc32c.toHeader(expected) + ": damaged");
+    super("the block's bytes have the CRC32C " + Wire.checksum(actual) + ", the server sent "
+        + Wire.checksum(expected) + ": damaged");
   }
 }

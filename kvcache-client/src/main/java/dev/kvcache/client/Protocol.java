@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import dev.kvcache.BlockKey;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -30,7 +31,6 @@ final class Protocol {
   }
 
   private final String namespace;
-  private final String prefix;
 
   /** @throws IllegalArgumentException if {@code namespace} is not a server namespace name */
   Protocol(String namespace) {
@@ -39,27 +39,26 @@ final class Protocol {
           + "' is not a server namespace name (1 to 64 of A-Z a-z 0-9 . _ -)");
     }
     this.namespace = namespace;
-    this.prefix = "/v1/namespaces/" + namespace;
   }
 
   String blockPath(BlockKey key) {
-    return prefix + "/blocks/" + key.toHex();
+    return Wire.blockPath(namespace, key);
   }
 
   String batchPath() {
-    return prefix + "/batch-get";
+    return Wire.batchPath(namespace);
   }
 
   String lookupPath() {
-    return prefix + "/lookup";
+    return Wire.lookupPath(namespace);
   }
 
   String leasePath(String lease) {
-    return prefix + "/leases/" + lease;
+    return Wire.leasePath(namespace, lease);
   }
 
   String pinnedBlockPath(String lease, int index) {
-    return leasePath(lease) + "/blocks/" + index;
+    return Wire.pinnedBlockPath(namespace, lease, index);
   }
 
   /** What a PUT's status says, counted in {@code counters}. */

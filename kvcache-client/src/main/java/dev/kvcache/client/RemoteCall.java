@@ -1,6 +1,6 @@
 package dev.kvcache.client;
 
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import java.io.IOException;
 import java.util.concurrent.ExecutionException;
@@ -65,7 +65,7 @@ final class RemoteCall {
     return this;
   }
 
-  /** Sends {@code header} as the body's {@value Crc32c#HEADER}. */
+  /** Sends {@code header} as the body's {@value Wire#CHECKSUM}. */
   RemoteCall checksum(String header) {
     this.checksum = header;
     return this;

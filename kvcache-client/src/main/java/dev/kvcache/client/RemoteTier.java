@@ -9,13 +9,14 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
-import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -131,7 +132,7 @@ public final class RemoteTier implements Tier {
     int status = config.wireCodec == null
         ? requests.call(directory.linkFor(key), "PUT", protocol.blockPath(key),
             Unpooled.wrappedBuffer(src.duplicate()), null, () -> answer, false)
-            .checksum(config.checksums ? Crc32c.toHeader(Crc32c.of(src)) : null)
+            .checksum(config.checksums ? Wire.checksum(Crc32c.of(src)) : null)
             .start().await()
         : putEncoded(key, src, answer);
     return protocol.putStatus("PUT", key, status, answer, counters);
@@ -143,7 +144,7 @@ public final class RemoteTier implements Tier {
    */
   private int putEncoded(BlockKey key, ByteBuffer src, ResponseSink.Text answer) {
     ServerLink link = directory.linkFor(key);
-    BodyStream body = link.startPut(protocol.blockPath(key), -1, BlockSink.CODING, answer);
+    BodyStream body = link.startPut(protocol.blockPath(key), -1, Wire.CODING, answer);
     if (body == null) {
       return RemoteCall.UNREACHABLE;
     }
@@ -219,7 +220,7 @@ public final class RemoteTier implements Tier {
   }
 
   private String acceptedCoding() {
-    return config.wireCodec == null ? null : BlockSink.CODING;
+    return config.wireCodec == null ? null : Wire.CODING;
   }
 
   /**

@@ -5,6 +5,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.wire.Wire;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 
@@ -36,7 +37,7 @@ final class RemoteWriter extends AbstractBlockWriter {
     this.link = link;
     body = config.wireCodec == null
         ? link.startPut(protocol.blockPath(key), length, null, answer)
-        : link.startPut(protocol.blockPath(key), -1, BlockSink.CODING, answer);
+        : link.startPut(protocol.blockPath(key), -1, Wire.CODING, answer);
     if (body != null && config.wireCodec != null) {
       try {
         encoder = config.wireCodec.encoder(length, body);

@@ -2,6 +2,7 @@ package dev.kvcache.client;
 
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.Rendezvous;
+import dev.kvcache.wire.Wire;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
@@ -115,7 +116,7 @@ final class ServerLink implements AutoCloseable {
       headers.set(body != null ? "content-encoding" : "accept-encoding", coding);
     }
     if (checksum != null) {
-      headers.set(Crc32c.HEADER, checksum);
+      headers.set(Wire.CHECKSUM, checksum);
     }
     StreamExchange exchange = new StreamExchange(sink, body != null);
     // the stream is opened and written on the event loop, in one go: the caller only waits for

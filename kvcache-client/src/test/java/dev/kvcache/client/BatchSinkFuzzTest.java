@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.kvcache.GetStatus;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.Http2Headers;
@@ -45,10 +46,10 @@ class BatchSinkFuzzTest {
     boolean verify = data.consumeBoolean();
     Http2Headers headers = new DefaultHttp2Headers().status("200");
     if (data.consumeInt(0, 15) != 0) {
-      headers.set(BatchSink.LENGTHS_HEADER, data.consumeString(40));
+      headers.set(Wire.BLOCK_LENGTHS, data.consumeString(40));
     }
     if (data.consumeInt(0, 15) != 0) {
-      headers.set(BatchSink.CHECKSUMS_HEADER, data.consumeString(80));
+      headers.set(Wire.BLOCK_CHECKSUMS, data.consumeString(80));
     }
     if (data.consumeBoolean()) {
       headers.setLong("content-length", data.consumeLong(0, 400));

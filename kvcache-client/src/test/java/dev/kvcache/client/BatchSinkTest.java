@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.GetStatus;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
@@ -24,13 +25,13 @@ class BatchSinkTest {
   }
 
   private static String crc(byte[] b) {
-    return Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(b)));
+    return Wire.checksum(Crc32c.of(ByteBuffer.wrap(b)));
   }
 
   private static Http2Headers answer(String lengths, String checksums) {
     Http2Headers h = new DefaultHttp2Headers().status("200")
-        .set(BatchSink.LENGTHS_HEADER, lengths);
-    return checksums == null ? h : h.set(BatchSink.CHECKSUMS_HEADER, checksums);
+        .set(Wire.BLOCK_LENGTHS, lengths);
+    return checksums == null ? h : h.set(Wire.BLOCK_CHECKSUMS, checksums);
   }
 
   private static List<ByteBuffer> buffers(int n, int each) {
@@ -68,7 +69,7 @@ class BatchSinkTest {
     byte[] a = block(1000, 1);
     assertThatThrownBy(() -> new BatchSink(buffers(1, 1000), 1 << 20, true)
         .begin(200, answer("1000", null)))
-        .hasMessageContaining(BatchSink.CHECKSUMS_HEADER);
+        .hasMessageContaining(Wire.BLOCK_CHECKSUMS);
     assertThatThrownBy(() -> new BatchSink(buffers(2, 1000), 1 << 20, true)
         .begin(200, answer("1000,1000", crc(a))))
         .hasMessageContaining("checksums");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.Http2Headers;
@@ -16,7 +17,7 @@ class BlockSinkTest {
 
   private static Http2Headers answer(int length, int crc) {
     return new DefaultHttp2Headers().status("200").setInt("content-length", length)
-        .set(Crc32c.HEADER, Crc32c.toHeader(crc));
+        .set(Wire.CHECKSUM, Wire.checksum(crc));
   }
 
   private static byte[] block() {
@@ -69,7 +70,7 @@ class BlockSinkTest {
     Http2Headers bare = new DefaultHttp2Headers().status("200").setInt("content-length", 10);
     BlockSink sink = new BlockSink(ByteBuffer.allocate(10), 1 << 20, true);
     assertThatThrownBy(() -> sink.begin(200, bare)).isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining(Crc32c.HEADER);
+        .hasMessageContaining(Wire.CHECKSUM);
     BlockSink unchecked = new BlockSink(ByteBuffer.allocate(10), 1 << 20, false);
     assertThat(unchecked.begin(200, bare)).isTrue();
   }

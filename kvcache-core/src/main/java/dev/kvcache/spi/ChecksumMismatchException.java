@@ -19,8 +19,8 @@ public final class ChecksumMismatchException extends RuntimeException {
    * @param actual the checksum they have
    */
   public ChecksumMismatchException(BlockKey key, int expected, int actual) {
-    super(key + ": the bytes' CRC32C is " + Crc32c.toHeader(actual) + ", not the "
-        + Crc32c.toHeader(expected) + " they were stored with; nothing was stored");
+    super(key + ": the bytes' CRC32C is " + Crc32c.toBase64(actual) + ", not the "
+        + Crc32c.toBase64(expected) + " they were stored with; nothing was stored");
     this.key = key;
   }
 

@@ -7,13 +7,11 @@ import java.util.OptionalInt;
 import java.util.zip.CRC32C;
 
 /**
- * A block's CRC32C (Castagnoli) as it travels with the block over HTTP: in the {@value #HEADER}
- * header, the S3 convention, as the base64 of its four bytes in big-endian order.
+ * A block's CRC32C (Castagnoli), computed, and written as S3 writes it (in its {@code
+ * x-amz-checksum-crc32c} header, which kvcache-server's API takes over): the base64 of its four
+ * bytes in big-endian order.
  */
 public final class Crc32c {
-
-  /** The header a block's checksum travels in, on a PUT and on the answer to a GET. */
-  public static final String HEADER = "x-amz-checksum-crc32c";
 
   private Crc32c() {}
 
@@ -33,18 +31,18 @@ public final class Crc32c {
     return kept.isPresent() ? kept.getAsInt() : of(lease.bytes());
   }
 
-  /** The header value of a checksum. */
-  public static String toHeader(int crc32c) {
+  /** A checksum as the base64 of its four bytes, big-endian. */
+  public static String toBase64(int crc32c) {
     return Base64.getEncoder().encodeToString(new byte[] {(byte) (crc32c >>> 24),
         (byte) (crc32c >>> 16), (byte) (crc32c >>> 8), (byte) crc32c});
   }
 
   /**
-   * The checksum a header value gives.
+   * The checksum a base64 value gives.
    *
    * @throws IllegalArgumentException if it is not the base64 of four bytes
    */
-  public static int fromHeader(CharSequence value) {
+  public static int fromBase64(CharSequence value) {
     byte[] b;
     try {
       b = Base64.getDecoder().decode(value.toString().trim());
@@ -52,8 +50,8 @@ public final class Crc32c {
       b = new byte[0];
     }
     if (b.length != 4) {
-      throw new IllegalArgumentException(HEADER + " must be the base64 of a CRC32C's four bytes"
-          + " (8 characters, such as \"AAAAAA==\"), got '" + value + "'");
+      throw new IllegalArgumentException("not the base64 of a CRC32C's four bytes (8 characters,"
+          + " such as \"AAAAAA==\"): '" + value + "'");
     }
     return ((b[0] & 0xff) << 24) | ((b[1] & 0xff) << 16) | ((b[2] & 0xff) << 8) | (b[3] & 0xff);
   }

@@ -12,22 +12,22 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.DeleteQueue;
 import dev.kvcache.s3.internal.Download;
 import dev.kvcache.s3.internal.Fleet;
-import dev.kvcache.s3.internal.FolderDrop;
 import dev.kvcache.s3.internal.FleetLookup;
+import dev.kvcache.s3.internal.FolderDrop;
 import dev.kvcache.s3.internal.Folders;
 import dev.kvcache.s3.internal.HeadLookup;
 import dev.kvcache.s3.internal.Lister;
-import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectIndex.Entry;
-import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
-import dev.kvcache.s3.internal.Requests;
+import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.Requests.Op;
+import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreState;
-import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceDrop;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
@@ -278,7 +278,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
         .key(name)
         .contentLength((long) length)
         .contentType("application/octet-stream")
-        .checksumCRC32C(Crc32c.toHeader(crc32c))
+        .checksumCRC32C(Crc32c.toBase64(crc32c))
         .metadata(Map.of(Download.CRC_METADATA, String.format("%08x", crc32c)))
         .build();
     long start = System.nanoTime();

@@ -32,8 +32,8 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 class StoreQuirksTest {
 
   private static final byte[] BODY = new byte[1000];
-  private static final String RIGHT = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(BODY)));
-  private static final String WRONG = Crc32c.toHeader(12345);
+  private static final String RIGHT = Crc32c.toBase64(Crc32c.of(ByteBuffer.wrap(BODY)));
+  private static final String WRONG = Crc32c.toBase64(12345);
 
   private static InProcessS3 s3proxy;
   private static RcloneS3 rclone;

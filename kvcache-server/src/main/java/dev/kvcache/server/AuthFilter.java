@@ -1,5 +1,6 @@
 package dev.kvcache.server;
 
+import dev.kvcache.wire.Wire;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpMethod;
@@ -19,7 +20,6 @@ import java.util.List;
 @ServerFilter("/v1/**")
 class AuthFilter {
 
-  private static final String PREFIX = "/v1/namespaces/";
 
   private final Tokens tokens;
 
@@ -52,10 +52,10 @@ class AuthFilter {
 
   /** The namespace a path under {@code /v1/namespaces/} names, or null. */
   static String namespaceOf(String path) {
-    if (!path.startsWith(PREFIX)) {
+    if (!path.startsWith(Wire.NAMESPACES)) {
       return null;
     }
-    int end = path.indexOf('/', PREFIX.length());
-    return end < 0 ? path.substring(PREFIX.length()) : path.substring(PREFIX.length(), end);
+    int end = path.indexOf('/', Wire.NAMESPACES.length());
+    return end < 0 ? path.substring(Wire.NAMESPACES.length()) : path.substring(Wire.NAMESPACES.length(), end);
   }
 }

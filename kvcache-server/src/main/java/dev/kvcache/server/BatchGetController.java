@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.micronaut.context.annotation.Context;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.http.HttpResponse;
@@ -24,14 +25,14 @@ import reactor.core.publisher.Mono;
  * written from the cache's memory as a single GET's is. For blocks of a few hundred KiB, one
  * stream per block costs more per byte than the bytes themselves (docs/benchmarks/server.md).
  *
- * <p>The answer's {@value #LENGTHS_HEADER} header gives, for each key in order, the length of its
+ * <p>The answer's {@value Wire#BLOCK_LENGTHS} header gives, for each key in order, the length of its
  * block in the body, or 0 if it is not cached. It may cover fewer keys than were asked for, when
  * the blocks found would add up to more than {@code kvcache.max-batch-bytes}; the client asks
- * again for the rest. At least one key is always answered. Its {@value #CHECKSUMS_HEADER} header
+ * again for the rest. At least one key is always answered. Its {@value Wire#BLOCK_CHECKSUMS} header
  * gives the CRC32C of each block in the body, in the body's order (keys not cached have none), in
- * the form of a single block's {@value Crc32c#HEADER}.
+ * the form of a single block's {@value Wire#CHECKSUM}.
  */
-@Controller("/v1/namespaces/{namespace}")
+@Controller(Wire.NAMESPACES + "{namespace}")
 @Context // built at the start, so that a malformed kvcache.max-batch-bytes stops it
 class BatchGetController {
 
@@ -43,11 +44,7 @@ class BatchGetController {
    */
   private static final int WINDOW = 16;
 
-  /** Header of a batch answer: each key's block length in the body, 0 when not cached. */
-  static final String LENGTHS_HEADER = "Kvcache-Block-Lengths";
 
-  /** Header of a batch answer: the CRC32C of each block in the body, in order, comma-separated. */
-  static final String CHECKSUMS_HEADER = "Kvcache-Block-Crc32c";
 
   private final KvCache cache;
   private final Namespaces namespaces;
@@ -110,7 +107,7 @@ class BatchGetController {
             leases.add(lease);
             total += length;
             checksums.append(checksums.length() == 0 ? "" : ",")
-                .append(Crc32c.toHeader(Crc32c.of(lease)));
+                .append(Wire.checksum(Crc32c.of(lease)));
           }
           if (!full) {
             lengths.append(lengths.length() == 0 ? "" : ",").append(length);
@@ -123,7 +120,7 @@ class BatchGetController {
       throw e;
     }
     return HttpResponse.ok((ByteBuf) served.batchBody(namespace, leases))
-        .header(LENGTHS_HEADER, lengths)
-        .header(CHECKSUMS_HEADER, checksums);
+        .header(Wire.BLOCK_LENGTHS, lengths)
+        .header(Wire.BLOCK_CHECKSUMS, checksums);
   }
 }

@@ -5,10 +5,11 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.tiered.KvCacheConfig;
+import dev.kvcache.wire.Wire;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpHeaders;
@@ -41,14 +42,10 @@ import reactor.core.scheduler.Scheduler;
  * One block by namespace and key: {@code PUT} stores the request body, {@code GET} answers it from
  * a lease ({@code HEAD}: whether it is there and how long), {@code DELETE} removes it.
  */
-@Controller("/v1/namespaces/{namespace}/blocks/{key}")
+@Controller(Wire.NAMESPACES + "{namespace}/blocks/{key}")
 class BlockController {
 
-  /** Header of a {@code GET} or {@code HEAD} answer: the block's length in bytes. */
-  static final String LENGTH_HEADER = "Kvcache-Block-Length";
 
-  /** Header naming what a put did: {@code stored} or {@code not-admitted}. */
-  static final String PUT_STATUS_HEADER = "Kvcache-Put";
 
   private static final String NOT_CACHED = "not-cached";
 
@@ -100,7 +97,7 @@ class BlockController {
     ApiException badChecksum = null;
     Integer checksum = null;
     try {
-      checksum = checksum(request.getHeaders().get(Crc32c.HEADER));
+      checksum = checksum(request.getHeaders().get(Wire.CHECKSUM));
     } catch (ApiException e) {
       badChecksum = e;
     }
@@ -127,10 +124,10 @@ class BlockController {
         .map(status -> answer(status, declared));
   }
 
-  /** The checksum a PUT's {@value Crc32c#HEADER} gives, or null without one. */
+  /** The checksum a PUT's {@value Wire#CHECKSUM} gives, or null without one. */
   static Integer checksum(String header) {
     try {
-      return header == null ? null : Crc32c.fromHeader(header);
+      return header == null ? null : Wire.checksum(header);
     } catch (IllegalArgumentException e) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-checksum", e.getMessage());
     }
@@ -139,9 +136,9 @@ class BlockController {
   private HttpResponse<?> answer(PutStatus status, long length) {
     switch (status) {
       case STORED:
-        return HttpResponse.status(HttpStatus.CREATED).header(PUT_STATUS_HEADER, "stored");
+        return HttpResponse.status(HttpStatus.CREATED).header(Wire.PUT_STATUS, "stored");
       case NOT_ADMITTED:
-        return HttpResponse.status(HttpStatus.ACCEPTED).header(PUT_STATUS_HEADER, "not-admitted");
+        return HttpResponse.status(HttpStatus.ACCEPTED).header(Wire.PUT_STATUS, "not-admitted");
       case REJECTED_TOO_LARGE:
         throw tooLarge(length);
       case REJECTED_NO_SPACE:
@@ -180,7 +177,7 @@ class BlockController {
 
   /**
    * The block's bytes, written to the socket from the cache's memory; 404 if it is not cached. A
-   * {@code HEAD} is served by this route too, with the block's length in {@value #LENGTH_HEADER}.
+   * {@code HEAD} is served by this route too, with the block's length in {@value Wire#BLOCK_LENGTH}.
    * Encoded as a {@link WireCodec} container, off the event loop, when the request accepts it and
    * the server is configured to. A block that RAM does not hold is read on a blocking thread
    * ({@link OffLoop}).
@@ -219,7 +216,7 @@ class BlockController {
     } else if (wire.encodesFor(request)) {
       served.served(namespace, 1);
       answer = HttpResponse.ok(wire.encode(lease, blocking))
-          .header(HttpHeaders.CONTENT_ENCODING, WireCodec.CODING)
+          .header(HttpHeaders.CONTENT_ENCODING, Wire.CODING)
           .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING);
     } else {
       answer = HttpResponse.ok((ByteBuf) served.getBody(namespace, lease));
@@ -228,14 +225,14 @@ class BlockController {
   }
 
   /**
-   * {@code answer} with the headers of a block's answer: its length ({@value #LENGTH_HEADER}),
-   * and its CRC32C ({@value Crc32c#HEADER}) if given: every answer with a block's bytes gives it.
+   * {@code answer} with the headers of a block's answer: its length ({@value Wire#BLOCK_LENGTH}),
+   * and its CRC32C ({@value Wire#CHECKSUM}) if given: every answer with a block's bytes gives it.
    */
   static MutableHttpResponse<?> withBlockHeaders(MutableHttpResponse<?> answer, int length,
       OptionalInt crc) {
-    answer.header(LENGTH_HEADER, Integer.toString(length));
+    answer.header(Wire.BLOCK_LENGTH, Integer.toString(length));
     if (crc.isPresent()) {
-      answer.header(Crc32c.HEADER, Crc32c.toHeader(crc.getAsInt()));
+      answer.header(Wire.CHECKSUM, Wire.checksum(crc.getAsInt()));
     }
     return answer;
   }

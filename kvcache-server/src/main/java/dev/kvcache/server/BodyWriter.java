@@ -7,7 +7,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.BlockDecoder;
 import dev.kvcache.codec.CorruptBlockException;
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.micronaut.http.HttpStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -61,7 +61,7 @@ final class BodyWriter {
 
   /**
    * The error for a block whose bytes do not have the CRC32C its client sent ({@value
-   * Crc32c#HEADER}), or null if they do or none was sent. The writer computed the checksum as the
+   * Wire#CHECKSUM}), or null if they do or none was sent. The writer computed the checksum as the
    * bytes went in; a caller that gets an error closes the writer, so nothing is stored.
    */
   static ApiException checksumMismatch(BlockWriter writer, Integer expected) {
@@ -69,8 +69,8 @@ final class BodyWriter {
       return null;
     }
     return new ApiException(HttpStatus.BAD_REQUEST, "checksum-mismatch", "the body's CRC32C is "
-        + Crc32c.toHeader(writer.crc32c().getAsInt()) + ", its " + Crc32c.HEADER + " header says "
-        + Crc32c.toHeader(expected) + "; nothing was stored");
+        + Wire.checksum(writer.crc32c().getAsInt()) + ", its " + Wire.CHECKSUM + " header says "
+        + Wire.checksum(expected) + "; nothing was stored");
   }
 
   /**
@@ -195,7 +195,7 @@ final class BodyWriter {
   }
 
   /**
-   * Stores a body encoded as a {@link BlockCodec} container ({@link WireCodec#CODING}), decoded as
+   * Stores a body encoded as a {@link BlockCodec} container ({@link Wire#CODING}), decoded as
    * it arrives, on {@code blocking}: once the container's header is in, a writer is opened for the
    * length it gives, and each chunk is decoded into it as soon as the chunk is whole and checked
    * (memory: one encoded and one decoded chunk). A block longer than {@code maxBlockBytes} is 413,
@@ -289,7 +289,7 @@ final class BodyWriter {
 
     private static ApiException corrupt(CorruptBlockException e) {
       return new ApiException(HttpStatus.BAD_REQUEST, "corrupt-body",
-          "the body is not a whole " + WireCodec.CODING + " container: " + e.getMessage());
+          "the body is not a whole " + Wire.CODING + " container: " + e.getMessage());
     }
   }
 

@@ -151,7 +151,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
           log.debug("HTTP/2 connection {} keeps Netty's write turns", ctx.channel());
         }
         fastGet.install(handler);
-        fastPut.install(handler);
+        Http2PutListener.install(fastPut, handler);
         UnreadBody.install(handler, ctx.pipeline().context(handler), drainLimit);
         ExpectContinue.install(handler);
         ctx.pipeline().remove(this);
@@ -182,7 +182,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     @Override
     public void onStreamPipelineBuilt() {
       if (channel != null) {
-        fastPut.install(channel.pipeline());
+        Http1Requests.install(fastPut, channel.pipeline());
       }
     }
 

@@ -15,22 +15,22 @@ import java.util.concurrent.atomic.LongAdder;
 @Singleton
 class CopyOutcomes implements MeterBinder {
 
-  private final Map<LeaseCopies.Outcome, LongAdder> counts =
-      new EnumMap<>(LeaseCopies.Outcome.class);
+  private final Map<CopyOutcome, LongAdder> counts =
+      new EnumMap<>(CopyOutcome.class);
 
   CopyOutcomes() {
-    for (LeaseCopies.Outcome o : LeaseCopies.Outcome.values()) {
+    for (CopyOutcome o : CopyOutcome.values()) {
       counts.put(o, new LongAdder());
     }
   }
 
-  void add(LeaseCopies.Outcome outcome) {
+  void add(CopyOutcome outcome) {
     counts.get(outcome).increment();
   }
 
   @Override
   public void bindTo(MeterRegistry registry) {
-    for (LeaseCopies.Outcome o : LeaseCopies.Outcome.values()) {
+    for (CopyOutcome o : CopyOutcome.values()) {
       FunctionCounter.builder("kvcache.copied.into.files", counts.get(o), LongAdder::sum)
           .tag("outcome", o.name())
           .description("pinned blocks a client on this host had the server write into a file "

@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -38,10 +39,9 @@ import java.util.concurrent.atomic.AtomicLong;
 @Singleton
 class FastGet implements MeterBinder {
 
-  private static final String PREFIX = "/v1/namespaces/";
   private static final String BLOCKS = "/blocks/";
-  private static final AsciiString LENGTH_HEADER = AsciiString.cached("kvcache-block-length");
-  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Crc32c.HEADER);
+  private static final AsciiString LENGTH_HEADER = AsciiString.cached(Wire.BLOCK_LENGTH);
+  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Wire.CHECKSUM);
   private static final AsciiString OCTET_STREAM = AsciiString.cached("application/octet-stream");
   private static final AsciiString OK = AsciiString.cached("200");
 
@@ -89,14 +89,14 @@ class FastGet implements MeterBinder {
    */
   static String[] blockPath(CharSequence p) {
     String path = p == null ? null : p.toString();
-    if (path == null || !path.startsWith(PREFIX) || path.indexOf('?') >= 0) {
+    if (path == null || !path.startsWith(Wire.NAMESPACES) || path.indexOf('?') >= 0) {
       return null;
     }
-    int blocks = path.indexOf(BLOCKS, PREFIX.length());
+    int blocks = path.indexOf(BLOCKS, Wire.NAMESPACES.length());
     if (blocks < 0 || path.indexOf('/', blocks + BLOCKS.length()) >= 0) {
       return null;
     }
-    return new String[] {path.substring(PREFIX.length(), blocks), path.substring(blocks + BLOCKS.length())};
+    return new String[] {path.substring(Wire.NAMESPACES.length(), blocks), path.substring(blocks + BLOCKS.length())};
   }
 
   /** A GET the fast path answers: its namespace and its block's lease. */
@@ -171,7 +171,7 @@ class FastGet implements MeterBinder {
           .add(HttpHeaderNames.CONTENT_LENGTH, length)
           .add(LENGTH_HEADER, length)
           .add(HttpHeaderNames.DATE, HttpDate.now());
-      response.add(CHECKSUM_HEADER, Crc32c.toHeader(Crc32c.of(lease)));
+      response.add(CHECKSUM_HEADER, Wire.checksum(Crc32c.of(lease)));
       // the lease closes when Netty releases the body
       ByteBuf body = served.getBody(hit.namespace(), lease);
       encoder.writeHeaders(ctx, streamId, response, 0, false, ctx.voidPromise());

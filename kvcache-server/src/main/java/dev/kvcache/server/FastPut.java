@@ -3,20 +3,14 @@ package dev.kvcache.server;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.KvCache;
-import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.PutStatus;
+import dev.kvcache.tiered.KvCacheConfig;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.json.JsonMapper;
 import io.micronaut.scheduling.TaskExecutors;
-import io.netty.channel.ChannelPipeline;
-import io.netty.handler.codec.http.HttpServerCodec;
-import io.netty.handler.codec.http.HttpServerUpgradeHandler;
-import io.netty.handler.codec.http2.Http2ConnectionAdapter;
-import io.netty.handler.codec.http2.Http2ConnectionHandler;
-import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
 import io.netty.util.concurrent.EventExecutor;
 import jakarta.inject.Named;
@@ -79,41 +73,6 @@ class FastPut implements MeterBinder {
     this.tokens = tokens;
     this.timeoutNanos = bodyTimeout.toNanos();
     this.json = json;
-  }
-
-  /** Puts the fast path in front of an HTTP/2 connection's frame listener. */
-  void install(Http2ConnectionHandler handler) {
-    if (enabled) {
-      Http2PutListener listener = new Http2PutListener(this, handler.decoder().frameListener(),
-          handler);
-      handler.decoder().frameListener(listener);
-      handler.connection().addListener(new Http2ConnectionAdapter() {
-        @Override
-        public void onStreamClosed(Http2Stream stream) {
-          listener.closed(stream.id());
-        }
-      });
-    }
-  }
-
-  /**
-   * Puts {@link Http1Requests} in an HTTP/1.1 connection's pipeline, right after the HTTP codec
-   * (and the cleartext HTTP/2 upgrade handler, where there is one), ahead of Micronaut's handlers;
-   * with the fast path off too, since it also keeps pipelined requests in order. Does nothing on a
-   * pipeline without the codec, one that has it already, or an HTTP/2 one.
-   */
-  void install(ChannelPipeline pipeline) {
-    if (pipeline.get(Http1Requests.class) != null
-        || pipeline.get(Http2ConnectionHandler.class) != null) {
-      return;
-    }
-    var after = pipeline.context(HttpServerUpgradeHandler.class);
-    if (after == null) {
-      after = pipeline.context(HttpServerCodec.class);
-    }
-    if (after != null) {
-      pipeline.addAfter(after.name(), "kvcache-http1-requests", new Http1Requests(this));
-    }
   }
 
   /** Whether PUTs are taken ahead of Micronaut ({@code kvcache.fast-put}). */

@@ -1,12 +1,13 @@
 package dev.kvcache.server;
 
 import dev.kvcache.BlockWriter;
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -17,10 +18,13 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerUpgradeHandler;
 import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.netty.util.AsciiString;
 import io.netty.util.ReferenceCountUtil;
 import java.nio.ByteBuffer;
@@ -58,7 +62,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class Http1Requests extends ChannelDuplexHandler {
 
-  private static final AsciiString PUT_HEADER = AsciiString.cached("kvcache-put");
+  private static final AsciiString PUT_HEADER = AsciiString.cached(Wire.PUT_STATUS);
 
   private final FastPut puts;
   /** Requests passed on to Micronaut whose final answer has not been written whole yet. */
@@ -77,6 +81,26 @@ final class Http1Requests extends ChannelDuplexHandler {
   private boolean closing;
   /** A close asked for (a graceful stop) while a PUT taken here was under way: once answered. */
   private ChannelPromise closeWhenAnswered;
+
+  /**
+   * Puts the requests of {@code puts} in an HTTP/1.1 connection's pipeline, right after the HTTP codec
+   * (and the cleartext HTTP/2 upgrade handler, where there is one), ahead of Micronaut's handlers;
+   * with the fast path off too, since it also keeps pipelined requests in order. Does nothing on a
+   * pipeline without the codec, one that has it already, or an HTTP/2 one.
+   */
+  static void install(FastPut puts, ChannelPipeline pipeline) {
+    if (pipeline.get(Http1Requests.class) != null
+        || pipeline.get(Http2ConnectionHandler.class) != null) {
+      return;
+    }
+    var after = pipeline.context(HttpServerUpgradeHandler.class);
+    if (after == null) {
+      after = pipeline.context(HttpServerCodec.class);
+    }
+    if (after != null) {
+      pipeline.addAfter(after.name(), "kvcache-http1-requests", new Http1Requests(puts));
+    }
+  }
 
   Http1Requests(FastPut puts) {
     this.puts = puts;
@@ -137,11 +161,11 @@ final class Http1Requests extends ChannelDuplexHandler {
         || headers.contains(HttpHeaderNames.UPGRADE)) {
       return false;
     }
-    String checksumHeader = headers.get(Crc32c.HEADER);
+    String checksumHeader = headers.get(Wire.CHECKSUM);
     Integer checksum;
     Long length;
     try {
-      checksum = checksumHeader == null ? null : Crc32c.fromHeader(checksumHeader);
+      checksum = checksumHeader == null ? null : Wire.checksum(checksumHeader);
       String declared = headers.get(HttpHeaderNames.CONTENT_LENGTH);
       length = declared == null ? null : Long.valueOf(declared);
     } catch (IllegalArgumentException e) {

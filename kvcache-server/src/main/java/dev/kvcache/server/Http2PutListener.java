@@ -1,17 +1,19 @@
 package dev.kvcache.server;
 
 import dev.kvcache.BlockWriter;
-import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.Http2ConnectionAdapter;
 import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2FrameListener;
 import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.handler.codec.http2.Http2Stream;
 import io.netty.util.AsciiString;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
@@ -32,14 +34,29 @@ import java.util.concurrent.TimeUnit;
 final class Http2PutListener extends RequestFrameStage {
 
   private static final AsciiString JSON = AsciiString.cached("application/json");
-  private static final AsciiString PUT_HEADER = AsciiString.cached("kvcache-put");
-  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Crc32c.HEADER);
+  private static final AsciiString PUT_HEADER = AsciiString.cached(Wire.PUT_STATUS);
+  private static final AsciiString CHECKSUM_HEADER = AsciiString.cached(Wire.CHECKSUM);
 
   private final FastPut puts;
   private final Http2ConnectionHandler handler;
   private final Http2ConnectionEncoder encoder;
   /** The connection's uploads under way, by stream; used on its event loop only. */
   private final Map<Integer, Upload> uploads = new HashMap<>();
+
+  /** Puts {@code puts} in front of an HTTP/2 connection's frame listener, if it is enabled. */
+  static void install(FastPut puts, Http2ConnectionHandler handler) {
+    if (puts.enabled()) {
+      Http2PutListener listener = new Http2PutListener(puts, handler.decoder().frameListener(),
+          handler);
+      handler.decoder().frameListener(listener);
+      handler.connection().addListener(new Http2ConnectionAdapter() {
+        @Override
+        public void onStreamClosed(Http2Stream stream) {
+          listener.closed(stream.id());
+        }
+      });
+    }
+  }
 
   Http2PutListener(FastPut puts, Http2FrameListener next, Http2ConnectionHandler handler) {
     super(next);
@@ -86,7 +103,7 @@ final class Http2PutListener extends RequestFrameStage {
     CharSequence checksumHeader = headers.get(CHECKSUM_HEADER);
     Integer checksum;
     try {
-      checksum = checksumHeader == null ? null : Crc32c.fromHeader(checksumHeader);
+      checksum = checksumHeader == null ? null : Wire.checksum(checksumHeader);
     } catch (IllegalArgumentException e) {
       return false; // Micronaut answers with the error
     }

@@ -1,6 +1,7 @@
 package dev.kvcache.server;
 
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.wire.Wire;
 import io.micronaut.context.ApplicationContext;
 import io.micronaut.runtime.Micronaut;
 import io.micronaut.runtime.server.EmbeddedServer;
@@ -39,7 +40,7 @@ public final class KvCacheServer {
 
   static void printWelcome(EmbeddedServer server, PrintStream out) {
     String base = server.getURL().toString();
-    String block = base + "/v1/namespaces/default/blocks/000102030405060708090a0b0c0d0e0f";
+    String block = base + Wire.NAMESPACES + "default/blocks/000102030405060708090a0b0c0d0e0f";
     out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2 cleartext)");
     out.println("  try: curl -X PUT -H 'Content-Type: application/octet-stream'"
         + " --data-binary @README.md " + block);

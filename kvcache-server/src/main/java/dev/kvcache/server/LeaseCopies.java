@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import dev.kvcache.BlockLease;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.wire.Wire;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
@@ -43,21 +44,11 @@ import reactor.core.publisher.Mono;
  * block whose bytes do not have its checksum is answered {@code damaged}, and its place in the
  * file then holds no block.
  */
-@Controller("/v1/namespaces/{namespace}")
+@Controller(Wire.NAMESPACES + "{namespace}")
 class LeaseCopies {
 
   /** Bytes checked, then copied, at a time: small enough to stay in the CPU's cache between. */
   static final int PIECE_BYTES = 256 << 10;
-
-  /** What became of one block of a copy. */
-  enum Outcome {
-    /** In the file, with its checksum. */
-    copied,
-    /** Not held in this process (a remote tier's), or kept without a checksum: read it. */
-    elsewhere,
-    /** Its bytes do not have the block's checksum; its place in the file holds no block. */
-    damaged
-  }
 
   /**
    * Where to copy which pinned blocks.
@@ -73,7 +64,7 @@ class LeaseCopies {
 
   /** @param blocks what became of each block, in the request's order */
   @Serdeable
-  record CopyResponse(List<Outcome> blocks) {}
+  record CopyResponse(List<CopyOutcome> blocks) {}
 
   private final Namespaces namespaces;
   private final PinRegistry pins;
@@ -101,7 +92,7 @@ class LeaseCopies {
   }
 
   /**
-   * Copies pinned blocks into the client's file: 200 with each block's {@link Outcome}; 400 for a
+   * Copies pinned blocks into the client's file: 200 with each block's {@link CopyOutcome}; 400 for a
    * malformed request, 403 unless the request comes over loopback and the token is in place at
    * every offset (nothing is then written), 404 for a lease that is not open or a file that is
    * not there. Answered on a blocking thread.
@@ -155,11 +146,11 @@ class LeaseCopies {
               "the copy token is not at offset " + missing + " of " + file
                   + ": write it there first, to show the file may be written");
         }
-        List<Outcome> outcomes = new ArrayList<>(blocks.size());
+        List<CopyOutcome> outcomes = new ArrayList<>(blocks.size());
         int newlyServed = 0;
         for (long[] b : blocks) {
           int index = (int) b[0];
-          Outcome outcome;
+          CopyOutcome outcome;
           try {
             outcome = copyBlock(pin, index, m, b[1]);
           } catch (InternalError e) { // the JVM's answer to a fault in a mapping: the file shrank
@@ -169,7 +160,7 @@ class LeaseCopies {
           outcomes.add(outcome);
           counted.add(outcome);
           // blocks offered in shared memory counted as served at the lookup
-          if (outcome == Outcome.copied && pin.sharedMemory(index)
+          if (outcome == CopyOutcome.copied && pin.sharedMemory(index)
               .filter(s -> s.crc32c().isPresent()).isEmpty()) {
             newlyServed++;
           }
@@ -268,16 +259,16 @@ class LeaseCopies {
    * Writes pinned block {@code index} at {@code offset} of {@code m}, computing its CRC32C piece
    * by piece as it writes, while each piece is in the CPU's cache.
    */
-  private static Outcome copyBlock(PrefixPin pin, int index, ClientFileMaps.Mapped m,
+  private static CopyOutcome copyBlock(PrefixPin pin, int index, ClientFileMaps.Mapped m,
       long offset) {
     Optional<BlockLease> shared = pin.share(index);
     if (shared.isEmpty()) {
-      return Outcome.elsewhere;
+      return CopyOutcome.elsewhere;
     }
     try (BlockLease lease = shared.get()) {
       OptionalInt expected = lease.crc32c();
       if (expected.isEmpty()) {
-        return Outcome.elsewhere;
+        return CopyOutcome.elsewhere;
       }
       ByteBuffer bytes = lease.bytes();
       CRC32C crc = new CRC32C();
@@ -288,7 +279,7 @@ class LeaseCopies {
         m.slice(offset + at, n).put(piece);
         at += n;
       }
-      return (int) crc.getValue() == expected.getAsInt() ? Outcome.copied : Outcome.damaged;
+      return (int) crc.getValue() == expected.getAsInt() ? CopyOutcome.copied : CopyOutcome.damaged;
     }
   }
 

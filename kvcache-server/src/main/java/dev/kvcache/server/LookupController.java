@@ -9,6 +9,7 @@ import dev.kvcache.KvCache;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
@@ -36,7 +37,7 @@ import reactor.core.publisher.Mono;
  * also holds the blocks it found, under a lease id, until they are fetched through the lease, the
  * lease is released, or its time is up, so nothing evicts them between the lookup and the loads.
  */
-@Controller("/v1/namespaces/{namespace}")
+@Controller(Wire.NAMESPACES + "{namespace}")
 class LookupController {
 
   /** The most keys one lookup takes: a 2M-token prompt in blocks of 512 tokens. */

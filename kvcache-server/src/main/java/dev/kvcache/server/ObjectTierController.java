@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import dev.kvcache.Namespace;
 import dev.kvcache.spi.NamespaceDrop;
 import dev.kvcache.spi.Tier;
+import dev.kvcache.wire.Wire;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.MediaType;
 import io.micronaut.http.annotation.Controller;
@@ -16,7 +17,7 @@ import java.util.Optional;
  * The namespace's blocks in the object tier, which the fleet shares: dropping them whole frees the
  * bucket of a namespace no longer used (a retired model, say).
  */
-@Controller("/v1/namespaces/{namespace}/objects")
+@Controller(Wire.NAMESPACES + "{namespace}/objects")
 class ObjectTierController {
 
   private final Namespaces namespaces;

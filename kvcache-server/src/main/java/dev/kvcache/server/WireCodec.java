@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import dev.kvcache.BlockLease;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
+import dev.kvcache.wire.Wire;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -20,7 +21,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Blocks on the wire in the {@link BlockCodec} container, as the content coding {@value #CODING}
+ * Blocks on the wire in the {@link BlockCodec} container, as the content coding {@value Wire#CODING}
  * (docs/server.md). A {@code PUT} whose {@code Content-Encoding} names it is always taken, since
  * the container describes itself; a {@code GET} is answered encoded only when its {@code
  * Accept-Encoding} names the coding and {@code kvcache.wire-codec} is {@code lz4} (with {@code
@@ -32,7 +33,6 @@ import reactor.core.scheduler.Scheduler;
 class WireCodec implements MeterBinder {
 
   /** The content coding's name in {@code Content-Encoding} and {@code Accept-Encoding}. */
-  static final String CODING = "kvcache-lz4";
 
   private final BlockCodec answers;
   private final AtomicLong sent = new AtomicLong();
@@ -73,12 +73,12 @@ class WireCodec implements MeterBinder {
     if (contentEncoding == null || contentEncoding.equalsIgnoreCase("identity")) {
       return false;
     }
-    if (contentEncoding.trim().equalsIgnoreCase(CODING)) {
+    if (contentEncoding.trim().equalsIgnoreCase(Wire.CODING)) {
       return true;
     }
     throw new ApiException(io.micronaut.http.HttpStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported-encoding",
         "Content-Encoding '" + contentEncoding + "' is not taken; send the block as it is or as "
-            + CODING);
+            + Wire.CODING);
   }
 
   /** Whether to answer {@code request} with an encoded block. */
@@ -94,7 +94,7 @@ class WireCodec implements MeterBinder {
     for (CharSequence value : acceptEncoding) {
       for (String coding : value.toString().split(",")) {
         String[] parts = coding.split(";");
-        if (parts[0].trim().equalsIgnoreCase(CODING) && quality(parts) > 0) {
+        if (parts[0].trim().equalsIgnoreCase(Wire.CODING) && quality(parts) > 0) {
           return true;
         }
       }
@@ -128,7 +128,7 @@ class WireCodec implements MeterBinder {
     for (String direction : new String[] {"sent", "received"}) {
       FunctionCounter.builder("kvcache.wire.containers",
               direction.equals("sent") ? sent : received, AtomicLong::get)
-          .description("blocks answered (sent) or stored (received) as " + CODING + " containers")
+          .description("blocks answered (sent) or stored (received) as " + Wire.CODING + " containers")
           .tag("direction", direction)
           .register(registry);
     }

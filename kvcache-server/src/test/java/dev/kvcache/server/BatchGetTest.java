@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import java.io.ByteArrayOutputStream;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -41,7 +42,7 @@ class BatchGetTest {
   }
 
   static String lengths(HttpResponse<byte[]> answer) {
-    return answer.headers().firstValue(BatchGetController.LENGTHS_HEADER).orElseThrow();
+    return answer.headers().firstValue(Wire.BLOCK_LENGTHS).orElseThrow();
   }
 
   /** Leases the server holds open; the last ones close just after the answer's last byte. */
@@ -65,10 +66,10 @@ class BatchGetTest {
           batchGet(server, "default", keysJson(key(0), key(99), key(1), key(2), key(0)));
       assertThat(answer.statusCode()).isEqualTo(200);
       assertThat(lengths(answer)).isEqualTo("1000,0,307200,3145728,1000");
-      assertThat(answer.headers().firstValue(BatchGetController.CHECKSUMS_HEADER))
+      assertThat(answer.headers().firstValue(Wire.BLOCK_CHECKSUMS))
           .as("one CRC32C per block in the body, in order")
           .hasValue(Stream.of(blocks[0], blocks[1], blocks[2], blocks[0])
-              .map(b -> Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(b))))
+              .map(b -> Wire.checksum(Crc32c.of(ByteBuffer.wrap(b))))
               .collect(Collectors.joining(",")));
       ByteArrayOutputStream expected = new ByteArrayOutputStream();
       for (byte[] b : new byte[][] {blocks[0], blocks[1], blocks[2], blocks[0]}) {
@@ -80,7 +81,7 @@ class BatchGetTest {
       HttpResponse<byte[]> none = batchGet(server, "default", keysJson(key(98), key(99)));
       assertThat(none.statusCode()).isEqualTo(200);
       assertThat(lengths(none)).isEqualTo("0,0");
-      assertThat(none.headers().firstValue(BatchGetController.CHECKSUMS_HEADER).orElse(""))
+      assertThat(none.headers().firstValue(Wire.BLOCK_CHECKSUMS).orElse(""))
           .as("no block, no checksum").isEmpty();
       assertThat(none.body()).isEmpty();
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.testkit.TestBytes;
+import dev.kvcache.wire.Wire;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -32,7 +33,7 @@ class ChecksumTest {
         .timeout(Duration.ofSeconds(30))
         .PUT(HttpRequest.BodyPublishers.ofByteArray(block));
     if (checksum != null) {
-      b.header(Crc32c.HEADER, checksum);
+      b.header(Wire.CHECKSUM, checksum);
     }
     return client.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
@@ -53,8 +54,8 @@ class ChecksumTest {
       long n = 0;
       for (HttpClient client : new HttpClient[] {server.http, h2}) {
         byte[] block = TestBytes.random(300_000, n);
-        String right = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
-        String wrong = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)) ^ 1);
+        String right = Wire.checksum(Crc32c.of(ByteBuffer.wrap(block)));
+        String wrong = Wire.checksum(Crc32c.of(ByteBuffer.wrap(block)) ^ 1);
 
         HttpResponse<byte[]> refused = put(client, server, n, block, wrong);
         assertThat(refused.statusCode()).as(client.version().toString()).isEqualTo(400);
@@ -68,8 +69,8 @@ class ChecksumTest {
         assertThat(put(client, server, n, block, right).statusCode()).isEqualTo(201);
         HttpResponse<byte[]> got = get(client, server, n, "GET");
         assertThat(got.body()).isEqualTo(block);
-        assertThat(got.headers().firstValue(Crc32c.HEADER)).hasValue(right);
-        assertThat(get(client, server, n, "HEAD").headers().firstValue(Crc32c.HEADER)).hasValue(right);
+        assertThat(got.headers().firstValue(Wire.CHECKSUM)).hasValue(right);
+        assertThat(get(client, server, n, "HEAD").headers().firstValue(Wire.CHECKSUM)).hasValue(right);
         n++;
       }
     }
@@ -78,16 +79,16 @@ class ChecksumTest {
   @Test
   void aBlockWithoutAChecksumGetsOneAndKeepsItOnDisk() throws Exception {
     byte[] block = TestBytes.random(1 << 20, 7);
-    String expected = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
+    String expected = Wire.checksum(Crc32c.of(ByteBuffer.wrap(block)));
     try (TestServer server = TestServer.start(dir)) {
       assertThat(put(server.http, server, 7, block, null).statusCode()).isEqualTo(201);
-      assertThat(get(server.http, server, 7, "GET").headers().firstValue(Crc32c.HEADER))
+      assertThat(get(server.http, server, 7, "GET").headers().firstValue(Wire.CHECKSUM))
           .hasValue(expected);
     }
     try (TestServer again = TestServer.start(dir)) { // RAM starts empty: from the disk tier
       HttpResponse<byte[]> got = get(again.http, again, 7, "GET");
       assertThat(got.body()).isEqualTo(block);
-      assertThat(got.headers().firstValue(Crc32c.HEADER)).hasValue(expected);
+      assertThat(got.headers().firstValue(Wire.CHECKSUM)).hasValue(expected);
     }
   }
 
@@ -98,20 +99,20 @@ class ChecksumTest {
     for (int i = 0; i < block.length; i++) {
       block[i] = (byte) (i % 251 < 200 ? 0 : i);
     }
-    String expected = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
+    String expected = Wire.checksum(Crc32c.of(ByteBuffer.wrap(block)));
     try (TestServer server = TestServer.start(dir, coded)) {
       assertThat(put(server.http, server, 8, block, null).statusCode()).isEqualTo(201);
     }
     try (TestServer again = TestServer.start(dir, coded)) { // RAM starts empty: from the disk tier
       HttpResponse<byte[]> got = get(again.http, again, 8, "GET");
       assertThat(got.body()).isEqualTo(block);
-      assertThat(got.headers().firstValue(Crc32c.HEADER)).hasValue(expected);
+      assertThat(got.headers().firstValue(Wire.CHECKSUM)).hasValue(expected);
     }
     try (TestServer third = TestServer.start(dir, coded)) { // and through a batch
       HttpResponse<byte[]> batch = BatchGetTest.batchGet(third, "default",
           BatchGetTest.keysJson(BlockApiTest.key(8)));
       assertThat(batch.body()).isEqualTo(block);
-      assertThat(batch.headers().firstValue(BatchGetController.CHECKSUMS_HEADER))
+      assertThat(batch.headers().firstValue(Wire.BLOCK_CHECKSUMS))
           .hasValue(expected);
     }
   }

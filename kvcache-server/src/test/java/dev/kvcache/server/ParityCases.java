@@ -1,8 +1,8 @@
 package dev.kvcache.server;
 
 import static dev.kvcache.server.BlockApiTest.key;
-import static dev.kvcache.testkit.TestBytes.random;
 import static dev.kvcache.server.ProtocolParityTest.digest;
+import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.server.ParityTransports.Request;
@@ -11,6 +11,7 @@ import dev.kvcache.server.ParityTransports.Stack;
 import dev.kvcache.server.ProtocolParityTest.Kind;
 import dev.kvcache.server.ProtocolParityTest.Seen;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.netty.handler.codec.http2.Http2Error;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
@@ -110,7 +111,7 @@ final class ParityCases {
     cases.add(new Case("PUT whose checksum does not match").put(NEW, BODY).crc(BLOCK)
         .expect(400, "checksum-mismatch").fast().watch(NEW));
     cases.add(new Case("PUT with a malformed checksum").put(NEW, BODY)
-        .header(Crc32c.HEADER, "not base64!").expect(400, "bad-checksum").watch(NEW));
+        .header(Wire.CHECKSUM, "not base64!").expect(400, "bad-checksum").watch(NEW));
     cases.add(new Case("PUT without a content type").send("PUT", BLOCKS + NEW).body(BODY)
         .expect(415, "unsupported-media-type").watch(NEW));
     cases.add(new Case("PUT of text").send("PUT", BLOCKS + NEW).header("content-type", "text/plain")
@@ -371,7 +372,7 @@ final class ParityCases {
     }
 
     Case crc(byte[] block) {
-      return header(Crc32c.HEADER, Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block))));
+      return header(Wire.CHECKSUM, Wire.checksum(Crc32c.of(ByteBuffer.wrap(block))));
     }
 
     Case body(byte[] body) {

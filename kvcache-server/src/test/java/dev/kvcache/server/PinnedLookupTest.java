@@ -7,8 +7,8 @@ import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
-import dev.kvcache.spi.Crc32c;
 import dev.kvcache.tiered.TieredCache;
+import dev.kvcache.wire.Wire;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -74,8 +74,8 @@ class PinnedLookupTest {
       assertThat(block.body()).isEqualTo(blocks[i]);
       CRC32C crc = new CRC32C();
       crc.update(blocks[i]);
-      assertThat(block.headers().firstValue(Crc32c.HEADER)).as("checked end to end, as a GET's")
-          .contains(Crc32c.toHeader((int) crc.getValue()));
+      assertThat(block.headers().firstValue(Wire.CHECKSUM)).as("checked end to end, as a GET's")
+          .contains(Wire.checksum((int) crc.getValue()));
     }
     assertError(fetch(lease, 2), 404, "no-block");
 

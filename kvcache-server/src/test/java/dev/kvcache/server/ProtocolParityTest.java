@@ -1,6 +1,5 @@
 package dev.kvcache.server;
 
-import static dev.kvcache.testkit.TestBytes.random;
 import static dev.kvcache.server.ParityCases.BLOCK;
 import static dev.kvcache.server.ParityCases.BLOCKS;
 import static dev.kvcache.server.ParityCases.HIT;
@@ -8,6 +7,7 @@ import static dev.kvcache.server.ParityCases.MISS;
 import static dev.kvcache.server.ParityCases.NEW;
 import static dev.kvcache.server.ParityCases.READER;
 import static dev.kvcache.server.ParityCases.keys;
+import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.server.ParityCases.Case;
@@ -19,6 +19,7 @@ import dev.kvcache.server.ParityTransports.Server;
 import dev.kvcache.server.ParityTransports.Stack;
 import dev.kvcache.server.ParityTransports.Transport;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
 import io.micronaut.core.type.Argument;
 import io.micronaut.json.JsonMapper;
 import java.nio.ByteBuffer;
@@ -198,19 +199,19 @@ class ProtocolParityTest {
             .add(view(batch, reader.send(batch.request(null)), null, null));
       }
     }
-    String crc = Crc32c.toHeader(Crc32c.of(ByteBuffer.wrap(block)));
+    String crc = Wire.checksum(Crc32c.of(ByteBuffer.wrap(block)));
     assertThat(answers.get("GET")).as("every GET of the block").singleElement().satisfies(g -> {
       assertThat(g.status()).isEqualTo("200");
       assertThat(g.body()).isEqualTo(digest(block));
       assertThat(g.headers()).contains("kvcache-block-length=" + block.length,
-          Crc32c.HEADER + "=" + crc, "content-length=" + block.length,
+          Wire.CHECKSUM + "=" + crc, "content-length=" + block.length,
           "content-type=application/octet-stream");
     });
     assertThat(answers.get("HEAD")).as("every HEAD of the block").singleElement().satisfies(h -> {
       assertThat(h.status()).isEqualTo("200");
       assertThat(h.body()).isEmpty();
       assertThat(h.headers()).contains("kvcache-block-length=" + block.length,
-          Crc32c.HEADER + "=" + crc, "content-length=" + block.length);
+          Wire.CHECKSUM + "=" + crc, "content-length=" + block.length);
     });
     assertThat(answers.get("batch-get")).as("every batch GET of the block").singleElement()
         .satisfies(b -> {

@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
+import dev.kvcache.wire.Wire;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
@@ -89,7 +90,7 @@ class WireCodecTest {
       assertThat(encoded.statusCode()).isEqualTo(200);
       assertThat(encoded.headers().firstValue("Content-Encoding")).hasValue("kvcache-lz4");
       assertThat(encoded.headers().firstValue("Vary")).hasValue("Accept-Encoding");
-      assertThat(encoded.headers().firstValue(BlockController.LENGTH_HEADER))
+      assertThat(encoded.headers().firstValue(Wire.BLOCK_LENGTH))
           .hasValue(Integer.toString(block.length));
       assertThat(encoded.body().length).isLessThan(block.length * 9 / 10);
       assertThat(decode(encoded.body())).isEqualTo(block);
@@ -114,7 +115,7 @@ class WireCodecTest {
           .header("Accept-Encoding", "kvcache-lz4")
           .method("HEAD", HttpRequest.BodyPublishers.noBody()));
       assertThat(head.statusCode()).isEqualTo(200);
-      assertThat(head.headers().firstValue(BlockController.LENGTH_HEADER))
+      assertThat(head.headers().firstValue(Wire.BLOCK_LENGTH))
           .hasValue(Integer.toString(block.length));
       awaitNoLeases(server);
     }

@@ -179,7 +179,7 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
     Integer stores = null;
     if (response.checksumCRC32C() != null) {
       try {
-        stores = Crc32c.fromHeader(response.checksumCRC32C());
+        stores = Crc32c.fromBase64(response.checksumCRC32C());
       } catch (IllegalArgumentException bad) {
         return null;
       }
