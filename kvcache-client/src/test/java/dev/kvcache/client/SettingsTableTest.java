@@ -69,7 +69,7 @@ class SettingsTableTest {
   /** The keys the embedded readers read, each under the group its tier is given. */
   private static Set<String> embeddedInCode() throws IOException {
     Set<String> keys = new TreeSet<>();
-    keys.addAll(read("kvcache-core/src/main/java/dev/kvcache/KvCacheConfig.java",
+    keys.addAll(read("kvcache-core/src/main/java/dev/kvcache/tiered/KvCacheConfig.java",
         READ_BY_CONFIG, ""));
     keys.addAll(read("kvcache-core/src/main/java/dev/kvcache/tiered/TieredCacheConfig.java",
         READ, "tiered."));

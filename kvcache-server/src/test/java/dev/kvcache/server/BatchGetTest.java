@@ -6,6 +6,7 @@ import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.server.api.BatchGetController;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.wire.Wire;
 import java.io.ByteArrayOutputStream;

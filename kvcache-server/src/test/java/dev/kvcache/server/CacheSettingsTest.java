@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.server.cache.CacheSettings;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.KvCacheConfig;
-import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.StackedTierConfig;
 import java.nio.file.Path;
 import java.util.Map;

@@ -6,6 +6,7 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.http.FastGet;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;

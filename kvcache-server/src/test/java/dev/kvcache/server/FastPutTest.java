@@ -5,6 +5,7 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.http.FastPut;
 import io.netty.handler.codec.http2.Http2Headers;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

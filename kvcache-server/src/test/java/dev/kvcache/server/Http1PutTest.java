@@ -4,6 +4,7 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.http.Http1Requests;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;

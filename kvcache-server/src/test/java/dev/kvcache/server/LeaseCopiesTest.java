@@ -5,6 +5,7 @@ import static dev.kvcache.server.BlockApiTest.key;
 import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.local.ClientFileMaps;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;

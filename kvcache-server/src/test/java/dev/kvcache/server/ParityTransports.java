@@ -1,9 +1,9 @@
 package dev.kvcache.server;
 
-import static dev.kvcache.server.ParityCases.BLOCK;
 import static dev.kvcache.server.ParityCases.BLOCK2;
-import static dev.kvcache.server.ParityCases.HIT;
+import static dev.kvcache.server.ParityCases.BLOCK;
 import static dev.kvcache.server.ParityCases.HIT2;
+import static dev.kvcache.server.ParityCases.HIT;
 import static dev.kvcache.server.ParityCases.MAX;
 import static dev.kvcache.server.ParityCases.MAX_PINS;
 import static dev.kvcache.server.ParityCases.MISS;
@@ -21,6 +21,10 @@ import dev.kvcache.KvCache;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.server.ParityCases.Case;
+import dev.kvcache.server.access.Namespaces;
+import dev.kvcache.server.api.PinRegistry;
+import dev.kvcache.server.http.FastGet;
+import dev.kvcache.server.http.FastPut;
 import io.netty.handler.codec.http2.Http2Error;
 import java.io.ByteArrayOutputStream;
 import java.net.http.HttpClient;

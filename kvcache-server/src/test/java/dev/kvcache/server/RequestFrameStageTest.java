@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.http.RequestFrameStage;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.Http2FrameAdapter;

@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.kvcache.server.access.NamespaceSettings;
+import dev.kvcache.server.access.Namespaces;
+import dev.kvcache.server.errors.ApiException;
+import dev.kvcache.server.http.FastGet;
 import dev.kvcache.wire.Wire;
 import java.util.List;
 import org.junit.jupiter.api.Tag;

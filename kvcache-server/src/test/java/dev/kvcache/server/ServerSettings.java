@@ -1,5 +1,7 @@
 package dev.kvcache.server;
 
+import dev.kvcache.server.access.NamespaceSettings;
+import dev.kvcache.server.cache.CacheSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.access.NamespaceSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,8 +1,9 @@
 package dev.kvcache.server;
 
-import dev.kvcache.KvCache;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.server.cache.CacheFactory;
+import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.GatedTier;
 import dev.kvcache.tiered.TieredCache;
@@ -29,8 +30,8 @@ class SlowLowerTier {
 
   @Context
   @Bean(preDestroy = "close")
-  @Replaces(bean = KvCache.class, factory = CacheFactory.class)
-  KvCache cache(@Value("${test.slow-lower-put}") Duration delay,
+  @Replaces(bean = Tier.class, factory = CacheFactory.class)
+  Tier cache(@Value("${test.slow-lower-put}") Duration delay,
       @Value("${test.slow-lower-read:0ms}") Duration readDelay) {
     GatedTier lower = new GatedTier(
         new RamTier(RamTierConfig.ofCapacity(256L << 20).withMaxBlockBytes(8 << 20)));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.ram.RamPolicy;
+import dev.kvcache.server.cache.CacheSettings;
 import io.micronaut.http.netty.channel.EventLoopGroupRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -1,9 +1,10 @@
 package dev.kvcache.server;
 
 import dev.kvcache.BlockWriter;
-import dev.kvcache.KvCache;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.server.cache.CacheFactory;
+import dev.kvcache.spi.Tier;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredCacheConfig;
@@ -32,13 +33,13 @@ class WaitingCommits {
 
   @Context
   @Bean(preDestroy = "close")
-  @Replaces(bean = KvCache.class, factory = CacheFactory.class)
-  KvCache cache(@Value("${test.commit-delay}") Duration delay) {
+  @Replaces(bean = Tier.class, factory = CacheFactory.class)
+  Tier cache(@Value("${test.commit-delay}") Duration delay) {
     TieredCache cache = new TieredCache(
         RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(8 << 20),
         new RamTier(RamTierConfig.ofCapacity(64L << 20).withMaxBlockBytes(8 << 20)),
         new TieredCacheConfig(8, Duration.ofSeconds(30), false, false, Durability.RAM_FIRST, 1));
-    return proxy(KvCache.class, cache, (method, args) -> {
+    return proxy(Tier.class, cache, (method, args) -> {
       if (method.getName().equals("tryWriter")) {
         @SuppressWarnings("unchecked")
         Optional<BlockWriter> writer = (Optional<BlockWriter>) method.invoke(cache, args);

@@ -1,0 +1,50 @@
+package dev.kvcache.server.access;
+
+import io.micronaut.context.annotation.EachProperty;
+import io.micronaut.context.annotation.Parameter;
+import java.util.List;
+
+/**
+ * One bearer token, from {@code kvcache.auth.tokens.<name>.*}: its secret, and the namespaces it
+ * may read ({@code GET}, {@code HEAD}, lookups) and write ({@code PUT}, {@code DELETE}).
+ */
+@EachProperty("kvcache.auth.tokens")
+public class TokenSettings {
+
+  private final String name;
+  private String secret;
+  private List<String> read = List.of();
+  private List<String> write = List.of();
+
+  TokenSettings(@Parameter String name) {
+    this.name = name;
+  }
+
+  String name() {
+    return name;
+  }
+
+  public String getSecret() {
+    return secret;
+  }
+
+  public void setSecret(String secret) {
+    this.secret = secret;
+  }
+
+  public List<String> getRead() {
+    return read;
+  }
+
+  public void setRead(List<String> read) {
+    this.read = read;
+  }
+
+  public List<String> getWrite() {
+    return write;
+  }
+
+  public void setWrite(List<String> write) {
+    this.write = write;
+  }
+}

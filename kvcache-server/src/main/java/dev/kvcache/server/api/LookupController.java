@@ -1,0 +1,290 @@
+package dev.kvcache.server.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.PrefixLocation;
+import dev.kvcache.PrefixPin;
+import dev.kvcache.server.access.Namespaces;
+import dev.kvcache.server.errors.ApiException;
+import dev.kvcache.spi.Crc32c;
+import dev.kvcache.wire.Wire;
+import io.micronaut.core.annotation.Nullable;
+import io.micronaut.http.HttpRequest;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.annotation.Body;
+import io.micronaut.http.annotation.Controller;
+import io.micronaut.http.annotation.Delete;
+import io.micronaut.http.annotation.Get;
+import io.micronaut.http.annotation.Post;
+import io.micronaut.serde.annotation.Serdeable;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import reactor.core.publisher.Mono;
+
+/**
+ * Longest-prefix lookup: how many leading blocks of a request's chain are cached. A pinned lookup
+ * also holds the blocks it found, under a lease id, until they are fetched through the lease, the
+ * lease is released, or its time is up, so nothing evicts them between the lookup and the loads.
+ */
+@Controller(Wire.NAMESPACES + "{namespace}")
+public class LookupController {
+
+  /** The most keys one lookup takes: a 2M-token prompt in blocks of 512 tokens. */
+  public static final int MAX_KEYS = 4096;
+
+  /** The longest pin a lookup may ask for. */
+  static final long MAX_PIN_MILLIS = 60_000;
+
+  private final KvCache cache;
+  private final Namespaces namespaces;
+  private final PinRegistry pins;
+  private final ServedBlocks served;
+  private final OffLoop offLoop;
+
+  LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served,
+      OffLoop offLoop) {
+    this.cache = cache;
+    this.offLoop = offLoop;
+    this.namespaces = namespaces;
+    this.pins = pins;
+    this.served = served;
+  }
+
+  /**
+   * The keys of a request's blocks, in chain order.
+   *
+   * @param keys hex keys, at most {@value LookupController#MAX_KEYS}
+   * @param pinMillis if set, pin the blocks found for this long (at most 60 000 ms)
+   * @param sharedMemory with a pin, whether to answer where each pinned block lies in shared
+   *     memory, for a client on this host to copy from while the pin holds it
+   */
+  @Serdeable
+  record LookupRequest(List<String> keys, @Nullable @JsonProperty("pin_ms") Long pinMillis,
+      @Nullable @JsonProperty("shared_memory") Boolean sharedMemory) {}
+
+  /**
+   * The answer of a lookup.
+   *
+   * @param present how many leading keys are cached
+   * @param tiers the runs of those blocks by the tier that holds them, in order
+   * @param loadMicros the estimated time for the server to read them all, in microseconds; absent
+   *     if a tier holding some has not timed a read yet
+   * @param lease the id under which the blocks found are pinned, if a pin was asked for and a
+   *     block found
+   * @param expiresInMillis how long the pin holds
+   * @param lengths the length in bytes of each block pinned, in order
+   * @param sharedMemory if asked for by a client on this host and the RAM tier is in shared
+   *     memory: where each pinned block lies there, in order (null for a block elsewhere, such as
+   *     on disk)
+   * @param copyToken if a client on this host asked for shared memory: the hex token it writes
+   *     into a file of its own to have the server copy pinned blocks there ({@code local.LeaseCopies})
+   */
+  @Serdeable
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  public record LookupResponse(int present, List<TierRun> tiers,
+      @Nullable @JsonProperty("load_us") Long loadMicros, @Nullable String lease,
+      @Nullable @JsonProperty("expires_in_ms") Long expiresInMillis,
+      @Nullable List<Integer> lengths,
+      @Nullable @JsonProperty("shared_memory") List<SharedSlice> sharedMemory,
+      @Nullable @JsonProperty("copy_token") String copyToken) {
+
+    /** The answer for the blocks {@code location} finds, with no pin. */
+    static LookupResponse of(PrefixLocation location) {
+      return pinned(location, null, null, null, null, null);
+    }
+
+    /**
+     * The answer for a pin of {@code lengths.size()} blocks, which {@code location} found where
+     * they are (all of them, unless the cache dropped some from its index since: the pin still
+     * holds those).
+     */
+    static LookupResponse pinned(PrefixLocation location, String lease, Long expiresInMillis,
+        List<Integer> lengths, List<SharedSlice> sharedMemory, String copyToken) {
+      List<TierRun> runs = new ArrayList<>(location.runs().size());
+      for (PrefixLocation.Run run : location.runs()) {
+        runs.add(new TierRun(run.tier(), run.blocks(), micros(run.estimatedLoad())));
+      }
+      int present = lengths == null ? location.blocks() : lengths.size();
+      return new LookupResponse(present, runs, micros(location.estimatedLoad()), lease,
+          expiresInMillis, lengths, sharedMemory, copyToken);
+    }
+
+    private static Long micros(Optional<Duration> estimate) {
+      return estimate.map(d -> (d.toNanos() + 999) / 1000).orElse(null);
+    }
+  }
+
+  /**
+   * Consecutive leading blocks held by one tier.
+   *
+   * @param tier {@code ram}, {@code spill} (evicted from RAM, not yet on disk) or {@code disk}
+   * @param blocks how many
+   * @param loadMicros the estimated time to read them, in microseconds, from the tier's recent
+   *     reads; absent if it has not timed one yet
+   */
+  @Serdeable
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  public record TierRun(String tier, int blocks, @Nullable @JsonProperty("load_us") Long loadMicros) {}
+
+  /**
+   * Where a pinned block lies in shared memory.
+   *
+   * @param file the path of the file to map, read-only
+   * @param offset the block's first byte in it
+   * @param length the block's length
+   * @param crc32c the CRC32C of the block's bytes, as an unsigned 32-bit number: the client checks
+   *     its copy against it
+   */
+  @Serdeable
+  record SharedSlice(String file, long offset, int length, long crc32c) {}
+
+  /**
+   * Where the leading blocks of the keys are, pinned if the request asks; looked up on a blocking
+   * thread if the cache's reads may wait (an object tier's lookup sends HEAD requests; {@link
+   * OffLoop}).
+   */
+  @Post("/lookup")
+  Mono<HttpResponse<LookupResponse>> lookup(HttpRequest<?> http, String namespace,
+      @Body LookupRequest request) {
+    return offLoop.answer(() -> HttpResponse.ok(answer(http, namespace, request)));
+  }
+
+  /** The answer to a lookup, with its pin registered if it asks for one. */
+  private LookupResponse answer(HttpRequest<?> http, String namespace, LookupRequest request) {
+    if (request.keys() == null || request.keys().isEmpty()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys");
+    }
+    if (request.keys().size() > MAX_KEYS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          request.keys().size() + " keys; one lookup takes at most " + MAX_KEYS);
+    }
+    List<BlockKey> keys = namespaces.storageKeys(namespace, request.keys());
+    Long pinMillis = request.pinMillis();
+    if (pinMillis == null) {
+      return LookupResponse.of(cache.locatePrefix(keys));
+    }
+    if (pinMillis < 1 || pinMillis > MAX_PIN_MILLIS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "pin_ms is " + pinMillis + "; it must be between 1 and " + MAX_PIN_MILLIS);
+    }
+    PrefixPin pin = cache.pinPrefix(keys, Duration.ofMillis(pinMillis));
+    if (pin.blocks() == 0) {
+      pin.close();
+      return LookupResponse.of(PrefixLocation.NONE);
+    }
+    List<Integer> lengths = new ArrayList<>(pin.blocks());
+    for (int i = 0; i < pin.blocks(); i++) {
+      lengths.add(pin.length(i));
+    }
+    boolean local = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http);
+    List<SharedSlice> shared = local ? sharedSlices(namespace, pin) : null;
+    // where the pinned blocks are: the pin holds them wherever they were found
+    PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
+    PinRegistry.Entry lease = pins.register(namespace, pin, local);
+    String token = local ? HexFormat.of().formatHex(lease.copyToken()) : null;
+    return LookupResponse.pinned(location, lease.lease(), pinMillis, lengths, shared, token);
+  }
+
+  /**
+   * Whether the request came over loopback: only then can its client map this host's files, or
+   * have the server write into its own.
+   */
+  public static boolean fromThisHost(HttpRequest<?> http) {
+    InetSocketAddress remote = http.getRemoteAddress();
+    return remote != null && remote.getAddress() != null
+        && remote.getAddress().isLoopbackAddress();
+  }
+
+  /**
+   * Each pinned block's place in shared memory (null where it has none); null if none has one.
+   * The blocks that have one count as served now: the client copies them itself, as a pinned
+   * read's block is sent.
+   */
+  private List<SharedSlice> sharedSlices(String namespace, PrefixPin pin) {
+    List<SharedSlice> slices = new ArrayList<>(pin.blocks());
+    int found = 0;
+    for (int i = 0; i < pin.blocks(); i++) {
+      // a block kept without a checksum is sent through the socket, which computes one
+      SharedSlice slice = pin.sharedMemory(i)
+          .filter(s -> s.crc32c().isPresent())
+          .map(s -> new SharedSlice(s.file().toString(), s.offset(), s.length(),
+              Integer.toUnsignedLong(s.crc32c().getAsInt())))
+          .orElse(null);
+      found += slice != null ? 1 : 0;
+      slices.add(slice);
+    }
+    served.served(namespace, found);
+    return found > 0 ? slices : null;
+  }
+
+  /**
+   * Block {@code index} of a pinned lookup, with its CRC32C; 404 once the
+   * lease is released or expired. A block held in this process is sent from its own memory, which
+   * the pin keeps until the body is sent, even if it is released or expires meanwhile. Answered
+   * on a blocking thread if the cache's reads may wait ({@link OffLoop}).
+   */
+  @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM,
+      consumes = MediaType.ALL)
+  Mono<HttpResponse<?>> pinned(String namespace, String lease, int index) {
+    return offLoop.answer(() -> pinnedBlock(namespace, lease, index));
+  }
+
+  private HttpResponse<?> pinnedBlock(String namespace, String lease, int index) {
+    namespaces.require(namespace);
+    PrefixPin pin = pins.find(namespace, lease).pin();
+    if (index < 0 || index >= pin.blocks()) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-block",
+          "lease " + lease + " holds blocks 0 to " + (pin.blocks() - 1) + ", not " + index);
+    }
+    int length = pin.length(index);
+    Optional<BlockLease> shared = pin.share(index);
+    if (shared.isPresent()) {
+      // the block's own memory, written to the socket; the pin holds it until the body is sent
+      BlockLease block = shared.get();
+      return BlockController.withBlockHeaders(
+          HttpResponse.ok((ByteBuf) served.pinnedBody(namespace, block)), length,
+          OptionalInt.of(Crc32c.of(block)));
+    }
+    // a block the pin holds another way (a remote tier's), copied out
+    ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(length, length);
+    int crc;
+    try {
+      if (pin.getInto(index, body.nioBuffer(0, length)) != GetStatus.HIT) {
+        throw new ApiException(HttpStatus.NOT_FOUND, "no-lease",
+            "lease " + lease + " expired while the block was read");
+      }
+      body.writerIndex(length);
+      // the tier checked the copy as it made it; this checksum covers the way to the client
+      crc = Crc32c.of(body.nioBuffer(0, length));
+    } catch (RuntimeException e) {
+      body.release();
+      throw e;
+    }
+    served.served(namespace, 1);
+    return BlockController.withBlockHeaders(HttpResponse.ok(body), length, OptionalInt.of(crc));
+  }
+
+  /** Lets go of a pinned lookup's blocks before its time is up: 204, or 404 if not open. */
+  @Delete(uri = "/leases/{lease}", consumes = MediaType.ALL)
+  HttpResponse<?> release(String namespace, String lease) {
+    namespaces.require(namespace);
+    if (!pins.release(namespace, lease)) {
+      throw new ApiException(HttpStatus.NOT_FOUND, "no-lease", "no open lease " + lease);
+    }
+    return HttpResponse.noContent();
+  }
+}
