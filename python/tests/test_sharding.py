@@ -59,6 +59,8 @@ def test_a_stopped_server_makes_misses_and_comes_back(tmp_path, unique_keys, cap
             assert c.put(theirs[0], b"lost") is kvcache.PutStatus.NOT_ADMITTED
             assert c.lookup_prefix(ours) == len(ours)
             assert c.lookup_prefix(theirs) == 0
+            # a miss of its keys says nothing of their blocks; the others' misses are answers
+            assert not c.answering(theirs[0]) and c.answering(ours[0])
             start = time.monotonic()
             for k in theirs * 5:
                 assert c.get_into(k, bytearray(200_000)) is None
@@ -66,6 +68,7 @@ def test_a_stopped_server_makes_misses_and_comes_back(tmp_path, unique_keys, cap
 
             servers[1].start()
             assert wait_until(lambda: c.get_into(theirs[0], bytearray(200_000)) is not None, 15)
+            assert c.answering(theirs[0])
             time.sleep(0.5)
             done.set()
             for t in readers:

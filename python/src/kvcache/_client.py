@@ -138,6 +138,14 @@ class Client:
         """The server (``host:port``) that holds ``key``."""
         return self._session.route(key)[1].name
 
+    def answering(self, key: KeyLike) -> bool:
+        """Whether the server of ``key`` answered the last request this client sent it: False
+        from a failure of that server (it is then left alone for its back-off, its keys misses)
+        until it answers again. A miss from a server that is answering is the server's own word,
+        or a block that arrived damaged twice: either way the block is not to be had there. A
+        miss from one that is not says nothing of the block. Sends nothing."""
+        return self._session.route(key)[1].answering
+
     # -- blocks -----------------------------------------------------------------------------
 
     def put(self, key: KeyLike, data: Buffer) -> PutStatus:

@@ -68,6 +68,12 @@ class ServerLink:
         """False while the server is left alone after a failure."""
         return not self._down or time.monotonic() >= self._down_until
 
+    @property
+    def answering(self) -> bool:
+        """False from a failure of the server until it next answers (through its back-off and
+        after it, until a request gets an answer)."""
+        return not self._down
+
     def failed(self, reason: BaseException) -> None:
         """Marks the server down for its back-off (it failed a request, or its retry)."""
         with self._lock:

@@ -6,6 +6,11 @@ from kvcache-server, and the output is the same token for token. The server keep
 shared memory, as beside an engine, so loads copy blocks straight out of it; blocks damaged there
 or on the server's disk between the runs are recomputed, never loaded.
 
+The engine publishes KV events, as routers read them: a ZMQ subscriber here decodes its batches
+with vLLM's ``KVEventBatch``, and the tier's events (medium ``STORAGE``) name exactly the blocks
+it stored on the server, with their tokens, and a block deleted or damaged there once a lookup or
+load meets it gone.
+
 The model is a random-weight Llama made here (no hub); vLLM runs on the CPU, its host copies done
 by the ``HostCopyTieringSpec`` of ``vllm_cpu.py`` (vLLM's own copy worker needs CUDA)."""
 import contextlib
@@ -32,7 +37,7 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from vllm import LLM, SamplingParams  # noqa: E402
-from vllm.config import KVTransferConfig  # noqa: E402
+from vllm.config import KVEventsConfig, KVTransferConfig  # noqa: E402
 
 from vllm_cpu import make_model  # noqa: E402
 
@@ -40,6 +45,37 @@ BLOCK_TOKENS = 32  # vLLM's CPU attention takes multiples of 32
 PROMPT_TOKENS = 2000
 CHUNKS = PROMPT_TOKENS // BLOCK_TOKENS  # whole blocks of the prompt: what can be offloaded
 TIER = "1:KvcacheTier"
+TOPIC = "kvcache-test"  # the engine's KV event topic
+
+
+class KvEvents:
+    """The engine's KV events as a router reads them: a ZMQ SUB socket bound to a loopback port,
+    to which vLLM's publisher connects (it connects to a ``tcp://`` endpoint without ``*``), each
+    message a ``KVEventBatch`` decoded with msgspec as vLLM's own subscribers decode it."""
+
+    def __init__(self) -> None:
+        import msgspec
+        import zmq
+        from vllm.distributed.kv_events import KVEventBatch
+
+        self._socket = zmq.Context.instance().socket(zmq.SUB)
+        self._socket.setsockopt(zmq.RCVHWM, 0)  # keep every batch until read
+        self._socket.setsockopt_string(zmq.SUBSCRIBE, TOPIC)
+        self._socket.bind("tcp://127.0.0.1:*")
+        self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._decoder = msgspec.msgpack.Decoder(type=KVEventBatch)
+
+    def take(self):
+        """The events received since the last call, in order."""
+        events = []
+        while self._socket.poll(0):
+            topic, _, payload = self._socket.recv_multipart()
+            assert topic == TOPIC.encode()
+            events += self._decoder.decode(payload).events
+        return events
+
+    def close(self) -> None:
+        self._socket.close(linger=0)
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +94,32 @@ def server(shm):
 
 
 @pytest.fixture(scope="module")
-def llm(server, tmp_path_factory):
+def kv_events():
+    events = KvEvents()
+    yield events
+    events.close()
+
+
+@pytest.fixture(scope="module")
+def llm(server, kv_events, tmp_path_factory):
+    """The engine, its KV events on: published to ``kv_events``, self-describing (vLLM's
+    connector gives stored blocks' tokens), the tier's among them."""
     model = make_model(str(tmp_path_factory.mktemp("model")))
     config = KVTransferConfig(
         kv_connector="OffloadingConnector", kv_role="kv_both",
         kv_connector_extra_config={
             "spec_name": "HostCopyTieringSpec", "spec_module_path": "vllm_cpu",
-            "cpu_bytes_to_use": 64 << 20,
+            "cpu_bytes_to_use": 64 << 20, "self_describing_kv_events": True,
             "secondary_tiers": [{"type": "KvcacheTier",
                                  "module_path": "kvcache.integrations.vllm",
-                                 "servers": [server.address], "timeout": 5}]})
+                                 "servers": [server.address], "timeout": 5,
+                                 "enable_kv_events": True}]})
+    events = KVEventsConfig(enable_kv_cache_events=True, publisher="zmq",
+                            endpoint=kv_events.endpoint, topic=TOPIC)
     engine = LLM(model=model, dtype="bfloat16", max_model_len=4096, enforce_eager=True,
-                 kv_transfer_config=config, enable_prefix_caching=True, block_size=BLOCK_TOKENS,
-                 gpu_memory_utilization=0.3, max_num_seqs=4, seed=0, disable_log_stats=False)
+                 kv_transfer_config=config, kv_events_config=events, enable_prefix_caching=True,
+                 block_size=BLOCK_TOKENS, gpu_memory_utilization=0.3, max_num_seqs=4, seed=0,
+                 disable_log_stats=False)
     yield engine
     del engine
 
@@ -161,6 +210,109 @@ def test_blocks_gone_from_the_server_are_recomputed(llm, server):
     assert server_metrics(server)["kvcache_misses_total"] >= 1
 
 
+def engine_tier(llm):
+    """The engine's KvcacheTier (the engine runs in this process)."""
+    from kvcache.integrations.vllm import KvcacheTier
+    scheduler = llm.llm_engine.engine_core.engine_core.scheduler
+    tiers = scheduler.connector.connector_scheduler.manager.secondary_tiers
+    return next(t for t in tiers if isinstance(t, KvcacheTier))
+
+
+def block_hashes(llm, p):
+    """The prompt's block hashes as the engine computes them (vLLM's own chained hash, in this
+    process, whose seed the engine set), one per whole block: with a block per chunk, each is the
+    block hash of a chunk's offload key."""
+    from vllm.utils.hashing import get_hash_fn_by_name
+    from vllm.v1.core import kv_cache_utils
+    fn = get_hash_fn_by_name(llm.llm_engine.vllm_config.cache_config.prefix_caching_hash_algo)
+    tokens = p["prompt_token_ids"]
+    hashes, parent = [], None
+    for i in range(CHUNKS):
+        parent = kv_cache_utils.hash_block_tokens(fn, parent,
+                                                  tokens[i * BLOCK_TOKENS:(i + 1) * BLOCK_TOKENS])
+        hashes.append(parent)
+    return hashes
+
+
+def gathered(llm, kv_events, enough, timeout=30.0):
+    """The engine's events until ``enough(events)``, and those of one more step. vLLM takes a
+    tier's events at the end of a step, so meanwhile the engine steps on a prompt too short to
+    fill a block (nothing of it is stored or looked up)."""
+    events = []
+    deadline = time.monotonic() + timeout
+    while True:
+        events += kv_events.take()
+        done = enough(events)
+        llm.generate([{"prompt_token_ids": [5, 6, 7]}], SamplingParams(max_tokens=1),
+                     use_tqdm=False)
+        time.sleep(0.2)
+        if done or time.monotonic() > deadline:
+            return events + kv_events.take()
+
+
+def storage(events, kind):
+    """The block hashes of the ``kind`` events of medium ``STORAGE`` (the kvcache tier's; the
+    engine's own are ``GPU`` and its host tier's ``CPU``), in order."""
+    return [h for e in events if isinstance(e, kind) and e.medium == "STORAGE"
+            for h in e.block_hashes]
+
+
+def test_kv_events_name_the_blocks_the_tier_stored_and_lost(llm, server, shm, kv_events):
+    from vllm.distributed.kv_events import BlockRemoved, BlockStored
+    from vllm.v1.core.kv_cache_utils import maybe_convert_block_hash
+    from vllm.v1.kv_offload.base import make_offload_key
+
+    tier = engine_tier(llm)
+    kv_events.take()  # earlier tests'
+    p = prompt(6)
+    hashes = block_hashes(llm, p)
+    keys = [make_offload_key(h, 0) for h in hashes]
+    published = [maybe_convert_block_hash(h) for h in hashes]  # as events carry hashes
+
+    puts = server_metrics(server)["kvcache_puts_total"]
+    first, _ = run_and_store(llm, server, p)
+    # the server holds the prompt's blocks, and was sent no others
+    assert all(tier.client.head(tier.block_key(k)) is not None for k in keys)
+    assert server_metrics(server)["kvcache_puts_total"] - puts == CHUNKS
+    events = gathered(llm, kv_events, lambda ev: len(storage(ev, BlockStored)) >= CHUNKS)
+    assert sorted(storage(events, BlockStored)) == sorted(published), \
+        "the tier's stored events name exactly the blocks it stored"
+    assert storage(events, BlockRemoved) == []
+    # self-describing, as vLLM's connector makes them: each block's tokens, parent and size
+    stored = {e.block_hashes[0]: e for e in events
+              if isinstance(e, BlockStored) and e.medium == "STORAGE"}
+    for i, h in enumerate(published):
+        e = stored[h]
+        assert e.token_ids == p["prompt_token_ids"][i * BLOCK_TOKENS:(i + 1) * BLOCK_TOKENS]
+        assert e.parent_block_hash == (published[i - 1] if i else None)
+        assert (e.block_size, e.group_idx, e.lora_name) == (BLOCK_TOKENS, 0, None)
+        assert (e.locality, e.ownership) == ("REMOTE", "KvcacheTier")
+
+    # a block deleted on the server: the lookup that meets it gone reports it removed, and once
+    # recomputed and stored again it is announced again (the others, stored again too, are not)
+    gone = 10
+    forget(llm)
+    assert tier.client.delete(tier.block_key(keys[gone]))
+    second, cached = run(llm, p)
+    assert second == first
+    assert cached == gone * BLOCK_TOKENS
+    events = gathered(llm, kv_events, lambda ev: published[gone] in storage(ev, BlockStored))
+    assert storage(events, BlockRemoved) == [published[gone]]
+    assert storage(events, BlockStored) == [published[gone]]
+
+    # every block damaged in the server's memory: the lookup finds them all, the load refuses
+    # them all, and each is reported removed
+    forget(llm)
+    try:
+        assert damage_ram_files(shm)
+        third, _ = run(llm, p)
+        assert third == first
+        events = gathered(llm, kv_events, lambda ev: len(storage(ev, BlockRemoved)) >= CHUNKS)
+        assert sorted(storage(events, BlockRemoved)) == sorted(published)
+    finally:
+        server.restart()  # empty: no damaged block left for the next tests
+
+
 def test_engine_keeps_serving_without_the_server(llm, server):
     p = prompt(3)
     server.stop()
@@ -196,19 +348,21 @@ def test_engine_keeps_serving_without_the_server(llm, server):
 
 # -- the tier's contract, driven as vLLM's tiering manager drives it ----------------------------
 
-def tier_under_test(server, rows, chunk, module="kvcache.integrations.vllm", **options):
+def tier_under_test(server, rows, chunk, module="kvcache.integrations.vllm", events=False,
+                    **options):
     """A KvcacheTier over a host tier of ``rows`` chunks of ``chunk`` bytes, as vLLM's secondary
-    tier factory makes it from ``module`` with ``options`` in its entry, and its memory as a numpy
-    array."""
+    tier factory makes it from ``module`` with ``options`` in its entry, in an engine with KV
+    events on if ``events``, and its memory as a numpy array."""
     import types
 
     import numpy as np
+    from vllm.v1.kv_offload.base import OffloadingKVEventsConfig
     from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig,
                                            OffloadingModelConfig, OffloadingParallelConfig)
     from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
 
     config = OffloadingConfig(
-        groups=(), worker_kv_bytes_per_block=chunk, enable_kv_cache_events=False, extra_config={},
+        groups=(), worker_kv_bytes_per_block=chunk, enable_kv_cache_events=events, extra_config={},
         engine_id="test", model=OffloadingModelConfig(name="tiny-llama", dtype="bfloat16"),
         cache=OffloadingCacheConfig(tokens_per_hash=BLOCK_TOKENS, blocks_per_chunk=1),
         parallel=OffloadingParallelConfig(rank=0, world_size=1, tp_size=1, pp_size=1, pcp_size=1,
@@ -218,7 +372,9 @@ def tier_under_test(server, rows, chunk, module="kvcache.integrations.vllm", **o
     memory = np.zeros((rows, chunk), dtype=np.uint8)
     tier = SecondaryTierFactory.create_secondary_tier(
         {"type": "KvcacheTier", "module_path": module, "servers": [server.address],
-         "timeout": 5, **options}, memoryview(memory), types.SimpleNamespace(config=config))
+         "timeout": 5, **options}, memoryview(memory),
+        types.SimpleNamespace(config=config, kv_events_config=OffloadingKVEventsConfig(
+            enable_kv_cache_events=events, self_describing_kv_events=False)))
     return tier, memory
 
 
@@ -335,6 +491,69 @@ def test_tier_recomputes_what_is_estimated_faster_to_prefill_than_to_load(server
     finally:
         slow.shutdown()
         fast.shutdown()
+
+
+def test_tier_events_name_what_it_stored_and_what_it_found_gone(server, caplog):
+    import hashlib
+
+    import numpy as np
+    from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadingEvent,
+                                         ReqContext, make_offload_key)
+    from vllm.v1.kv_offload.tiering.base import TransferJob
+
+    from kvcache.integrations.vllm import _Events
+
+    n, chunk = 4, 4096
+    keys = [make_offload_key(hashlib.sha256(b"events" + bytes([i])).digest(), 0) for i in range(n)]
+    tier, memory = tier_under_test(server, n, chunk, events=True, enable_kv_events=True)
+    try:
+        memory[:] = np.random.default_rng(2).integers(0, 256, (n, chunk), dtype=np.uint8)
+        assert list(tier.take_events()) == []
+        tier.submit_store(TransferJob(1, keys, np.arange(n), False, ReqContext(req_id="s1")))
+        assert finished(tier, 1).success
+        assert list(tier.take_events()) == [OffloadingEvent(
+            keys=keys, medium=Medium.STORAGE, removed=False, locality=Locality.REMOTE,
+            ownership="KvcacheTier")]
+        assert list(tier.take_events()) == []  # taken
+        # stored again: announced already
+        tier.submit_store(TransferJob(2, keys, np.arange(n), False, ReqContext(req_id="s2")))
+        assert finished(tier, 2).success
+        assert list(tier.take_events()) == []
+
+        # the server loses a block: the lookup that meets it reports it, and only it (the
+        # keys past it are not known); a block this tier never stored is not reported
+        assert tier.client.delete(tier.block_key(keys[1]))
+        never = make_offload_key(hashlib.sha256(b"events-never").digest(), 0)
+        assert looked_up(tier, keys, ReqContext(req_id="r1")) == (
+            [LookupResult.HIT] + [LookupResult.MISS] * (n - 1))
+        assert looked_up(tier, [never], ReqContext(req_id="r2")) == [LookupResult.MISS]
+        [removed] = tier.take_events()
+        assert (removed.keys, removed.removed, removed.medium) == ([keys[1]], True, Medium.STORAGE)
+        tier.on_request_finished(ReqContext(req_id="r1"))
+
+        # a server that does not answer says nothing of its blocks
+        server.stop()
+        try:
+            assert looked_up(tier, keys[2:], ReqContext(req_id="r3")) == [LookupResult.MISS] * 2
+            assert list(tier.take_events()) == []
+        finally:
+            server.start()
+    finally:
+        tier.shutdown()
+
+    # with the engine's KV events off, the tier reports none, and says so
+    quiet, _ = tier_under_test(server, n, chunk, events=False, enable_kv_events=True)
+    try:
+        assert list(quiet.take_events()) == []
+        assert any("KV events are off" in r.getMessage() for r in caplog.records)
+    finally:
+        quiet.shutdown()
+
+    # events nobody takes are bounded: the oldest are dropped
+    events = _Events(Medium.STORAGE, Locality.REMOTE, "KvcacheTier", remembered=8, max_keys=4)
+    for key in keys:
+        events.stored([key, make_offload_key(key[:-4], 1)])
+    assert [e.keys[0] for e in events.take()] == keys[2:] and events.dropped == 4
 
 
 # -- damaged blocks ------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ spec from ``module_path``; importable where vLLM is installed (``pip install "kv
 
 The other keys of the tier's entry are :class:`KvcacheTier`'s arguments. The former
 ``module_path`` ``kvcache.vllm`` loads the same class. See ``docs/engines.md``.
+
+With ``"enable_kv_events": true`` in the tier's entry and the engine's KV events on
+(``--kv-events-config``), the tier reports the blocks it stored on kvcache-server and those it
+found gone there, which vLLM publishes as ``BlockStored`` and ``BlockRemoved`` events of medium
+``STORAGE`` (:meth:`KvcacheTier.take_events`).
 """
 from __future__ import annotations
 
@@ -18,12 +23,12 @@ import queue
 import sys
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict, deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, ClassVar, Iterable, List, Optional, Sequence, Union
 
-from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadKey, ReqContext,
-                                     RequestOffloadingContext, ScheduleEndContext)
+from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadingEvent, OffloadKey,
+                                     ReqContext, RequestOffloadingContext, ScheduleEndContext)
 from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 
@@ -38,6 +43,9 @@ _PIN_KEYS = 4096  # keys a pinned lookup takes per server
 
 #: A load or store of a job's chunks: whether each key's chunk moved.
 _Transfer = Callable[[TransferJob, List[OffloadKey]], List[bool]]
+
+#: Keys the tier's events not yet taken by vLLM may name; past that the oldest events are dropped.
+_EVENT_KEYS = 1 << 16
 
 
 class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
@@ -87,6 +95,11 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         server_copies: with ``shared_memory``, whether the server writes chunks into the host
             tier (True, the default) or the tier copies them itself out of the server's shared
             memory (False; as before the server could write them).
+        enable_kv_events: report KV events (:meth:`take_events`), as vLLM's own storage tiers
+            take the same option: effective only with the engine's KV events on
+            (``kv_events_config.enable_kv_cache_events``).
+        event_blocks: how many of the blocks it stored the tier remembers, to report their loss
+            (the least recently stored are forgotten first; about 200 bytes each).
     """
 
     medium: ClassVar[Medium] = Medium.STORAGE
@@ -99,6 +112,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                  allow_cleartext_token: bool = False, locality: str = "REMOTE",
                  switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
                  shared_memory: bool = True, server_copies: bool = True,
+                 enable_kv_events: bool = False, event_blocks: int = 1 << 18,
                  backpressure_detector: Any = None) -> None:
         super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
         if not 1 <= pin_ms <= 60_000:
@@ -130,8 +144,19 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         self._jobs = ThreadPoolExecutor(workers, thread_name_prefix="kvcache-vllm")
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
-        self._finished: queue.SimpleQueue[tuple[JobResult, list[OffloadKey]]] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
         self._pins = _Pins()
+        if event_blocks < 1:
+            raise ValueError(f"event_blocks must be 1 or more, got {event_blocks}")
+        #: The tier's KV events, or None when it reports none.
+        self._events: Optional[_Events] = None
+        if enable_kv_events:
+            config = getattr(offloading_spec, "kv_events_config", None)
+            if config is not None and config.enable_kv_cache_events:
+                self._events = _Events(self.medium, self.locality, tier_type, event_blocks)
+            else:
+                log.warning("kvcache: enable_kv_events is set on tier %r but the engine's KV "
+                            "events are off (kv_events_config): it reports none", tier_type)
         self._lookups = _PinnedLookup(self, tier_type)
 
     # -- keys ---------------------------------------------------------------------------------
@@ -169,12 +194,48 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         done: list[JobResult] = []
         while True:
             try:
-                result, failed = self._finished.get_nowait()
+                finished = self._finished.get_nowait()
             except queue.Empty:
                 return done
-            if failed:
-                self._lookups.mark_miss(failed)
-            done.append(result)
+            if finished.failed:
+                self._lookups.mark_miss(finished.failed)
+            if self._events is not None:
+                self._events.stored(finished.stored)
+                self._events.lost(finished.lost)
+            done.append(finished.result)
+
+    def take_events(self) -> Iterable[OffloadingEvent]:
+        """The KV events since the last call, oldest first, with ``enable_kv_events`` and the
+        engine's KV events on (none otherwise). vLLM's connector takes them on its scheduler
+        thread each step and publishes them (``BlockStored``, ``BlockRemoved``), as it does its
+        host tier's.
+
+        Each event names vLLM offload keys (a chunk's last block hash and its KV group), with
+        medium ``STORAGE``, the tier's ``locality``, and as ``ownership`` the tier's type (its
+        entry's ``type``):
+
+        * stored (``removed=False``): the blocks of a store job that the server acknowledged
+          (``PutStatus.STORED``), once vLLM learns the job is done (:meth:`get_finished_jobs`);
+          a block already announced and not since reported lost is not announced again.
+        * removed (``removed=True``): blocks this tier stored and announced that it then found
+          gone: a lookup whose server answered that it does not hold the first block past the
+          prefix found (only that one is known: a lookup stops there), or a load of a block that
+          the server answered missing, or that arrived damaged twice, or in another size. A
+          server that does not answer (down, failing) reports nothing lost.
+
+        Nothing is reported for blocks the servers evict on their own, which the tier does not
+        learn of until a lookup or load meets them gone. The tier remembers the last
+        ``event_blocks`` blocks it stored, and reports the loss only of those. Events vLLM does
+        not take are bounded: past 65 536 keys the oldest are dropped (:attr:`events_dropped`
+        counts their keys)."""
+        if self._events is None:
+            return ()
+        return self._events.take()
+
+    @property
+    def events_dropped(self) -> int:
+        """Keys of KV events dropped as vLLM did not take them (:meth:`take_events`)."""
+        return self._events.dropped if self._events is not None else 0
 
     def has_pending_work(self) -> bool:
         with self._pending_lock:
@@ -213,12 +274,14 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
     def _run(self, job: TransferJob, run: _Transfer) -> None:
         keys = list(job.keys)
         start = time.monotonic()
+        raised = False
         try:
             ok: list[bool] = run(job, keys)
         except Exception as e:  # any failure of the job is a failed job, never a lost one
             log.warning("kvcache: %s of %d blocks failed: %s",
                         "load" if job.is_promotion else "store", len(keys), e)
             ok = [False] * len(keys)
+            raised = True
         done = [k for k, good in zip(keys, ok) if good]
         elapsed = time.monotonic() - start
         if job.is_promotion and done and elapsed > 0:
@@ -230,7 +293,14 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                            successful_keys=tuple(done) if failed and done else None,
                            transfer_time=elapsed,
                            transfer_bytes=len(done) * self.block_size_bytes)
-        self._finished.put((result, failed))
+        stored: list[OffloadKey] = []
+        lost: list[OffloadKey] = []
+        if self._events is not None:
+            if not job.is_promotion:
+                stored = done
+            elif not raised:  # a load that failed by an error says nothing of its blocks
+                lost = [k for k in failed if self.client.answering(self.block_key(k))]
+        self._finished.put(_Finished(result, failed, stored, lost))
 
     def recompute_is_faster(self, location: PrefixLocation) -> bool:
         """Whether prefilling the chunks ``location`` found beats loading them: the servers' read
@@ -315,10 +385,12 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
         except RequestError as e:  # too many pins open on a server: look up without one
             log.warning("kvcache: lookup without a pin: %s", e)
             where = client.locate_prefix(block_keys)
+            self._lost_past(keys, where.present)
             return 0 if self._recomputed(where) else where.present
         except KvCacheError as e:
             log.warning("kvcache: lookup of %d blocks failed: %s", len(keys), e)
             return 0
+        self._lost_past(keys, pin.present)
         if self._recomputed(pin.location):
             pin.release()
             return 0
@@ -328,6 +400,16 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
             self._tier._pins.add(req_id, keys[:pin.present], pin)
         return pin.present
 
+    def _lost_past(self, keys: list[OffloadKey], present: int) -> None:
+        """After a lookup of ``keys`` that found the first ``present``: the key past them is gone
+        from its server if that server answered (it said it does not hold the block), and is
+        reported lost if this tier had stored it. The keys after it are not known."""
+        events = self._tier._events
+        if events is not None and present < len(keys):
+            key = keys[present]
+            if self._tier.client.answering(self._tier.block_key(key)):
+                events.lost([key])
+
     def _recomputed(self, location: PrefixLocation) -> bool:
         """Whether the chunks found are left to prefill, as loading them is estimated slower."""
         if not self._tier.recompute_is_faster(location):
@@ -336,6 +418,81 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
                   location.present, location)
         self._tier.recomputed_chunks += location.present
         return True
+
+
+class _Finished:
+    """A finished job as the worker thread hands it to the scheduler thread: its result, the keys
+    it failed to load, and for the tier's events the keys it stored and those it found lost."""
+
+    __slots__ = ("result", "failed", "stored", "lost")
+
+    def __init__(self, result: JobResult, failed: list[OffloadKey], stored: list[OffloadKey],
+                 lost: list[OffloadKey]) -> None:
+        self.result = result
+        self.failed = failed
+        self.stored = stored
+        self.lost = lost
+
+
+class _Events:
+    """A tier's KV events (vLLM's ``OffloadingEvent``), queued until vLLM takes them, and the
+    blocks the tier stored, the last ``remembered`` of them, whose loss it may report.
+    Thread-safe: stores and load failures are reported on vLLM's scheduler thread, lookups' finds
+    on the lookup thread, and vLLM takes the events on its scheduler thread."""
+
+    def __init__(self, medium: Medium, locality: Optional[Locality], ownership: str,
+                 remembered: int, max_keys: int = _EVENT_KEYS) -> None:
+        self._medium = medium
+        self._locality = locality
+        self._ownership = ownership
+        self._remembered = remembered
+        self._max_keys = max_keys
+        self._lock = threading.Lock()
+        self._held: OrderedDict[OffloadKey, None] = OrderedDict()  # least recently stored first
+        self._queue: deque[OffloadingEvent] = deque()
+        self._queued = 0  # keys the queued events name
+        #: Keys of events dropped as they were not taken.
+        self.dropped = 0
+
+    def stored(self, keys: Iterable[OffloadKey]) -> None:
+        """The server acknowledged these blocks: announced unless announced already."""
+        with self._lock:
+            new = []
+            for key in keys:
+                if key in self._held:
+                    self._held.move_to_end(key)
+                else:
+                    self._held[key] = None
+                    new.append(key)
+            while len(self._held) > self._remembered:
+                self._held.popitem(last=False)
+            if new:
+                self._add(new, removed=False)
+
+    def lost(self, keys: Iterable[OffloadKey]) -> None:
+        """These blocks are gone from the servers: reported for those stored and remembered."""
+        with self._lock:
+            gone = [key for key in keys if self._held.pop(key, 0) is None]
+            if gone:
+                self._add(gone, removed=True)
+
+    def take(self) -> list[OffloadingEvent]:
+        with self._lock:
+            events = list(self._queue)
+            self._queue.clear()
+            self._queued = 0
+            return events
+
+    def _add(self, keys: list[OffloadKey], removed: bool) -> None:
+        self._queue.append(OffloadingEvent(keys=keys, medium=self._medium, removed=removed,
+                                           locality=self._locality, ownership=self._ownership))
+        self._queued += len(keys)
+        while self._queued > self._max_keys and len(self._queue) > 1:
+            old = self._queue.popleft()
+            self._queued -= len(old.keys)
+            if not self.dropped:
+                log.warning("kvcache: KV events are not being taken; dropping the oldest")
+            self.dropped += len(old.keys)
 
 
 class _Pins:
