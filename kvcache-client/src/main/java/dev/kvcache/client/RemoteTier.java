@@ -9,13 +9,11 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
-import dev.kvcache.spi.PinnedPrefix;
-import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import dev.kvcache.wire.Wire;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
@@ -56,7 +54,7 @@ import org.slf4j.LoggerFactory;
  * ({@link Protocol}: paths, statuses, the answers' JSON), batch reads ({@link BatchReads}),
  * lookups and pins ({@link PrefixLookups}) and the writer ({@link RemoteWriter}).
  */
-public final class RemoteTier implements Tier {
+public final class RemoteTier extends AbstractTier {
 
   private static final Logger log = LoggerFactory.getLogger(RemoteTier.class);
 
@@ -67,7 +65,6 @@ public final class RemoteTier implements Tier {
   private final Requests requests;
   private final BatchReads batches;
   private final PrefixLookups lookups;
-  private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
   private final LongAdder damagedBlocks = new LongAdder();
   private volatile boolean closed;
@@ -91,8 +88,8 @@ public final class RemoteTier implements Tier {
       throw e;
     }
     this.requests = new Requests(config.requestTimeout, damagedBlocks);
-    this.batches = new BatchReads(config, protocol, directory, requests, counters, loadRate);
-    this.lookups = new PrefixLookups(config, protocol, directory, requests, counters,
+    this.batches = new BatchReads(config, protocol, directory, requests, counters(), loadRate);
+    this.lookups = new PrefixLookups(config, protocol, directory, requests, counters(),
         () -> closed);
   }
 
@@ -122,12 +119,7 @@ public final class RemoteTier implements Tier {
   }
 
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!PutChecks.fits(key, src.remaining(), config.maxBlockBytes, counters)) {
-      return PutStatus.REJECTED_TOO_LARGE;
-    }
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
     ResponseSink.Text answer = new ResponseSink.Text();
     int status = config.wireCodec == null
         ? requests.call(directory.linkFor(key), "PUT", protocol.blockPath(key),
@@ -135,7 +127,7 @@ public final class RemoteTier implements Tier {
             .checksum(config.checksums ? Wire.checksum(Crc32c.of(src)) : null)
             .start().await()
         : putEncoded(key, src, answer);
-    return protocol.putStatus("PUT", key, status, answer, counters);
+    return protocol.putStatus("PUT", key, status, answer, counters());
   }
 
   /**
@@ -165,19 +157,13 @@ public final class RemoteTier implements Tier {
    * is.
    */
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    ensureOpen();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes, counters)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
+  protected BlockWriter openWriter(BlockKey key, int length) {
     return new RemoteWriter(key, length, config, protocol, directory.linkFor(key), requests,
-        counters);
+        counters());
   }
 
   @Override
-  public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected BlockLease lease(BlockKey key) {
     BlockSink[] sink = new BlockSink[1];
     long start = System.nanoTime();
     int status = requests.send(directory.linkFor(key), "GET", protocol.blockPath(key), null,
@@ -186,21 +172,15 @@ public final class RemoteTier implements Tier {
     if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
       ByteBuffer block = sink[0].block();
       loadRate.record(block.remaining(), System.nanoTime() - start);
-      counters.hit();
-      return new BufferLease(key, block, sink[0].checksum(), counters);
+      counters().hit();
+      return new BufferLease(key, block, sink[0].checksum(), counters());
     }
     missOrThrow("GET", key, status, sink[0]);
     return BlockLease.miss(key);
   }
 
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     BlockSink[] sink = new BlockSink[1];
     long start = System.nanoTime();
     int position = dst.position();
@@ -212,7 +192,7 @@ public final class RemoteTier implements Tier {
     }
     if (status == 200 && sink[0].complete() && decoded(key, sink[0])) {
       loadRate.record(dst.position() - position, System.nanoTime() - start);
-      counters.hit();
+      counters().hit();
       return GetStatus.HIT;
     }
     missOrThrow("GET", key, status, sink[0]);
@@ -265,16 +245,14 @@ public final class RemoteTier implements Tier {
   }
 
   private void missOrThrow(String method, BlockKey key, int status, BlockSink sink) {
-    counters.miss();
+    counters().miss();
     if (sink != null && Protocol.refused(status, sink.errorText())) {
       throw protocol.unexpected(method, key, status, sink.errorText());
     }
   }
 
   @Override
-  public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean holds(BlockKey key) {
     ResponseSink.Text answer = new ResponseSink.Text();
     int status = requests.send(directory.linkFor(key), "HEAD", protocol.blockPath(key), null, null,
         () -> answer, true);
@@ -301,15 +279,13 @@ public final class RemoteTier implements Tier {
   }
 
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean remove(BlockKey key) {
     ResponseSink.Text answer = new ResponseSink.Text();
     ServerLink link = directory.linkFor(key);
     int status = requests.send(link, "DELETE", protocol.blockPath(key), null, null, () -> answer,
         false);
     if (status == 204) {
-      counters.delete();
+      counters().delete();
       return true;
     }
     if (status == 404 && Protocol.isNotCached(answer.toString())) {
@@ -327,9 +303,7 @@ public final class RemoteTier implements Tier {
    * lacks (or its server is down).
    */
   @Override
-  public int lookupPrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected int countPrefix(List<BlockKey> keys) {
     return lookups.lookupPrefix(keys);
   }
 
@@ -342,14 +316,12 @@ public final class RemoteTier implements Tier {
    * time on the server.
    */
   @Override
-  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    Objects.requireNonNull(keys, "keys");
-    PinnedPrefix.requirePositive(timeout);
-    ensureOpen();
+  protected PrefixPin pin(List<BlockKey> keys, Duration timeout) {
     return lookups.pinPrefix(keys, timeout);
   }
 
-  private void ensureOpen() {
+  @Override
+  protected void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("the remote tier is closed");
     }
@@ -366,7 +338,7 @@ public final class RemoteTier implements Tier {
 
   @Override
   public CacheStats stats() {
-    return counters.snapshot(0, 0, 0, 0, 0);
+    return counters().snapshot(0, 0, 0, 0, 0);
   }
 
   /** Closes the connections and stops the IO threads. */

@@ -11,14 +11,12 @@ import dev.kvcache.internal.memory.CompactionBudget;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
-import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ReadOnlyBufferException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -66,7 +64,7 @@ import org.slf4j.LoggerFactory;
  * index's entry and its hash table slot; measured in {@code docs/ram-tier.md}. The allocator's
  * own bookkeeping is per 4 KiB of capacity, not per block.
  */
-public final class RamTier implements Tier {
+public final class RamTier extends AbstractTier {
 
   private static final Logger log = LoggerFactory.getLogger(RamTier.class);
 
@@ -84,7 +82,6 @@ public final class RamTier implements Tier {
   private final RamIndex index;
   private volatile BlockEvictionListener evictionListener;
 
-  private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
   private volatile boolean closed;
 
@@ -208,12 +205,11 @@ public final class RamTier implements Tier {
   }
 
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(src, "src");
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
     boolean timed = timed();
     long start = timed ? System.nanoTime() : 0;
     int length = src.remaining();
-    PutStatus status = AbstractBlockWriter.writeWhole(writer(key, length), src);
+    PutStatus status = AbstractBlockWriter.writeWhole(openWriter(key, length), src);
     if (timed && status == PutStatus.STORED) {
       loadRate.record(length, System.nanoTime() - start);
     }
@@ -230,8 +226,7 @@ public final class RamTier implements Tier {
    */
   @Override
   public Optional<BlockWriter> tryWriter(BlockKey key, int length) {
-    ensureOpen();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
+    if (!takes(key, length)) {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
     OffHeapBlock block = allocate(length, length, false);
@@ -245,14 +240,10 @@ public final class RamTier implements Tier {
    * commit.
    */
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    ensureOpen();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
+  protected BlockWriter openWriter(BlockKey key, int length) {
     OffHeapBlock block = allocate(length, 4L * length, true);
     if (block == null) {
-      counters.rejection();
+      counters().rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
     }
     return new RamWriter(key, block);
@@ -272,7 +263,7 @@ public final class RamTier implements Tier {
       block.release();
       throw new IllegalStateException("the RAM tier was closed during this put");
     }
-    counters.put();
+    counters().put();
     boolean admitted = !block.isEvicted();
     block.release(); // the writer's reference; the index keeps its own
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
@@ -347,10 +338,10 @@ public final class RamTier implements Tier {
    * ({@code NOT_ADMITTED}) also sees whatever the listener did with it.
    */
   private void onEvicted(BlockKey key, OffHeapBlock block) {
-    counters.eviction();
+    counters().eviction();
     try {
       if (evictionListener != null && block.tryRetain()) {
-        counters.leaseOpened();
+        counters().leaseOpened();
         handOff(new RamLease(this, key, block));
       }
     } finally {
@@ -381,16 +372,14 @@ public final class RamTier implements Tier {
   }
 
   @Override
-  public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected BlockLease lease(BlockKey key) {
     OffHeapBlock block = index.get(key);
     if (block == null || !block.tryRetain()) {
-      counters.miss();
+      counters().miss();
       return BlockLease.miss(key);
     }
-    counters.hit();
-    counters.leaseOpened();
+    counters().hit();
+    counters().leaseOpened();
     return new RamLease(this, key, block);
   }
 
@@ -410,11 +399,11 @@ public final class RamTier implements Tier {
       return Optional.empty();
     }
     if (retained == OffHeapBlock.Retained.FREED) {
-      counters.miss();
+      counters().miss();
       return Optional.of(BlockLease.miss(key));
     }
-    counters.hit();
-    counters.leaseOpened();
+    counters().hit();
+    counters().leaseOpened();
     return Optional.of(new RamLease(this, key, block));
   }
 
@@ -430,21 +419,15 @@ public final class RamTier implements Tier {
     if (block == null || !block.tryRetain()) {
       return BlockLease.miss(key);
     }
-    counters.leaseOpened();
+    counters().leaseOpened();
     return new RamLease(this, key, block);
   }
 
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     OffHeapBlock block = index.get(key);
     if (block == null || !block.tryRetain()) {
-      counters.miss();
+      counters().miss();
       return GetStatus.MISS;
     }
     try {
@@ -457,7 +440,7 @@ public final class RamTier implements Tier {
       if (timed) {
         loadRate.record(block.length(), System.nanoTime() - start);
       }
-      counters.hit();
+      counters().hit();
       return GetStatus.HIT;
     } finally {
       block.release();
@@ -475,9 +458,7 @@ public final class RamTier implements Tier {
 
   /** As {@link Tier#locatePrefix}, estimated for the blocks' own lengths. */
   @Override
-  public PrefixLocation locatePrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected PrefixLocation locate(List<BlockKey> keys) {
     int blocks = 0;
     long bytes = 0;
     for (BlockKey key : keys) {
@@ -492,21 +473,17 @@ public final class RamTier implements Tier {
   }
 
   @Override
-  public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean holds(BlockKey key) {
     return index.containsKey(key);
   }
 
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean remove(BlockKey key) {
     OffHeapBlock block = index.remove(key);
     if (block == null) {
       return false;
     }
-    counters.delete();
+    counters().delete();
     block.releaseOwner();
     return true;
   }
@@ -524,7 +501,7 @@ public final class RamTier implements Tier {
     for (Map.Entry<BlockKey, OffHeapBlock> e : hottest.entrySet()) {
       OffHeapBlock block = e.getValue();
       if (block.tryRetain()) {
-        counters.leaseOpened();
+        counters().leaseOpened();
         try (RamLease lease = new RamLease(this, e.getKey(), block)) {
           action.accept(lease);
         }
@@ -534,7 +511,7 @@ public final class RamTier implements Tier {
 
   @Override
   public CacheStats stats() {
-    return counters.snapshot(index.size(), memory.usedBytes(), memory.capacityBytes(),
+    return counters().snapshot(index.size(), memory.usedBytes(), memory.capacityBytes(),
         memory.compactions(), memory.bytesCompacted());
   }
 
@@ -560,10 +537,11 @@ public final class RamTier implements Tier {
   }
 
   void leaseClosed() {
-    counters.leaseClosed();
+    counters().leaseClosed();
   }
 
-  private void ensureOpen() {
+  @Override
+  protected void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("the RAM tier is closed");
     }

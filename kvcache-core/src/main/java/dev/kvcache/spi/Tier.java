@@ -23,6 +23,8 @@ import java.util.function.LongSupplier;
  * blocks between them through {@link BlockEvictionListener}s. Every implementation must pass the
  * shared contract suite ({@code TierContractTest} in kvcache-core's test jar), which pins down the
  * behaviour the API documents: statuses, lease pinning, byte-exact reads, bad input and close.
+ * {@link AbstractTier} makes the checks of bad input and of a closed tier once, for every tier
+ * built on it.
  */
 public interface Tier extends KvCache {
 

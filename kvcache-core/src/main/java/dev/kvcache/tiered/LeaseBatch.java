@@ -5,7 +5,6 @@ import dev.kvcache.BlockLease;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Objects;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.IntFunction;
@@ -19,6 +18,8 @@ final class LeaseBatch {
   private LeaseBatch() {}
 
   /**
+   * Reads {@code keys}, none of them null.
+   *
    * @param above the lease of key {@code i} from above; null to read it below
    * @param below reads the keys left, in one call, a lease per key in order
    * @param fromBelow what a lease read below becomes, given the key's index
@@ -26,12 +27,10 @@ final class LeaseBatch {
   static List<BlockLease> read(List<BlockKey> keys, IntFunction<BlockLease> above,
       Function<List<BlockKey>, List<BlockLease>> below,
       BiFunction<Integer, BlockLease, BlockLease> fromBelow) {
-    Objects.requireNonNull(keys, "keys");
     BlockLease[] result = new BlockLease[keys.size()];
     try {
       List<Integer> left = new ArrayList<>();
       for (int i = 0; i < result.length; i++) {
-        Objects.requireNonNull(keys.get(i), "key");
         result[i] = above.apply(i);
         if (result[i] == null) {
           left.add(i);

@@ -9,10 +9,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
-import dev.kvcache.spi.PinnedPrefix;
-import dev.kvcache.spi.PutChecks;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import dev.kvcache.spi.TierVisitor;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
 import java.nio.ByteBuffer;
@@ -67,13 +65,12 @@ import java.util.function.Supplier;
  * evicted blocks waiting), are a {@link StackedUploads}; this class holds the writes, the reads
  * and the pins of the two tiers.
  */
-public final class StackedTier implements Tier {
+public final class StackedTier extends AbstractTier {
 
   private final Tier upper;
   private final Tier backing;
   private final StackedTierConfig config;
   private final StackedUploads uploads;
-  private final TierCounters counters = new TierCounters();
   private final LongAdder upperHits = new LongAdder();
   private final LongAdder backingHits = new LongAdder();
   private volatile boolean closed;
@@ -106,38 +103,24 @@ public final class StackedTier implements Tier {
   }
 
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!PutChecks.fits(key, src.remaining(), maxBlockBytes(), counters)) {
-      return PutStatus.REJECTED_TOO_LARGE; // nothing changes
-    }
-    return store(key, () -> upper.put(key, src));
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
+    return storeAbove(key, () -> upper.put(key, src));
   }
 
   /** As {@link #put}, the upper tier checking the bytes as it stores them. */
   @Override
-  public PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!PutChecks.fits(key, src.remaining(), maxBlockBytes(), counters)) {
-      return PutStatus.REJECTED_TOO_LARGE; // nothing changes
-    }
-    return store(key, () -> upper.putChecked(key, src, crc32c));
+  protected PutStatus storeChecked(BlockKey key, ByteBuffer src, int crc32c) {
+    return storeAbove(key, () -> upper.putChecked(key, src, crc32c));
   }
 
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected BlockWriter openWriter(BlockKey key, int length) {
     BlockWriter inUpper = upper.writer(key, length);
     return inUpper.rejection().isPresent() ? inUpper : new UploadingWriter(inUpper);
   }
 
   /** Stores a block in the upper tier with {@code put}, and queues its upload. */
-  private PutStatus store(BlockKey key, Supplier<PutStatus> put) {
+  private PutStatus storeAbove(BlockKey key, Supplier<PutStatus> put) {
     long version = uploads.unsettle(key);
     PutStatus status;
     try {
@@ -147,9 +130,9 @@ public final class StackedTier implements Tier {
       throw e;
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
-      counters.put();
+      counters().put();
     } else {
-      counters.rejection();
+      counters().rejection();
     }
     uploads.stored(key, version, status);
     return status;
@@ -160,12 +143,10 @@ public final class StackedTier implements Tier {
    * way is waited for, so that it cannot bring the block back into the backing tier.
    */
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean remove(BlockKey key) {
     boolean removed = dropCopies(key, backing::delete);
     if (removed) {
-      counters.delete();
+      counters().delete();
     }
     return removed;
   }
@@ -195,9 +176,7 @@ public final class StackedTier implements Tier {
   }
 
   @Override
-  public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected BlockLease lease(BlockKey key) {
     BlockLease lease = leaseAbove(key);
     if (lease.status() == GetStatus.HIT) {
       upperHits.increment();
@@ -216,9 +195,7 @@ public final class StackedTier implements Tier {
    * {@link Tier#getAll} call to the backing tier.
    */
   @Override
-  public List<BlockLease> getAll(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected List<BlockLease> leaseAll(List<BlockKey> keys) {
     return LeaseBatch.read(keys, i -> {
       BlockLease lease = leaseAbove(keys.get(i));
       if (lease.status() == GetStatus.HIT) {
@@ -238,10 +215,7 @@ public final class StackedTier implements Tier {
   }
 
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     GetStatus status = upper.getInto(key, dst);
     if (status == GetStatus.MISS) {
       status = copyWaiting(key, dst);
@@ -296,9 +270,9 @@ public final class StackedTier implements Tier {
 
   private void count(GetStatus status) {
     if (status == GetStatus.HIT) {
-      counters.hit();
+      counters().hit();
     } else if (status == GetStatus.MISS) {
-      counters.miss();
+      counters().miss();
     }
   }
 
@@ -310,22 +284,18 @@ public final class StackedTier implements Tier {
   }
 
   @Override
-  public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean holds(BlockKey key) {
     return heldAbove(key) || !uploads.unsettled(key) && backing.contains(key);
   }
 
   /** The leading keys either tier holds: runs of the upper tier's, then of the backing tier's. */
   @Override
-  public int lookupPrefix(List<BlockKey> keys) {
-    return locatePrefix(keys).blocks();
+  protected int countPrefix(List<BlockKey> keys) {
+    return locate(keys).blocks();
   }
 
   @Override
-  public PrefixLocation locatePrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected PrefixLocation locate(List<BlockKey> keys) {
     PrefixLocation found = PrefixLocation.NONE;
     int n = 0;
     while (n < keys.size()) {
@@ -355,14 +325,9 @@ public final class StackedTier implements Tier {
    * holds under the backing tier's pin (an object tier's pin marks its blocks used and fetches one
    * only when it is read). A key whose backing copy may be stale ends the pin. Each pinned block
    * counts as a hit, the first key not found as a miss.
-   *
-   * @throws IllegalArgumentException if {@code timeout} is not positive
    */
   @Override
-  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    Objects.requireNonNull(keys, "keys");
-    PinnedPrefix.requirePositive(timeout);
-    ensureOpen();
+  protected PrefixPin pin(List<BlockKey> keys, Duration timeout) {
     TieredPin pinned = new TieredPin((key, bytes) -> {}); // blocks stay where they are
     return PrefixWalk.pin(keys, timeout, pinned, key -> {
       BlockLease above = leaseAbove(key);
@@ -370,9 +335,9 @@ public final class StackedTier implements Tier {
         return null;
       }
       upperHits.increment();
-      counters.hit();
+      counters().hit();
       return above;
-    }, this::heldAbove, key -> !uploads.unsettled(key), backing, backingHits, counters);
+    }, this::heldAbove, key -> !uploads.unsettled(key), backing, backingHits, counters());
   }
 
   /** Whether the upper tier holds the key, or a block it evicted that waits for its upload. */
@@ -390,7 +355,7 @@ public final class StackedTier implements Tier {
     CacheStats u = both.upper();
     CacheStats b = both.backing();
     int heldByUploads = both.heldByUploads();
-    CacheStats own = counters.snapshot(u.blocks() + b.blocks(), u.bytesUsed() + b.bytesUsed(),
+    CacheStats own = counters().snapshot(u.blocks() + b.blocks(), u.bytesUsed() + b.bytesUsed(),
         u.capacityBytes() + b.capacityBytes(), u.compactions() + b.compactions(),
         u.bytesCompacted() + b.bytesCompacted());
     return new CacheStats(own.hits(), own.misses(), own.puts(), u.evictions() + b.evictions(),
@@ -480,7 +445,8 @@ public final class StackedTier implements Tier {
     }
   }
 
-  private void ensureOpen() {
+  @Override
+  protected void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("the " + name() + " tier is closed");
     }
@@ -542,7 +508,7 @@ public final class StackedTier implements Tier {
     @Override
     public PutStatus commit() {
       ensureOpen();
-      return store(inUpper.key(), inUpper::commit);
+      return storeAbove(inUpper.key(), inUpper::commit);
     }
 
     @Override

@@ -12,10 +12,9 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.AbstractBlockWriter;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.ChecksumMismatchException;
-import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import dev.kvcache.spi.TierVisitor;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -77,7 +76,7 @@ import org.slf4j.LoggerFactory;
  * contracts of the methods it passes on to {@link TieredReads}) because the commit and its writer
  * share the key's stripe lock and the policy's steps in one order.
  */
-public final class TieredCache implements Tier {
+public final class TieredCache extends AbstractTier {
 
   private static final Logger log = LoggerFactory.getLogger(TieredCache.class);
 
@@ -92,7 +91,6 @@ public final class TieredCache implements Tier {
   private final PutPolicy policy;
   private volatile boolean closed;
 
-  private final TierCounters counters = new TierCounters();
   private final LongAdder spillsSkipped = new LongAdder();
   private final LongAdder notDurablePuts = new LongAdder();
   private final TieredReads reads;
@@ -119,7 +117,7 @@ public final class TieredCache implements Tier {
     this.copies = new CopyCoherence(ram, spills);
     this.stripes = copies.stripes();
     this.policy = PutPolicy.of(config.durability(), ram, lower, spills, copies);
-    this.reads = new TieredReads(ram, lower, config, spills, copies, counters, () -> closed);
+    this.reads = new TieredReads(ram, lower, config, spills, copies, counters(), () -> closed);
   }
 
   @Override
@@ -146,11 +144,7 @@ public final class TieredCache implements Tier {
    * about the lower tier is the configured {@link Durability}'s.
    */
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(src, "src");
-    if (!takes(key, src.remaining())) {
-      return PutStatus.REJECTED_TOO_LARGE;
-    }
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
     BlockWriter inRam = reserveInRam(key, src.remaining());
     if (inRam == null) {
       return commit(key, false, () -> lower.put(key, src), null);
@@ -167,14 +161,11 @@ public final class TieredCache implements Tier {
    * readable until the commit.
    */
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    if (!takes(key, length)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
+  protected BlockWriter openWriter(BlockKey key, int length) {
     BlockWriter inRam = reserveInRam(key, length);
     BlockWriter inner = inRam != null ? inRam : lower.writer(key, length);
     if (inner.rejection().isPresent()) {
-      counters.rejection();
+      counters().rejection();
       return inner;
     }
     return new TieredWriter(key, inner, inRam != null);
@@ -205,17 +196,6 @@ public final class TieredCache implements Tier {
       return Optional.empty();
     }
     return Optional.of(new TieredWriter(key, inRam.get(), true));
-  }
-
-  /**
-   * Checks a block about to be put; false, counted as a rejection, if it is larger than both
-   * tiers' largest.
-   *
-   * @throws IllegalArgumentException if {@code length} is not positive
-   */
-  private boolean takes(BlockKey key, int length) {
-    ensureOpen();
-    return PutChecks.fits(key, length, maxBlockBytes(), counters);
   }
 
   /**
@@ -286,9 +266,9 @@ public final class TieredCache implements Tier {
       status = policy.settle(key, status, copy, evicted, place);
     }
     if (status == PutStatus.STORED || status == PutStatus.NOT_ADMITTED) {
-      counters.put();
+      counters().put();
     } else {
-      counters.rejection();
+      counters().rejection();
     }
     if (status == PutStatus.REJECTED_NOT_DURABLE) {
       notDurablePuts.increment();
@@ -427,9 +407,7 @@ public final class TieredCache implements Tier {
   }
 
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean remove(BlockKey key) {
     int stripe = KeyStripes.of(key);
     boolean removed;
     ReentrantLock lock = stripes.lock(stripe);
@@ -443,7 +421,7 @@ public final class TieredCache implements Tier {
       lock.unlock();
     }
     if (removed) {
-      counters.delete();
+      counters().delete();
     }
     return removed;
   }
@@ -451,12 +429,12 @@ public final class TieredCache implements Tier {
   // ---------------------------------------------------------------- reads
 
   @Override
-  public BlockLease get(BlockKey key) {
+  protected BlockLease lease(BlockKey key) {
     return reads.get(key);
   }
 
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     return reads.getInto(key, dst);
   }
 
@@ -481,7 +459,7 @@ public final class TieredCache implements Tier {
    * downloads under way at once; each is promoted into RAM as {@link #get} promotes it.
    */
   @Override
-  public List<BlockLease> getAll(List<BlockKey> keys) {
+  protected List<BlockLease> leaseAll(List<BlockKey> keys) {
     return reads.getAll(keys);
   }
 
@@ -510,7 +488,7 @@ public final class TieredCache implements Tier {
   }
 
   @Override
-  public boolean contains(BlockKey key) {
+  protected boolean holds(BlockKey key) {
     return reads.contains(key);
   }
 
@@ -520,7 +498,7 @@ public final class TieredCache implements Tier {
    * tier answers with one request per server instead of one per key.
    */
   @Override
-  public int lookupPrefix(List<BlockKey> keys) {
+  protected int countPrefix(List<BlockKey> keys) {
     return reads.lookupPrefix(keys);
   }
 
@@ -529,7 +507,7 @@ public final class TieredCache implements Tier {
    * runs), with each run's load time estimated from its tier's recent reads.
    */
   @Override
-  public PrefixLocation locatePrefix(List<BlockKey> keys) {
+  protected PrefixLocation locate(List<BlockKey> keys) {
     return reads.locatePrefix(keys);
   }
 
@@ -540,11 +518,9 @@ public final class TieredCache implements Tier {
    * under its servers' leases, fetching a block only when it is read). A block read through the
    * lower tier's pin is promoted into RAM as {@link #get} promotes a lower-tier hit, unless a put
    * or delete in its stripe came after the pin.
-   *
-   * @throws IllegalArgumentException if {@code timeout} is not positive
    */
   @Override
-  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
+  protected PrefixPin pin(List<BlockKey> keys, Duration timeout) {
     return reads.pinPrefix(keys, timeout);
   }
 
@@ -646,7 +622,7 @@ public final class TieredCache implements Tier {
   public CacheStats stats() {
     CacheStats r = ram.stats();
     CacheStats l = lower.stats();
-    CacheStats own = counters.snapshot(r.blocks() + spills.size() + l.blocks(),
+    CacheStats own = counters().snapshot(r.blocks() + spills.size() + l.blocks(),
         r.bytesUsed() + l.bytesUsed(), r.capacityBytes() + l.capacityBytes(),
         r.compactions() + l.compactions(), r.bytesCompacted() + l.bytesCompacted());
     return new CacheStats(own.hits(), own.misses(), own.puts(), l.evictions() + spills.drops(),
@@ -728,7 +704,8 @@ public final class TieredCache implements Tier {
         written[1] >> 20, lower.name(), (System.nanoTime() - start) / 1_000_000);
   }
 
-  private void ensureOpen() {
+  @Override
+  protected void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("the tiered cache is closed");
     }

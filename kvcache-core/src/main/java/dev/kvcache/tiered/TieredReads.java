@@ -8,7 +8,6 @@ import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.ram.RamTier;
-import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierCounters;
 import dev.kvcache.tiered.TieredRead.Source;
@@ -30,7 +29,9 @@ import org.slf4j.LoggerFactory;
  * The reads of a {@link TieredCache}: RAM first, then the spill queue, then the lower tier, whose
  * hits are promoted into RAM; prefix lookups and pins across the tiers; and the count of hits per
  * tier. It shares the cache's tiers, spill queue and {@link CopyCoherence} ({@link TieredCache} says
- * what they promise), and is closed when the cache is.
+ * what they promise), and is closed when the cache is. The cache checks the arguments of the reads
+ * it passes on, and that it is open, as every {@link dev.kvcache.spi.AbstractTier} does; {@link
+ * #getAbove} and {@link #readAllInto}, for calls it does not check so, check their own.
  */
 final class TieredReads {
 
@@ -79,8 +80,6 @@ final class TieredReads {
 
 
   BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
     BlockLease above = leaseAbove(key);
     if (above != null) {
       return above;
@@ -116,8 +115,6 @@ final class TieredReads {
    * one {@link Tier#getAll} call to the lower tier.
    */
   List<BlockLease> getAll(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
     long[] generation = new long[keys.size()];
     return LeaseBatch.read(keys, i -> {
       BlockLease above = leaseAbove(keys.get(i));
@@ -223,6 +220,12 @@ final class TieredReads {
     long[] generation = new long[keys.size()];
     int[] start = new int[keys.size()];
     for (int i = 0; i < result.length; i++) {
+      Objects.requireNonNull(keys.get(i), "key");
+      Objects.requireNonNull(dsts.get(i), "dst");
+      ensureOpen();
+      if (dsts.get(i).isReadOnly()) {
+        throw new ReadOnlyBufferException();
+      }
       result[i] = readAbove(keys.get(i), dsts.get(i));
       if (result[i] == null) {
         fromLower.add(i);
@@ -259,12 +262,6 @@ final class TieredReads {
 
   /** A read served by RAM or the spill queue; null if the block is in neither. */
   private TieredRead readAbove(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
     GetStatus status = ram.getInto(key, dst);
     if (status != GetStatus.MISS) {
       if (status == GetStatus.HIT) {
@@ -362,8 +359,6 @@ final class TieredReads {
   }
 
   boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
     return ram.contains(key) || spills.holds(key) || lower.contains(key);
   }
 
@@ -382,8 +377,6 @@ final class TieredReads {
    * the lower tier's own runs from its {@link Tier#locatePrefix}.
    */
   PrefixLocation locatePrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
     PrefixLocation found = PrefixLocation.NONE;
     int n = 0;
     while (n < keys.size()) {
@@ -424,13 +417,8 @@ final class TieredReads {
    * above is pinned above, never below. A block read through the lower tier's pin is promoted into
    * RAM as {@link #get} promotes a lower-tier hit, unless a put or delete in its stripe came after
    * the pin. Each pinned block counts as a hit in its tier, the first key not found as a miss.
-   *
-   * @throws IllegalArgumentException if {@code timeout} is not positive
    */
   PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    Objects.requireNonNull(keys, "keys");
-    PinnedPrefix.requirePositive(timeout);
-    ensureOpen();
     long[] before = stripes.generations(); // a put or delete after this makes a pinned copy stale
     TieredPin pinned = new TieredPin((key, bytes) -> {
       int stripe = KeyStripes.of(key);

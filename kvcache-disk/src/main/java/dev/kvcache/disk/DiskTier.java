@@ -18,14 +18,13 @@ import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ReadOnlyBufferException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,7 +80,7 @@ import org.slf4j.LoggerFactory;
  * {@code Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
  * every file operation goes through.
  */
-public final class DiskTier implements Tier {
+public final class DiskTier extends AbstractTier {
 
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
 
@@ -104,7 +103,6 @@ public final class DiskTier implements Tier {
   private final Reclaimer reclaimer;
   private final MetadataLog metadata;
 
-  private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
   private final LongAdder corruptBlocks = new LongAdder();
   private final LongAdder unchangedPuts = new LongAdder();
@@ -128,11 +126,11 @@ public final class DiskTier implements Tier {
         state.nextSuperBlockId);
     this.superBlocks = space.superBlocks();
     this.index = new BlockIndex(state.index, superBlocks);
-    this.reads = new RecordReads(index, superBlocks, counters, loadRate, corruptBlocks,
+    this.reads = new RecordReads(index, superBlocks, counters(), loadRate, corruptBlocks,
         config.directReads(), dir.toString());
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
         bytesWritten, blocksRewritten, bytesRewritten);
-    this.writes = new RecordWrites(config, index, space, metadata, sequence, counters,
+    this.writes = new RecordWrites(config, index, space, metadata, sequence, counters(),
         unchangedPuts, bytesWritten, writeFailures);
     this.scrubber = config.scrubBytesPerSecond() > 0
         ? new Scrubber(superBlocks, index, reads, config.scrubBytesPerSecond(), dir.toString())
@@ -224,9 +222,7 @@ public final class DiskTier implements Tier {
   // ---------------------------------------------------------------- writes
 
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(src, "src");
-    requireOpen();
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
     return writes.put(key, src);
   }
 
@@ -236,9 +232,7 @@ public final class DiskTier implements Tier {
    * completed only if it matches; any other is checked before it is written.
    */
   @Override
-  public PutStatus putChecked(BlockKey key, ByteBuffer src, int crc32c) {
-    Objects.requireNonNull(src, "src");
-    requireOpen();
+  protected PutStatus storeChecked(BlockKey key, ByteBuffer src, int crc32c) {
     return writes.put(key, src, crc32c);
   }
 
@@ -248,15 +242,12 @@ public final class DiskTier implements Tier {
    * the writer is open is replaced by the commit, as it would be by a later put.
    */
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    requireOpen();
+  protected BlockWriter openWriter(BlockKey key, int length) {
     return writes.writer(key, length);
   }
 
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    requireOpen();
+  protected boolean remove(BlockKey key) {
     return writes.delete(key);
   }
 
@@ -284,7 +275,7 @@ public final class DiskTier implements Tier {
       ticket = metadata.append(JournalEntry.drop(victim.id()), () -> {
         for (Map.Entry<BlockKey, Location> e : indexed) {
           if (index.remove(e.getKey(), e.getValue())) {
-            counters.eviction();
+            counters().eviction();
             evicted.add(e); // by this thread alone, if two drop the super-block at once
           }
         }
@@ -350,7 +341,7 @@ public final class DiskTier implements Tier {
    * power loss loses none of them, whatever the {@link SyncPolicy}.
    */
   public void sync() throws IOException {
-    requireOpen();
+    ensureOpen();
     metadata.sync();
   }
 
@@ -379,9 +370,7 @@ public final class DiskTier implements Tier {
   // ---------------------------------------------------------------- reads
 
   @Override
-  public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    requireOpen();
+  protected BlockLease lease(BlockKey key) {
     return reads.get(key);
   }
 
@@ -390,29 +379,18 @@ public final class DiskTier implements Tier {
    * DiskTierConfig#directReads()}) are read several at a time.
    */
   @Override
-  public List<BlockLease> getAll(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    keys.forEach(k -> Objects.requireNonNull(k, "key"));
-    requireOpen();
+  protected List<BlockLease> leaseAll(List<BlockKey> keys) {
     return reads.getAll(keys);
   }
 
   /** Copies the block into {@code dst}, checking its checksum on the way; see {@link Tier}. */
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
-    requireOpen();
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     return reads.getInto(key, dst);
   }
 
   @Override
-  public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    requireOpen();
+  protected boolean holds(BlockKey key) {
     return index.contains(key);
   }
 
@@ -464,7 +442,7 @@ public final class DiskTier implements Tier {
   @Override
   public CacheStats stats() {
     space.reapRetired();
-    return counters.snapshot(index.size(), space.usedBytes(), config.capacityBytes(),
+    return counters().snapshot(index.size(), space.usedBytes(), config.capacityBytes(),
         blocksRewritten.sum(), bytesRewritten.sum());
   }
 
@@ -475,7 +453,7 @@ public final class DiskTier implements Tier {
    */
   @Override
   public void describe(TierVisitor visitor, LongSupplier hits) {
-    Tier.super.describe(visitor, hits);
+    super.describe(visitor, hits);
     visitor.counter("kvcache.scrub.bytes", "bytes of block records the disk tier's background"
         + " scrub checked against their checksums", () -> diskStats().scrubbedBytes());
     visitor.counter("kvcache.scrub.damaged", "damaged blocks the scrub found, and dropped, before"
@@ -518,7 +496,8 @@ public final class DiskTier implements Tier {
     return new CacheHealth(problems);
   }
 
-  private void requireOpen() {
+  @Override
+  protected void ensureOpen() {
     space.requireOpen();
   }
 

@@ -24,7 +24,6 @@ import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.ChecksumMismatchException;
-import dev.kvcache.spi.PutChecks;
 import dev.kvcache.spi.TierCounters;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -105,22 +104,20 @@ final class RecordWrites {
   }
 
 
-  /** See {@link DiskTier#put}. */
+  /** See {@link DiskTier#put}; the block is neither empty nor larger than the tier's largest. */
   PutStatus put(BlockKey key, ByteBuffer src) {
     return put(key, src, null);
   }
 
   /**
-   * See {@link DiskTier#put} and {@link DiskTier#putChecked}.
+   * See {@link DiskTier#put} and {@link DiskTier#putChecked}; the block is neither empty nor
+   * larger than the tier's largest.
    *
    * @param expectedCrc the CRC32C the bytes must have, checked on the copy written where the
    *     payload goes direct and before the write elsewhere; null to check nothing
    */
   PutStatus put(BlockKey key, ByteBuffer src, Integer expectedCrc) {
     int length = src.remaining();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return PutStatus.REJECTED_TOO_LARGE;
-    }
     if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
       counters.put();
       return PutStatus.NOT_ADMITTED;
@@ -259,12 +256,10 @@ final class RecordWrites {
    * <p>The block's sequence is taken at the commit, so a put of the same key that completes while
    * the writer is open is replaced by the commit, as it would be by a later put. A writer that is
    * closed without a commit zeroes what it wrote before giving its room back, so that a scan of
-   * the records never mistakes its bytes for a record.
+   * the records never mistakes its bytes for a record. The block is neither empty nor larger than
+   * the tier's largest.
    */
   BlockWriter writer(BlockKey key, int length) {
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
     if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
       return new UnadmittedWriter(key, length);
     }

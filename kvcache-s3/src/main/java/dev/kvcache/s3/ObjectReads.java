@@ -19,7 +19,6 @@ import dev.kvcache.spi.TierCounters;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -138,8 +137,7 @@ final class ObjectReads {
       for (int i = 0; i < keys.size(); i++) {
         for (int ahead = i; ahead < Math.min(keys.size(), i + READ_AHEAD); ahead++) {
           if (pending[ahead] == null) {
-            pending[ahead] = startDownload(Objects.requireNonNull(keys.get(ahead), "key"), null,
-                true, false, true);
+            pending[ahead] = startDownload(keys.get(ahead), null, true, false, true);
           }
         }
         Download d = pending[i].finish();

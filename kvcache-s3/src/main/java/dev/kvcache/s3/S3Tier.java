@@ -24,17 +24,14 @@ import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceDrop;
 import dev.kvcache.spi.PinnedPrefix;
-import dev.kvcache.spi.PutChecks;
-import dev.kvcache.spi.Tier;
-import dev.kvcache.spi.TierCounters;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ReadOnlyBufferException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,7 +89,7 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * holds keeps the object other servers read ({@link #supersede}); only a delete, an eviction by
  * the object's owner, a damaged read or a dropped namespace removes it.
  */
-public final class S3Tier implements Tier, NamespaceDrop {
+public final class S3Tier extends AbstractTier implements NamespaceDrop {
 
   private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
   /** The most HEAD requests one lookup has under way at once. */
@@ -114,7 +111,6 @@ public final class S3Tier implements Tier, NamespaceDrop {
   private final HeadLookup heads;
   private final ObjectReads reads;
   private final ScheduledExecutorService listing;
-  private final TierCounters counters = new TierCounters();
   private final LoadRate loadRate = new LoadRate();
   private final LongAdder bytesUploaded = new LongAdder();
   private final LongAdder notStored = new LongAdder();
@@ -133,7 +129,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
         fleet.find().orElse(Fleet.UNKNOWN));
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
-    this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters,
+    this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters(),
         loadRate, this::storeFailed, this::evict);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
         this::storeFailed, reads::goingAway, deletes, this::evict);
@@ -230,23 +226,12 @@ public final class S3Tier implements Tier, NamespaceDrop {
   }
 
   @Override
-  public PutStatus put(BlockKey key, ByteBuffer src) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(src, "src");
-    ensureOpen();
-    if (!PutChecks.fits(key, src.remaining(), config.maxBlockBytes(), counters)) {
-      return PutStatus.REJECTED_TOO_LARGE;
-    }
+  protected PutStatus store(BlockKey key, ByteBuffer src) {
     return upload(key, src.duplicate(), Crc32c.of(src));
   }
 
   @Override
-  public BlockWriter writer(BlockKey key, int length) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
-    if (!PutChecks.fits(key, length, config.maxBlockBytes(), counters)) {
-      return BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE);
-    }
+  protected BlockWriter openWriter(BlockKey key, int length) {
     return new S3Writer(this, key, length);
   }
 
@@ -301,7 +286,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
       deletes.delete(names.block(old.folder(), key)); // the key's copy under another name
     }
     evict(index.add(key, folder, length));
-    counters.put();
+    counters().put();
     return PutStatus.STORED;
   }
 
@@ -312,20 +297,12 @@ public final class S3Tier implements Tier, NamespaceDrop {
   }
 
   @Override
-  public BlockLease get(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected BlockLease lease(BlockKey key) {
     return reads.get(key);
   }
 
   @Override
-  public GetStatus getInto(BlockKey key, ByteBuffer dst) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(dst, "dst");
-    ensureOpen();
-    if (dst.isReadOnly()) {
-      throw new ReadOnlyBufferException();
-    }
+  protected GetStatus copyInto(BlockKey key, ByteBuffer dst) {
     return reads.getInto(key, dst);
   }
 
@@ -334,9 +311,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
    * each into a buffer of its own, checked as {@link #get} checks it.
    */
   @Override
-  public List<BlockLease> getAll(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected List<BlockLease> leaseAll(List<BlockKey> keys) {
     return reads.getAll(keys);
   }
 
@@ -346,21 +321,18 @@ public final class S3Tier implements Tier, NamespaceDrop {
    * only when read through the pin. A block another server, a lifecycle rule or a namespace drop
    * deletes meanwhile reads as a miss. Each pinned block counts as a hit, the first key not found
    * as a miss.
-   *
-   * @throws IllegalArgumentException if {@code timeout} is not positive
    */
   @Override
-  public PrefixPin pinPrefix(List<BlockKey> keys, Duration timeout) {
-    PinnedPrefix.requirePositive(timeout);
-    int found = lookupPrefix(keys);
+  protected PrefixPin pin(List<BlockKey> keys, Duration timeout) {
+    int found = countPrefix(keys);
     int[] lengths = new int[found];
     int n = 0;
     for (Entry known; n < found && (known = index.use(keys.get(n))) != null; n++) {
       lengths[n] = known.length(); // a key a lookup found by HEAD is known unless the index is full
     }
-    counters.hits(n);
+    counters().hits(n);
     if (n < keys.size()) {
-      counters.miss();
+      counters().miss();
     }
     return PinnedPrefix.over(new ObjectPin(List.copyOf(keys.subList(0, n)), lengths, reads::readPinned),
         timeout);
@@ -373,7 +345,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
     }
     List<String> gone = new ArrayList<>(evicted.size());
     for (Entry cold : evicted) {
-      counters.eviction();
+      counters().eviction();
       gone.add(names.block(cold.folder(), cold.key()));
     }
     deletes.deleteAll(gone);
@@ -384,9 +356,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
    * the last listing is not seen here (a prefix lookup asks the store about it).
    */
   @Override
-  public boolean contains(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean holds(BlockKey key) {
     Entry known = index.peek(key);
     return known != null && !reads.goingAway(names.block(known.folder(), key));
   }
@@ -396,9 +366,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
    * holds when asked (HEAD, {@value #LOOKUP_PARALLELISM} at a time) within the lookup budget.
    */
   @Override
-  public int lookupPrefix(List<BlockKey> keys) {
-    Objects.requireNonNull(keys, "keys");
-    ensureOpen();
+  protected int countPrefix(List<BlockKey> keys) {
     long deadline = System.nanoTime() + config.lookupBudget().toNanos();
     int n = 0;
     while (n < keys.size()) {
@@ -441,21 +409,19 @@ public final class S3Tier implements Tier, NamespaceDrop {
    * evicted.
    */
   @Override
-  public boolean delete(BlockKey key) {
-    Objects.requireNonNull(key, "key");
-    ensureOpen();
+  protected boolean remove(BlockKey key) {
     Entry known = index.remove(key);
     if (known == null) {
       return false;
     }
     deletes.delete(names.block(known.folder(), key));
-    counters.delete();
+    counters().delete();
     return true;
   }
 
   @Override
   public CacheStats stats() {
-    return counters.snapshot(index.size(), index.bytes(), config.capacityBytes(), 0, 0);
+    return counters().snapshot(index.size(), index.bytes(), config.capacityBytes(), 0, 0);
   }
 
   /**
@@ -465,7 +431,7 @@ public final class S3Tier implements Tier, NamespaceDrop {
    */
   @Override
   public void describe(TierVisitor visitor, LongSupplier hits) {
-    Tier.super.describe(visitor, hits);
+    super.describe(visitor, hits);
     for (String op : List.of("GET", "PUT", "HEAD", "DELETE", "LIST")) {
       visitor.counter("kvcache.s3.requests", "requests sent to the object store, by operation"
           + " (DELETE: bulk deletes of up to 1000 objects)",
@@ -628,7 +594,8 @@ public final class S3Tier implements Tier, NamespaceDrop {
     return true;
   }
 
-  private void ensureOpen() {
+  @Override
+  protected void ensureOpen() {
     if (closed) {
       throw new IllegalStateException("the object tier is closed");
     }
