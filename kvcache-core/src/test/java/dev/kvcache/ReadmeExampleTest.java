@@ -1,9 +1,9 @@
 package dev.kvcache;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.testkit.ReadmeSnippets;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;

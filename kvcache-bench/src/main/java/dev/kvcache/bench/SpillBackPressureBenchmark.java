@@ -1,6 +1,5 @@
 package dev.kvcache.bench;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.BlockKey;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
@@ -8,6 +7,7 @@ import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.TieredCache;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -2,11 +2,11 @@ package dev.kvcache.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.s3.S3TierConfig;
 import dev.kvcache.server.ServerSettings;
 import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.StackedTierConfig;
 import java.io.IOException;
 import java.lang.reflect.Field;

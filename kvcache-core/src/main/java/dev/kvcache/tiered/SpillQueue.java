@@ -5,7 +5,6 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.Tier;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,6 +1,5 @@
 package dev.kvcache.ram;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -13,6 +12,7 @@ import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
 import dev.kvcache.testkit.LeakCheck;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.nio.ByteBuffer;

@@ -1,6 +1,5 @@
 package dev.kvcache;
 
-import dev.kvcache.tiered.KvCacheConfig;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -9,6 +8,7 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,6 +1,5 @@
 package dev.kvcache.disk;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -11,6 +10,7 @@ import dev.kvcache.disk.device.FaultyDevice;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;

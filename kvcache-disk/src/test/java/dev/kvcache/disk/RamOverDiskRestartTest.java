@@ -1,6 +1,5 @@
 package dev.kvcache.disk;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -8,6 +7,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.TieredCache;
 import java.io.IOException;
 import java.nio.ByteBuffer;

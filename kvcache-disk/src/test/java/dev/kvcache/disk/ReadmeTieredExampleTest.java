@@ -1,6 +1,5 @@
 package dev.kvcache.disk;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.BlockKey;
@@ -10,6 +9,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.testkit.ReadmeSnippets;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;

@@ -3,13 +3,13 @@ package dev.kvcache.bench.trace;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
-import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.Namespace;
 import dev.kvcache.s3.S3Tier;
-import dev.kvcache.s3.testkit.FaultyProxy;
 import dev.kvcache.s3.testkit.FaultyProxy.Answer;
 import dev.kvcache.s3.testkit.FaultyProxy.Mode;
+import dev.kvcache.s3.testkit.FaultyProxy;
 import dev.kvcache.spi.Rendezvous;
+import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.TieredCache;
 import java.io.IOException;
@@ -27,10 +27,10 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 /**
  * A fleet of three real cache stacks (RAM → disk → object store, as servers stack them) over one

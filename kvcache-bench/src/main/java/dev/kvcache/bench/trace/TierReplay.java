@@ -1,11 +1,11 @@
 package dev.kvcache.bench.trace;
 
-import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.KvCache;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.TieredCache;
 import dev.kvcache.tiered.TieredStats;
 import java.io.IOException;
@@ -21,10 +21,10 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 /**
  * Replays request traces through the disk tier alone, against exact LRU of its capacity and of

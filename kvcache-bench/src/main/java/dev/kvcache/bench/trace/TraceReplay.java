@@ -1,9 +1,8 @@
 package dev.kvcache.bench.trace;
 
-import dev.kvcache.tiered.KvCacheBuilder;
-import dev.kvcache.KvCache;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -12,10 +11,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 /**
  * Replays request traces against the cache and references at several capacities, and reports the
