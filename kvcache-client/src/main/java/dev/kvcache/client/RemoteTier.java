@@ -10,6 +10,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockEncoder;
 import dev.kvcache.codec.CorruptBlockException;
 import dev.kvcache.spi.AbstractTier;
+import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
@@ -101,6 +102,12 @@ public final class RemoteTier extends AbstractTier {
   @Override
   public LoadRate loadRate() {
     return loadRate;
+  }
+
+  /** False: the servers' own listeners hear what they store and drop; this client hears none. */
+  @Override
+  public boolean listen(BlockListener listener) {
+    return false;
   }
 
   @Override

@@ -266,6 +266,12 @@ public final class RamTier extends AbstractTier {
     counters().put();
     boolean admitted = !block.isEvicted();
     block.release(); // the writer's reference; the index keeps its own
+    if (admitted) {
+      stored(key);
+      if (block.isEvicted()) { // evicted since, and told before this store: tell it again
+        removed(key);
+      }
+    }
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
   }
 
@@ -348,6 +354,7 @@ public final class RamTier extends AbstractTier {
       block.markEvicted();
       block.releaseOwner();
     }
+    removed(key); // after the mark, which a put that is telling its store looks at afterwards
   }
 
   /**
@@ -485,6 +492,7 @@ public final class RamTier extends AbstractTier {
     }
     counters().delete();
     block.releaseOwner();
+    removed(key);
     return true;
   }
 

@@ -42,10 +42,43 @@ import java.util.Objects;
 public abstract class AbstractTier implements Tier {
 
   private final TierCounters counters = new TierCounters();
+  private volatile BlockListener listener;
 
   /** The tier's counters, which {@link #stats()} reports; the size check counts its rejections. */
   protected final TierCounters counters() {
     return counters;
+  }
+
+  /**
+   * Tells {@code listener} what this tier stores and drops, as the tier calls {@link #stored} and
+   * {@link #removed}.
+   */
+  @Override
+  public boolean listen(BlockListener listener) {
+    this.listener = Objects.requireNonNull(listener, "listener");
+    return true;
+  }
+
+  /**
+   * Tells the listener, if any, that {@code key} is now held by this tier: for a tier to call once
+   * a block it stored is findable.
+   */
+  protected final void stored(BlockKey key) {
+    BlockListener l = listener;
+    if (l != null) {
+      l.stored(name(), key);
+    }
+  }
+
+  /**
+   * Tells the listener, if any, that {@code key} has left this tier: for a tier to call once a
+   * block it held is no longer findable.
+   */
+  protected final void removed(BlockKey key) {
+    BlockListener l = listener;
+    if (l != null) {
+      l.removed(name(), key);
+    }
   }
 
   /**

@@ -105,6 +105,18 @@ public interface Tier extends KvCache {
     return false;
   }
 
+  /**
+   * Asks the tier to tell {@code listener} which blocks it stores and drops from now on (one
+   * listener; a later call replaces it). A stack hands the listener to each of its tiers, so that
+   * it hears each tier by name.
+   *
+   * @return whether the tier tells; the default tells nothing (a remote tier, whose server tells
+   *     its own listeners)
+   */
+  default boolean listen(BlockListener listener) {
+    return false;
+  }
+
   /** As {@link KvCache#locatePrefix}: one run in this tier, estimated from {@link #loadRate()}. */
   @Override
   default PrefixLocation locatePrefix(List<BlockKey> keys) {

@@ -10,6 +10,7 @@ import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.AbstractTier;
+import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
@@ -382,6 +383,18 @@ public final class StackedTier extends AbstractTier {
         () -> stackedStats().uploadFailures(), "to", to);
     visitor.gauge("kvcache.uploads.waiting", "blocks queued for upload or being uploaded",
         () -> stackedStats().uploadsWaiting(), "to", to);
+  }
+
+  /**
+   * Hands {@code listener} to the upper tier and to the backing one, which tell it by their own
+   * names: an upload is a store in the backing tier while the upper keeps its copy.
+   *
+   * @return whether either tells
+   */
+  @Override
+  public boolean listen(BlockListener listener) {
+    boolean upperTells = upper.listen(listener);
+    return backing.listen(listener) || upperTells;
   }
 
   /** The capability of the upper tier, or else of the backing one. */

@@ -13,6 +13,7 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.AbstractTier;
+import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
@@ -587,6 +588,18 @@ public final class TieredCache extends AbstractTier {
     visitor.gauge("kvcache.lower.failed.copies", "blocks written behind whose write to the "
         + lowerName + " tier failed, held by RAM alone", spills::failedCopies);
     lower.describe(visitor, () -> reads.lowerHits());
+  }
+
+  /**
+   * Hands {@code listener} to RAM and to the lower tier, which tell it by their own names: a block
+   * RAM evicts leaves {@code ram}, and is stored below once its spill lands.
+   *
+   * @return whether RAM tells (the lower tier may tell nothing, as a remote tier does)
+   */
+  @Override
+  public boolean listen(BlockListener listener) {
+    lower.listen(listener);
+    return ram.listen(listener);
   }
 
   /** The capability of RAM, or else of the lower tier. */

@@ -7,21 +7,31 @@ import java.util.Collection;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
  * The disk tier's index: which record holds each block, and, kept beside it, the live bytes of
  * each super-block (what compaction picks its victims by). Every change that adds or removes an
- * entry goes through here, so that the two agree.
+ * entry goes through here, so that the two agree, and so that the tier tells its listener of each
+ * block that comes and goes (a record moved by compaction does neither).
  */
 final class BlockIndex {
 
   private final ConcurrentHashMap<BlockKey, Location> entries;
   private final Map<Integer, SuperBlock> superBlocks;
+  private final Consumer<BlockKey> stored;
+  private final Consumer<BlockKey> removed;
 
-  /** The index {@code entries}, over {@code superBlocks}; counts their live bytes. */
-  BlockIndex(ConcurrentHashMap<BlockKey, Location> entries, Map<Integer, SuperBlock> superBlocks) {
+  /**
+   * The index {@code entries}, over {@code superBlocks}; counts their live bytes, and hands
+   * {@code stored} each key that comes to be indexed, {@code removed} each that leaves.
+   */
+  BlockIndex(ConcurrentHashMap<BlockKey, Location> entries, Map<Integer, SuperBlock> superBlocks,
+      Consumer<BlockKey> stored, Consumer<BlockKey> removed) {
     this.entries = entries;
     this.superBlocks = superBlocks;
+    this.stored = stored;
+    this.removed = removed;
     for (Location loc : entries.values()) {
       live(loc, +1);
     }
@@ -63,6 +73,7 @@ final class BlockIndex {
     });
     if (now == loc) {
       live(loc, +1);
+      stored.accept(key);
     }
     if (replaced[0] != null) {
       live(replaced[0], -1);
@@ -73,6 +84,7 @@ final class BlockIndex {
   boolean remove(BlockKey key, Location loc) {
     if (entries.remove(key, loc)) {
       live(loc, -1);
+      removed.accept(key);
       return true;
     }
     return false;
@@ -90,16 +102,19 @@ final class BlockIndex {
 
   /** Removes the key's entry if its record is older than {@code sequence}; whether it did. */
   boolean deleteOlderThan(BlockKey key, long sequence) {
-    boolean[] removed = {false};
+    boolean[] gone = {false};
     entries.computeIfPresent(key, (k, loc) -> {
       if (loc.sequence < sequence) {
-        removed[0] = true;
+        gone[0] = true;
         live(loc, -1);
         return null;
       }
       return loc;
     });
-    return removed[0];
+    if (gone[0]) {
+      removed.accept(key);
+    }
+    return gone[0];
   }
 
   private void live(Location loc, int sign) {

@@ -125,7 +125,7 @@ public final class DiskTier extends AbstractTier {
     this.space = new SuperBlockSpace(config, fileSpace, metadata, sequence, state.superBlocks,
         state.nextSuperBlockId);
     this.superBlocks = space.superBlocks();
-    this.index = new BlockIndex(state.index, superBlocks);
+    this.index = new BlockIndex(state.index, superBlocks, this::stored, this::removed);
     this.reads = new RecordReads(index, superBlocks, counters(), loadRate, corruptBlocks,
         config.directReads(), dir.toString());
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,

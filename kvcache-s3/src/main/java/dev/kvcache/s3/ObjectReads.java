@@ -56,6 +56,7 @@ final class ObjectReads {
   private final LoadRate loadRate;
   private final StoreFailure storeFailed;
   private final Consumer<List<Entry>> evict;
+  private final Consumer<BlockKey> gone;
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
   /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
@@ -64,10 +65,13 @@ final class ObjectReads {
   /**
    * @param storeFailed records a failed request; whether it was the store's failure
    * @param evict counts the entries the index let go of as evictions and deletes their objects
+   * @param gone told each key whose object a read found missing or damaged, which the index lets
+   *     go of
    */
   ObjectReads(S3TierConfig config, S3AsyncClient s3, ObjectNames names, ObjectIndex index,
       StoreState store, Requests requests, DeleteQueue deletes, TierCounters counters,
-      LoadRate loadRate, StoreFailure storeFailed, Consumer<List<Entry>> evict) {
+      LoadRate loadRate, StoreFailure storeFailed, Consumer<List<Entry>> evict,
+      Consumer<BlockKey> gone) {
     this.config = config;
     this.s3 = s3;
     this.names = names;
@@ -79,6 +83,7 @@ final class ObjectReads {
     this.loadRate = loadRate;
     this.storeFailed = storeFailed;
     this.evict = evict;
+    this.gone = gone;
   }
 
   /** Block bytes read and checked. */
@@ -220,8 +225,8 @@ final class ObjectReads {
         // the SDK's own retry may not start a streamed answer afresh: a new download, once
         return startDownload(key, dst, counted, timed, false).finish();
       }
-      if (missing(e.getCause())) {
-        index.remove(key);
+      if (missing(e.getCause()) && index.remove(key) != null) {
+        gone.accept(key);
       }
       if (storeFailed.record(e.getCause(), start)) { // a missing object is an answer: no failure
         requests.failed(Op.GET);
@@ -289,7 +294,9 @@ final class ObjectReads {
 
   private void refuseDamaged(BlockKey key, String name, Download d) {
     damaged.increment();
-    index.remove(key);
+    if (index.remove(key) != null) {
+      gone.accept(key);
+    }
     refused.add(name);
     String etag = d.response().eTag();
     log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",

@@ -130,7 +130,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
     this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters(),
-        loadRate, this::storeFailed, this::evict);
+        loadRate, this::storeFailed, this::evict, this::removed);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
         this::storeFailed, reads::goingAway, deletes, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
@@ -285,7 +285,9 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     if (old != null && !old.folder().id().equals(folder.id())) {
       deletes.delete(names.block(old.folder(), key)); // the key's copy under another name
     }
-    evict(index.add(key, folder, length));
+    List<Entry> evicted = index.add(key, folder, length);
+    stored(key);
+    evict(evicted);
     counters().put();
     return PutStatus.STORED;
   }
@@ -347,6 +349,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     for (Entry cold : evicted) {
       counters().eviction();
       gone.add(names.block(cold.folder(), cold.key()));
+      removed(cold.key());
     }
     deletes.deleteAll(gone);
   }
@@ -416,6 +419,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     }
     deletes.delete(names.block(known.folder(), key));
     counters().delete();
+    removed(key);
     return true;
   }
 
@@ -536,10 +540,11 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     Folder folder = ObjectNames.folder(namespace);
     long blocks = FolderDrop.drop(s3, config.bucket(), names, folder, deletes, requests,
         this::storeFailed);
-    int known = index.removeFolder(folder.id());
+    List<BlockKey> known = index.removeFolder(folder.id());
+    known.forEach(this::removed);
     folders.forget(folder);
     log.info("namespace {} dropped from the bucket: {} blocks ({} known to this server)",
-        namespace, blocks, known);
+        namespace, blocks, known.size());
     return blocks;
   }
 

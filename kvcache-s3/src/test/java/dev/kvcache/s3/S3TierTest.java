@@ -10,9 +10,10 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
-import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.testkit.RcloneS3;
+import dev.kvcache.spi.BlockListener;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +21,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -271,6 +274,64 @@ class S3TierTest {
     assertThat(left).anyMatch(n -> n.endsWith(keys.get(8).toHex()));
     assertThat(first.s3Stats().requests().get("DELETE")).as("in bulk").isEqualTo(1);
     assertThat(first.s3Stats().objectsDeleted()).isEqualTo(4);
+  }
+
+  /**
+   * The tier tells its listener of the blocks it uploads and of those it lets go of: deleted,
+   * evicted to keep its capacity, found damaged by a read, and dropped with their namespace (with
+   * those of other servers it knows); never of another server's uploads, which that server tells.
+   */
+  @Test
+  void aListenerHearsWhatThisServerStoresAndDrops() throws Exception {
+    S3TierConfig config = server.config(4 * BLOCK + 1024).listInterval(Duration.ZERO).build();
+    first = S3Tier.open(config);
+    second = S3Tier.open(config);
+    Map<BlockKey, Integer> held = new ConcurrentHashMap<>(); // key -> stores minus removals
+    List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    assertThat(first.listen(new BlockListener() {
+      @Override
+      public void stored(String tier, BlockKey key) {
+        heard.add("stored " + tier);
+        held.merge(key, 1, Integer::sum);
+      }
+
+      @Override
+      public void removed(String tier, BlockKey key) {
+        heard.add("removed " + tier);
+        held.merge(key, -1, Integer::sum);
+      }
+    })).isTrue();
+    List<BlockKey> keys = prompt(6, 9);
+    for (BlockKey key : keys) { // six blocks into room for four: the oldest are evicted
+      assertThat(first.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
+    }
+    BlockKey theirs = prompt(1, 10).get(0);
+    second.put(theirs, Payloads.of(theirs, 1, BLOCK));
+    assertThat(first.listNow()).isTrue(); // learns of the other server's block: not told
+    assertThat(heard).allMatch(e -> e.endsWith(" s3"));
+    assertThat(held.getOrDefault(theirs, 0)).isZero();
+    for (BlockKey key : keys) {
+      assertThat(held.getOrDefault(key, 0)).as("told of " + key)
+          .isEqualTo(first.contains(key) ? 1 : 0);
+    }
+    assertThat(held.values().stream().filter(n -> n == 1)).hasSizeBetween(1, 4);
+
+    BlockKey deleted = keys.stream().filter(first::contains).findFirst().orElseThrow();
+    assertThat(first.delete(deleted)).isTrue();
+    assertThat(held.get(deleted)).isZero();
+
+    BlockKey damaged = keys.stream().filter(first::contains).findFirst().orElseThrow();
+    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(objectName(config.prefix(), damaged)),
+        AsyncRequestBody.fromBytes(new byte[BLOCK])).join(); // no checksum of the tier's
+    assertThat(first.getInto(damaged, ByteBuffer.allocateDirect(BLOCK)))
+        .isEqualTo(GetStatus.MISS);
+    assertThat(held.get(damaged)).isZero();
+
+    first.dropNamespace(LLAMA); // a drop tells of every block of the namespace it knows, whoever
+    for (BlockKey key : keys) { // stored it: the other server's block is gone from the bucket too
+      assertThat(held.getOrDefault(key, 0)).isZero();
+    }
+    assertThat(held.get(theirs)).isEqualTo(-1);
   }
 
   @Test

@@ -251,9 +251,9 @@ public final class ObjectIndex {
   /**
    * Removes the entries of every object in a folder (a namespace dropped whole).
    *
-   * @return how many there were
+   * @return the keys of the entries removed
    */
-  public synchronized int removeFolder(String folderId) {
+  public synchronized List<BlockKey> removeFolder(String folderId) {
     List<BlockKey> gone = new ArrayList<>();
     for (Entry e : entries.values()) {
       if (e.folder.id().equals(folderId)) {
@@ -261,7 +261,7 @@ public final class ObjectIndex {
       }
     }
     gone.forEach(this::remove);
-    return gone.size();
+    return gone;
   }
 
   /** Starts a listing: returns its number, for {@link #endListing}. */
