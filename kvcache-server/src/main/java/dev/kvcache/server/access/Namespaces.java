@@ -59,6 +59,20 @@ public class Namespaces {
     return keys;
   }
 
+  /**
+   * The keys a list of a client's keys are stored under, in order.
+   *
+   * @throws ApiException 404 for an unknown namespace
+   */
+  public List<BlockKey> storageKeysOf(String namespace, List<BlockKey> clientKeys) {
+    Namespace ns = require(namespace);
+    List<BlockKey> keys = new ArrayList<>(clientKeys.size());
+    for (BlockKey key : clientKeys) {
+      keys.add(BlockKey.ofRaw(ns, key.toBytes()));
+    }
+    return keys;
+  }
+
   /** @throws ApiException 404 if {@code namespace} is not configured */
   public Namespace require(String namespace) {
     Namespace ns = byName.get(namespace);

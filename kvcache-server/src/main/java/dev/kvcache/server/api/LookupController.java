@@ -6,6 +6,8 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.Namespace;
+import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.server.access.Namespaces;
@@ -30,6 +32,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import reactor.core.publisher.Mono;
@@ -64,16 +67,33 @@ public class LookupController {
   }
 
   /**
-   * The keys of a request's blocks, in chain order.
+   * The blocks of a request, in chain order: by their keys, or by the prompt's tokens where the
+   * keys come from tokens ({@code docs/keys.md}), as a router that holds only tokens asks.
    *
-   * @param keys hex keys, at most {@value LookupController#MAX_KEYS}
+   * @param keys hex keys, at most {@value LookupController#MAX_KEYS}; or none, with {@code tokens}
+   * @param tokens the prompt's token ids, whose every full block of {@code blockTokens} is a key
+   *     derived under {@code keyNamespace}; a partial last block is left out
+   * @param blockTokens with {@code tokens}: tokens per block
+   * @param keyNamespace with {@code tokens}: the namespace the keys were derived under
    * @param pinMillis if set, pin the blocks found for this long (at most 60 000 ms)
    * @param sharedMemory with a pin, whether to answer where each pinned block lies in shared
    *     memory, for a client on this host to copy from while the pin holds it
    */
   @Serdeable
-  record LookupRequest(List<String> keys, @Nullable @JsonProperty("pin_ms") Long pinMillis,
+  record LookupRequest(@Nullable List<String> keys, @Nullable List<Integer> tokens,
+      @Nullable @JsonProperty("block_tokens") Integer blockTokens,
+      @Nullable @JsonProperty("key_namespace") KeyNamespace keyNamespace,
+      @Nullable @JsonProperty("pin_ms") Long pinMillis,
       @Nullable @JsonProperty("shared_memory") Boolean sharedMemory) {}
+
+  /**
+   * The namespace keys are derived under from tokens: the fields of a {@link Namespace}.
+   *
+   * @param tenant empty or absent for none
+   */
+  @Serdeable
+  record KeyNamespace(@Nullable String model, @Nullable String dtype, @Nullable String layout,
+      @Nullable String tenant) {}
 
   /**
    * The answer of a lookup.
@@ -162,17 +182,73 @@ public class LookupController {
     return offLoop.answer(() -> HttpResponse.ok(answer(http, namespace, request)));
   }
 
-  /** The answer to a lookup, with its pin registered if it asks for one. */
-  private LookupResponse answer(HttpRequest<?> http, String namespace, LookupRequest request) {
+  /** The hex keys a lookup by keys names: 1 to {@value #MAX_KEYS} of them. */
+  private static List<String> clientKeys(LookupRequest request) {
     if (request.keys() == null || request.keys().isEmpty()) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
-          "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys");
+          "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys, or 'tokens' with"
+              + " 'block_tokens' and 'key_namespace'");
     }
     if (request.keys().size() > MAX_KEYS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
           request.keys().size() + " keys; one lookup takes at most " + MAX_KEYS);
     }
-    List<BlockKey> keys = namespaces.storageKeys(namespace, request.keys());
+    return request.keys();
+  }
+
+  /**
+   * The keys of a lookup by tokens: those of each full block of its tokens, derived under its key
+   * namespace as {@link PrefixKeys} derives them.
+   */
+  private static List<BlockKey> keysOfTokens(LookupRequest request) {
+    if (request.keys() != null) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "a lookup names its blocks by 'keys' or by 'tokens', not both");
+    }
+    Integer blockTokens = request.blockTokens();
+    if (blockTokens == null || blockTokens < 1) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "a lookup by tokens needs 'block_tokens', the tokens per block (1 or more)");
+    }
+    KeyNamespace kn = request.keyNamespace();
+    if (kn == null) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "a lookup by tokens needs"
+          + " 'key_namespace' (model, dtype, layout and tenant the keys were derived under)");
+    }
+    Namespace keyNamespace;
+    try {
+      keyNamespace = Namespace.of(Objects.requireNonNullElse(kn.model(), ""),
+          Objects.requireNonNullElse(kn.dtype(), ""), Objects.requireNonNullElse(kn.layout(), ""),
+          Objects.requireNonNullElse(kn.tenant(), ""));
+    } catch (IllegalArgumentException e) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "key_namespace: " + e.getMessage());
+    }
+    List<Integer> tokens = request.tokens();
+    if (tokens.size() / blockTokens > MAX_KEYS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", tokens.size() / blockTokens
+          + " blocks of tokens; one lookup takes at most " + MAX_KEYS);
+    }
+    if (tokens.size() < blockTokens) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "'tokens' holds "
+          + tokens.size() + " tokens, less than one block of " + blockTokens);
+    }
+    int[] ids = new int[tokens.size()];
+    for (int i = 0; i < ids.length; i++) {
+      Integer id = tokens.get(i);
+      if (id == null) {
+        throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "token " + i + " is null");
+      }
+      ids[i] = id;
+    }
+    return PrefixKeys.of(keyNamespace, blockTokens).keysFor(ids);
+  }
+
+  /** The answer to a lookup, with its pin registered if it asks for one. */
+  private LookupResponse answer(HttpRequest<?> http, String namespace, LookupRequest request) {
+    List<BlockKey> keys = request.tokens() == null
+        ? namespaces.storageKeys(namespace, clientKeys(request))
+        : namespaces.storageKeysOf(namespace, keysOfTokens(request));
     Long pinMillis = request.pinMillis();
     if (pinMillis == null) {
       return LookupResponse.of(cache.locatePrefix(keys));
