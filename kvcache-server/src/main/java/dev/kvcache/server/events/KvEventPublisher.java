@@ -24,8 +24,9 @@ import org.zeromq.ZMQ;
  * one and the number) with each batch still kept, as {@code [empty, topic, seq, batch]}, then
  * {@code [empty, empty, 0xFF x 8, empty]}.
  *
- * <p>{@link #offer} never waits: events go to a bounded queue that one thread drains, in batches,
- * every {@code interval} or once a batch is full. Events that find the queue full are dropped, and
+ * <p>{@link #offer} never waits: events go to a bounded queue that one thread drains every {@code
+ * interval}, in batches of up to {@value #MAX_BATCH_EVENTS}, answering the replay requests waiting
+ * as it goes. Events that find the queue full are dropped, and
  * the next batch's sequence number skips one, so that a subscriber sees a gap and knows it missed
  * some; a subscriber that reads too slowly loses batches at the PUB socket's high-water mark, and
  * sees a gap too.
@@ -51,6 +52,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private final LongAdder dropped = new LongAdder();
   private final LongAdder batches = new LongAdder();
   private final LongAdder bytes = new LongAdder();
+  private final LongAdder replays = new LongAdder();
   private volatile boolean running = true;
   /** Events dropped since the last batch went out: the next one's number skips one. */
   private final AtomicLong droppedSinceBatch = new AtomicLong();
@@ -73,6 +75,10 @@ public final class KvEventPublisher implements AutoCloseable {
   public KvEventPublisher(String endpoint, String replayEndpoint, String topic, int queueEvents,
       int keptBatches, int highWaterMark, Duration interval) {
     this.topic = Objects.requireNonNull(topic, "topic").getBytes(StandardCharsets.UTF_8);
+    if (endpoint.equals(replayEndpoint)) {
+      throw new IllegalArgumentException("the KV events and their replays need two endpoints, got "
+          + endpoint + " for both");
+    }
     this.queue = new ArrayBlockingQueue<>(queueEvents);
     this.keptBatches = keptBatches;
     this.intervalMillis = Math.max(1, interval.toMillis());
@@ -122,6 +128,11 @@ public final class KvEventPublisher implements AutoCloseable {
     return batches.sum();
   }
 
+  /** Replay requests answered. */
+  public long replays() {
+    return replays.sum();
+  }
+
   /** Bytes of the batches sent. */
   public long bytes() {
     return bytes.sum();
@@ -129,18 +140,13 @@ public final class KvEventPublisher implements AutoCloseable {
 
   private void run() {
     List<KvEvent> batch = new ArrayList<>(MAX_BATCH_EVENTS);
-    ZMQ.Poller poller = replay == null ? null : context.createPoller(1);
-    if (poller != null) {
-      poller.register(replay, ZMQ.Poller.POLLIN);
-    }
     try {
       while (running || !queue.isEmpty()) {
-        if (poller != null) {
-          if (poller.poll(intervalMillis) > 0 && poller.pollin(0)) {
-            answerReplay();
+        Thread.sleep(intervalMillis);
+        if (replay != null) {
+          while (answerReplay()) {
+            // every request waiting
           }
-        } else {
-          Thread.sleep(intervalMillis);
         }
         while (queue.drainTo(batch, MAX_BATCH_EVENTS) > 0) {
           send(batch);
@@ -175,11 +181,16 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  /** Answers one replay request: the kept batches from its sequence number on, then the end. */
-  private void answerReplay() {
+  /**
+   * Answers one replay request, if one waits: the kept batches from its sequence number on, then
+   * the end.
+   *
+   * @return whether one was answered
+   */
+  private boolean answerReplay() {
     byte[] identity = replay.recv(ZMQ.DONTWAIT);
     if (identity == null) {
-      return;
+      return false;
     }
     List<byte[]> frames = new ArrayList<>();
     while (replay.hasReceiveMore()) {
@@ -203,6 +214,8 @@ public final class KvEventPublisher implements AutoCloseable {
     replay.sendMore(EMPTY);
     replay.sendMore(END_SEQ);
     replay.send(EMPTY);
+    replays.increment();
+    return true;
   }
 
   private static byte[] sequence(long seq) {

@@ -28,9 +28,22 @@ class KvEventPublisherTest {
   private static final String TOPIC = "kv@kvcache@llama-3.1-8b";
   private static final long BIG = 0xfedcba9876543210L; // above 2^63: written unsigned
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
+  /** Ports free now, and different from one another (each socket held until all are found). */
+  private static int[] freePorts(int n) throws IOException {
+    ServerSocket[] sockets = new ServerSocket[n];
+    try {
+      int[] ports = new int[n];
+      for (int i = 0; i < n; i++) {
+        sockets[i] = new ServerSocket(0);
+        ports[i] = sockets[i].getLocalPort();
+      }
+      return ports;
+    } finally {
+      for (ServerSocket s : sockets) {
+        if (s != null) {
+          s.close();
+        }
+      }
     }
   }
 
@@ -68,8 +81,9 @@ class KvEventPublisherTest {
 
   @Test
   void batchesAreVllmsKvEventBatchesNumberedOneByOneAndAReplayGivesThemBack() throws Exception {
-    int port = freePort();
-    int replayPort = freePort();
+    int[] ports = freePorts(2);
+    int port = ports[0];
+    int replayPort = ports[1];
     try (ZContext client = new ZContext();
         KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:" + port,
             "tcp://127.0.0.1:" + replayPort, TOPIC, 1000, 100, 1000, Duration.ofMillis(5))) {
@@ -141,7 +155,7 @@ class KvEventPublisherTest {
 
   @Test
   void eventsDroppedFromAFullQueueLeaveAGapInTheNumbers() throws Exception {
-    int port = freePort();
+    int port = freePorts(1)[0];
     try (ZContext client = new ZContext();
         KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:" + port, null, TOPIC,
             4, 10, 1000, Duration.ofMillis(300))) {
