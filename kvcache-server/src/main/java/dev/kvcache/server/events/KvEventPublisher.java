@@ -63,19 +63,21 @@ public final class KvEventPublisher implements AutoCloseable {
   /**
    * Binds the sockets and starts the publishing thread.
    *
-   * @param endpoint where the PUB socket binds, such as {@code tcp://*:5557}
+   * @param endpoint where the PUB socket binds, such as {@code tcp://*:5557} ({@code
+   *     tcp://127.0.0.1:*} for any free port: {@link #endpoint()} says which)
    * @param replayEndpoint where the ROUTER socket for replays binds, or null for none
    * @param topic the topic of every batch, such as {@code kv@<pool>@<model>}
    * @param queueEvents events that may wait for the thread
    * @param keptBatches batches kept for replay
    * @param highWaterMark batches the PUB socket holds for a subscriber that reads slowly
    * @param interval how long events may wait to be sent in a batch
-   * @throws IllegalArgumentException if an endpoint cannot be bound
+   * @throws IllegalArgumentException if an endpoint cannot be bound (in use, malformed), or both are
+   *     the same
    */
   public KvEventPublisher(String endpoint, String replayEndpoint, String topic, int queueEvents,
       int keptBatches, int highWaterMark, Duration interval) {
     this.topic = Objects.requireNonNull(topic, "topic").getBytes(StandardCharsets.UTF_8);
-    if (endpoint.equals(replayEndpoint)) {
+    if (endpoint.equals(replayEndpoint) && !endpoint.endsWith(":*")) {
       throw new IllegalArgumentException("the KV events and their replays need two endpoints, got "
           + endpoint + " for both");
     }
@@ -86,11 +88,11 @@ public final class KvEventPublisher implements AutoCloseable {
       pub = context.createSocket(SocketType.PUB);
       pub.setSndHWM(highWaterMark);
       pub.setLinger(0);
-      pub.bind(endpoint);
+      bind(pub, endpoint);
       if (replayEndpoint != null) {
         replay = context.createSocket(SocketType.ROUTER);
         replay.setLinger(0);
-        replay.bind(replayEndpoint);
+        bind(replay, replayEndpoint);
       } else {
         replay = null;
       }
@@ -102,6 +104,23 @@ public final class KvEventPublisher implements AutoCloseable {
     thread = new Thread(this::run, "kvcache-kv-events");
     thread.setDaemon(true);
     thread.start();
+  }
+
+  /** Binds {@code socket}, or says why it cannot. */
+  private static void bind(ZMQ.Socket socket, String endpoint) {
+    if (!socket.bind(endpoint)) {
+      throw new IllegalStateException("error " + socket.errno() + " binding " + endpoint);
+    }
+  }
+
+  /** Where the PUB socket listens, its port resolved if the endpoint asked for any ({@code *}). */
+  public String endpoint() {
+    return pub.getLastEndpoint();
+  }
+
+  /** Where the replay socket listens, its port resolved; null without one. */
+  public String replayEndpoint() {
+    return replay == null ? null : replay.getLastEndpoint();
   }
 
   /**

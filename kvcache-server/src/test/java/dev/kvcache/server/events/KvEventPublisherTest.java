@@ -2,8 +2,6 @@ package dev.kvcache.server.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -27,25 +25,6 @@ class KvEventPublisherTest {
 
   private static final String TOPIC = "kv@kvcache@llama-3.1-8b";
   private static final long BIG = 0xfedcba9876543210L; // above 2^63: written unsigned
-
-  /** Ports free now, and different from one another (each socket held until all are found). */
-  private static int[] freePorts(int n) throws IOException {
-    ServerSocket[] sockets = new ServerSocket[n];
-    try {
-      int[] ports = new int[n];
-      for (int i = 0; i < n; i++) {
-        sockets[i] = new ServerSocket(0);
-        ports[i] = sockets[i].getLocalPort();
-      }
-      return ports;
-    } finally {
-      for (ServerSocket s : sockets) {
-        if (s != null) {
-          s.close();
-        }
-      }
-    }
-  }
 
   /** A batch as a subscriber reads it. */
   private record Received(String topic, long sequence, byte[] batch) {}
@@ -81,15 +60,12 @@ class KvEventPublisherTest {
 
   @Test
   void batchesAreVllmsKvEventBatchesNumberedOneByOneAndAReplayGivesThemBack() throws Exception {
-    int[] ports = freePorts(2);
-    int port = ports[0];
-    int replayPort = ports[1];
     try (ZContext client = new ZContext();
-        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:" + port,
-            "tcp://127.0.0.1:" + replayPort, TOPIC, 1000, 100, 1000, Duration.ofMillis(5))) {
+        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*",
+            "tcp://127.0.0.1:*", TOPIC, 1000, 100, 1000, Duration.ofMillis(5))) {
       ZMQ.Socket sub = client.createSocket(SocketType.SUB);
       sub.setReceiveTimeOut(200);
-      sub.connect("tcp://127.0.0.1:" + port);
+      sub.connect(publisher.endpoint());
       sub.subscribe("kv@".getBytes(StandardCharsets.UTF_8));
 
       Received first = firstBatch(publisher, sub, stored(1));
@@ -126,7 +102,7 @@ class KvEventPublisherTest {
       // a replay from the second batch on: the batches kept, the same bytes, then the end
       ZMQ.Socket dealer = client.createSocket(SocketType.DEALER);
       dealer.setReceiveTimeOut(5000);
-      dealer.connect("tcp://127.0.0.1:" + replayPort);
+      dealer.connect(publisher.replayEndpoint());
       long from = seen.get(1).sequence();
       dealer.sendMore(new byte[0]);
       dealer.send(ByteBuffer.allocate(8).putLong(from).array());
@@ -155,13 +131,12 @@ class KvEventPublisherTest {
 
   @Test
   void eventsDroppedFromAFullQueueLeaveAGapInTheNumbers() throws Exception {
-    int port = freePorts(1)[0];
     try (ZContext client = new ZContext();
-        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:" + port, null, TOPIC,
+        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null, TOPIC,
             4, 10, 1000, Duration.ofMillis(300))) {
       ZMQ.Socket sub = client.createSocket(SocketType.SUB);
       sub.setReceiveTimeOut(1000);
-      sub.connect("tcp://127.0.0.1:" + port);
+      sub.connect(publisher.endpoint());
       sub.subscribe(new byte[0]);
       long last = firstBatch(publisher, sub, stored(1)).sequence();
       for (Received late; (late = receive(sub)) != null; ) { // the joining's other batches

@@ -6,7 +6,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,12 +37,12 @@ class LlmdIndexerTest {
     final PrintWriter in;
     final BufferedReader out;
 
-    Probe(int port) throws IOException {
+    Probe(String endpoint) throws IOException {
       String path = System.getProperty("kvcache.llmd.probe", "");
       assertThat(path).as("kvcache.llmd.probe names the llm-d probe (routing/llm-d/check.sh"
           + " builds it)").isNotEmpty();
       assertThat(Files.isExecutable(Path.of(path))).as(path + " is executable").isTrue();
-      process = new ProcessBuilder(path, "-endpoint", "tcp://127.0.0.1:" + port, "-block-tokens",
+      process = new ProcessBuilder(path, "-endpoint", endpoint, "-block-tokens",
           Integer.toString(BLOCK)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
       in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
       out = new BufferedReader(new InputStreamReader(process.getInputStream(),
@@ -76,20 +75,13 @@ class LlmdIndexerTest {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
   @Test
   void theIndexerScoresThePromptsBlocksAsThePublisherTellsThem() throws Exception {
-    int port = freePort();
     int[] prompt = IntStream.range(0, 4 * BLOCK + 5).map(i -> 500 + 3 * i).toArray();
     long[] hashes = {0x1111L, 0x2222L, 0xfedcba9876543210L}; // small ones too, in 8 bytes
-    try (KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:" + port, null,
+    try (KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null,
             "kv@kvcache@" + MODEL, 1000, 100, 1000, Duration.ofMillis(5));
-        Probe probe = new Probe(port)) {
+        Probe probe = new Probe(publisher.endpoint())) {
       // two blocks in RAM, then one on disk that follows them: the score is their weights' sum
       int[] first = Arrays.copyOfRange(prompt, 0, 2 * BLOCK);
       int[] third = Arrays.copyOfRange(prompt, 2 * BLOCK, 3 * BLOCK);
