@@ -44,8 +44,8 @@ class PackageRulesTest {
   }
 
   @Test
-  void errorsAndTheCacheUseNoOtherPackageOfTheServer() {
-    for (String pkg : new String[] {"errors", "cache"}) {
+  void errorsTheCacheAndEventsUseNoOtherPackageOfTheServer() {
+    for (String pkg : new String[] {"errors", "cache", "events"}) {
       noClasses().that().resideInAPackage(ROOT + "." + pkg)
           .should().dependOnClassesThat().resideInAnyPackage(others(pkg))
           .check(SERVER);
@@ -88,8 +88,8 @@ class PackageRulesTest {
   }
 
   private static String[] others(String pkg) {
-    return java.util.stream.Stream.of("", ".errors", ".cache", ".access", ".api", ".local",
-            ".http")
+    return java.util.stream.Stream.of("", ".errors", ".cache", ".events", ".access", ".api",
+            ".local", ".http")
         .filter(p -> !p.equals("." + pkg)).map(p -> ROOT + p).toArray(String[]::new);
   }
 }
