@@ -34,6 +34,28 @@ public final class Wire {
    */
   public static final String CHECKSUM = "x-amz-checksum-crc32c";
 
+  /**
+   * A PUT's engine block hash, an unsigned 64-bit integer in decimal: the hash under which the
+   * engine knows the block, which the server's KV events name it by. The other {@code
+   * kvcache-engine-} headers go with it.
+   */
+  public static final String ENGINE_HASH = "kvcache-engine-hash";
+
+  /** The engine's hash of the block before this one in its prompt, as {@link #ENGINE_HASH}. */
+  public static final String ENGINE_PARENT = "kvcache-engine-parent";
+
+  /** The token ids of the block, comma-separated. */
+  public static final String ENGINE_TOKENS = "kvcache-engine-tokens";
+
+  /** The engine's block size in tokens. */
+  public static final String ENGINE_BLOCK_SIZE = "kvcache-engine-block-size";
+
+  /** The model the engine serves, as routers name it: the {@code <model>} of the events' topic. */
+  public static final String ENGINE_MODEL = "kvcache-engine-model";
+
+  /** The LoRA adapter the block was computed with, if any. */
+  public static final String ENGINE_LORA = "kvcache-engine-lora";
+
   /** The content coding of a block in the codec's container ({@code dev.kvcache.codec}). */
   public static final String CODING = "kvcache-lz4";
 

@@ -41,7 +41,7 @@ class BodyWriterTest {
       KvCache cache = openingOnlyAfter(ram, opening, cancelled, opened);
       Sinks.Many<ByteBuf> body = Sinks.many().unicast().onBackpressureBuffer();
       Disposable put = BodyWriter.store(cache, Payloads.key(1), body.asFlux(), LENGTH, LENGTH,
-          blocking, null).subscribe(status -> { }, error -> { });
+          blocking, null, writer -> writer).subscribe(status -> { }, error -> { });
       assertThat(opening.await(10, TimeUnit.SECONDS)).as("the writer is being opened").isTrue();
       put.dispose(); // the connection closed
       cancelled.countDown(); // the writer is opened now, after the cancel

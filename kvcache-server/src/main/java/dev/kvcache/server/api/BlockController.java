@@ -2,6 +2,7 @@ package dev.kvcache.server.api;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
@@ -10,6 +11,8 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.errors.ApiError;
 import dev.kvcache.server.errors.ApiException;
+import dev.kvcache.server.events.EngineBlock;
+import dev.kvcache.server.events.EngineBlocks;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.wire.Wire;
@@ -36,6 +39,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.function.UnaryOperator;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -61,11 +65,13 @@ public class BlockController {
   private final WireCodec wire;
   private final JsonMapper json;
   private final OffLoop offLoop;
+  private final EngineBlocks engineBlocks;
 
   BlockController(KvCache cache, KvCacheConfig config, Namespaces namespaces, WireCodec wire,
       @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
-      ServedBlocks served, OffLoop offLoop) {
+      ServedBlocks served, OffLoop offLoop, EngineBlocks engineBlocks) {
     this.cache = cache;
+    this.engineBlocks = engineBlocks;
     this.offLoop = offLoop;
     this.served = served;
     this.json = json;
@@ -80,7 +86,9 @@ public class BlockController {
    * Stores the body, which streams in as it arrives. 201 when stored; 202 when the cache's policy
    * declined to keep it (a later GET misses); 408 when the body takes longer than {@code
    * kvcache.body-timeout}; 413 above the largest block; 507 when no room can be made (or, with
-   * {@code durability: write_through}, the disk tier could not store the block). A body with
+   * {@code durability: write_through}, the disk tier could not store the block); 400 {@code
+   * bad-engine-block} when KV events are on and the {@code kvcache-engine-} headers do not name an
+   * engine block ({@link EngineBlock#fromHeaders}). A body with
    * {@code Content-Encoding: kvcache-lz4} is a {@link WireCodec} container, stored decoded; any
    * other coding is 415.
    */
@@ -97,28 +105,35 @@ public class BlockController {
     if (declared > (encoded ? BlockCodec.maxContainerLength(maxBlockBytes) : maxBlockBytes)) {
       throw tooLarge(declared);
     }
-    ApiException badChecksum = null;
+    ApiException badHeader = null;
     Integer checksum = null;
+    EngineBlock named = null;
     try {
       checksum = checksum(request.getHeaders().get(Wire.CHECKSUM));
+      named = engineBlocks.named(request.getHeaders()::get);
     } catch (ApiException e) {
-      badChecksum = e;
+      badHeader = e;
+    } catch (IllegalArgumentException e) {
+      badHeader = new ApiException(HttpStatus.BAD_REQUEST, "bad-engine-block", e.getMessage());
     }
+    EngineBlock tagged = named;
+    UnaryOperator<BlockWriter> tag = writer -> engineBlocks.tag(writer, tagged);
     if (streamed == null) {
       // no body at all (a length of 0, or an HTTP/2 request that ended with its headers), which
       // Micronaut would refuse as a missing argument: answered as an empty body is
-      throw badChecksum != null ? badChecksum : BodyWriter.emptyBlock();
+      throw badHeader != null ? badHeader : BodyWriter.emptyBlock();
     }
     Publisher<ByteBuf> body = RequestBody.of(streamed);
     // a malformed checksum is answered once the body is read, as a mismatched one is: over
     // HTTP/1.1 an answer sent while the client still sends can be lost to the connection's reset
-    ApiException refused = badChecksum;
+    ApiException refused = badHeader;
     Mono<PutStatus> stored = refused != null
         ? Flux.from(body).doOnNext(ByteBuf::release).then(Mono.error(refused))
         : encoded
-        ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking, checksum)
+        ? BodyWriter.storeEncoded(cache, storageKey, body, maxBlockBytes, blocking, checksum, tag)
             .doOnNext(done -> wire.received())
-        : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking, checksum);
+        : BodyWriter.store(cache, storageKey, body, declared, maxBlockBytes, blocking, checksum,
+            tag);
     return Mono.firstWithSignal(stored, RequestBody.connectionClosed(request))
         .timeout(bodyTimeout, Mono.error(() -> new ApiException(HttpStatus.REQUEST_TIMEOUT,
             "body-timeout", "the body did not arrive within " + bodyTimeout.toMillis() + " ms")))

@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.Optional;
+import java.util.function.UnaryOperator;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -48,16 +49,18 @@ public final class BodyWriter {
    *
    * @param declared the request's {@code Content-Length}, or -1 for a chunked body
    * @param maxBytes the largest body taken
+   * @param tag what the cache's writer is wrapped in ({@code EngineBlocks.tag})
    */
   public static Mono<PutStatus> store(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      long declared, int maxBytes, Scheduler blocking, Integer checksum) {
+      long declared, int maxBytes, Scheduler blocking, Integer checksum,
+      UnaryOperator<BlockWriter> tag) {
     if (declared == 0) {
       return Mono.error(emptyBlock());
     }
     if (declared > 0) {
-      return streamed(cache, key, Flux.from(body), (int) declared, blocking, checksum);
+      return streamed(cache, key, Flux.from(body), (int) declared, blocking, checksum, tag);
     }
-    return gathered(cache, key, body, maxBytes, blocking, checksum);
+    return gathered(cache, key, body, maxBytes, blocking, checksum, tag);
   }
 
   /**
@@ -84,13 +87,13 @@ public final class BodyWriter {
    * {@code Mono.fromCallable(..).subscribeOn(..)} after a cancel is dropped without a discard.
    */
   private static Mono<PutStatus> streamed(KvCache cache, BlockKey key, Flux<ByteBuf> body,
-      int length, Scheduler blocking, Integer checksum) {
+      int length, Scheduler blocking, Integer checksum, UnaryOperator<BlockWriter> tag) {
     return Mono.defer(() -> {
-      Optional<BlockWriter> now = cache.tryWriter(key, length);
+      Optional<BlockWriter> now = cache.tryWriter(key, length).map(tag);
       if (now.isPresent()) {
         return write(now.get(), body, Schedulers.immediate(), blocking, checksum);
       }
-      return Mono.using(() -> cache.writer(key, length),
+      return Mono.using(() -> tag.apply(cache.writer(key, length)),
               writer -> write(writer, body,
                   writer.writesMayWait() ? blocking : Schedulers.immediate(), blocking, checksum),
               BlockWriter::close)
@@ -169,7 +172,7 @@ public final class BodyWriter {
 
   /** A chunked body, kept as the buffers it arrived in until it ends, then written. */
   private static Mono<PutStatus> gathered(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      int maxBytes, Scheduler blocking, Integer checksum) {
+      int maxBytes, Scheduler blocking, Integer checksum, UnaryOperator<BlockWriter> tag) {
     return Mono.using(
         () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
         whole -> gather(body, whole, maxBytes)
@@ -177,7 +180,7 @@ public final class BodyWriter {
                 ? Mono.error(emptyBlock())
                 // the writer releases what it is given; Mono.using releases the rest
                 : streamed(cache, key, Flux.defer(() -> Flux.just(whole.retain())),
-                    whole.readableBytes(), blocking, checksum))),
+                    whole.readableBytes(), blocking, checksum, tag))),
         CompositeByteBuf::release);
   }
 
@@ -203,9 +206,9 @@ public final class BodyWriter {
    * a damaged container 400; either way nothing is stored.
    */
   static Mono<PutStatus> storeEncoded(KvCache cache, BlockKey key, Publisher<ByteBuf> body,
-      int maxBlockBytes, Scheduler blocking, Integer checksum) {
+      int maxBlockBytes, Scheduler blocking, Integer checksum, UnaryOperator<BlockWriter> tag) {
     return Mono.using(
-        () -> new EncodedBlock(cache, key, maxBlockBytes, checksum),
+        () -> new EncodedBlock(cache, key, maxBlockBytes, checksum, tag),
         block -> Flux.from(body)
             .publishOn(blocking, CHUNKS_IN_FLIGHT)
             .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease)
@@ -220,14 +223,17 @@ public final class BodyWriter {
     private final BlockKey key;
     private final int maxBlockBytes;
     private final Integer checksum;
+    private final UnaryOperator<BlockWriter> tag;
     private final BlockDecoder decoder = BlockCodec.decoder(this);
     private BlockWriter writer;
 
-    EncodedBlock(KvCache cache, BlockKey key, int maxBlockBytes, Integer checksum) {
+    EncodedBlock(KvCache cache, BlockKey key, int maxBlockBytes, Integer checksum,
+        UnaryOperator<BlockWriter> tag) {
       this.cache = cache;
       this.key = key;
       this.maxBlockBytes = maxBlockBytes;
       this.checksum = checksum;
+      this.tag = tag;
     }
 
     @Override
@@ -239,7 +245,7 @@ public final class BodyWriter {
         throw new ApiException(HttpStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", "a block of "
             + length + " bytes is larger than this server's largest, " + maxBlockBytes);
       }
-      writer = cache.writer(key, (int) length);
+      writer = tag.apply(cache.writer(key, (int) length));
     }
 
     @Override

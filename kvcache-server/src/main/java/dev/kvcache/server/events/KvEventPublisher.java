@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -39,8 +40,7 @@ public final class KvEventPublisher implements AutoCloseable {
   /** The most events one batch carries. */
   static final int MAX_BATCH_EVENTS = 1024;
 
-  private final byte[] topic;
-  private final ArrayBlockingQueue<KvEvent> queue;
+  private final ArrayBlockingQueue<Queued> queue;
   private final ArrayDeque<Kept> kept = new ArrayDeque<>();
   private final int keptBatches;
   private final long intervalMillis;
@@ -58,7 +58,10 @@ public final class KvEventPublisher implements AutoCloseable {
   private final AtomicLong droppedSinceBatch = new AtomicLong();
 
   /** A batch kept for replay. */
-  private record Kept(long sequence, byte[] batch) {}
+  private record Kept(byte[] topic, long sequence, byte[] batch) {}
+
+  /** An event and its topic, waiting for a batch. */
+  private record Queued(byte[] topic, KvEvent event) {}
 
   /**
    * Binds the sockets and starts the publishing thread.
@@ -66,7 +69,6 @@ public final class KvEventPublisher implements AutoCloseable {
    * @param endpoint where the PUB socket binds, such as {@code tcp://*:5557} ({@code
    *     tcp://127.0.0.1:*} for any free port: {@link #endpoint()} says which)
    * @param replayEndpoint where the ROUTER socket for replays binds, or null for none
-   * @param topic the topic of every batch, such as {@code kv@<pool>@<model>}
    * @param queueEvents events that may wait for the thread
    * @param keptBatches batches kept for replay
    * @param highWaterMark batches the PUB socket holds for a subscriber that reads slowly
@@ -74,9 +76,8 @@ public final class KvEventPublisher implements AutoCloseable {
    * @throws IllegalArgumentException if an endpoint cannot be bound (in use, malformed), or both are
    *     the same
    */
-  public KvEventPublisher(String endpoint, String replayEndpoint, String topic, int queueEvents,
+  public KvEventPublisher(String endpoint, String replayEndpoint, int queueEvents,
       int keptBatches, int highWaterMark, Duration interval) {
-    this.topic = Objects.requireNonNull(topic, "topic").getBytes(StandardCharsets.UTF_8);
     if (endpoint.equals(replayEndpoint) && !endpoint.endsWith(":*")) {
       throw new IllegalArgumentException("the KV events and their replays need two endpoints, got "
           + endpoint + " for both");
@@ -124,12 +125,14 @@ public final class KvEventPublisher implements AutoCloseable {
   }
 
   /**
-   * Queues an event for the next batch; never waits.
+   * Queues an event for the next batch of {@code topic}; never waits.
    *
+   * @param topic the batch's topic, as vLLM's {@code kv@<pod>@<model>}
    * @return false if the queue was full and the event is dropped
    */
-  public boolean offer(KvEvent event) {
-    if (queue.offer(event)) {
+  public boolean offer(String topic, KvEvent event) {
+    Objects.requireNonNull(event, "event");
+    if (queue.offer(new Queued(topic.getBytes(StandardCharsets.UTF_8), event))) {
       return true;
     }
     dropped.increment();
@@ -158,7 +161,7 @@ public final class KvEventPublisher implements AutoCloseable {
   }
 
   private void run() {
-    List<KvEvent> batch = new ArrayList<>(MAX_BATCH_EVENTS);
+    List<Queued> batch = new ArrayList<>(MAX_BATCH_EVENTS);
     try {
       while (running || !queue.isEmpty()) {
         Thread.sleep(intervalMillis);
@@ -168,7 +171,7 @@ public final class KvEventPublisher implements AutoCloseable {
           }
         }
         while (queue.drainTo(batch, MAX_BATCH_EVENTS) > 0) {
-          send(batch);
+          sendByTopic(batch);
           batch.clear();
         }
       }
@@ -181,7 +184,22 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  private void send(List<KvEvent> events) {
+  /** Sends the events as one batch for each run of them with one topic. */
+  private void sendByTopic(List<Queued> queued) {
+    List<KvEvent> events = new ArrayList<>(queued.size());
+    byte[] topic = queued.get(0).topic();
+    for (Queued q : queued) {
+      if (!Arrays.equals(q.topic(), topic)) {
+        send(topic, events);
+        events.clear();
+        topic = q.topic();
+      }
+      events.add(q.event());
+    }
+    send(topic, events);
+  }
+
+  private void send(byte[] topic, List<KvEvent> events) {
     if (droppedSinceBatch.getAndSet(0) > 0) {
       nextSequence.incrementAndGet(); // the gap that tells a subscriber events were lost
     }
@@ -193,7 +211,7 @@ public final class KvEventPublisher implements AutoCloseable {
     batches.increment();
     bytes.add(payload.length);
     if (replay != null) {
-      kept.addLast(new Kept(seq, payload));
+      kept.addLast(new Kept(topic, seq, payload));
       if (kept.size() > keptBatches) {
         kept.removeFirst();
       }
@@ -222,7 +240,7 @@ public final class KvEventPublisher implements AutoCloseable {
         if (k.sequence() >= from) {
           replay.sendMore(identity);
           replay.sendMore(EMPTY);
-          replay.sendMore(topic);
+          replay.sendMore(k.topic());
           replay.sendMore(sequence(k.sequence()));
           replay.send(k.batch());
         }

@@ -11,6 +11,8 @@ import dev.kvcache.server.api.BlockController;
 import dev.kvcache.server.api.BodyWriter;
 import dev.kvcache.server.errors.ApiError;
 import dev.kvcache.server.errors.ApiException;
+import dev.kvcache.server.events.EngineBlock;
+import dev.kvcache.server.events.EngineBlocks;
 import dev.kvcache.tiered.KvCacheConfig;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -30,6 +32,7 @@ import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * Stores a {@code PUT} of one block ahead of Micronaut, over HTTP/2 ({@link Http2PutListener},
@@ -62,6 +65,7 @@ public class FastPut implements MeterBinder {
   private final int maxBlockBytes;
   private final Namespaces namespaces;
   private final Tokens tokens;
+  private final EngineBlocks engineBlocks;
   private final long timeoutNanos;
   private final JsonMapper json;
   /** Looked up on first use: this is a meter binder, and the executor's metrics need the meters. */
@@ -69,7 +73,7 @@ public class FastPut implements MeterBinder {
   private final AtomicLong answered = new AtomicLong();
 
   FastPut(@Value("${kvcache.fast-put:true}") boolean enabled, KvCache cache, KvCacheConfig config,
-      Namespaces namespaces, Tokens tokens,
+      Namespaces namespaces, Tokens tokens, EngineBlocks engineBlocks,
       @Value("${kvcache.body-timeout:60s}") Duration bodyTimeout, JsonMapper json,
       @Named(TaskExecutors.BLOCKING) Provider<ExecutorService> blocking) {
     this.enabled = enabled;
@@ -78,6 +82,7 @@ public class FastPut implements MeterBinder {
     this.maxBlockBytes = config.maxBlockBytes();
     this.namespaces = namespaces;
     this.tokens = tokens;
+    this.engineBlocks = engineBlocks;
     this.timeoutNanos = bodyTimeout.toNanos();
     this.json = json;
   }
@@ -110,9 +115,12 @@ public class FastPut implements MeterBinder {
    *
    * @param encoded whether the request has a {@code Content-Encoding}
    * @param length its {@code Content-Length}, or null without one
+   * @param headers its headers' values by name, for the engine block it names ({@link
+   *     EngineBlocks#named})
    */
   Optional<BlockWriter> writerFor(CharSequence method, CharSequence contentType, boolean encoded,
-      Long length, CharSequence path, CharSequence authorization) {
+      Long length, CharSequence path, CharSequence authorization,
+      Function<String, String> headers) {
     if (!AsciiString.contentEquals("PUT", method)
         || !AsciiString.contentEqualsIgnoreCase(OCTET_STREAM, contentType) || encoded) {
       return Optional.empty();
@@ -128,17 +136,19 @@ public class FastPut implements MeterBinder {
       }
     }
     BlockKey key;
+    EngineBlock named;
     try {
       key = namespaces.storageKey(target[0], target[1]);
-    } catch (ApiException e) {
-      return Optional.empty();
+      named = engineBlocks.named(headers);
+    } catch (ApiException | IllegalArgumentException e) {
+      return Optional.empty(); // Micronaut answers with the error
     }
     Optional<BlockWriter> writer = cache.tryWriter(key, length.intValue());
     if (writer.isPresent() && writer.get().rejection().isPresent()) {
       writer.get().close();
       return Optional.empty(); // Micronaut answers why
     }
-    return writer;
+    return writer.map(w -> engineBlocks.tag(w, named));
   }
 
   /** The answer to a whole body that is refused (short, or not its checksum), or null. */

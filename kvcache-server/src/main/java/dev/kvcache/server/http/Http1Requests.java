@@ -174,7 +174,7 @@ public final class Http1Requests extends ChannelDuplexHandler {
     Optional<BlockWriter> writer = puts.writerFor(request.method().asciiName(),
         headers.get(HttpHeaderNames.CONTENT_TYPE),
         headers.contains(HttpHeaderNames.CONTENT_ENCODING), length, request.uri(),
-        headers.get(HttpHeaderNames.AUTHORIZATION));
+        headers.get(HttpHeaderNames.AUTHORIZATION), headers::get);
     if (writer.isEmpty()) {
       return false;
     }

@@ -111,7 +111,10 @@ final class Http2PutListener extends RequestFrameStage {
         headers.get(HttpHeaderNames.CONTENT_TYPE),
         headers.contains(HttpHeaderNames.CONTENT_ENCODING),
         headers.getLong(HttpHeaderNames.CONTENT_LENGTH), headers.path(),
-        headers.get(HttpHeaderNames.AUTHORIZATION));
+        headers.get(HttpHeaderNames.AUTHORIZATION), name -> {
+          CharSequence value = headers.get(name);
+          return value == null ? null : value.toString();
+        });
     if (writer.isEmpty()) {
       return false;
     }

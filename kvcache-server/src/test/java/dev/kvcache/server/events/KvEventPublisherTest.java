@@ -57,7 +57,7 @@ class KvEventPublisherTest {
   /** Offers {@code event} until the subscriber has joined and reads a batch of it. */
   private static Received firstBatch(KvEventPublisher publisher, ZMQ.Socket sub, KvEvent event) {
     for (int i = 0; i < 100; i++) {
-      publisher.offer(event);
+      publisher.offer(TOPIC, event);
       Received r = receive(sub);
       if (r != null) {
         return r;
@@ -75,7 +75,7 @@ class KvEventPublisherTest {
   void batchesAreVllmsKvEventBatchesNumberedOneByOneAndAReplayGivesThemBack() throws Exception {
     try (ZContext client = new ZContext();
         KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*",
-            "tcp://127.0.0.1:*", TOPIC, 1000, 100, 1000, Duration.ofMillis(5))) {
+            "tcp://127.0.0.1:*", 1000, 100, 1000, Duration.ofMillis(5))) {
       ZMQ.Socket sub = clientSocket(client, SocketType.SUB, 200);
       sub.connect(publisher.endpoint());
       sub.subscribe("kv@".getBytes(StandardCharsets.UTF_8));
@@ -83,9 +83,9 @@ class KvEventPublisherTest {
       Received first = firstBatch(publisher, sub, stored(1));
       assertThat(first.topic()).isEqualTo(TOPIC);
       List<Received> seen = new ArrayList<>(List.of(first));
-      publisher.offer(new KvEvent.BlockRemoved(new long[] {1}, KvEvent.STORAGE));
+      publisher.offer(TOPIC, new KvEvent.BlockRemoved(new long[] {1}, KvEvent.STORAGE));
       seen.add(receive(sub));
-      publisher.offer(new KvEvent.AllBlocksCleared());
+      publisher.offer(TOPIC, new KvEvent.AllBlocksCleared());
       seen.add(receive(sub));
       for (int i = 1; i < seen.size(); i++) {
         assertThat(seen.get(i).sequence()).isEqualTo(seen.get(i - 1).sequence() + 1);
@@ -143,7 +143,7 @@ class KvEventPublisherTest {
   @Test
   void eventsDroppedFromAFullQueueLeaveAGapInTheNumbers() throws Exception {
     try (ZContext client = new ZContext();
-        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null, TOPIC,
+        KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null,
             4, 10, 1000, Duration.ofMillis(300))) {
       ZMQ.Socket sub = clientSocket(client, SocketType.SUB, 1000);
       sub.connect(publisher.endpoint());
@@ -155,7 +155,7 @@ class KvEventPublisherTest {
 
       int taken = 0;
       for (int i = 0; i < 100; i++) { // far more than the queue holds between two batches
-        taken += publisher.offer(stored(i)) ? 1 : 0;
+        taken += publisher.offer(TOPIC, stored(i)) ? 1 : 0;
       }
       assertThat(publisher.dropped()).isPositive();
       int events = 0;

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test;
 class LlmdIndexerTest {
 
   private static final String MODEL = "llama-3.1-8b";
+  private static final String TOPIC = "kv@kvcache@" + MODEL;
   private static final int BLOCK = 16;
 
   /** The probe: the indexer, fed by the publisher, asked for scores on its standard input. */
@@ -79,21 +80,20 @@ class LlmdIndexerTest {
   void theIndexerScoresThePromptsBlocksAsThePublisherTellsThem() throws Exception {
     int[] prompt = IntStream.range(0, 4 * BLOCK + 5).map(i -> 500 + 3 * i).toArray();
     long[] hashes = {0x1111L, 0x2222L, 0xfedcba9876543210L}; // small ones too, in 8 bytes
-    try (KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null,
-            "kv@kvcache@" + MODEL, 1000, 100, 1000, Duration.ofMillis(5));
+    try (KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null, 1000, 100, 1000, Duration.ofMillis(5));
         Probe probe = new Probe(publisher.endpoint())) {
       // two blocks in RAM, then one on disk that follows them: the score is their weights' sum
       int[] first = Arrays.copyOfRange(prompt, 0, 2 * BLOCK);
       int[] third = Arrays.copyOfRange(prompt, 2 * BLOCK, 3 * BLOCK);
       String score = "{}";
       for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
-        publisher.offer(new KvEvent.BlockStored(new long[] {hashes[0], hashes[1]}, null, first,
+        publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[0], hashes[1]}, null, first,
             BLOCK, null, KvEvent.CPU));
         Thread.sleep(200);
         score = probe.score(prompt);
       }
       assertThat(score).as("two blocks in RAM, 0.8 each").isEqualTo("{\"kvcache\":1.6}");
-      publisher.offer(new KvEvent.BlockStored(new long[] {hashes[2]}, hashes[1], third, BLOCK,
+      publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[2]}, hashes[1], third, BLOCK,
           null, KvEvent.STORAGE));
       // llm-d weighs CPU 0.8 and a medium it has no weight for as 1.0
       assertThat(probe.awaitScore(prompt, "{\"kvcache\":2.6}")).isEqualTo("{\"kvcache\":2.6}");
@@ -101,10 +101,10 @@ class LlmdIndexerTest {
       other[0]++;
       assertThat(probe.score(other)).as("another prompt").isEqualTo("{}");
 
-      publisher.offer(new KvEvent.BlockRemoved(new long[] {hashes[1]}, KvEvent.CPU));
+      publisher.offer(TOPIC, new KvEvent.BlockRemoved(new long[] {hashes[1]}, KvEvent.CPU));
       assertThat(probe.awaitScore(prompt, "{\"kvcache\":0.8}")).isEqualTo("{\"kvcache\":0.8}");
 
-      publisher.offer(new KvEvent.AllBlocksCleared());
+      publisher.offer(TOPIC, new KvEvent.AllBlocksCleared());
       assertThat(probe.awaitScore(prompt, "{}")).isEqualTo("{}");
     }
   }

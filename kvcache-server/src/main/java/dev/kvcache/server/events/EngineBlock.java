@@ -1,0 +1,126 @@
+package dev.kvcache.server.events;
+
+import dev.kvcache.wire.Wire;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * What an engine knows a block by, as a PUT's {@code kvcache-engine-} headers give it: the model,
+ * the engine's hash of the block and of its parent, its tokens, and the LoRA adapter it was
+ * computed with. The server's KV events name the block so.
+ *
+ * @param parent the parent block's hash, or null for the first block of a prompt
+ * @param lora the LoRA adapter's name, or null
+ */
+public record EngineBlock(String model, long hash, Long parent, int[] tokens, int blockSize,
+    String lora) {
+
+  /** The most tokens a block may name. */
+  public static final int MAX_TOKENS = 4096;
+
+  public EngineBlock {
+    Objects.requireNonNull(model, "model");
+    Objects.requireNonNull(tokens, "tokens");
+  }
+
+  /**
+   * The engine block a PUT's headers name, or null if they name none (no {@value Wire#ENGINE_HASH}).
+   *
+   * @param header a header's value by its (lowercase) name, or null without it
+   * @throws IllegalArgumentException why the headers do not name a block: a hash that is no
+   *     unsigned 64-bit number, a missing model or tokens, more tokens than the block size
+   */
+  public static EngineBlock fromHeaders(Function<String, String> header) {
+    String hash = header.apply(Wire.ENGINE_HASH);
+    if (hash == null) {
+      return null;
+    }
+    String model = header.apply(Wire.ENGINE_MODEL);
+    if (model == null || model.isBlank() || model.indexOf('@') >= 0) {
+      throw new IllegalArgumentException(Wire.ENGINE_HASH + " needs " + Wire.ENGINE_MODEL
+          + ", the model's name without '@'" + (model == null ? "" : ", got '" + model + "'"));
+    }
+    String parent = header.apply(Wire.ENGINE_PARENT);
+    int[] tokens = tokens(header.apply(Wire.ENGINE_TOKENS));
+    String size = header.apply(Wire.ENGINE_BLOCK_SIZE);
+    int blockSize = tokens.length;
+    if (size != null) {
+      try {
+        blockSize = Integer.parseInt(size.trim());
+      } catch (NumberFormatException e) {
+        blockSize = -1;
+      }
+      if (blockSize != tokens.length) {
+        throw new IllegalArgumentException(Wire.ENGINE_BLOCK_SIZE + " '" + size + "' is not the "
+            + tokens.length + " tokens of " + Wire.ENGINE_TOKENS);
+      }
+    }
+    String lora = header.apply(Wire.ENGINE_LORA);
+    return new EngineBlock(model.trim(), hash(Wire.ENGINE_HASH, hash),
+        parent == null ? null : hash(Wire.ENGINE_PARENT, parent), tokens, blockSize,
+        lora == null || lora.isBlank() ? null : lora.trim());
+  }
+
+  private static long hash(String name, String value) {
+    try {
+      return Long.parseUnsignedLong(value.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " '" + value
+          + "' is not an unsigned 64-bit number in decimal");
+    }
+  }
+
+  private static int[] tokens(String value) {
+    if (value == null || value.isBlank()) {
+      throw new IllegalArgumentException(Wire.ENGINE_HASH + " needs " + Wire.ENGINE_TOKENS
+          + ", the block's token ids, comma-separated");
+    }
+    String[] parts = value.split(",", -1);
+    if (parts.length > MAX_TOKENS) {
+      throw new IllegalArgumentException(Wire.ENGINE_TOKENS + " names " + parts.length
+          + " tokens, more than " + MAX_TOKENS);
+    }
+    int[] tokens = new int[parts.length];
+    for (int i = 0; i < parts.length; i++) {
+      try {
+        tokens[i] = Integer.parseInt(parts[i].trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(Wire.ENGINE_TOKENS + " has '" + parts[i]
+            + "' at " + i + ", not a token id");
+      }
+      if (tokens[i] < 0) {
+        throw new IllegalArgumentException(Wire.ENGINE_TOKENS + " has a negative token id at " + i);
+      }
+    }
+    return tokens;
+  }
+
+  /** This block stored in {@code medium}. */
+  KvEvent.BlockStored stored(String medium) {
+    return new KvEvent.BlockStored(new long[] {hash}, parent, tokens, blockSize, lora, medium);
+  }
+
+  /** This block removed from {@code medium}. */
+  KvEvent.BlockRemoved removed(String medium) {
+    return new KvEvent.BlockRemoved(new long[] {hash}, medium);
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof EngineBlock b && hash == b.hash && model.equals(b.model)
+        && Objects.equals(parent, b.parent) && Arrays.equals(tokens, b.tokens)
+        && blockSize == b.blockSize && Objects.equals(lora, b.lora);
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(hash) * 31 + model.hashCode();
+  }
+
+  @Override
+  public String toString() {
+    return "EngineBlock[" + model + " " + Long.toUnsignedString(hash) + ", " + tokens.length
+        + " tokens]";
+  }
+}

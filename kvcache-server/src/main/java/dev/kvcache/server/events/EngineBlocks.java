@@ -1,0 +1,203 @@
+package dev.kvcache.server.events;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.PutStatus;
+import java.nio.ByteBuffer;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Function;
+
+/**
+ * The engine blocks the cache holds, by storage key, with the tiers that hold each: what a KV
+ * event names a block by when a tier stores or drops it. A PUT that names its engine block ({@link
+ * EngineBlock#fromHeaders}) has its writer {@link #tag}ged, which notes the block while it
+ * commits; a block no tier holds any more is forgotten a little later (it may be on its way to
+ * another tier).
+ *
+ * <p>Kept in the heap, about 100 bytes and 4 per token for each block: blocks stored before the
+ * server started (its disk and bucket) are held unnamed, and their events are not told.
+ */
+public final class EngineBlocks {
+
+  /**
+   * A block, the tiers that hold it (a bit each, {@link KvEventFeed}) and the commits of it under
+   * way, during which it is kept though no tier holds it (a put first drops the key's older copy).
+   */
+  private record Held(EngineBlock block, int tiers, int commits) {}
+
+  /** A block that left its last tier, and when: forgotten once {@link #GRACE_NANOS} passed. */
+  private record Left(BlockKey key, long nanos) {}
+
+  /**
+   * How long a block no tier holds is remembered: a block on its way down the stack (in a tiered
+   * cache's spill queue, or handed from the disk to the object store) has left one tier and not
+   * yet reached the next.
+   */
+  static final long GRACE_NANOS = 30_000_000_000L;
+
+  private final ConcurrentHashMap<BlockKey, Held> held = new ConcurrentHashMap<>();
+  private final ConcurrentLinkedQueue<Left> left = new ConcurrentLinkedQueue<>();
+  private final boolean enabled;
+
+  /**
+   * @param enabled whether KV events are told; if not, PUTs' engine blocks are neither read nor
+   *     kept
+   */
+  public EngineBlocks(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  /**
+   * The engine block a PUT's headers name ({@link EngineBlock#fromHeaders}); null if they name
+   * none, or KV events are off (then the headers are not read).
+   *
+   * @throws IllegalArgumentException why the headers do not name a block
+   */
+  public EngineBlock named(Function<String, String> headers) {
+    return enabled ? EngineBlock.fromHeaders(headers) : null;
+  }
+
+  /**
+   * {@code writer}, noting {@code block} under its key while it commits (kept if a tier then holds
+   * it, forgotten if none does); {@code writer} itself if {@code block} is null.
+   */
+  public BlockWriter tag(BlockWriter writer, EngineBlock block) {
+    return block == null ? writer : new Tagged(writer, block);
+  }
+
+  /** Engine blocks known. */
+  public int size() {
+    return held.size();
+  }
+
+  /** The block under {@code key}, now held by the tier of {@code bit} too; null if unknown. */
+  EngineBlock stored(BlockKey key, int bit) {
+    forgetLeft(System.nanoTime());
+    Held h = held.computeIfPresent(key,
+        (k, old) -> new Held(old.block, old.tiers | bit, old.commits));
+    return h == null ? null : h.block;
+  }
+
+  /**
+   * The block under {@code key}, no longer held by the tier of {@code bit} (forgotten {@link
+   * #GRACE_NANOS} after no tier holds it); null if unknown.
+   */
+  EngineBlock removed(BlockKey key, int bit) {
+    long now = System.nanoTime();
+    forgetLeft(now);
+    Held h = held.computeIfPresent(key,
+        (k, old) -> new Held(old.block, old.tiers & ~bit, old.commits));
+    if (h == null) {
+      return null;
+    }
+    if (h.tiers == 0) {
+      left.add(new Left(key, now));
+    }
+    return h.block;
+  }
+
+  /** Forgets the blocks that left their last tier more than {@link #GRACE_NANOS} ago. */
+  private void forgetLeft(long now) {
+    Left first = left.peek();
+    if (first == null || now - first.nanos <= GRACE_NANOS) {
+      return;
+    }
+    synchronized (left) {
+      for (Left l = left.peek(); l != null && now - l.nanos > GRACE_NANOS; l = left.peek()) {
+        left.poll();
+        held.computeIfPresent(l.key, (k, old) -> old.tiers == 0 && old.commits == 0 ? null : old);
+      }
+    }
+  }
+
+  /** Notes {@code block} under {@code key} before a commit of it. */
+  private void committing(BlockKey key, EngineBlock block) {
+    held.compute(key, (k, old) -> old == null ? new Held(block, 0, 1)
+        : new Held(block, old.tiers, old.commits + 1));
+  }
+
+  /** After a commit of a block under {@code key}: forgotten if no tier holds it. */
+  private void committed(BlockKey key) {
+    held.computeIfPresent(key, (k, old) -> old.tiers == 0 && old.commits <= 1 ? null
+        : new Held(old.block, old.tiers, old.commits - 1));
+  }
+
+  /** A writer that notes its engine block before it commits. */
+  private final class Tagged implements BlockWriter {
+    private final BlockWriter writer;
+    private final EngineBlock block;
+
+    Tagged(BlockWriter writer, EngineBlock block) {
+      this.writer = writer;
+      this.block = block;
+    }
+
+    @Override
+    public BlockKey key() {
+      return writer.key();
+    }
+
+    @Override
+    public int length() {
+      return writer.length();
+    }
+
+    @Override
+    public int remaining() {
+      return writer.remaining();
+    }
+
+    @Override
+    public Optional<PutStatus> rejection() {
+      return writer.rejection();
+    }
+
+    @Override
+    public void write(ByteBuffer src) {
+      writer.write(src);
+    }
+
+    @Override
+    public PutStatus commit() {
+      committing(writer.key(), block);
+      try {
+        return writer.commit();
+      } finally {
+        committed(writer.key());
+      }
+    }
+
+    @Override
+    public boolean commitMayWait() {
+      return writer.commitMayWait();
+    }
+
+    @Override
+    public Optional<PutStatus> tryCommit() {
+      committing(writer.key(), block);
+      try {
+        return writer.tryCommit();
+      } finally {
+        committed(writer.key());
+      }
+    }
+
+    @Override
+    public boolean writesMayWait() {
+      return writer.writesMayWait();
+    }
+
+    @Override
+    public OptionalInt crc32c() {
+      return writer.crc32c();
+    }
+
+    @Override
+    public void close() {
+      writer.close();
+    }
+  }
+}
