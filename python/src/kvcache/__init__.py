@@ -17,6 +17,7 @@ See ``docs/python.md`` in the kvcache repository.
 """
 from ._async_client import AsyncClient, AsyncPin
 from ._client import Client
+from ._engine_block import EngineBlock
 from ._errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheError, ProtocolError,
                       RequestError, ServerError, ServerUnavailableError, TooLargeError,
                       UnknownNamespaceError)
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient", "AsyncPin", "AuthError", "BlockKey", "BufferTooSmallError", "Client",
-    "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation",
+    "EngineBlock", "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation",
     "ProtocolError", "PutStatus", "RequestError", "ServerError", "ServerUnavailableError",
     "TooLargeError", "UnknownNamespaceError",
 ]

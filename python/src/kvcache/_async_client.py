@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
 from ._buffers import Buffer
 from ._client import Client
+from ._engine_block import EngineBlock
 from ._keys import KeyLike
 from ._location import PrefixLocation
 from ._pin import Pin
@@ -45,9 +46,10 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, functools.partial(fn, *args))
 
-    async def put(self, key: KeyLike, data: Buffer) -> PutStatus:
+    async def put(self, key: KeyLike, data: Buffer,
+                  engine_block: Optional[EngineBlock] = None) -> PutStatus:
         """As :meth:`kvcache.Client.put`."""
-        return await self._run(self._client.put, key, data)
+        return await self._run(self._client.put, key, data, engine_block)
 
     async def get(self, key: KeyLike) -> Optional[bytes]:
         """As :meth:`kvcache.Client.get`."""
@@ -65,9 +67,9 @@ class AsyncClient:
         """As :meth:`kvcache.Client.delete`."""
         return await self._run(self._client.delete, key)
 
-    async def put_many(self, items: Iterable[tuple[KeyLike, Buffer]]) -> list[PutStatus]:
+    async def put_many(self, items: Iterable[tuple]) -> list[PutStatus]:
         """As :meth:`kvcache.Client.put_many`, the puts all under way at once."""
-        return list(await asyncio.gather(*(self.put(k, d) for k, d in items)))
+        return list(await asyncio.gather(*(self.put(*item) for item in items)))
 
     async def get_many_into(self, keys: Sequence[KeyLike], buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """As :meth:`kvcache.Client.get_many_into`."""

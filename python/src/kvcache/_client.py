@@ -8,6 +8,7 @@ from typing import Iterable, Optional, Sequence, Union
 
 from ._batch import read_batch
 from ._buffers import Buffer, readable_view, writable_view
+from ._engine_block import EngineBlock
 from ._errors import BufferTooSmallError, ServerUnavailableError
 from ._http1 import Response, ShortRead
 from ._keys import KeyLike, keys_hex
@@ -148,9 +149,12 @@ class Client:
 
     # -- blocks -----------------------------------------------------------------------------
 
-    def put(self, key: KeyLike, data: Buffer) -> PutStatus:
+    def put(self, key: KeyLike, data: Buffer,
+            engine_block: Optional[EngineBlock] = None) -> PutStatus:
         """Stores ``data`` (bytes, memoryview, a numpy array, a CPU torch tensor: any C-contiguous
-        buffer) under ``key``. The bytes are sent from ``data`` itself, not copied first.
+        buffer) under ``key``. The bytes are sent from ``data`` itself, not copied first. With
+        ``engine_block``, the server's KV events name the block as the engine does
+        (:class:`EngineBlock`).
 
         Writes are not retried: a server that is down, or fails during the put, gives
         ``NOT_ADMITTED``, as the Java client's put does. A server without room gives
@@ -162,7 +166,7 @@ class Client:
                 it was sent).
         """
         hexkey, link = self._session.route(key)
-        return put(self._session, link, hexkey, readable_view(data))
+        return put(self._session, link, hexkey, readable_view(data), engine_block)
 
     def get_into(self, key: KeyLike, buffer: Buffer) -> Optional[int]:
         """Reads the block of ``key`` into the start of ``buffer`` (a writable, C-contiguous buffer:
@@ -247,16 +251,17 @@ class Client:
             link.failed(e)
             raise ServerUnavailableError(link.name, str(e.__cause__ or e)) from e
 
-    def put_many(self, items: Iterable[tuple[KeyLike, Buffer]]) -> list[PutStatus]:
-        """Stores many blocks, up to ``max_workers`` at a time over as many connections.
+    def put_many(self, items: Iterable[tuple]) -> list[PutStatus]:
+        """Stores many blocks, up to ``max_workers`` at a time over as many connections. Each item
+        is ``(key, data)``, or ``(key, data, engine_block)`` (see :meth:`put`).
 
         Returns:
             one status per item, in order.
         """
         items = list(items)
         if len(items) <= 1:
-            return [self.put(k, d) for k, d in items]
-        return self._session.map(lambda kd: self.put(kd[0], kd[1]), items)
+            return [self.put(*item) for item in items]
+        return self._session.map(lambda item: self.put(*item), items)
 
     def get_many_into(self, keys: Sequence[KeyLike], buffers: Sequence[Buffer]) -> list[Optional[int]]:
         """Reads many blocks, each into its buffer, with batch GETs (up to 256 keys each) to each

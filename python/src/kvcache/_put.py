@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import enum
 import logging
+from typing import Optional
 
 import crc32c as _crc32c
 
 from ._checksum import HEADER, checksum_header
+from ._engine_block import EngineBlock
 from ._http1 import Response
 from ._session import Session
 from ._transport import ConnectionFailed, ServerLink
@@ -55,9 +57,11 @@ class PutStatus(enum.Enum):
 _ANSWERS = {201: PutStatus.STORED, 202: PutStatus.NOT_ADMITTED, 413: PutStatus.TOO_LARGE}
 
 
-def put(session: Session, link: ServerLink, hexkey: str, view: memoryview) -> PutStatus:
-    """Sends ``view`` as the block of ``hexkey`` to its server ``link``, once: a server that is
-    down, or fails during the put, is :attr:`PutStatus.NOT_ADMITTED` (and left alone).
+def put(session: Session, link: ServerLink, hexkey: str, view: memoryview,
+        engine_block: Optional[EngineBlock] = None) -> PutStatus:
+    """Sends ``view`` as the block of ``hexkey`` to its server ``link``, once, with the headers of
+    ``engine_block`` if given: a server that is down, or fails during the put, is
+    :attr:`PutStatus.NOT_ADMITTED` (and left alone).
 
     Raises:
         ServerError: the server refused the request (any error answer but ``507``).
@@ -67,6 +71,8 @@ def put(session: Session, link: ServerLink, hexkey: str, view: memoryview) -> Pu
     headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(view))}
     if session.checksums:
         headers[HEADER] = checksum_header(_crc32c.crc32c(view))
+    if engine_block is not None:
+        headers.update(engine_block.headers())
     try:
         return link.exchange("PUT", f"{session.prefix}/blocks/{hexkey}",
                              lambda r: _status(r, link), view, headers)

@@ -24,15 +24,15 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code docs/metrics.md} lists what {@code /prometheus} exports, no more and no less: every
  * metric family, its type and its labels, and when it is there. A server with RAM alone exports
- * the rows marked {@code always}; one with a disk tier, an object tier below it and {@code
- * kvcache.tokens-per-block} exports every row.
+ * the rows marked {@code always}; one with a disk tier, an object tier below it, {@code
+ * kvcache.tokens-per-block} and KV events exports every row.
  */
 class MetricsDocTest {
 
   private static final Path DOC = Path.of("..", "docs", "metrics.md");
   /** When a row's metric is there: the doc's last column. */
   private static final Set<String> WHEN =
-      Set.of("always", "lower tier", "disk tier", "object tier", "tokens-per-block");
+      Set.of("always", "lower tier", "disk tier", "object tier", "tokens-per-block", "KV events");
   private static final Pattern ROW = Pattern.compile(
       "^\\| `([a-z0-9_]+\\*?)` \\| (counter|gauge|summary) \\|([^|]*)\\|[^|]+\\|([^|]+)\\|$");
   private static final Pattern TYPE = Pattern.compile("^# TYPE ([a-z0-9_]+) ([a-z]+)$");
@@ -144,6 +144,7 @@ class MetricsDocTest {
       all.put("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY);
       all.put("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY);
       all.put("kvcache.tokens-per-block", "default=16");
+      all.put("kvcache.events.endpoint", "tcp://127.0.0.1:*");
       Map<String, Family> full;
       try (TestServer server = TestServer.start(dir.resolve("full"), all)) {
         exercise(server);

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import dev.kvcache.server.access.NamespaceSettings;
 import dev.kvcache.server.cache.CacheSettings;
+import dev.kvcache.server.events.EventSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -55,6 +56,7 @@ public final class ServerSettings {
     properties(settings, "kvcache.cache.", new CacheSettings());
     settings.remove("kvcache.cache.s3"); // the group kvcache.cache.s3.*
     properties(settings, "kvcache.", new NamespaceSettings());
+    properties(settings, "kvcache.events.", new EventSettings());
     try (InputStream yml = ServerSettings.class.getResourceAsStream("/application.yml")) {
       flatten("", new Yaml().load(yml), settings);
     } catch (IOException e) {
@@ -78,7 +80,7 @@ public final class ServerSettings {
             list.stream().map(String::valueOf).toList()) : String.valueOf(value);
         String name = getter.getName().substring(3).replaceAll("([a-z0-9])([A-Z])", "$1-$2")
             .toLowerCase(Locale.ROOT);
-        settings.put(prefix + name, value instanceof Map ? "" : text);
+        settings.put(prefix + name, value instanceof Map || value == null ? "" : text);
       }
     }
   }

@@ -7,8 +7,9 @@ import java.util.function.Function;
 
 /**
  * What an engine knows a block by, as a PUT's {@code kvcache-engine-} headers give it: the model,
- * the engine's hash of the block and of its parent, its tokens, and the LoRA adapter it was
- * computed with. The server's KV events name the block so.
+ * the engine's hash of the block and of its parent, its tokens (none where the engine's plug-in
+ * point does not give them: then its block size), and the LoRA adapter it was computed with. The
+ * server's KV events name the block so.
  *
  * @param parent the parent block's hash, or null for the first block of a prompt
  * @param lora the LoRA adapter's name, or null
@@ -29,7 +30,8 @@ public record EngineBlock(String model, long hash, Long parent, int[] tokens, in
    *
    * @param header a header's value by its (lowercase) name, or null without it
    * @throws IllegalArgumentException why the headers do not name a block: a hash that is no
-   *     unsigned 64-bit number, a missing model or tokens, more tokens than the block size
+   *     unsigned 64-bit number, no model, neither tokens nor a block size, a block size other than
+   *     the tokens' number
    */
   public static EngineBlock fromHeaders(Function<String, String> header) {
     String hash = header.apply(Wire.ENGINE_HASH);
@@ -42,7 +44,8 @@ public record EngineBlock(String model, long hash, Long parent, int[] tokens, in
           + ", the model's name without '@'" + (model == null ? "" : ", got '" + model + "'"));
     }
     String parent = header.apply(Wire.ENGINE_PARENT);
-    int[] tokens = tokens(header.apply(Wire.ENGINE_TOKENS));
+    String tokenIds = header.apply(Wire.ENGINE_TOKENS);
+    int[] tokens = tokenIds == null ? new int[0] : tokens(tokenIds);
     String size = header.apply(Wire.ENGINE_BLOCK_SIZE);
     int blockSize = tokens.length;
     if (size != null) {
@@ -51,10 +54,14 @@ public record EngineBlock(String model, long hash, Long parent, int[] tokens, in
       } catch (NumberFormatException e) {
         blockSize = -1;
       }
-      if (blockSize != tokens.length) {
-        throw new IllegalArgumentException(Wire.ENGINE_BLOCK_SIZE + " '" + size + "' is not the "
-            + tokens.length + " tokens of " + Wire.ENGINE_TOKENS);
+      if (blockSize < 1 || tokens.length > 0 && blockSize != tokens.length) {
+        throw new IllegalArgumentException(Wire.ENGINE_BLOCK_SIZE + " '" + size + "' is not "
+            + (tokens.length > 0 ? "the " + tokens.length + " tokens of " + Wire.ENGINE_TOKENS
+                : "a number of tokens"));
       }
+    } else if (tokens.length == 0) {
+      throw new IllegalArgumentException(Wire.ENGINE_HASH + " needs " + Wire.ENGINE_TOKENS
+          + " (the block's token ids, comma-separated) or " + Wire.ENGINE_BLOCK_SIZE);
     }
     String lora = header.apply(Wire.ENGINE_LORA);
     return new EngineBlock(model.trim(), hash(Wire.ENGINE_HASH, hash),
@@ -72,10 +79,6 @@ public record EngineBlock(String model, long hash, Long parent, int[] tokens, in
   }
 
   private static int[] tokens(String value) {
-    if (value == null || value.isBlank()) {
-      throw new IllegalArgumentException(Wire.ENGINE_HASH + " needs " + Wire.ENGINE_TOKENS
-          + ", the block's token ids, comma-separated");
-    }
     String[] parts = value.split(",", -1);
     if (parts.length > MAX_TOKENS) {
       throw new IllegalArgumentException(Wire.ENGINE_TOKENS + " names " + parts.length

@@ -24,7 +24,8 @@ public sealed interface KvEvent {
 
   /**
    * Blocks stored: {@code hashes} in chain order, the first one's parent {@code parentHash} (null
-   * for the first block of a prompt), their tokens, {@code blockSize} tokens each.
+   * for the first block of a prompt), their tokens, {@code blockSize} tokens each (or none, as
+   * vLLM's storage tiers tell theirs).
    *
    * @param loraName the LoRA adapter the blocks were computed with, or null
    */
@@ -34,7 +35,7 @@ public sealed interface KvEvent {
       Objects.requireNonNull(hashes, "hashes");
       Objects.requireNonNull(tokens, "tokens");
       Objects.requireNonNull(medium, "medium");
-      if (blockSize < 1 || tokens.length != hashes.length * blockSize) {
+      if (blockSize < 1 || tokens.length != 0 && tokens.length != hashes.length * blockSize) {
         throw new IllegalArgumentException(hashes.length + " blocks of " + blockSize
             + " tokens each, but " + tokens.length + " tokens");
       }

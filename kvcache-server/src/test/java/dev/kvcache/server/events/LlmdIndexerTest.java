@@ -2,25 +2,32 @@ package dev.kvcache.server.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.server.TestServer;
+import dev.kvcache.wire.Wire;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The publisher's batches as llm-d's KV-cache indexer reads them: the indexer (llm-d-kv-cache,
  * built from its Go module by {@code routing/llm-d/check.sh} into a probe that scores prompts on
  * request) subscribes to the publisher, and its score for a prompt counts the blocks stored,
- * weighted by their medium, drops when one is removed, and goes when all are cleared.
+ * weighted by their medium, drops when one is removed, and goes when all are cleared. Then the same
+ * through a running server: blocks PUT with their engine block score as they reach RAM, and stop
+ * scoring when deleted or evicted.
  *
  * <p>Runs in the routing stage, which builds the probe and names it in {@code kvcache.llmd.probe};
  * without it the test fails and says so.
@@ -67,6 +74,18 @@ class LlmdIndexerTest {
       return score;
     }
 
+    /** Asks until the pod's score is {@code expected} (to 1e-9), then answers the score. */
+    double awaitScore(int[] prompt, double expected) throws Exception {
+      double score = Double.NaN;
+      for (int i = 0; i < 100 && !(Math.abs(score - expected) < 1e-9); i++) {
+        Thread.sleep(100);
+        String answer = score(prompt);
+        score = answer.equals("{}") ? 0 : Double.parseDouble(
+            answer.replaceAll("^\\{\"kvcache\":([^}]+)}$", "$1"));
+      }
+      return score;
+    }
+
     @Override
     public void close() throws InterruptedException {
       in.println("quit");
@@ -87,14 +106,14 @@ class LlmdIndexerTest {
       int[] third = Arrays.copyOfRange(prompt, 2 * BLOCK, 3 * BLOCK);
       String score = "{}";
       for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
-        publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[0], hashes[1]}, null, first,
-            BLOCK, null, KvEvent.CPU));
+        publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[0], hashes[1]}, null,
+            first, BLOCK, null, KvEvent.CPU));
         Thread.sleep(200);
         score = probe.score(prompt);
       }
       assertThat(score).as("two blocks in RAM, 0.8 each").isEqualTo("{\"kvcache\":1.6}");
-      publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[2]}, hashes[1], third, BLOCK,
-          null, KvEvent.STORAGE));
+      publisher.offer(TOPIC, new KvEvent.BlockStored(new long[] {hashes[2]}, hashes[1], third,
+          BLOCK, null, KvEvent.STORAGE));
       // llm-d weighs CPU 0.8 and a medium it has no weight for as 1.0
       assertThat(probe.awaitScore(prompt, "{\"kvcache\":2.6}")).isEqualTo("{\"kvcache\":2.6}");
       int[] other = prompt.clone();
@@ -106,6 +125,59 @@ class LlmdIndexerTest {
 
       publisher.offer(TOPIC, new KvEvent.AllBlocksCleared());
       assertThat(probe.awaitScore(prompt, "{}")).isEqualTo("{}");
+    }
+  }
+
+  @TempDir Path dir;
+
+  /** PUTs block {@code index} of {@code prompt}, naming its engine block; the status. */
+  private static int putBlock(TestServer server, int[] prompt, int index) throws Exception {
+    String tokens = Arrays.stream(prompt, index * BLOCK, (index + 1) * BLOCK)
+        .mapToObj(Integer::toString).collect(Collectors.joining(","));
+    HttpRequest.Builder put = HttpRequest.newBuilder(server.uri(TestServer.blockPath("default",
+            String.format("%032x", 0xabc00 + index))))
+        .header("Content-Type", "application/octet-stream")
+        .header(Wire.ENGINE_HASH, Long.toString(5000 + index))
+        .header(Wire.ENGINE_MODEL, MODEL)
+        .header(Wire.ENGINE_TOKENS, tokens)
+        .PUT(HttpRequest.BodyPublishers.ofByteArray(new byte[1 << 20]));
+    if (index > 0) {
+      put.header(Wire.ENGINE_PARENT, Long.toString(5000 + index - 1));
+    }
+    return server.send(put).statusCode();
+  }
+
+  @Test
+  void theIndexerScoresWhatARunningServerHoldsAsItsBlocksComeAndGo() throws Exception {
+    int[] prompt = IntStream.range(0, 3 * BLOCK).map(i -> 700 + 5 * i).toArray();
+    Map<String, Object> settings = Map.of("kvcache.cache.disk-dir", "",
+        "kvcache.cache.ram-bytes", "4MiB", "kvcache.cache.max-block-bytes", "1MiB",
+        "kvcache.events.endpoint", "tcp://127.0.0.1:*", "kvcache.events.pool", "kvcache",
+        "kvcache.events.interval", "5ms");
+    try (TestServer server = TestServer.start(dir, settings);
+        Probe probe = new Probe(server.bean(KvEventFeed.class).publisher().endpoint())) {
+      String score = "{}";
+      for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
+        assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
+        Thread.sleep(200);
+        score = probe.score(prompt);
+      }
+      assertThat(score).as("the first block, in RAM").isEqualTo("{\"kvcache\":0.8}");
+      assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
+      assertThat(putBlock(server, prompt, 2)).isEqualTo(201);
+      assertThat(probe.awaitScore(prompt, 2.4)).as("three blocks in RAM").isCloseTo(2.4,
+          org.assertj.core.data.Offset.offset(1e-9));
+
+      assertThat(server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default",
+          String.format("%032x", 0xabc00 + 2)))).DELETE()).statusCode()).isEqualTo(204);
+      assertThat(probe.awaitScore(prompt, 1.6)).as("the third deleted").isCloseTo(1.6,
+          org.assertj.core.data.Offset.offset(1e-9));
+
+      for (int i = 0; i < 6; i++) { // 6 MiB of other blocks through 4 MiB of RAM evict the prompt's
+        assertThat(server.put("default", String.format("%032x", 0xdef00 + i), new byte[1 << 20])
+            .statusCode()).isEqualTo(201);
+      }
+      assertThat(probe.awaitScore(prompt, "{}")).as("evicted").isEqualTo("{}");
     }
   }
 }
