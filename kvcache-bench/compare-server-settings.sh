@@ -18,6 +18,11 @@
 #                 at each count in EVENT_LOOPS (default 2, the count the server takes on a two-core
 #                 machine, then 1 and 4), 1 x 1, 1 x 4, 4 x 1, 16 x 1 and 4 x 4.
 #                 Writes docs/results/server/server-event-loops[-pinned].csv.
+#   events:       KV events off and on (kvcache.events.endpoint, with a subscriber that reads and one
+#                 that never does), PUTs naming their engine block (which a server without events
+#                 ignores) and GETs, 1 x 1 and 1 x 4; with the server's CPU seconds per GiB moved,
+#                 and the events the reading subscriber counted.
+#                 Writes docs/results/server/server-events.csv and server-events-subscriber.csv.
 #
 # Every round runs the settings in turn, reversing their order every other round, so that neither
 # always goes first. With PIN=1 the server runs on CPU 0 and h2load on CPU 1 (taskset).
@@ -27,11 +32,12 @@
 #   PIN=1 ROUNDS=4 kvcache-bench/compare-server-settings.sh write-buffer
 set -euo pipefail
 cd "$(dirname "$0")/.."
-suite=${1:?usage: $0 turns|fast-get|fast-put|write-buffer|event-loops}
+suite=${1:?usage: $0 turns|fast-get|fast-put|write-buffer|event-loops|events}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5}
 pin=${PIN:-0}
 port=17172
+events_port=17173
 command -v h2load >/dev/null || apt-get install -y -q nghttp2-client >/dev/null
 
 case $suite in
@@ -41,10 +47,12 @@ case $suite in
   write-buffer)
     read -r -a buffers <<< "${WRITE_BUFFERS:-1048576 655360 327680}"
     settings=("${buffers[@]/#/buffer-}"); loads=(1x1 1x4 4x1 4x4); out=server-write-buffer ;;
+  events) settings=(off-events on-events); loads=(1x1 1x4); out=server-events ;;
   event-loops)
     read -r -a counts <<< "${EVENT_LOOPS:-2 1 4}"
     settings=("${counts[@]/#/loops-}"); loads=(1x1 1x4 4x1 16x1 4x4); out=server-event-loops ;;
-  *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer, event-loops)" >&2; exit 2 ;;
+  *) echo "unknown suite '$suite' (turns, fast-get, fast-put, write-buffer, event-loops, events)" >&2
+     exit 2 ;;
 esac
 if [ "$pin" = 1 ]; then
   on_server=(taskset -c 0)
@@ -63,6 +71,8 @@ args_of() { # setting: the server's system properties for it
     off-put) echo "-Dkvcache.fast-put=false" ;;
     buffer-*) echo "-Dkvcache.write-buffer-bytes=${1#buffer-}" ;;
     loops-*) echo "-Dmicronaut.netty.event-loops.default.num-threads=${1#loops-}" ;;
+    on-events) echo "-Dkvcache.events.endpoint=tcp://127.0.0.1:$events_port -Dkvcache.events.pool=bench" ;;
+    off-events) echo "" ;;
     both|on) echo "" ;;
   esac
 }
@@ -105,6 +115,104 @@ gets() { # settings...: one line per size and load, "size,connections,streams,GB
   kill "$server"; wait "$server" 2>/dev/null || true
   server=
 }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+events() { # setting: "op,size,connections,streams,GB/s,server CPU s per GiB" per op, size and load
+  local setting=$1; shift
+  "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
+      -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
+      -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
+  local readers=()
+  if [ "$setting" = on-events ]; then
+    "$venv/bin/python" "$work/subscriber.py" "tcp://127.0.0.1:$events_port" read \
+        > "$work/subscriber.out" & readers+=($!)
+    "$venv/bin/python" "$work/subscriber.py" "tcp://127.0.0.1:$events_port" idle & readers+=($!)
+    sleep 1
+  fi
+  local hz tokens
+  hz=$(getconf CLK_TCK)
+  tokens=$(seq -s, 1 16)
+  for s in "${sizes[@]}"; do
+    for op in put get; do
+      for load in "${loads[@]}"; do
+        c=${load%x*} m=${load#*x}
+        if [ "$op" = put ]; then
+          body=(-d "$work/blk-$s" -H ':method: PUT' -H 'content-type: application/octet-stream'
+                -H 'kvcache-engine-hash: 12345' -H 'kvcache-engine-model: bench'
+                -H "kvcache-engine-tokens: $tokens")
+        else
+          body=()
+        fi
+        before=$(cpu_ticks "$server")
+        rps=$("${on_generator[@]}" h2load -c "$c" -m "$m" --warm-up-time=2 -D "$duration" \
+            "${body[@]}" "$(url "$s")" | awk '/^finished/ {print $4}')
+        after=$(cpu_ticks "$server")
+        awk -v op="$op" -v s="$s" -v c="$c" -v m="$m" -v r="$rps" -v t=$((after - before)) \
+            -v hz="$hz" -v d="$duration" \
+          'BEGIN {printf "%s,%d,%d,%d,%.3f,%.3f\n", op, s, c, m, r * s / 1e9,
+                  t / hz / (r * d * s / 1073741824)}'
+      done
+    done
+  done
+  kill "$server"; wait "$server" 2>/dev/null || true
+  server=
+  for r in "${readers[@]}"; do kill -INT "$r" 2>/dev/null || true; wait "$r" 2>/dev/null || true; done
+  if [ "$setting" = on-events ]; then
+    sed "s/^/$round,/" "$work/subscriber.out" >> "${out%.csv}-subscriber.csv"
+  fi
+}
+
+if [ "$suite" = events ]; then
+  venv=python/target/venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "pyzmq>=25" "msgpack>=1.0"
+  cat > "$work/subscriber.py" <<'PY'
+import signal, sys, time
+import msgpack, zmq
+endpoint, mode = sys.argv[1], sys.argv[2]
+sub = zmq.Context().socket(zmq.SUB)
+sub.setsockopt(zmq.SUBSCRIBE, b"kv@")
+sub.setsockopt(zmq.RCVHWM, 100000)
+sub.connect(endpoint)
+stop = []
+signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+if mode == "idle":  # connected, never reads: the server's queue to it fills to its high-water mark
+    while not stop:
+        time.sleep(0.2)
+    sys.exit(0)
+batches = events = stored = payload = gaps = 0
+last = None
+start = time.monotonic()
+while not stop:
+    if not sub.poll(200):
+        continue
+    topic, seq, body = sub.recv_multipart()
+    n = int.from_bytes(seq, "big")
+    gaps += last is not None and n != last + 1
+    last = n
+    batch = msgpack.unpackb(body)
+    batches += 1
+    payload += len(body)
+    events += len(batch[1])
+    stored += sum(1 for e in batch[1] if e["type"] == "BlockStored")
+seconds = time.monotonic() - start
+print(f"{batches},{events},{stored},{payload},{gaps},{seconds:.1f}")
+PY
+  echo "round,setting,op,size,connections,streams,gb_per_s,server_cpu_s_per_gib" > "$out"
+  echo "round,batches,events,stored,payload_bytes,gaps,seconds" > "${out%.csv}-subscriber.csv"
+  for round in $(seq 1 "$rounds"); do
+    order=("${settings[@]}")
+    if [ $((round % 2)) = 0 ]; then order=("${settings[1]}" "${settings[0]}"); fi
+    for setting in "${order[@]}"; do
+      read -r -a args <<< "$(args_of "$setting")"
+      events "$setting" "${args[@]}" | sed "s/^/$round,$setting,/" | tee -a "$out"
+    done
+  done
+  exit 0
+fi
 
 echo "round,setting,size,connections,streams,gb_per_s" > "$out"
 for round in $(seq 1 "$rounds"); do

@@ -31,8 +31,8 @@ import org.zeromq.ZMQ;
  * the blocks PUTs named with their engine block ({@code kvcache-engine-} headers): stored in
  * {@code CPU} when a PUT lands in RAM (through the fast path and through Micronaut's), removed on a
  * delete, a move to the disk as removed from {@code CPU} and stored in {@code STORAGE}; headers that
- * name no block are refused and store nothing; a block no PUT named is counted, not told; a replay
- * gives the batches back.
+ * name no block are refused and store nothing; a block no PUT named is counted, not told; a lookup
+ * by the engine's hashes finds the leading blocks PUTs named.
  */
 class KvEventsTest {
 
@@ -133,6 +133,14 @@ class KvEventsTest {
     return seen;
   }
 
+  private static String lookup(TestServer server, String namespace, String json)
+      throws Exception {
+    return new String(server.send(HttpRequest.newBuilder(
+            server.uri("/v1/namespaces/" + namespace + "/lookup"))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(json))).body(), StandardCharsets.UTF_8);
+  }
+
   private static int[] tokens(int block) {
     return IntStream.range(0, BLOCK_TOKENS).map(i -> 100 + block * BLOCK_TOKENS + i).toArray();
   }
@@ -180,6 +188,15 @@ class KvEventsTest {
           "BlockStored CPU " + Long.toUnsignedString(big), "BlockStored STORAGE 11",
           "BlockStored STORAGE " + Long.toUnsignedString(big));
       assertThat(awaitEvents(sub, stored)).containsExactlyInAnyOrderElementsOf(stored);
+
+      // asked, not told: the leading blocks by the engine's hashes, in this namespace only
+      String hashes = "{\"model\":\"" + MODEL + "\",\"engine_hashes\":[11,"
+          + Long.toUnsignedString(big) + ",99]}";
+      assertThat(lookup(server, "default", hashes)).contains("\"present\":2",
+          "{\"tier\":\"ram\",\"blocks\":2");
+      assertThat(lookup(server, "other", hashes)).isEqualTo(PinnedLookupTest.NOTHING_FOUND);
+      assertThat(lookup(server, "default", "{\"engine_hashes\":[11]}"))
+          .contains("bad-lookup", "'model'");
 
       // a PUT without the headers is stored, counted and not told
       assertThat(server.put("default", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa3", bytes(3, 1024)).statusCode()).isEqualTo(201);

@@ -12,6 +12,7 @@ import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.errors.ApiException;
+import dev.kvcache.server.events.EngineBlocks;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.wire.Wire;
 import io.micronaut.core.annotation.Nullable;
@@ -27,6 +28,7 @@ import io.micronaut.http.annotation.Post;
 import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import java.math.BigInteger;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,10 +58,12 @@ public class LookupController {
   private final PinRegistry pins;
   private final ServedBlocks served;
   private final OffLoop offLoop;
+  private final EngineBlocks engineBlocks;
 
   LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served,
-      OffLoop offLoop) {
+      OffLoop offLoop, EngineBlocks engineBlocks) {
     this.cache = cache;
+    this.engineBlocks = engineBlocks;
     this.offLoop = offLoop;
     this.namespaces = namespaces;
     this.pins = pins;
@@ -75,6 +79,9 @@ public class LookupController {
    *     derived under {@code keyNamespace}; a partial last block is left out
    * @param blockTokens with {@code tokens}: tokens per block
    * @param keyNamespace with {@code tokens}: the namespace the keys were derived under
+   * @param engineHashes or the engine's hashes of the blocks, unsigned 64-bit, as PUTs named them
+   *     ({@code kvcache-engine-hash}; with KV events on)
+   * @param model with {@code engineHashes}: the model PUTs named
    * @param pinMillis if set, pin the blocks found for this long (at most 60 000 ms)
    * @param sharedMemory with a pin, whether to answer where each pinned block lies in shared
    *     memory, for a client on this host to copy from while the pin holds it
@@ -83,6 +90,8 @@ public class LookupController {
   record LookupRequest(@Nullable List<String> keys, @Nullable List<Integer> tokens,
       @Nullable @JsonProperty("block_tokens") Integer blockTokens,
       @Nullable @JsonProperty("key_namespace") KeyNamespace keyNamespace,
+      @Nullable @JsonProperty("engine_hashes") List<BigInteger> engineHashes,
+      @Nullable String model,
       @Nullable @JsonProperty("pin_ms") Long pinMillis,
       @Nullable @JsonProperty("shared_memory") Boolean sharedMemory) {}
 
@@ -187,7 +196,7 @@ public class LookupController {
     if (request.keys() == null || request.keys().isEmpty()) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
           "the body needs a 'keys' list of 1 to " + MAX_KEYS + " keys, or 'tokens' with"
-              + " 'block_tokens' and 'key_namespace'");
+              + " 'block_tokens' and 'key_namespace', or 'engine_hashes' with 'model'");
     }
     if (request.keys().size() > MAX_KEYS) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
@@ -244,11 +253,59 @@ public class LookupController {
     return PrefixKeys.of(keyNamespace, blockTokens).keysFor(ids);
   }
 
+  /**
+   * The keys of a lookup by engine hashes: those the PUTs that named the leading hashes stored
+   * their blocks under, up to the first hash no PUT named (the prefix ends there).
+   */
+  private List<BlockKey> keysOfEngineHashes(String namespace, LookupRequest request) {
+    if (request.keys() != null || request.tokens() != null) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "a lookup names its blocks by 'keys', by 'tokens' or by 'engine_hashes', one of them");
+    }
+    if (!engineBlocks.enabled()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "a lookup by engine hashes"
+          + " needs KV events on (kvcache.events.endpoint): the server keeps the engine hashes"
+          + " PUTs name only then");
+    }
+    String model = request.model();
+    if (model == null || model.isBlank()) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+          "a lookup by engine hashes needs 'model', as the PUTs named it");
+    }
+    List<BigInteger> hashes = request.engineHashes();
+    if (hashes.isEmpty() || hashes.size() > MAX_KEYS) {
+      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup", "'engine_hashes' holds "
+          + hashes.size() + " hashes; one lookup takes 1 to " + MAX_KEYS);
+    }
+    Namespace ns = namespaces.require(namespace);
+    List<BlockKey> keys = new ArrayList<>(hashes.size());
+    for (int i = 0; i < hashes.size(); i++) {
+      BigInteger hash = hashes.get(i);
+      if (hash == null || hash.signum() < 0 || hash.bitLength() > 64) {
+        throw new ApiException(HttpStatus.BAD_REQUEST, "bad-lookup",
+            "engine hash " + i + " is not an unsigned 64-bit number: " + hash);
+      }
+    }
+    for (BigInteger hash : hashes) {
+      BlockKey key = engineBlocks.keyOf(ns, model.trim(), hash.longValue());
+      if (key == null) {
+        break;
+      }
+      keys.add(key);
+    }
+    return keys;
+  }
+
   /** The answer to a lookup, with its pin registered if it asks for one. */
   private LookupResponse answer(HttpRequest<?> http, String namespace, LookupRequest request) {
-    List<BlockKey> keys = request.tokens() == null
+    List<BlockKey> keys = request.engineHashes() != null
+        ? keysOfEngineHashes(namespace, request)
+        : request.tokens() == null
         ? namespaces.storageKeys(namespace, clientKeys(request))
         : namespaces.storageKeysOf(namespace, keysOfTokens(request));
+    if (keys.isEmpty()) {
+      return LookupResponse.of(PrefixLocation.NONE);
+    }
     Long pinMillis = request.pinMillis();
     if (pinMillis == null) {
       return LookupResponse.of(cache.locatePrefix(keys));

@@ -2,6 +2,7 @@ package dev.kvcache.server.events;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
+import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import java.nio.ByteBuffer;
 import java.util.Optional;
@@ -38,7 +39,15 @@ public final class EngineBlocks {
    */
   static final long GRACE_NANOS = 30_000_000_000L;
 
+  /** An engine block's name within a namespace of the cache: what a lookup by hash asks for. */
+  private record Named(Namespace namespace, String model, long hash) {
+    static Named of(BlockKey key, EngineBlock block) {
+      return new Named(key.namespace().orElse(null), block.model(), block.hash());
+    }
+  }
+
   private final ConcurrentHashMap<BlockKey, Held> held = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Named, BlockKey> byHash = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<Left> left = new ConcurrentLinkedQueue<>();
   private final boolean enabled;
 
@@ -71,6 +80,19 @@ public final class EngineBlocks {
   /** Engine blocks known. */
   public int size() {
     return held.size();
+  }
+
+  /** Whether PUTs' engine blocks are read and kept (KV events are on). */
+  public boolean enabled() {
+    return enabled;
+  }
+
+  /**
+   * The key under which namespace {@code namespace} holds (or held a moment ago) the engine block
+   * {@code hash} of {@code model}; null if no PUT named it, or it is forgotten.
+   */
+  public BlockKey keyOf(Namespace namespace, String model, long hash) {
+    return byHash.get(new Named(namespace, model, hash));
   }
 
   /** The block under {@code key}, now held by the tier of {@code bit} too; null if unknown. */
@@ -108,21 +130,33 @@ public final class EngineBlocks {
     synchronized (left) {
       for (Left l = left.peek(); l != null && now - l.nanos > GRACE_NANOS; l = left.peek()) {
         left.poll();
-        held.computeIfPresent(l.key, (k, old) -> old.tiers == 0 && old.commits == 0 ? null : old);
+        held.computeIfPresent(l.key, (k, old) -> old.tiers == 0 && old.commits == 0
+            ? forget(k, old.block) : old);
       }
     }
   }
 
   /** Notes {@code block} under {@code key} before a commit of it. */
   private void committing(BlockKey key, EngineBlock block) {
-    held.compute(key, (k, old) -> old == null ? new Held(block, 0, 1)
-        : new Held(block, old.tiers, old.commits + 1));
+    held.compute(key, (k, old) -> {
+      if (old != null && !old.block.equals(block)) {
+        byHash.remove(Named.of(k, old.block), k);
+      }
+      byHash.put(Named.of(k, block), k);
+      return old == null ? new Held(block, 0, 1) : new Held(block, old.tiers, old.commits + 1);
+    });
   }
 
   /** After a commit of a block under {@code key}: forgotten if no tier holds it. */
   private void committed(BlockKey key) {
-    held.computeIfPresent(key, (k, old) -> old.tiers == 0 && old.commits <= 1 ? null
-        : new Held(old.block, old.tiers, old.commits - 1));
+    held.computeIfPresent(key, (k, old) -> old.tiers == 0 && old.commits <= 1
+        ? forget(k, old.block) : new Held(old.block, old.tiers, old.commits - 1));
+  }
+
+  /** Forgets {@code block}'s name under {@code key}; null, for the held entry's removal. */
+  private Held forget(BlockKey key, EngineBlock block) {
+    byHash.remove(Named.of(key, block), key);
+    return null;
   }
 
   /** A writer that notes its engine block before it commits. */
