@@ -11,6 +11,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockListener;
+import dev.kvcache.spi.ForwardingBlockWriter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
@@ -19,7 +20,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
@@ -471,62 +471,16 @@ public final class StackedTier extends AbstractTier {
   }
 
   /** A writer of the upper tier whose commit queues the block's upload. */
-  private final class UploadingWriter implements BlockWriter {
-    private final BlockWriter inUpper;
+  private final class UploadingWriter extends ForwardingBlockWriter {
 
     UploadingWriter(BlockWriter inUpper) {
-      this.inUpper = inUpper;
-    }
-
-    @Override
-    public BlockKey key() {
-      return inUpper.key();
-    }
-
-    @Override
-    public int length() {
-      return inUpper.length();
-    }
-
-    @Override
-    public int remaining() {
-      return inUpper.remaining();
-    }
-
-    @Override
-    public Optional<PutStatus> rejection() {
-      return inUpper.rejection();
-    }
-
-    @Override
-    public void write(ByteBuffer src) {
-      inUpper.write(src);
-    }
-
-    @Override
-    public OptionalInt crc32c() {
-      return inUpper.crc32c();
-    }
-
-    @Override
-    public boolean commitMayWait() {
-      return inUpper.commitMayWait();
-    }
-
-    @Override
-    public boolean writesMayWait() {
-      return inUpper.writesMayWait();
+      super(inUpper);
     }
 
     @Override
     public PutStatus commit() {
       ensureOpen();
-      return storeAbove(inUpper.key(), inUpper::commit);
-    }
-
-    @Override
-    public void close() {
-      inUpper.close();
+      return storeAbove(delegate.key(), delegate::commit);
     }
   }
 }

@@ -4,9 +4,8 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
-import java.nio.ByteBuffer;
+import dev.kvcache.spi.ForwardingBlockWriter;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Function;
@@ -18,7 +17,7 @@ import java.util.function.Function;
  * commits; a block no tier holds any more is forgotten a little later (it may be on its way to
  * another tier).
  *
- * <p>Kept in the heap, about 100 bytes and 4 per token for each block: blocks stored before the
+ * <p>Kept in the heap, about 300 bytes and 4 per token for each block: blocks stored before the
  * server started (its disk and bucket) are held unnamed, and their events are not told.
  */
 public final class EngineBlocks {
@@ -159,79 +158,33 @@ public final class EngineBlocks {
     return null;
   }
 
-  /** A writer that notes its engine block before it commits. */
-  private final class Tagged implements BlockWriter {
-    private final BlockWriter writer;
+  /** A writer that notes its engine block while it commits. */
+  private final class Tagged extends ForwardingBlockWriter {
     private final EngineBlock block;
 
     Tagged(BlockWriter writer, EngineBlock block) {
-      this.writer = writer;
+      super(writer);
       this.block = block;
     }
 
     @Override
-    public BlockKey key() {
-      return writer.key();
-    }
-
-    @Override
-    public int length() {
-      return writer.length();
-    }
-
-    @Override
-    public int remaining() {
-      return writer.remaining();
-    }
-
-    @Override
-    public Optional<PutStatus> rejection() {
-      return writer.rejection();
-    }
-
-    @Override
-    public void write(ByteBuffer src) {
-      writer.write(src);
-    }
-
-    @Override
     public PutStatus commit() {
-      committing(writer.key(), block);
+      committing(delegate.key(), block);
       try {
-        return writer.commit();
+        return delegate.commit();
       } finally {
-        committed(writer.key());
+        committed(delegate.key());
       }
-    }
-
-    @Override
-    public boolean commitMayWait() {
-      return writer.commitMayWait();
     }
 
     @Override
     public Optional<PutStatus> tryCommit() {
-      committing(writer.key(), block);
+      committing(delegate.key(), block);
       try {
-        return writer.tryCommit();
+        return delegate.tryCommit();
       } finally {
-        committed(writer.key());
+        committed(delegate.key());
       }
-    }
-
-    @Override
-    public boolean writesMayWait() {
-      return writer.writesMayWait();
-    }
-
-    @Override
-    public OptionalInt crc32c() {
-      return writer.crc32c();
-    }
-
-    @Override
-    public void close() {
-      writer.close();
     }
   }
 }
