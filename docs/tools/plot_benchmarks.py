@@ -50,6 +50,7 @@ def main():
                          "Socket write buffer")
     server.setting_table(results_dir, out, img, "server-event-loops", "loops-2",
                          lambda n: f"{n} event loop{'s' if n > 1 else ''}", "Event-loop threads")
+    server.events_table(results_dir, out, img)
     clients.client_tables(results_dir, out, img)
     clients.python_client_tables(results_dir, out, img)
     engines.vllm_ttft_tables(results_dir, out, img)

@@ -3,7 +3,9 @@
 # (github.com/llm-d/llm-d-kv-cache, pinned in probe/go.mod) into a probe that subscribes to a ZMQ
 # endpoint and scores prompts on request, then runs the tests tagged llm-d against it
 # (kvcache-server's LlmdIndexerTest): the scores follow the blocks the publisher stores, removes
-# and clears. docs/routing.md says what a router learns.
+# and clears, then the blocks a running server holds as they are put, deleted and evicted, and an
+# indexer that was away gets what it missed from the server's replay socket. docs/routing.md says
+# what a router learns.
 #
 #   routing/llm-d/check.sh
 #

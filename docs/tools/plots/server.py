@@ -301,3 +301,68 @@ def setting_table(results_dir, out, img, stem, base, label, what):
     fig.tight_layout()
     fig.savefig(os.path.join(img, f"{stem}.png"), dpi=110)
     plt.close(fig)
+
+
+def events_table(results_dir, out, img):
+    """compare-server-settings.sh events: h2load PUTs (naming their engine block) and GETs with KV
+    events off and on (a subscriber reading, one not), in alternating rounds; GB/s on against off in
+    the same round, the server's CPU seconds per GiB moved, and what the reading subscriber counted."""
+    path = os.path.join(results_dir, "server", "server-events.csv")
+    if not os.path.exists(path):
+        return
+    data = {}  # (op, size, connections, streams) -> {setting: {round: (GB/s, CPU s/GiB)}}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            load = (r["op"], int(r["size"]), int(r["connections"]), int(r["streams"]))
+            data.setdefault(load, {}).setdefault(r["setting"], {})[int(r["round"])] = (
+                float(r["gb_per_s"]), float(r["server_cpu_s_per_gib"]))
+    out.append("\n### KV events on against off (h2load; GB/s and ratios in the same round, median of "
+               "rounds (min-max); the server's CPU seconds per GiB moved, median)\n")
+    out.append("| op | block | connections × streams | events off | events on | on / off "
+               "| CPU s/GiB off | CPU s/GiB on |")
+    out.append("|---|---|---|---:|---:|---:|---:|---:|")
+    points = []
+    for (op, size, c, m), by in sorted(data.items()):
+        off, on = by.get("off-events", {}), by.get("on-events", {})
+        rounds = sorted(set(off) & set(on))
+        if not rounds:
+            continue
+        ratios = [on[i][0] / off[i][0] for i in rounds]
+        points.append((f"{op.upper()}\n{size_label(size)}\n{c} × {m}", ratios))
+        out.append(f"| {op.upper()} | {size_label(size)} | {c} × {m} | "
+                   f"{median_range([v[0] for v in off.values()])} | "
+                   f"{median_range([v[0] for v in on.values()])} | **{median_range(ratios)}** | "
+                   f"{statistics.median(v[1] for v in off.values()):.3f} | "
+                   f"{statistics.median(v[1] for v in on.values()):.3f} |")
+    sub = os.path.join(results_dir, "server", "server-events-subscriber.csv")
+    if os.path.exists(sub):
+        with open(sub) as f:
+            rows = list(csv.DictReader(f))
+        if rows:
+            out.append("\nWhat the reading subscriber received, per run of the server with events on:\n")
+            out.append("| round | batches | events | BlockStored | bytes per event | events per second "
+                       "| gaps |")
+            out.append("|---|---:|---:|---:|---:|---:|---:|")
+            for r in rows:
+                events = int(r["events"])
+                out.append(f"| {r['round']} | {r['batches']} | {events} | {r['stored']} | "
+                           f"{int(r['payload_bytes']) / max(events, 1):.1f} | "
+                           f"{events / float(r['seconds']):.0f} | {r['gaps']} |")
+    if not points:
+        return
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for i, (load, ratios) in enumerate(points):
+        ax.scatter([i] * len(ratios), ratios, color="C0", alpha=0.5, s=14)
+        ax.plot([i - 0.3, i + 0.3], [statistics.median(ratios)] * 2, color="C0", linewidth=2.5)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(0.97, color="C3", linewidth=0.8, linestyle="--", label="goal: 0.97")
+    ax.set_xticks(range(len(points)))
+    ax.set_xticklabels([p[0] for p in points], fontsize=7)
+    ax.set_ylabel("GB/s with events on / off, same round")
+    ax.set_title("KV events on against off (h2load, a subscriber reading and one not):\n"
+                 "a dot per round, a bar per median", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "server-events.png"), dpi=110)
+    plt.close(fig)

@@ -4,6 +4,11 @@
 //
 //	score <model> <token>,<token>,...   the indexer's ScoreTokens for the prompt: a JSON object of
 //	                                    pod to score (empty: no pod holds its first block)
+//	unsubscribe                         drops the subscription, as a router that restarts does
+//	subscribe                           subscribes again
+//	replay <endpoint> <from>            asks kvcache's replay socket (ZMQ ROUTER) for the batches from
+//	                                    number <from> on and hands each to the indexer as the
+//	                                    subscription would; prints how many came
 //	quit                                stops
 //
 // Flags: -endpoint (the PUB socket to dial), -pod (the pod the events are indexed under when
@@ -19,6 +24,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
+
+	zmq4 "github.com/go-zeromq/zmq4"
 
 	"github.com/llm-d/llm-d-kv-cache/pkg/kvcache"
 	"github.com/llm-d/llm-d-kv-cache/pkg/kvcache/kvblock"
@@ -49,7 +57,8 @@ func main() {
 	pool := kvevents.NewPool(&kvevents.Config{TopicFilter: "kv@", Concurrency: 1},
 		indexer.KVBlockIndex(), tokens, adapter)
 	pool.Start(ctx)
-	check(kvevents.NewSubscriberManager(pool).EnsureSubscriber(ctx, *pod, *endpoint, "kv@", true))
+	subscribers := kvevents.NewSubscriberManager(pool)
+	check(subscribers.EnsureSubscriber(ctx, *pod, *endpoint, "kv@", true))
 	fmt.Println("ready")
 
 	in := bufio.NewScanner(os.Stdin)
@@ -59,6 +68,18 @@ func main() {
 		switch {
 		case len(fields) == 1 && fields[0] == "quit":
 			return
+		case len(fields) == 1 && fields[0] == "unsubscribe":
+			subscribers.RemoveSubscriber(ctx, *pod)
+			fmt.Println("ok")
+		case len(fields) == 1 && fields[0] == "subscribe":
+			check(subscribers.EnsureSubscriber(ctx, *pod, *endpoint, "kv@", true))
+			fmt.Println("ok")
+		case len(fields) == 3 && fields[0] == "replay":
+			from, err := strconv.ParseUint(fields[2], 10, 64)
+			check(err)
+			n, err := replay(ctx, pool, fields[1], from)
+			check(err)
+			fmt.Println(n)
 		case len(fields) == 3 && fields[0] == "score":
 			prompt, err := parseTokens(fields[2])
 			check(err)
@@ -71,6 +92,46 @@ func main() {
 			fmt.Fprintf(os.Stderr, "llmd-probe: unknown command %q\n", in.Text())
 			os.Exit(2)
 		}
+	}
+}
+
+// replay asks the ROUTER socket at endpoint for the batches from number from on (frames: an empty
+// one and the number, 8 bytes big-endian) and hands each answer [empty, topic, number, batch] to
+// the pool, until the end [empty, empty, 0xFF x 8, empty]; how many batches came.
+func replay(ctx context.Context, pool *kvevents.Pool, endpoint string, from uint64) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	dealer := zmq4.NewDealer(ctx)
+	defer dealer.Close()
+	if err := dealer.Dial(endpoint); err != nil {
+		return 0, err
+	}
+	start := make([]byte, 8)
+	for i := 0; i < 8; i++ {
+		start[i] = byte(from >> (56 - 8*i))
+	}
+	if err := dealer.Send(zmq4.NewMsgFrom([]byte{}, start)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		msg, err := dealer.Recv()
+		if err != nil {
+			return n, err
+		}
+		if len(msg.Frames) != 4 {
+			return n, fmt.Errorf("a replay answer of %d frames", len(msg.Frames))
+		}
+		topic, seq, payload := msg.Frames[1], msg.Frames[2], msg.Frames[3]
+		if len(topic) == 0 {
+			return n, nil
+		}
+		var number uint64
+		for _, b := range seq {
+			number = number<<8 | uint64(b)
+		}
+		pool.AddTask(&kvevents.RawMessage{Topic: string(topic), Sequence: number, Payload: payload})
+		n++
 	}
 }
 

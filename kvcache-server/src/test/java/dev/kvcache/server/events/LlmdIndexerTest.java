@@ -58,6 +58,12 @@ class LlmdIndexerTest {
       assertThat(out.readLine()).isEqualTo("ready");
     }
 
+    /** Sends one command and reads its one-line answer. */
+    String ask(String command) throws IOException {
+      in.println(command);
+      return out.readLine();
+    }
+
     String score(int[] prompt) throws IOException {
       in.println("score " + MODEL + " " + Arrays.stream(prompt).mapToObj(Integer::toString)
           .collect(Collectors.joining(",")));
@@ -178,6 +184,41 @@ class LlmdIndexerTest {
             .statusCode()).isEqualTo(201);
       }
       assertThat(probe.awaitScore(prompt, "{}")).as("evicted").isEqualTo("{}");
+    }
+  }
+
+  @Test
+  void anIndexerThatWasAwayGetsWhatItMissedFromTheReplaySocket() throws Exception {
+    int[] prompt = IntStream.range(0, 3 * BLOCK).map(i -> 900 + 7 * i).toArray();
+    Map<String, Object> settings = Map.of("kvcache.cache.disk-dir", "",
+        "kvcache.events.endpoint", "tcp://127.0.0.1:*",
+        "kvcache.events.replay-endpoint", "tcp://127.0.0.1:*", "kvcache.events.pool", "kvcache",
+        "kvcache.events.interval", "5ms");
+    try (TestServer server = TestServer.start(dir, settings)) {
+      KvEventPublisher publisher = server.bean(KvEventFeed.class).publisher();
+      try (Probe probe = new Probe(publisher.endpoint())) {
+        String score = "{}";
+        for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
+          assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
+          Thread.sleep(200);
+          score = probe.score(prompt);
+        }
+        assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
+        assertThat(probe.awaitScore(prompt, 1.6)).isCloseTo(1.6,
+            org.assertj.core.data.Offset.offset(1e-9));
+
+        assertThat(probe.ask("unsubscribe")).isEqualTo("ok");
+        Thread.sleep(300); // its socket closes behind the answer
+        assertThat(putBlock(server, prompt, 2)).isEqualTo(201); // told while no one listens
+        Thread.sleep(500);
+        assertThat(probe.score(prompt)).as("missed").isEqualTo("{\"kvcache\":1.6}");
+
+        assertThat(probe.ask("subscribe")).isEqualTo("ok");
+        assertThat(Integer.parseInt(probe.ask("replay " + publisher.replayEndpoint() + " 0")))
+            .as("batches replayed").isPositive();
+        assertThat(probe.awaitScore(prompt, 2.4)).as("what was missed, replayed").isCloseTo(2.4,
+            org.assertj.core.data.Offset.offset(1e-9));
+      }
     }
   }
 }
