@@ -137,6 +137,13 @@ disk:
 memory:
   pageCacheAllowance: 0MiB
 EOF
+cat > "$work/values/kv-events.yaml" <<'EOF'
+# KV events for routers, with the NetworkPolicy that lets them in
+kvEvents:
+  enabled: true
+networkPolicy:
+  enabled: true
+EOF
 cases=(
   "default:"
   "statefulset:$examples/statefulset.yaml"
@@ -145,6 +152,7 @@ cases=(
   "object-tier:$examples/object-tier.yaml"
   "daemonset-loopback:$examples/daemonset.yaml,$work/values/daemonset-loopback.yaml"
   "inline-secrets:$examples/tls-tokens.yaml,$work/values/inline-secrets.yaml"
+  "kv-events:$examples/statefulset.yaml,$work/values/kv-events.yaml"
 )
 
 "$py" "$checker" readme "$chart/values.yaml" "$chart/README.md" || die "the values table of README.md"

@@ -293,7 +293,7 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
     f.check(spec.get("terminationGracePeriodSeconds", 0) >= 30, "no terminationGracePeriodSeconds")
 
     # probes
-    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if not p["name"].startswith("kv-")}
     f.check(list(ports.values()) == [port], f"container ports {ports}, server port {port}")
     for probe, path in (("readinessProbe", "/health/readiness"), ("livenessProbe", "/health/liveness"),
                         ("startupProbe", "/health/liveness")):
@@ -320,7 +320,8 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
         f.check(h["spec"].get("publishNotReadyAddresses") is False,
                 "the headless Service publishes servers that are not ready")
         f.check(selects(h["spec"]["selector"], labels), "the headless Service does not select the servers")
-        f.check([p["port"] for p in h["spec"]["ports"]] == [port], "the headless Service's port")
+        f.check([p["port"] for p in h["spec"]["ports"] if not p["name"].startswith("kv-")] == [port],
+                "the headless Service's port")
     namespace = values.get("_namespace", "default")
     fqdn = f"{headless[0]['metadata']['name']}.{namespace}.svc.{values['clusterDomain']}" if headless else ""
 
@@ -400,10 +401,29 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
                 json.loads(v)
             except ValueError as e:
                 f.check(False, f"dashboard {k} is not JSON: {e}")
+    # KV events: the server binds where the pod, the headless Service and the NetworkPolicy open
+    events = values.get("kvEvents", {})
+    event_ports = set()
+    if events.get("enabled"):
+        want = {"endpoint": f"tcp://*:{events['port']}"}
+        event_ports.add(events["port"])
+        if events.get("replayPort"):
+            want["replay-endpoint"] = f"tcp://*:{events['replayPort']}"
+            event_ports.add(events["replayPort"])
+        f.check(kv.get("events") == want, f"kvcache.events is {kv.get('events')}, not {want}")
+        opened = {p["containerPort"] for p in c.get("ports", [])}
+        f.check(event_ports <= opened, f"the container opens {sorted(opened)}, not the KV events' ports")
+        if shape == "statefulset" and headless:
+            served = {p["port"] for p in headless[0]["spec"]["ports"]}
+            f.check(event_ports <= served, "the headless Service lacks the KV events' ports")
+    else:
+        f.check("events" not in kv, "kvcache.events is set with kvEvents off")
     for np in by_kind(docs, "NetworkPolicy"):
         f.check(selects(np["spec"]["podSelector"]["matchLabels"], labels), "the NetworkPolicy misses the servers")
-        f.check(all(p["port"] == port for r in np["spec"]["ingress"] for p in r.get("ports", [])),
+        f.check(all(p["port"] in {port} | event_ports for r in np["spec"]["ingress"] for p in r.get("ports", [])),
                 "the NetworkPolicy opens another port")
+        f.check(event_ports <= {p["port"] for r in np["spec"]["ingress"] for p in r.get("ports", [])},
+                "the NetworkPolicy closes the KV events' ports")
     f.check(bool(by_kind(docs, "NetworkPolicy")) == values["networkPolicy"]["enabled"], "NetworkPolicy")
 
 

@@ -59,6 +59,13 @@ that come from Secrets. server.config is merged last.
 {{- end }}
 {{- $_ := set $kvcache "auth" (dict "tokens" $tokens) }}
 {{- end }}
+{{- if $v.kvEvents.enabled }}
+{{- $events := dict "endpoint" (printf "tcp://*:%d" (int $v.kvEvents.port)) }}
+{{- if $v.kvEvents.replayPort }}
+{{- $_ := set $events "replay-endpoint" (printf "tcp://*:%d" (int $v.kvEvents.replayPort)) }}
+{{- end }}
+{{- $_ := set $kvcache "events" $events }}
+{{- end }}
 {{- $config := dict "micronaut" (dict "server" $server) "kvcache" $kvcache }}
 {{- toYaml (mustMergeOverwrite $config (deepCopy $v.server.config)) }}
 {{- end }}

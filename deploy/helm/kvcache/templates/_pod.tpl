@@ -63,6 +63,16 @@ spec:
         - name: {{ $portName }}
           containerPort: {{ $v.server.port }}
           protocol: TCP
+        {{- if $v.kvEvents.enabled }}
+        - name: kv-events
+          containerPort: {{ $v.kvEvents.port }}
+          protocol: TCP
+        {{- if $v.kvEvents.replayPort }}
+        - name: kv-replay
+          containerPort: {{ $v.kvEvents.replayPort }}
+          protocol: TCP
+        {{- end }}
+        {{- end }}
       env:
         - name: MICRONAUT_CONFIG_FILES
           value: /etc/kvcache/config/server.yml
