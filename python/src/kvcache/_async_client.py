@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
 from ._buffers import Buffer
-from ._client import Client
+from ._client import Client, PutItem
 from ._engine_block import EngineBlock
 from ._keys import KeyLike
 from ._location import PrefixLocation
@@ -67,7 +67,7 @@ class AsyncClient:
         """As :meth:`kvcache.Client.delete`."""
         return await self._run(self._client.delete, key)
 
-    async def put_many(self, items: Iterable[tuple]) -> list[PutStatus]:
+    async def put_many(self, items: Iterable[PutItem]) -> list[PutStatus]:
         """As :meth:`kvcache.Client.put_many`, the puts all under way at once."""
         return list(await asyncio.gather(*(self.put(*item) for item in items)))
 

@@ -27,6 +27,11 @@ __all__ = ["Client"]
 _NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
+
+#: An item of :meth:`Client.put_many`: ``(key, data)`` or ``(key, data, engine_block)``.
+PutItem = Union[tuple[KeyLike, Buffer], tuple[KeyLike, Buffer, Optional[EngineBlock]]]
+
+
 class Client:
     """A client of one or more kvcache servers, for one namespace. Thread-safe.
 
@@ -251,7 +256,7 @@ class Client:
             link.failed(e)
             raise ServerUnavailableError(link.name, str(e.__cause__ or e)) from e
 
-    def put_many(self, items: Iterable[tuple]) -> list[PutStatus]:
+    def put_many(self, items: Iterable[PutItem]) -> list[PutStatus]:
         """Stores many blocks, up to ``max_workers`` at a time over as many connections. Each item
         is ``(key, data)``, or ``(key, data, engine_block)`` (see :meth:`put`).
 
