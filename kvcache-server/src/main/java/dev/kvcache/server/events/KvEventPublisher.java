@@ -5,7 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -61,7 +60,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private record Kept(byte[] topic, long sequence, byte[] batch) {}
 
   /** An event and its topic, waiting for a batch. */
-  private record Queued(byte[] topic, KvEvent event) {}
+  private record Queued(String topic, KvEvent event) {}
 
   /**
    * Binds the sockets and starts the publishing thread.
@@ -131,8 +130,8 @@ public final class KvEventPublisher implements AutoCloseable {
    * @return false if the queue was full and the event is dropped
    */
   public boolean offer(String topic, KvEvent event) {
-    Objects.requireNonNull(event, "event");
-    if (queue.offer(new Queued(topic.getBytes(StandardCharsets.UTF_8), event))) {
+    if (queue.offer(new Queued(Objects.requireNonNull(topic, "topic"),
+        Objects.requireNonNull(event, "event")))) {
       return true;
     }
     dropped.increment();
@@ -184,19 +183,22 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  /** Sends the events as one batch for each run of them with one topic. */
+  /**
+   * Sends the events as one batch for each run of them with one topic (encoded here, once a run,
+   * rather than on the threads that offer them).
+   */
   private void sendByTopic(List<Queued> queued) {
     List<KvEvent> events = new ArrayList<>(queued.size());
-    byte[] topic = queued.get(0).topic();
+    String topic = queued.get(0).topic();
     for (Queued q : queued) {
-      if (!Arrays.equals(q.topic(), topic)) {
-        send(topic, events);
+      if (!q.topic().equals(topic)) {
+        send(topic.getBytes(StandardCharsets.UTF_8), events);
         events.clear();
         topic = q.topic();
       }
       events.add(q.event());
     }
-    send(topic, events);
+    send(topic.getBytes(StandardCharsets.UTF_8), events);
   }
 
   private void send(byte[] topic, List<KvEvent> events) {
