@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.server.events.KvEventFeed;
+import dev.kvcache.server.events.ZmqClients;
 import dev.kvcache.wire.Wire;
 import java.io.ByteArrayInputStream;
 import java.net.http.HttpRequest;
@@ -54,11 +55,9 @@ class KvEventsTest {
     return s;
   }
 
-  /** A subscriber of the server's events, its handshake retried as the publisher's tests do. */
+  /** A subscriber of the server's events. */
   private static ZMQ.Socket subscriber(ZContext client, TestServer server) {
-    ZMQ.Socket sub = client.createSocket(SocketType.SUB);
-    sub.setHandshakeIvl(300);
-    sub.setReceiveTimeOut(200);
+    ZMQ.Socket sub = ZmqClients.socket(client, SocketType.SUB, 200);
     sub.subscribe("kv@".getBytes(StandardCharsets.UTF_8));
     sub.connect(server.bean(KvEventFeed.class).publisher().endpoint());
     return sub;

@@ -29,19 +29,6 @@ class KvEventPublisherTest {
   /** A batch as a subscriber reads it. */
   private record Received(String topic, long sequence, byte[] batch) {}
 
-  /**
-   * A client socket of {@code type} in {@code client}. JeroMQ's connecting side now and then
-   * leaves a ZMTP handshake unfinished (the peer's greeting unread; libzmq's clients do not, nor
-   * do they against this publisher): a short handshake interval ends such a connection soon, and
-   * the socket connects again.
-   */
-  private static ZMQ.Socket clientSocket(ZContext client, SocketType type, int timeoutMillis) {
-    ZMQ.Socket socket = client.createSocket(type);
-    socket.setHandshakeIvl(300);
-    socket.setReceiveTimeOut(timeoutMillis);
-    return socket;
-  }
-
   private static Received receive(ZMQ.Socket sub) {
     byte[] topic = sub.recv();
     if (topic == null) {
@@ -76,7 +63,7 @@ class KvEventPublisherTest {
     try (ZContext client = new ZContext();
         KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*",
             "tcp://127.0.0.1:*", 1000, 100, 1000, Duration.ofMillis(5))) {
-      ZMQ.Socket sub = clientSocket(client, SocketType.SUB, 200);
+      ZMQ.Socket sub = ZmqClients.socket(client, SocketType.SUB, 200);
       sub.connect(publisher.endpoint());
       sub.subscribe("kv@".getBytes(StandardCharsets.UTF_8));
 
@@ -112,7 +99,7 @@ class KvEventPublisherTest {
       assertThat(batch.unpackArrayHeader()).isEqualTo(8);
 
       // a replay from the second batch on: the batches kept, the same bytes, then the end
-      ZMQ.Socket dealer = clientSocket(client, SocketType.DEALER, 5000);
+      ZMQ.Socket dealer = ZmqClients.socket(client, SocketType.DEALER, 5000);
       dealer.connect(publisher.replayEndpoint());
       long from = seen.get(1).sequence();
       dealer.sendMore(new byte[0]);
@@ -145,7 +132,7 @@ class KvEventPublisherTest {
     try (ZContext client = new ZContext();
         KvEventPublisher publisher = new KvEventPublisher("tcp://127.0.0.1:*", null,
             4, 10, 1000, Duration.ofMillis(300))) {
-      ZMQ.Socket sub = clientSocket(client, SocketType.SUB, 1000);
+      ZMQ.Socket sub = ZmqClients.socket(client, SocketType.SUB, 1000);
       sub.connect(publisher.endpoint());
       sub.subscribe(new byte[0]);
       long last = firstBatch(publisher, sub, stored(1)).sequence();
