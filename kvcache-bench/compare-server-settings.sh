@@ -91,12 +91,39 @@ sizes=(262144 2097152)
 for s in "${sizes[@]}"; do head -c "$s" /dev/urandom > "$work/blk-$s"; done
 url() { printf 'http://127.0.0.1:%d/v1/namespaces/default/blocks/%032x' "$port" "$1"; }
 
-gets() { # settings...: one line per size and load, "size,connections,streams,GB/s"; PUTs for fast-put
+start_server() { # system properties...: a RAM-only server on $port, once it answers
   "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
       -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
       -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
   server=$!
   for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
+}
+
+stop_server() {
+  kill "$server"; wait "$server" 2>/dev/null || true
+  server=
+}
+
+# each round runs measure <setting> <its system properties...> for every setting, in the settings'
+# order, reversed every other round; its lines go to $out after the round and the setting
+run_rounds() { # measure
+  local order i setting args
+  for round in $(seq 1 "$rounds"); do
+    order=("${settings[@]}")
+    if [ $((round % 2)) = 0 ]; then
+      order=()
+      for ((i = ${#settings[@]} - 1; i >= 0; i--)); do order+=("${settings[i]}"); done
+    fi
+    for setting in "${order[@]}"; do
+      read -r -a args <<< "$(args_of "$setting")"
+      "$1" "$setting" "${args[@]}" | sed "s/^/$round,$setting,/" | tee -a "$out"
+    done
+  done
+}
+
+gets() { # setting, its properties...: "size,connections,streams,GB/s" per size and load; PUTs for fast-put
+  shift
+  start_server "$@"
   for s in "${sizes[@]}"; do
     curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' \
         --data-binary "@$work/blk-$s" "$(url "$s")"
@@ -113,19 +140,14 @@ gets() { # settings...: one line per size and load, "size,connections,streams,GB
         'BEGIN {printf "%d,%d,%d,%.3f\n", s, c, m, r * s / 1e9}'
     done
   done
-  kill "$server"; wait "$server" 2>/dev/null || true
-  server=
+  stop_server
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 events() { # setting: "op,size,connections,streams,GB/s,server CPU s per GiB" per op, size and load
   local setting=$1; shift
-  "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
-      -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
-      -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
-  server=$!
-  for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done
+  start_server "$@"
   local readers=()
   if [ "$setting" = on-events ]; then
     "$venv/bin/python" "$work/subscriber.py" "tcp://127.0.0.1:$events_port" read \
@@ -133,14 +155,15 @@ events() { # setting: "op,size,connections,streams,GB/s,server CPU s per GiB" pe
     "$venv/bin/python" "$work/subscriber.py" "tcp://127.0.0.1:$events_port" idle & readers+=($!)
     sleep 1
   fi
-  local hz tokens
+  local hz
   hz=$(getconf CLK_TCK)
-  tokens=$(seq -s, 1 16)
+  # a PUT naming its engine block (16 tokens), which a server without events ignores
+  local named=(-H ':method: PUT' -H 'content-type: application/octet-stream'
+               -H 'kvcache-engine-hash: 12345' -H 'kvcache-engine-model: bench'
+               -H "kvcache-engine-tokens: $(seq -s, 1 16)")
   # the JIT's warm-up, off the books: a fresh server compiles its PUT path (and the events' path)
   # for its first seconds, which h2load's own warm-up does not cover
-  h2load -c 1 -m 4 -D "$warmup" -d "$work/blk-${sizes[0]}" -H ':method: PUT' \
-      -H 'content-type: application/octet-stream' -H 'kvcache-engine-hash: 12345' \
-      -H 'kvcache-engine-model: bench' -H "kvcache-engine-tokens: $tokens" \
+  h2load -c 1 -m 4 -D "$warmup" -d "$work/blk-${sizes[0]}" "${named[@]}" \
       "$(url "${sizes[0]}")" > /dev/null
   h2load -c 1 -m 4 -D "$warmup" "$(url "${sizes[0]}")" > /dev/null
   for s in "${sizes[@]}"; do
@@ -148,9 +171,7 @@ events() { # setting: "op,size,connections,streams,GB/s,server CPU s per GiB" pe
       for load in "${loads[@]}"; do
         c=${load%x*} m=${load#*x}
         if [ "$op" = put ]; then
-          body=(-d "$work/blk-$s" -H ':method: PUT' -H 'content-type: application/octet-stream'
-                -H 'kvcache-engine-hash: 12345' -H 'kvcache-engine-model: bench'
-                -H "kvcache-engine-tokens: $tokens")
+          body=(-d "$work/blk-$s" "${named[@]}")
         else
           body=()
         fi
@@ -165,8 +186,7 @@ events() { # setting: "op,size,connections,streams,GB/s,server CPU s per GiB" pe
       done
     done
   done
-  kill "$server"; wait "$server" 2>/dev/null || true
-  server=
+  stop_server
   for r in "${readers[@]}"; do kill -INT "$r" 2>/dev/null || true; wait "$r" 2>/dev/null || true; done
   if [ "$setting" = on-events ]; then
     sed "s/^/$round,/" "$work/subscriber.out" >> "${out%.csv}-subscriber.csv"
@@ -212,26 +232,9 @@ print(f"{batches},{events},{stored},{payload},{gaps},{seconds:.1f}")
 PY
   echo "round,setting,op,size,connections,streams,gb_per_s,server_cpu_s_per_gib" > "$out"
   echo "round,batches,events,stored,payload_bytes,gaps,seconds" > "${out%.csv}-subscriber.csv"
-  for round in $(seq 1 "$rounds"); do
-    order=("${settings[@]}")
-    if [ $((round % 2)) = 0 ]; then order=("${settings[1]}" "${settings[0]}"); fi
-    for setting in "${order[@]}"; do
-      read -r -a args <<< "$(args_of "$setting")"
-      events "$setting" "${args[@]}" | sed "s/^/$round,$setting,/" | tee -a "$out"
-    done
-  done
+  run_rounds events
   exit 0
 fi
 
 echo "round,setting,size,connections,streams,gb_per_s" > "$out"
-for round in $(seq 1 "$rounds"); do
-  order=("${settings[@]}")
-  if [ $((round % 2)) = 0 ]; then
-    order=()
-    for ((i = ${#settings[@]} - 1; i >= 0; i--)); do order+=("${settings[i]}"); done
-  fi
-  for setting in "${order[@]}"; do
-    read -r -a args <<< "$(args_of "$setting")"
-    gets "${args[@]}" | sed "s/^/$round,$setting,/" | tee -a "$out"
-  done
-done
+run_rounds gets
