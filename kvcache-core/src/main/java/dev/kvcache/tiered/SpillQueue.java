@@ -211,11 +211,17 @@ final class SpillQueue {
   }
 
   /**
-   * Takes a block RAM evicted, on the evicting thread, without waiting: queues it, or drops it if
-   * the queue is full ({@code pastWait}: the evicting put has waited as long as it may, so the byte
-   * bound holds too).
+   * Takes a block RAM evicted, on the evicting thread (which holds RAM's index), without waiting:
+   * queues it, or drops it if the queue is full ({@code pastWait}: the evicting put has waited as
+   * long as it may, so the byte bound holds too), or lets it go if a copy of the key is already
+   * listed. That copy is the same block (a put or delete of the key takes the key's entry away
+   * before it changes RAM), listed by a put after the evicting thread looked ({@link #holds}); its
+   * writer may need RAM's index to finish ({@code copyStored}), so the eviction must not wait for
+   * it as {@link #list} would.
+   *
+   * @return false if a copy of the key was listed, and the block let go
    */
-  void evicted(BlockLease lease, boolean pastWait) {
+  boolean evicted(BlockLease lease, boolean pastWait) {
     SpillEntry entry = SpillEntry.evicted(lease);
     long queued = bytes.get();
     if (stopping) {
@@ -225,8 +231,14 @@ final class SpillQueue {
     } else if (!tryIncrementBelow(evictedWaiting, maxEvictedBlocks)) {
       drop(entry, "the spill queue holds its " + maxEvictedBlocks + " evicted blocks");
     } else {
-      enqueue(entry);
+      register(entry);
+      if (byKey.putIfAbsent(lease.key(), entry) != null) {
+        finish(entry, true);
+        return false;
+      }
+      queue.add(entry);
     }
+    return true;
   }
 
   /**
@@ -254,16 +266,18 @@ final class SpillQueue {
   }
 
   /**
-   * Lists a block, so that readers and a put or delete of its key find it, and counts it as
+   * Lists a copy, so that readers and a put or delete of its key find it, and counts it as
    * waiting. A copy a {@link Durability#WRITE_THROUGH} put writes itself with {@link #writeNow}
    * stays listed until {@link #unlist}, or until a put or delete of the key cancels it; a queued
-   * block leaves the list once written.
+   * copy leaves the list once written. Its caller took the key's entry away, or found none, under
+   * the key's stripe before it took the block from RAM: an entry found here is that block, evicted
+   * by RAM since, and is cancelled (or its write waited out) for the copy.
    */
   void list(SpillEntry entry) {
     register(entry);
     SpillEntry older = byKey.put(entry.lease().key(), entry);
     if (older != null) {
-      older.cancel(); // cannot happen while puts cancel their key's entry first; kept for safety
+      older.cancel();
     }
   }
 

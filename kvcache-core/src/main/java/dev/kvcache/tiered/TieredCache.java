@@ -313,8 +313,8 @@ public final class TieredCache extends AbstractTier {
       // meanwhile (Caffeine may finish pending maintenance inside the snapshot close iterates)
       // is written here, on the thread that evicted it
       spills.writeEvicted(lease);
-    } else {
-      spills.evicted(lease, room.pastWait());
+    } else if (!spills.evicted(lease, room.pastWait())) {
+      spillsSkipped.increment();
     }
   }
 
