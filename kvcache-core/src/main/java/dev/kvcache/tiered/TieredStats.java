@@ -9,7 +9,7 @@ package dev.kvcache.tiered;
  * @param misses reads that found the block in no tier
  * @param spills blocks evicted from RAM and then written to the lower tier
  * @param spillsSkipped blocks evicted from RAM that the lower tier already held unchanged (promoted
- *     and not put since), so nothing was written
+ *     and not put since), or whose copy was on its way there, so nothing was written again
  * @param spillDrops blocks evicted from RAM that reached no tier: the spill queue was full, or the
  *     lower tier refused them
  * @param promotions blocks copied from the lower tier into RAM on a read

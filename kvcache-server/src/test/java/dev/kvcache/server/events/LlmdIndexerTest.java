@@ -2,6 +2,7 @@ package dev.kvcache.server.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.server.TestServer;
 import dev.kvcache.wire.Wire;
 import java.io.BufferedReader;
@@ -27,7 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  * request) subscribes to the publisher, and its score for a prompt counts the blocks stored,
  * weighted by their medium, drops when one is removed, and goes when all are cleared. Then the same
  * through a running server: blocks PUT with their engine block score as they reach RAM, and stop
- * scoring when deleted or evicted.
+ * scoring when deleted or evicted; blocks evicted into the object tier score by its medium, and
+ * stop when their namespace is dropped from the bucket.
  *
  * <p>Runs in the routing stage, which builds the probe and names it in {@code kvcache.llmd.probe};
  * without it the test fails and says so.
@@ -184,6 +186,51 @@ class LlmdIndexerTest {
             .statusCode()).isEqualTo(201);
       }
       assertThat(probe.awaitScore(prompt, "{}")).as("evicted").isEqualTo("{}");
+    }
+  }
+
+  @Test
+  void blocksMovedIntoTheBucketScoreThereUntilTheirNamespaceIsDropped() throws Exception {
+    int[] prompt = IntStream.range(0, 2 * BLOCK).map(i -> 1100 + 3 * i).toArray();
+    try (InProcessS3 s3 = new InProcessS3()) {
+      Map<String, Object> settings = Map.ofEntries(Map.entry("kvcache.cache.disk-dir", ""),
+          Map.entry("kvcache.cache.ram-bytes", "4MiB"),
+          Map.entry("kvcache.cache.max-block-bytes", "1MiB"),
+          Map.entry("kvcache.cache.s3.endpoint", s3.endpoint().toString()),
+          Map.entry("kvcache.cache.s3.bucket", InProcessS3.BUCKET),
+          Map.entry("kvcache.cache.s3.capacity", "64MiB"),
+          Map.entry("kvcache.cache.s3.prefix", "llmd/"),
+          Map.entry("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY),
+          Map.entry("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY),
+          Map.entry("kvcache.events.endpoint", "tcp://127.0.0.1:*"),
+          Map.entry("kvcache.events.pool", "kvcache"),
+          Map.entry("kvcache.events.interval", "5ms"));
+      try (TestServer server = TestServer.start(dir, settings);
+          Probe probe = new Probe(server.bean(KvEventFeed.class).publisher().endpoint())) {
+        String score = "{}";
+        for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
+          assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
+          Thread.sleep(200);
+          score = probe.score(prompt);
+        }
+        assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
+        assertThat(probe.awaitScore(prompt, 1.6)).as("two blocks in RAM").isCloseTo(1.6,
+            org.assertj.core.data.Offset.offset(1e-9));
+
+        for (int i = 0; i < 6; i++) { // RAM evicts the prompt's blocks, which spill to the bucket
+          assertThat(server.put("default", String.format("%032x", 0xdef00 + i),
+              new byte[1 << 20]).statusCode()).isEqualTo(201);
+        }
+        // llm-d weighs a medium it has no weight for (the bucket's SHARED) as 1.0
+        assertThat(probe.awaitScore(prompt, 2.0)).as("both in the bucket alone").isCloseTo(2.0,
+            org.assertj.core.data.Offset.offset(1e-9));
+
+        assertThat(server.send(HttpRequest.newBuilder(
+            server.uri(Wire.NAMESPACES + "default/objects")).DELETE()).statusCode())
+            .isEqualTo(200);
+        assertThat(probe.awaitScore(prompt, "{}")).as("the namespace dropped from the bucket")
+            .isEqualTo("{}");
+      }
     }
   }
 
