@@ -314,7 +314,7 @@ final class SpillQueue {
   void awaitBacklog(SpillEntry mine) {
     long[] upTo = order.upTo(mine);
     while (!stopping && order.over(upTo[0], upTo[1])) {
-      if (!awaitProgress(System.nanoTime() + POLL_NANOS)) {
+      if (!pause(POLL_NANOS)) {
         return;
       }
     }
@@ -327,12 +327,22 @@ final class SpillQueue {
    */
   boolean awaitProgress(long deadline) {
     long left = deadline - System.nanoTime();
-    if (left <= 0 || stopping) {
+    return left > 0 && pause(Math.min(left, POLL_NANOS));
+  }
+
+  /**
+   * Waits until a write ends or {@code nanos} pass. Without a deadline of its own: a thread held up
+   * for longer than that between two waits (a busy machine) still waits again.
+   *
+   * @return false if the queue stops or the thread is interrupted
+   */
+  private boolean pause(long nanos) {
+    if (stopping) {
       return false;
     }
     synchronized (progress) {
       try {
-        TimeUnit.NANOSECONDS.timedWait(progress, Math.min(left, POLL_NANOS));
+        TimeUnit.NANOSECONDS.timedWait(progress, nanos);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return false;
