@@ -50,19 +50,14 @@ class FleetTest {
 
   /** A server with its own new disk directory and empty RAM, over the fleet's bucket. */
   private TestServer join() throws Exception {
-    return TestServer.startChild(Map.ofEntries(
-        Map.entry("kvcache.cache.ram-bytes", "32MiB"),
-        Map.entry("kvcache.cache.max-block-bytes", "1MiB"),
-        Map.entry("kvcache.cache.disk-dir", temp.resolve("server-" + servers++).toString()),
-        Map.entry("kvcache.cache.disk-capacity", "64MiB"),
-        Map.entry("kvcache.cache.disk-min-free", "0B"),
-        Map.entry("kvcache.cache.s3.endpoint", s3.endpoint().toString()),
-        Map.entry("kvcache.cache.s3.bucket", InProcessS3.BUCKET),
-        Map.entry("kvcache.cache.s3.capacity", "1GiB"),
-        Map.entry("kvcache.cache.s3.prefix", "fleet/"),
-        Map.entry("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY),
-        Map.entry("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY),
-        Map.entry("kvcache.cache.s3.lookup-budget", "2s")));
+    Map<String, String> settings = TestServer.objectTier(s3, "fleet/", "1GiB");
+    settings.put("kvcache.cache.ram-bytes", "32MiB");
+    settings.put("kvcache.cache.max-block-bytes", "1MiB");
+    settings.put("kvcache.cache.disk-dir", temp.resolve("server-" + servers++).toString());
+    settings.put("kvcache.cache.disk-capacity", "64MiB");
+    settings.put("kvcache.cache.disk-min-free", "0B");
+    settings.put("kvcache.cache.s3.lookup-budget", "2s");
+    return TestServer.startChild(settings);
   }
 
   private HttpResponse<byte[]> send(TestServer server, HttpRequest.Builder request)

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -137,12 +136,7 @@ class MetricsDocTest {
   void everyExportedMetricIsDocumentedWithItsTypeLabelsAndWhen() throws Exception {
     Map<String, Row> rows = documented();
     try (InProcessS3 s3 = new InProcessS3()) {
-      Map<String, Object> all = new HashMap<>();
-      all.put("kvcache.cache.s3.endpoint", s3.endpoint().toString());
-      all.put("kvcache.cache.s3.bucket", InProcessS3.BUCKET);
-      all.put("kvcache.cache.s3.capacity", "256MiB");
-      all.put("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY);
-      all.put("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY);
+      Map<String, String> all = TestServer.objectTier(s3, "", "256MiB");
       all.put("kvcache.tokens-per-block", "default=16");
       all.put("kvcache.events.endpoint", "tcp://127.0.0.1:*");
       Map<String, Family> full;

@@ -6,7 +6,6 @@ import dev.kvcache.s3.testkit.InProcessS3;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
@@ -38,14 +37,8 @@ class ObjectTierServerTest {
     s3.close();
   }
 
-  private static Map<String, Object> settings(String prefix) {
-    Map<String, Object> m = new HashMap<>();
-    m.put("kvcache.cache.s3.endpoint", s3.endpoint().toString());
-    m.put("kvcache.cache.s3.bucket", InProcessS3.BUCKET);
-    m.put("kvcache.cache.s3.capacity", "256MiB");
-    m.put("kvcache.cache.s3.prefix", prefix);
-    m.put("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY);
-    m.put("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY);
+  private static Map<String, String> settings(String prefix) {
+    Map<String, String> m = TestServer.objectTier(s3, prefix, "256MiB");
     m.put("kvcache.cache.s3.lookup-budget", "5s");
     m.put("kvcache.cache.s3.upload-threads", "2");
     return m;
@@ -69,7 +62,7 @@ class ObjectTierServerTest {
       assertThat(objects).isEqualTo(blocks.length);
     }
 
-    Map<String, Object> inFleet = settings("srv1/");
+    Map<String, String> inFleet = settings("srv1/");
     inFleet.put("kvcache.cache.s3.fleet", "127.0.0.1:7070, 127.0.0.1:7071");
     inFleet.put("kvcache.cache.s3.fleet-self", "127.0.0.1:7071");
     try (TestServer server = TestServer.start(temp.resolve("b"), inFleet)) {
@@ -89,7 +82,7 @@ class ObjectTierServerTest {
 
   @Test
   void aServerItsFleetDoesNotListIsDegradedAndSaysWhatItSaw() throws Exception {
-    Map<String, Object> lost = settings("srv4/");
+    Map<String, String> lost = settings("srv4/");
     lost.put("kvcache.cache.s3.fleet-dns", "localhost:7070");
     lost.put("kvcache.cache.s3.fleet-self", "10.1.2.3:7070"); // not among localhost's addresses
     try (TestServer server = TestServer.start(temp.resolve("f"), lost)) {
@@ -149,12 +142,12 @@ class ObjectTierServerTest {
 
   @Test
   void aMisspeltObjectTierSettingStopsTheStartNamingIt() {
-    Map<String, Object> m = settings("srv2/");
+    Map<String, String> m = settings("srv2/");
     m.put("kvcache.cache.s3.lookup-budgett", "1s");
     assertThat(org.assertj.core.api.Assertions.catchThrowable(
         () -> TestServer.start(temp.resolve("c"), m)))
         .hasStackTraceContaining("kvcache.cache.s3.lookup-budgett");
-    Map<String, Object> upload = settings("srv2/");
+    Map<String, String> upload = settings("srv2/");
     upload.put("kvcache.cache.s3.upload", "sometimes");
     assertThat(org.assertj.core.api.Assertions.catchThrowable(
         () -> TestServer.start(temp.resolve("c2"), upload)))

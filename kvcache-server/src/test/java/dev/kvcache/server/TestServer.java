@@ -3,6 +3,7 @@ package dev.kvcache.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.tiered.TieredCache;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micronaut.context.ApplicationContext;
@@ -128,6 +129,21 @@ public final class TestServer implements AutoCloseable {
       process.destroyForcibly();
       throw e;
     }
+  }
+
+  /**
+   * The settings of an object tier in {@code s3}'s bucket under {@code prefix} (a folder of the
+   * test's own), of {@code capacity}; a map the caller may add to.
+   */
+  public static Map<String, String> objectTier(InProcessS3 s3, String prefix, String capacity) {
+    Map<String, String> m = new HashMap<>();
+    m.put("kvcache.cache.s3.endpoint", s3.endpoint().toString());
+    m.put("kvcache.cache.s3.bucket", InProcessS3.BUCKET);
+    m.put("kvcache.cache.s3.capacity", capacity);
+    m.put("kvcache.cache.s3.prefix", prefix);
+    m.put("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY);
+    m.put("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY);
+    return m;
   }
 
   /** A client of the given HTTP version, as the tests of a server use. */

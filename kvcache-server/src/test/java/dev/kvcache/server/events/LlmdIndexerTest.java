@@ -155,6 +155,21 @@ class LlmdIndexerTest {
     return server.send(put).statusCode();
   }
 
+  /**
+   * PUTs the prompt's first block until the indexer scores the prompt (its subscription takes a
+   * moment to join); the score.
+   */
+  private static String putFirstBlock(TestServer server, Probe probe, int[] prompt)
+      throws Exception {
+    String score = "{}";
+    for (int i = 0; i < 50 && score.equals("{}"); i++) {
+      assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
+      Thread.sleep(200);
+      score = probe.score(prompt);
+    }
+    return score;
+  }
+
   @Test
   void theIndexerScoresWhatARunningServerHoldsAsItsBlocksComeAndGo() throws Exception {
     int[] prompt = IntStream.range(0, 3 * BLOCK).map(i -> 700 + 5 * i).toArray();
@@ -164,13 +179,8 @@ class LlmdIndexerTest {
         "kvcache.events.interval", "5ms");
     try (TestServer server = TestServer.start(dir, settings);
         Probe probe = new Probe(server.bean(KvEventFeed.class).publisher().endpoint())) {
-      String score = "{}";
-      for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
-        assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
-        Thread.sleep(200);
-        score = probe.score(prompt);
-      }
-      assertThat(score).as("the first block, in RAM").isEqualTo("{\"kvcache\":0.8}");
+      assertThat(putFirstBlock(server, probe, prompt)).as("the first block, in RAM")
+          .isEqualTo("{\"kvcache\":0.8}");
       assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
       assertThat(putBlock(server, prompt, 2)).isEqualTo(201);
       assertThat(probe.awaitScore(prompt, 2.4)).as("three blocks in RAM").isCloseTo(2.4,
@@ -193,26 +203,13 @@ class LlmdIndexerTest {
   void blocksMovedIntoTheBucketScoreThereUntilTheirNamespaceIsDropped() throws Exception {
     int[] prompt = IntStream.range(0, 2 * BLOCK).map(i -> 1100 + 3 * i).toArray();
     try (InProcessS3 s3 = new InProcessS3()) {
-      Map<String, Object> settings = Map.ofEntries(Map.entry("kvcache.cache.disk-dir", ""),
-          Map.entry("kvcache.cache.ram-bytes", "4MiB"),
-          Map.entry("kvcache.cache.max-block-bytes", "1MiB"),
-          Map.entry("kvcache.cache.s3.endpoint", s3.endpoint().toString()),
-          Map.entry("kvcache.cache.s3.bucket", InProcessS3.BUCKET),
-          Map.entry("kvcache.cache.s3.capacity", "64MiB"),
-          Map.entry("kvcache.cache.s3.prefix", "llmd/"),
-          Map.entry("kvcache.cache.s3.access-key-id", InProcessS3.ACCESS_KEY),
-          Map.entry("kvcache.cache.s3.secret-access-key", InProcessS3.SECRET_KEY),
-          Map.entry("kvcache.events.endpoint", "tcp://127.0.0.1:*"),
-          Map.entry("kvcache.events.pool", "kvcache"),
-          Map.entry("kvcache.events.interval", "5ms"));
+      Map<String, String> settings = TestServer.objectTier(s3, "llmd/", "64MiB");
+      settings.putAll(Map.of("kvcache.cache.disk-dir", "", "kvcache.cache.ram-bytes", "4MiB",
+          "kvcache.cache.max-block-bytes", "1MiB", "kvcache.events.endpoint", "tcp://127.0.0.1:*",
+          "kvcache.events.pool", "kvcache", "kvcache.events.interval", "5ms"));
       try (TestServer server = TestServer.start(dir, settings);
           Probe probe = new Probe(server.bean(KvEventFeed.class).publisher().endpoint())) {
-        String score = "{}";
-        for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
-          assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
-          Thread.sleep(200);
-          score = probe.score(prompt);
-        }
+        assertThat(putFirstBlock(server, probe, prompt)).isEqualTo("{\"kvcache\":0.8}");
         assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
         assertThat(probe.awaitScore(prompt, 1.6)).as("two blocks in RAM").isCloseTo(1.6,
             org.assertj.core.data.Offset.offset(1e-9));
@@ -244,12 +241,7 @@ class LlmdIndexerTest {
     try (TestServer server = TestServer.start(dir, settings)) {
       KvEventPublisher publisher = server.bean(KvEventFeed.class).publisher();
       try (Probe probe = new Probe(publisher.endpoint())) {
-        String score = "{}";
-        for (int i = 0; i < 50 && score.equals("{}"); i++) { // again until the subscription is up
-          assertThat(putBlock(server, prompt, 0)).isEqualTo(201);
-          Thread.sleep(200);
-          score = probe.score(prompt);
-        }
+        assertThat(putFirstBlock(server, probe, prompt)).isEqualTo("{\"kvcache\":0.8}");
         assertThat(putBlock(server, prompt, 1)).isEqualTo(201);
         assertThat(probe.awaitScore(prompt, 1.6)).isCloseTo(1.6,
             org.assertj.core.data.Offset.offset(1e-9));
