@@ -8,6 +8,8 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.testkit.Payloads;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -37,12 +39,13 @@ class EvictionDuringCopyTest {
           }
         },
         k -> { });
+    ExecutorService threads = Executors.newFixedThreadPool(2); // the writer's and the evicting thread's
     try {
       lower.hold(key);
       SpillEntry copy = SpillEntry.copyOf(ram.get(key));
       spills.list(copy);
       CompletableFuture<PutStatus> written =
-          CompletableFuture.supplyAsync(() -> spills.writeNow(copy, true));
+          CompletableFuture.supplyAsync(() -> spills.writeNow(copy, true), threads);
       while (lower.putsStarted.get() == 0) {
         Thread.sleep(1);
       }
@@ -51,7 +54,7 @@ class EvictionDuringCopyTest {
           lower.release(); // the copy's write ends, and then waits for the index
           return spills.evicted(ram.get(key), false);
         }
-      });
+      }, threads);
 
       assertThat(taken.get(30, TimeUnit.SECONDS)).as("evicted block queued").isFalse();
       assertThat(written.get(30, TimeUnit.SECONDS)).isEqualTo(PutStatus.STORED);
@@ -62,6 +65,7 @@ class EvictionDuringCopyTest {
       assertThat(ram.stats().leasesOpen()).as("RAM leases left open").isZero();
     } finally {
       lower.release();
+      threads.shutdownNow();
       spills.close();
       ram.close();
     }
