@@ -9,14 +9,18 @@ or on the server's disk between the runs are recomputed, never loaded.
 The engine publishes KV events, as routers read them: a ZMQ subscriber here decodes its batches
 with vLLM's ``KVEventBatch``, and the tier's events (medium ``STORAGE``) name exactly the blocks
 it stored on the server, with their tokens, and a block deleted or damaged there once a lookup or
-load meets it gone.
+load meets it gone. The server publishes KV events of its own: the tier names each chunk it
+stores as vLLM's events do, the server's events (decoded the same way) tell them in its RAM, and a
+lookup by vLLM's block hashes finds them.
 
 The model is a random-weight Llama made here (no hub); vLLM runs on the CPU, its host copies done
 by the ``HostCopyTieringSpec`` of ``vllm_cpu.py`` (vLLM's own copy worker needs CUDA)."""
 import contextlib
 import glob
+import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +50,7 @@ PROMPT_TOKENS = 2000
 CHUNKS = PROMPT_TOKENS // BLOCK_TOKENS  # whole blocks of the prompt: what can be offloaded
 TIER = "1:KvcacheTier"
 TOPIC = "kvcache-test"  # the engine's KV event topic
+POOL = "kvcache-vllm-test"  # the server's, in its events' topics
 
 
 class KvEvents:
@@ -88,7 +93,10 @@ def shm():
 
 @pytest.fixture(scope="module")
 def server(shm):
-    s = KvServer(ram_only(**{"kvcache.cache.ram-shared-memory-dir": shm})).start()
+    s = KvServer(ram_only(**{"kvcache.cache.ram-shared-memory-dir": shm,
+                             "kvcache.events.endpoint": "tcp://127.0.0.1:*",
+                             "kvcache.events.pool": POOL,
+                             "kvcache.events.interval": "5ms"})).start()
     yield s
     s.stop()
 
@@ -311,6 +319,72 @@ def test_kv_events_name_the_blocks_the_tier_stored_and_lost(llm, server, shm, kv
         assert sorted(storage(events, BlockRemoved)) == sorted(published)
     finally:
         server.restart()  # empty: no damaged block left for the next tests
+
+
+def server_events(server):
+    """A SUB socket on the server's own KV events (where its log says they are, since its last
+    start), and the decoder of vLLM's ``KVEventBatch``."""
+    import msgspec
+    import zmq
+    from vllm.distributed.kv_events import KVEventBatch
+
+    said = re.compile(r"KV events on (tcp://[^\s,]+)")
+    where = [m.group(1) for m in map(said.search, server.log) if m]
+    assert where, "the server did not say where its KV events are"
+    socket = zmq.Context.instance().socket(zmq.SUB)
+    socket.setsockopt(zmq.RCVHWM, 0)
+    socket.setsockopt_string(zmq.SUBSCRIBE, "kv@")
+    socket.connect(where[-1])
+    return socket, msgspec.msgpack.Decoder(type=KVEventBatch)
+
+
+def lookup_by_engine_hashes(server, hashes, model):
+    request = urllib.request.Request(
+        f"http://{server.address}/v1/namespaces/default/lookup", method="POST",
+        data=json.dumps({"engine_hashes": hashes, "model": model}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def test_the_server_tells_and_finds_the_blocks_by_the_names_the_tier_gives(llm, server):
+    from vllm.distributed.kv_events import BlockStored
+    from vllm.v1.core.kv_cache_utils import maybe_convert_block_hash
+
+    model = llm.llm_engine.vllm_config.model_config.model
+    socket, decoder = server_events(server)
+    try:
+        time.sleep(0.5)  # the subscription reaches the server
+        p = prompt(7)
+        published = [maybe_convert_block_hash(h) for h in block_hashes(llm, p)]
+        run_and_store(llm, server, p)
+        stored = {}
+        deadline = time.monotonic() + 10
+        while not set(published) <= set(stored) and time.monotonic() < deadline:
+            if socket.poll(200):
+                topic, _, payload = socket.recv_multipart()
+                assert topic == f"kv@{POOL}@{model}".encode()
+                for e in decoder.decode(payload).events:
+                    if isinstance(e, BlockStored):
+                        stored[e.block_hashes[0]] = e
+    finally:
+        socket.close(linger=0)
+    assert set(published) <= set(stored), "the server told of every chunk the tier stored"
+    parents = 0
+    for i, h in enumerate(published):
+        e = stored[h]
+        assert (e.medium, e.block_size, e.token_ids) == ("CPU", BLOCK_TOKENS, [])
+        # the parent, where the store that carried the chunk carried the one before it too
+        assert e.parent_block_hash in ((published[i - 1], None) if i else (None,))
+        parents += e.parent_block_hash is not None
+    assert parents > 0
+
+    answer = lookup_by_engine_hashes(server, published, model)
+    assert answer["present"] == CHUNKS
+    assert [t["tier"] for t in answer["tiers"]] == ["ram"]
+    unknown = (published[3] + 1) % (1 << 64)
+    assert lookup_by_engine_hashes(server, published[:3] + [unknown], model)["present"] == 3
+    assert lookup_by_engine_hashes(server, published, model + "-other")["present"] == 0
 
 
 def test_engine_keeps_serving_without_the_server(llm, server):

@@ -13,7 +13,10 @@ The other keys of the tier's entry are :class:`KvcacheTier`'s arguments. The for
 With ``"enable_kv_events": true`` in the tier's entry and the engine's KV events on
 (``--kv-events-config``), the tier reports the blocks it stored on kvcache-server and those it
 found gone there, which vLLM publishes as ``BlockStored`` and ``BlockRemoved`` events of medium
-``STORAGE`` (:meth:`KvcacheTier.take_events`).
+``STORAGE`` (:meth:`KvcacheTier.take_events`). Each block the tier stores also carries its name
+as vLLM's events give it (``engine_names``), so that a server with KV events of its own
+(``kvcache.events.endpoint``) tells routers where it holds the block, and answers a lookup by
+vLLM's block hashes.
 """
 from __future__ import annotations
 
@@ -28,12 +31,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, ClassVar, Iterable, List, Optional, Sequence, Union
 
 from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadingEvent, OffloadKey,
-                                     ReqContext, RequestOffloadingContext, ScheduleEndContext)
+                                     ReqContext, RequestOffloadingContext, ScheduleEndContext,
+                                     get_offload_block_hash, get_offload_group_idx)
 from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 
-from .. import (BlockKey, Client, KvCacheError, Namespace, Pin, PrefixLocation, PutStatus,
-               RequestError)
+from .. import (BlockKey, Client, EngineBlock, KvCacheError, Namespace, Pin, PrefixLocation,
+               PutStatus, RequestError)
 
 __all__ = ["KvcacheTier"]
 
@@ -100,6 +104,13 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             (``kv_events_config.enable_kv_cache_events``).
         event_blocks: how many of the blocks it stored the tier remembers, to report their loss
             (the least recently stored are forgotten first; about 200 bytes each).
+        engine_names: send each chunk of KV group 0 it stores with its name as vLLM's KV events
+            give it (:class:`kvcache.EngineBlock`): the model (vLLM's ``--model``), the chunk's block
+            hash in its 64-bit form, the tokens per chunk, and the parent chunk's hash when the
+            same store carries it (vLLM gives the tier no token ids). A server with KV events
+            tells routers of the chunk by that name, and a lookup by vLLM's hashes finds it
+            (``docs/routing.md``); a server without ignores it. Chunks of other groups carry the
+            same hashes and go unnamed.
     """
 
     medium: ClassVar[Medium] = Medium.STORAGE
@@ -113,7 +124,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                  switch_interval: float = 0.0002, prefill_tokens_per_s: float = 0.0,
                  shared_memory: bool = True, server_copies: bool = True,
                  enable_kv_events: bool = False, event_blocks: int = 1 << 18,
-                 backpressure_detector: Any = None) -> None:
+                 engine_names: bool = True, backpressure_detector: Any = None) -> None:
         super().__init__(offloading_spec, primary_kv_view, tier_type, backpressure_detector)
         if not 1 <= pin_ms <= 60_000:
             raise ValueError(f"pin_ms must be 1 to 60000, got {pin_ms}")
@@ -157,6 +168,8 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             else:
                 log.warning("kvcache: enable_kv_events is set on tier %r but the engine's KV "
                             "events are off (kv_events_config): it reports none", tier_type)
+        #: The model the names of the stored chunks give; None when they go unnamed.
+        self._engine_model = _model_name(offloading_spec.config) if engine_names else None
         self._lookups = _PinnedLookup(self, tier_type)
 
     # -- keys ---------------------------------------------------------------------------------
@@ -314,9 +327,37 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         return location.load_s + transfer > prefill
 
     def _store(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
+        names = self._engine_blocks(job, keys)
         statuses = self.client.put_many(
-            (self.block_key(k), self._chunk(c)) for k, c in zip(keys, job.chunk_ids))
+            (self.block_key(k), self._chunk(c), n) for k, c, n in zip(keys, job.chunk_ids, names))
         return [s is PutStatus.STORED for s in statuses]
+
+    def _engine_blocks(self, job: TransferJob, keys: list[OffloadKey]) -> list[Optional[EngineBlock]]:
+        """The names of a store's chunks (``engine_names``): for group 0's, the 64-bit form of
+        the block hash, as vLLM's KV events carry it, with the tokens per chunk, and as parent
+        the chunk whose end token (as the scheduler recorded it) is a chunk before this one's,
+        if the store carries it."""
+        if self._engine_model is None:
+            return [None] * len(keys)
+        context = job.req_context
+        ends = {}
+        for k in keys:
+            end = context.get_offload_key_position(k) if get_offload_group_idx(k) == 0 else None
+            if end is not None:
+                ends[k] = end
+        by_end = {end: k for k, end in ends.items()}
+        names: list[Optional[EngineBlock]] = []
+        for k in keys:
+            if get_offload_group_idx(k) != 0:
+                names.append(None)
+                continue
+            parent = by_end.get(ends[k] - self.tokens_per_chunk) if k in ends else None
+            names.append(EngineBlock(
+                self._engine_model, EngineBlock.hash_of(get_offload_block_hash(k)),
+                parent=None if parent is None else EngineBlock.hash_of(
+                    get_offload_block_hash(parent)),
+                block_size=self.tokens_per_chunk))
+        return names
 
     def _load(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
         """Reads each chunk into its slot. A chunk whose lookup pinned it on a server on this host
@@ -562,6 +603,18 @@ def _release(pins: list[Pin]) -> None:
             pin.release()
         except KvCacheError as e:
             log.debug("kvcache: releasing a pin failed (it ends by its time): %s", e)
+
+
+def _model_name(config: Any) -> Optional[str]:
+    """The model's name for the chunks' names: the model vLLM's offloading config names (the
+    engine's ``--model``); None, with a warning, if it cannot be one (empty, or with ``@``, which
+    the events' topic uses)."""
+    name = str(config.model.name)
+    if not name or "@" in name:
+        log.warning("kvcache: the model name %r cannot name blocks for KV events; the tier's "
+                    "chunks go unnamed", name)
+        return None
+    return name
 
 
 def key_namespace(config: Any, chunk_bytes: int, tenant: str = "") -> Namespace:
