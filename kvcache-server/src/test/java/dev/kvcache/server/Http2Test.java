@@ -14,6 +14,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** HTTP/2 cleartext on the same port as HTTP/1.1: with prior knowledge and by upgrade. */
 class Http2Test {
@@ -85,12 +87,18 @@ class Http2Test {
     }
   }
 
-  @Test
-  void aStreamAnsweredLongBeforeItsBodyEndsIsResetWithNoErrorAndTheConnectionServesOn()
-      throws Exception {
+  /**
+   * Also when the request comes in the same read as the client's preface: kvcache's stages are in
+   * place before the connection's first frame is read.
+   */
+  @ParameterizedTest(name = "preface sent first: {0}")
+  @ValueSource(booleans = {true, false})
+  void aStreamAnsweredLongBeforeItsBodyEndsIsResetWithNoErrorAndTheConnectionServesOn(
+      boolean prefaceFirst) throws Exception {
     byte[] block = TestBytes.random(4096, 5);
     try (TestServer server = TestServer.start(dir);
-        RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort())) {
+        RawHttp2 h2 = new RawHttp2(server.server.getHost(), server.server.getPort(),
+            prefaceFirst)) {
       server.put("default", BlockApiTest.key(5), block);
       // more than twice the largest block still to come: not worth reading
       h2.request(1, "PUT", TestServer.blockPath("default", BlockApiTest.key(6)), false,

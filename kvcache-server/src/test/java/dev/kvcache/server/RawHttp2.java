@@ -60,6 +60,14 @@ final class RawHttp2 implements AutoCloseable {
   private int initialStreamSendWindow = 65_535;
 
   RawHttp2(String host, int port) throws IOException {
+    this(host, port, true);
+  }
+
+  /**
+   * A connection whose preface goes out at once, or ({@code sendPreface} false) with the first
+   * {@link #flush}, in one write with the first requests, so that the server reads them together.
+   */
+  RawHttp2(String host, int port, boolean sendPreface) throws IOException {
     socket = new Socket(host, port);
     socket.setSoTimeout(10_000);
     out = new BufferedOutputStream(socket.getOutputStream(), 1 << 16);
@@ -67,7 +75,9 @@ final class RawHttp2 implements AutoCloseable {
     authority = host + ":" + port;
     out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
     frame(SETTINGS, 0, 0, new byte[0]);
-    out.flush();
+    if (sendPreface) {
+      out.flush();
+    }
   }
 
   /** Opens stream {@code stream} (odd, increasing) with a request; no body follows if {@code last}. */

@@ -8,16 +8,21 @@ import io.micronaut.context.annotation.Value;
 import io.micronaut.context.event.BeanCreatedEvent;
 import io.micronaut.context.event.BeanCreatedEventListener;
 import io.micronaut.http.server.netty.NettyServerCustomizer;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http2.CleartextHttp2ServerUpgradeHandler;
 import io.netty.handler.codec.http2.DefaultHttp2RemoteFlowController;
+import io.netty.handler.codec.http2.Http2CodecUtil;
 import io.netty.handler.codec.http2.Http2Connection;
 import io.netty.handler.codec.http2.Http2ConnectionHandler;
+import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2RemoteFlowController;
 import io.netty.handler.codec.http2.WeightedFairQueueByteDistributor;
 import jakarta.inject.Singleton;
@@ -67,6 +72,9 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
 
   /** Netty's remote flow controller keeps its byte distributor private: reached by reflection. */
   private static final Field DISTRIBUTOR = distributorField();
+
+  /** The client's preface, which opens an HTTP/2 connection. */
+  private static final ByteBuf PREFACE = Http2CodecUtil.connectionPrefaceBuf();
 
   private final int windowBytes;
   private final int writeQuantum;
@@ -127,34 +135,76 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   }
 
   /**
-   * First in the connection's pipeline: after each read, looks for the HTTP/2 handler, which
-   * replaces the cleartext upgrade handler once the client's preface has arrived (or comes with
-   * ALPN's choice of h2 over TLS); tunes the connection then, and leaves. Leaves too once the
-   * connection turned out to be HTTP/1.1.
+   * Tunes an HTTP/2 connection and puts kvcache's stages ahead of Micronaut's frame listener: before
+   * the handler reads its first frame, so that every request of the connection passes them.
+   */
+  private void tune(ChannelPipeline pipeline, Http2ConnectionHandler handler) {
+    Http2Connection connection = handler.connection();
+    if (windowBytes > DEFAULT_WINDOW_SIZE) {
+      try {
+        connection.local().flowController()
+            .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW_SIZE);
+      } catch (Http2Exception e) {
+        throw new IllegalStateException("widening the connection's window failed", e);
+      }
+    }
+    handler.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
+    if (!setWriteQuantum(connection)) {
+      log.debug("HTTP/2 connection {} keeps Netty's write turns", pipeline.channel());
+    }
+    fastGet.install(handler);
+    Http2PutListener.install(fastPut, handler);
+    UnreadBody.install(handler, pipeline.context(handler), drainLimit);
+    ExpectContinue.install(handler);
+  }
+
+  /**
+   * First in the connection's pipeline of a cleartext connection, where the HTTP/2 handler comes
+   * with the client's preface: hands the preface on alone, so that the handler Netty puts in place
+   * of the cleartext upgrade handler is tuned before the frames that follow the preface in the
+   * same read reach it (the upgrade handler hands them on, and ends the read, as it leaves). Also
+   * looks for the handler after each read (it comes with an HTTP/1.1 upgrade to h2c too), and
+   * leaves once the connection is tuned, or turned out to be HTTP/1.1.
    */
   private final class Tuner extends ChannelInboundHandlerAdapter {
 
+    /** Bytes of the client's preface handed on so far. */
+    private int prefaceSeen;
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
-      super.channelRead(ctx, msg);
-      if (ctx.isRemoved()) {
-        return; // the connection closed while it read
+      if (msg instanceof ByteBuf bytes && startsPreface(ctx, bytes)) {
+        int n = Math.min(PREFACE.readableBytes() - prefaceSeen, bytes.readableBytes());
+        prefaceSeen += n;
+        super.channelRead(ctx, bytes.readRetainedSlice(n));
+        if (!ctx.isRemoved()) {
+          lookForHttp2(ctx);
+        }
+        if (bytes.isReadable()) {
+          ctx.fireChannelRead(bytes); // the frames, past the stages now in place
+        } else {
+          bytes.release();
+        }
+        return;
       }
+      super.channelRead(ctx, msg);
+      if (!ctx.isRemoved()) {
+        lookForHttp2(ctx);
+      }
+    }
+
+    /** Whether {@code bytes} go on with the client's preface while the upgrade handler waits for it. */
+    private boolean startsPreface(ChannelHandlerContext ctx, ByteBuf bytes) {
+      int n = Math.min(PREFACE.readableBytes() - prefaceSeen, bytes.readableBytes());
+      return n > 0 && ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) != null
+          && ByteBufUtil.equals(PREFACE, prefaceSeen, bytes, bytes.readerIndex(), n);
+    }
+
+    /** Tunes the connection and leaves if its HTTP/2 handler is there; leaves if it is HTTP/1.1. */
+    private void lookForHttp2(ChannelHandlerContext ctx) {
       Http2ConnectionHandler handler = ctx.pipeline().get(Http2ConnectionHandler.class);
       if (handler != null) {
-        Http2Connection connection = handler.connection();
-        if (windowBytes > DEFAULT_WINDOW_SIZE) {
-          connection.local().flowController()
-              .incrementWindowSize(connection.connectionStream(), windowBytes - DEFAULT_WINDOW_SIZE);
-        }
-        handler.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
-        if (!setWriteQuantum(connection)) {
-          log.debug("HTTP/2 connection {} keeps Netty's write turns", ctx.channel());
-        }
-        fastGet.install(handler);
-        Http2PutListener.install(fastPut, handler);
-        UnreadBody.install(handler, ctx.pipeline().context(handler), drainLimit);
-        ExpectContinue.install(handler);
+        tune(ctx.pipeline(), handler);
         ctx.pipeline().remove(this);
       } else if (ctx.pipeline().get(CleartextHttp2ServerUpgradeHandler.class) == null
           && ctx.pipeline().get(HttpServerCodec.class) != null) {
@@ -187,12 +237,21 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
       }
     }
 
-    /** The HTTP/2 handler is not there yet: it comes with the client's preface or ALPN. */
+    /**
+     * The connection's first handlers are in place: with TLS, once ALPN chose (the HTTP/2 handler
+     * is then there, and is tuned at once); in cleartext, before the first read (the HTTP/2 handler
+     * comes with the client's preface: {@link Tuner}).
+     */
     @Override
     public void onInitialPipelineBuilt() {
       if (channel != null) {
         channel.config().setWriteBufferWaterMark(waterMark);
-        channel.pipeline().addFirst("kvcache-connection-tuning", new Tuner());
+        Http2ConnectionHandler handler = channel.pipeline().get(Http2ConnectionHandler.class);
+        if (handler != null) {
+          tune(channel.pipeline(), handler);
+        } else {
+          channel.pipeline().addFirst("kvcache-connection-tuning", new Tuner());
+        }
         channel.pipeline().addFirst("kvcache-flush-before-close", new FlushBeforeClose(closeLimitNanos));
       }
     }
