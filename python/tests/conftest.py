@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import mmap
 import os
 import re
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -84,6 +86,38 @@ def ram_only(**extra: str) -> dict[str, str]:
                 "kvcache.namespaces": "default,other"}
     settings.update(extra)
     return settings
+
+
+def with_events(pool: str, **extra: str) -> dict[str, str]:
+    """Settings of a RAM-only server that publishes KV events (its own ``pool``) on a loopback
+    port, in batches every 5 ms."""
+    return ram_only(**{"kvcache.events.endpoint": "tcp://127.0.0.1:*",
+                       "kvcache.events.pool": pool, "kvcache.events.interval": "5ms", **extra})
+
+
+def events_socket(server: KvServer) -> "object":
+    """A ZMQ SUB socket on a server's KV events (where its log says they are, since its last
+    start), subscribed to every ``kv@`` topic; the subscription reaches the server in a moment."""
+    import zmq
+    said = re.compile(r"KV events on (tcp://[^\s,]+)")
+    where = [m.group(1) for m in map(said.search, server.log) if m]
+    assert where, "the server did not say where its KV events are"
+    socket = zmq.Context.instance().socket(zmq.SUB)
+    socket.setsockopt(zmq.RCVHWM, 0)
+    socket.setsockopt_string(zmq.SUBSCRIBE, "kv@")
+    socket.connect(where[-1])
+    return socket
+
+
+def lookup_by_engine_hashes(server: KvServer, hashes: list[int], model: str) -> dict[str, object]:
+    """The server's ``POST /lookup`` by engine block hashes, in namespace ``default``."""
+    request = urllib.request.Request(
+        f"http://{server.address}/v1/namespaces/default/lookup", method="POST",
+        data=json.dumps({"engine_hashes": hashes, "model": model}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as r:
+        answer: dict[str, object] = json.loads(r.read())
+        return answer
 
 
 @pytest.fixture(scope="session")

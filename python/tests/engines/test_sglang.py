@@ -4,16 +4,19 @@ runs against a real server with SGLang's real host memory pool (the CPU build of
 HiCache controller reads into and writes from)."""
 import hashlib
 import logging
+import time
 
 import pytest
 
-from conftest import KvServer, damage_ram_files, ram_only
+from conftest import (KvServer, damage_ram_files, events_socket, lookup_by_engine_hashes, ram_only,
+                      with_events)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sglang")
 
 from sglang.srt.mem_cache.device_pool_info import KVBufferLayout, KVBuffers, MHABufferInfo  # noqa: E402
-from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig  # noqa: E402
+from sglang.srt.mem_cache.hicache_storage import (HiCacheStorage, HiCacheStorageConfig,  # noqa: E402
+                                                  HiCacheStorageExtraInfo)
 from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost  # noqa: E402
 from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory  # noqa: E402
 
@@ -149,6 +152,59 @@ def test_pages_damaged_in_the_servers_memory_are_not_loaded(tmp_path):
             "damaged pages are never reported loaded"
         b.close()
     finally:
+        s.stop()
+
+
+def test_the_server_tells_and_finds_the_pages_by_sglangs_event_hashes():
+    """A server with KV events tells each page the backend stores, and its removal, as SGLang's
+    own events name the page (decoded with SGLang's ``KVEventBatch``), and finds the pages by
+    those hashes."""
+    import msgspec
+    from sglang.srt.disaggregation.kv_events import BlockRemoved, BlockStored, KVEventBatch
+    from sglang.srt.mem_cache.utils import hash_str_to_int64
+
+    s = KvServer(with_events("kvcache-sglang-test")).start()
+    socket, decoder = events_socket(s), msgspec.msgpack.Decoder(type=KVEventBatch)
+    try:
+        time.sleep(0.5)  # the subscription reaches the server
+        host = host_pool()
+        b = backend(s, host)
+        keys = page_hashes(5, b"named")
+        published = [hash_str_to_int64(k) % (1 << 64) for k in keys]
+        # two pages, then three more that the controller stores with the two as their prefix
+        assert b.batch_set_v1(keys[:2], slots(2)) == [True] * 2
+        assert b.batch_set_v1(keys[2:], slots(3, first=2),
+                              HiCacheStorageExtraInfo(prefix_keys=keys[:2])) == [True] * 3
+        stored, removed = {}, []
+
+        def receive(until):
+            deadline = time.monotonic() + 10
+            while not until() and time.monotonic() < deadline:
+                if socket.poll(200):
+                    topic, _, payload = socket.recv_multipart()
+                    assert topic == b"kv@kvcache-sglang-test@tiny-llama"
+                    for e in decoder.decode(payload).events:
+                        if isinstance(e, BlockStored):
+                            stored[e.block_hashes[0]] = e
+                        elif isinstance(e, BlockRemoved):
+                            removed.extend(e.block_hashes)
+        receive(lambda: set(published) <= set(stored))
+        assert set(stored) == set(published), "one event per page, for its first block"
+        for i, h in enumerate(published):
+            e = stored[h]
+            assert (e.medium, e.block_size, e.token_ids) == ("CPU", PAGE, [])
+            assert e.parent_block_hash == (published[i - 1] if i else None)
+
+        assert lookup_by_engine_hashes(s, published, "tiny-llama")["present"] == 5
+        assert lookup_by_engine_hashes(s, published, "other-model")["present"] == 0
+
+        b.client.delete(b._keys([keys[4]])[0])
+        receive(lambda: published[4] in removed)
+        assert removed == [published[4]]
+        assert lookup_by_engine_hashes(s, published, "tiny-llama")["present"] == 4
+        b.close()
+    finally:
+        socket.close(linger=0)
         s.stop()
 
 

@@ -17,10 +17,8 @@ The model is a random-weight Llama made here (no hub); vLLM runs on the CPU, its
 by the ``HostCopyTieringSpec`` of ``vllm_cpu.py`` (vLLM's own copy worker needs CUDA)."""
 import contextlib
 import glob
-import json
 import os
 import random
-import re
 import shutil
 import sys
 import tempfile
@@ -29,7 +27,8 @@ import urllib.request
 
 import pytest
 
-from conftest import KvServer, damage_files, damage_ram_files, ram_only, wait_until
+from conftest import (KvServer, damage_files, damage_ram_files, events_socket, lookup_by_engine_hashes,
+                      ram_only, wait_until, with_events)
 
 pytest.importorskip("torch")
 pytest.importorskip("vllm")
@@ -93,10 +92,7 @@ def shm():
 
 @pytest.fixture(scope="module")
 def server(shm):
-    s = KvServer(ram_only(**{"kvcache.cache.ram-shared-memory-dir": shm,
-                             "kvcache.events.endpoint": "tcp://127.0.0.1:*",
-                             "kvcache.events.pool": POOL,
-                             "kvcache.events.interval": "5ms"})).start()
+    s = KvServer(with_events(POOL, **{"kvcache.cache.ram-shared-memory-dir": shm})).start()
     yield s
     s.stop()
 
@@ -321,38 +317,15 @@ def test_kv_events_name_the_blocks_the_tier_stored_and_lost(llm, server, shm, kv
         server.restart()  # empty: no damaged block left for the next tests
 
 
-def server_events(server):
-    """A SUB socket on the server's own KV events (where its log says they are, since its last
-    start), and the decoder of vLLM's ``KVEventBatch``."""
-    import msgspec
-    import zmq
-    from vllm.distributed.kv_events import KVEventBatch
-
-    said = re.compile(r"KV events on (tcp://[^\s,]+)")
-    where = [m.group(1) for m in map(said.search, server.log) if m]
-    assert where, "the server did not say where its KV events are"
-    socket = zmq.Context.instance().socket(zmq.SUB)
-    socket.setsockopt(zmq.RCVHWM, 0)
-    socket.setsockopt_string(zmq.SUBSCRIBE, "kv@")
-    socket.connect(where[-1])
-    return socket, msgspec.msgpack.Decoder(type=KVEventBatch)
-
-
-def lookup_by_engine_hashes(server, hashes, model):
-    request = urllib.request.Request(
-        f"http://{server.address}/v1/namespaces/default/lookup", method="POST",
-        data=json.dumps({"engine_hashes": hashes, "model": model}).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=5) as r:
-        return json.loads(r.read())
-
-
 def test_the_server_tells_and_finds_the_blocks_by_the_names_the_tier_gives(llm, server):
     from vllm.distributed.kv_events import BlockStored
     from vllm.v1.core.kv_cache_utils import maybe_convert_block_hash
 
     model = llm.llm_engine.vllm_config.model_config.model
-    socket, decoder = server_events(server)
+    import msgspec
+    from vllm.distributed.kv_events import KVEventBatch
+
+    socket, decoder = events_socket(server), msgspec.msgpack.Decoder(type=KVEventBatch)
     try:
         time.sleep(0.5)  # the subscription reaches the server
         p = prompt(7)

@@ -11,8 +11,9 @@ Other keys of the extra config: ``namespace`` (the server namespace, ``default``
 the ``KVCACHE_TOKEN`` environment variable), ``tenant`` (salts every key), ``timeout``,
 ``ca_file``, ``dns`` (instead of ``servers``), ``tls`` (TLS to the servers, as with ``https://``
 servers; needed with ``dns``), ``allow_cleartext_token`` (send the token over plain HTTP beyond
-loopback, on a network that is private by other means). The former ``module_path`` ``kvcache.sglang``
-loads the same class. See ``docs/engines.md``.
+loopback, on a network that is private by other means), ``engine_names`` (default true: name each
+page as SGLang's KV events do, below). The former ``module_path`` ``kvcache.sglang`` loads the same
+class. See ``docs/engines.md``.
 
 Keys: SGLang names a page by the SHA-256 hex of its token prefix, the same on every rank. The block
 key is :meth:`kvcache.BlockKey.of_raw` of ``"<hash>/<part>"`` under a :class:`kvcache.Namespace` of
@@ -21,18 +22,28 @@ and the rank (tensor-parallel rank unless the model's KV is replicated over rank
 pipeline and context-parallel ranks when used). With ``interface_v1`` a page is stored as one
 block per buffer SGLang's host pool gives for it (K and V of a ``page_first`` MHA pool, the one
 buffer of an MLA page), read and written in place; without it, as one block of the flat page.
+
+Names (``engine_names``): the first block of each page it stores carries the page's name as
+SGLang's own KV events give it (:class:`kvcache.EngineBlock`), so that a server with KV events
+tells routers of the page and finds it by that hash: the model (SGLang's ``model_name``), the
+page's event hash (the first 64 bits of its SHA-256, SGLang's ``hash_str_to_int64``, as an unsigned
+integer), the page size in tokens, and the page before it in the prompt where the call gives it
+(SGLang's ``prefix_keys``, or an earlier page of the same call). SGLang namespaces the event hashes
+of requests with a LoRA adapter or a cache salt, which its storage backends do not see: their
+pages are named by the plain hash.
 """
 from __future__ import annotations
 
 import ctypes
 import logging
 import os
+import string
 from typing import Any, List, Optional
 
 from sglang.srt.mem_cache.hicache_storage import (HiCacheStorage, HiCacheStorageConfig,
                                                   HiCacheStorageExtraInfo)
 
-from .. import BlockKey, Client, KvCacheError, Namespace, PutStatus
+from .. import BlockKey, Client, EngineBlock, KvCacheError, Namespace, PutStatus
 
 __all__ = ["KvcacheHiCacheStorage"]
 
@@ -60,6 +71,8 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
                              token=extra.get("token") or os.environ.get("KVCACHE_TOKEN"),
                              **options)
         self.tenant = str(extra.get("tenant", ""))
+        names = extra.get("engine_names", True)
+        self.engine_model: Optional[str] = (storage_config.model_name or None) if names else None
         self.mem_pool_host: Any = None
         self.namespace: Optional[Namespace] = None
         self.parts = 1  # blocks per page
@@ -94,6 +107,31 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
             raise KvCacheError("the host memory pool was not registered")
         return [BlockKey.of_raw(self.namespace, f"{h}/{p}")
                 for h in page_hashes for p in range(self.parts)]
+
+    def _items(self, keys: List[str], buffers: List[Any],
+               extra_info: Optional[HiCacheStorageExtraInfo]) -> list[tuple[Any, ...]]:
+        """The puts of the pages ``keys``, the first block of each named (``engine_names``)."""
+        names = self._engine_blocks(keys, extra_info)
+        p = self.parts
+        return [(k, b, names[i // p] if i % p == 0 else None)
+                for i, (k, b) in enumerate(zip(self._keys(keys), buffers))]
+
+    def _engine_blocks(self, keys: List[str],
+                       extra_info: Optional[HiCacheStorageExtraInfo]) -> List[Optional[EngineBlock]]:
+        """Each page's name as SGLang's KV events give it, or None (``engine_names`` off, no
+        model name, a key that is no SHA-256 hex)."""
+        if self.engine_model is None:
+            return [None] * len(keys)
+        prefix = extra_info.prefix_keys if extra_info is not None else None
+        parent = _event_hash(prefix[-1]) if prefix else None
+        page_size = self.mem_pool_host.page_size
+        names: List[Optional[EngineBlock]] = []
+        for key in keys:
+            h = _event_hash(key)
+            names.append(None if h is None else
+                         EngineBlock(self.engine_model, h, parent=parent, block_size=page_size))
+            parent = h
+        return names
 
     def _buffers(self, host_indices: Any) -> List[Any]:
         """Views of the host pool's memory for each block of the pages at ``host_indices``."""
@@ -130,7 +168,8 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         """Stores each page's blocks from the host pool."""
         try:
-            statuses = self.client.put_many(zip(self._keys(keys), self._buffers(host_indices)))
+            statuses = self.client.put_many(
+                self._items(keys, self._buffers(host_indices), extra_info))
         except KvCacheError as e:
             log.warning("kvcache: write of %d pages failed: %s", len(keys), e)
             return [False] * len(keys)
@@ -171,7 +210,8 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
         if values is None:
             raise ValueError("batch_set needs the pages' values")
         try:
-            statuses = self.client.put_many(zip(self._keys(keys), [v.contiguous() for v in values]))
+            statuses = self.client.put_many(
+                self._items(keys, [v.contiguous() for v in values], None))
         except KvCacheError as e:
             log.warning("kvcache: write of %d pages failed: %s", len(keys), e)
             return False
@@ -185,3 +225,12 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
 
     def close(self) -> None:
         self.client.close()
+
+
+def _event_hash(page_hash: str) -> Optional[int]:
+    """A page's hash as SGLang's KV events carry it (``hash_str_to_int64``: its first 16 hex
+    digits), as an unsigned 64-bit integer; None if it is no hex string of 16 digits or more."""
+    head = page_hash[:16]
+    if len(head) < 16 or any(c not in string.hexdigits for c in head):
+        return None
+    return int(head, 16)
