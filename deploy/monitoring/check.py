@@ -162,8 +162,8 @@ def cmd_traffic(args):
         get(i, 200, "a block RAM evicted")
     # the first blocks are read from the bucket. rclone's S3 server now and then refuses one of
     # the first uploads into a new folder ("Dir.Rename error: file does not exist" in its log);
-    # the server counts it (kvcache_s3_puts_not_stored_total) and does not upload the block again,
-    # so once the disk evicts it, it is a miss, never other bytes
+    # the server counts it (kvcache_s3_puts_not_stored_total) and tries it again a second later,
+    # from the disk: a block the disk evicted before that is a miss, never other bytes
     refused, _ = metric(srv.metrics(), "kvcache_s3_puts_not_stored_total")
     missed = 0
     for i in range(0, 8):

@@ -377,12 +377,14 @@ public final class StackedTier extends AbstractTier {
     visitor.counter("kvcache.uploads", "blocks uploaded from the " + upper.name() + " tier to the"
         + " tier below it", () -> stackedStats().uploaded(), "to", to);
     visitor.counter("kvcache.uploads.dropped", "blocks not uploaded: the upload queue was full,"
-        + " or the " + upper.name() + " tier no longer held them when their turn came",
-        () -> stackedStats().uploadsDropped(), "to", to);
-    visitor.counter("kvcache.uploads.failed", "uploads the tier below refused or failed",
-        () -> stackedStats().uploadFailures(), "to", to);
-    visitor.gauge("kvcache.uploads.waiting", "blocks queued for upload or being uploaded",
-        () -> stackedStats().uploadsWaiting(), "to", to);
+        + " the " + upper.name() + " tier no longer held them when their turn came, or the tier"
+        + " below refused or failed each try", () -> stackedStats().uploadsDropped(), "to", to);
+    visitor.counter("kvcache.uploads.failed", "uploads the tier below refused or failed, each"
+        + " try counted", () -> stackedStats().uploadFailures(), "to", to);
+    visitor.counter("kvcache.uploads.retried", "failed uploads queued to be tried again",
+        () -> stackedStats().uploadsRetried(), "to", to);
+    visitor.gauge("kvcache.uploads.waiting", "blocks queued for upload, being uploaded or waiting"
+        + " to be tried again", () -> stackedStats().uploadsWaiting(), "to", to);
   }
 
   /**

@@ -26,8 +26,26 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * the upload that puts its block in the backing tier, or the delete of the older copy there,
  * settles that version. Reads do not look in the backing tier for an unsettled key. Uploads of one
  * key never run at once ({@link UploadQueue}), and {@link #cancel} waits for one under way.
+ *
+ * <p>An upload the backing tier refuses or fails is tried again, up to {@link #UPLOAD_TRIES} times
+ * in all, after {@link #FIRST_RETRY_NANOS}, then four times longer each time (about 21 seconds in
+ * all): an object store that refuses a request now and then, or is down for a moment, still gets
+ * the block. Meanwhile the key stays unsettled (the backing tier's older copy is superseded at the
+ * first failure), and an evicted block keeps waiting with its lease.
  */
 final class StackedUploads {
+
+  /** How many times a block's upload is tried before it is given up (counted as dropped). */
+  static final int UPLOAD_TRIES = 4;
+  /** The delay before an upload is tried the second time; each later delay is four times longer. */
+  static final long FIRST_RETRY_NANOS = 1_000_000_000L;
+
+  /**
+   * How often the upload of a key's block failed: {@code upload} is the put's version ({@link
+   * Upload#EVERY_BLOCK}) or the evicted block waiting ({@link Upload#EVICTED}), so that a newer
+   * block of the key starts counting again.
+   */
+  private record Tries(Object upload, int failed) {}
 
   private final Tier upper;
   private final Tier backing;
@@ -41,6 +59,8 @@ final class StackedUploads {
   private final UploadQueue queue;
   private final LongAdder uploaded = new LongAdder();
   private final LongAdder failures = new LongAdder();
+  private final LongAdder retried = new LongAdder();
+  private final ConcurrentHashMap<BlockKey, Tries> tries = new ConcurrentHashMap<>();
   /** Upper-tier leases the upload threads hold: not the caller's. */
   private final AtomicInteger uploadLeases = new AtomicInteger();
   /**
@@ -143,6 +163,7 @@ final class StackedUploads {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for an upload of " + key, e);
     }
+    tries.remove(key);
     SpillEntry waiting = evicted.remove(key);
     if (waiting != null) {
       queue.dropped();
@@ -154,24 +175,50 @@ final class StackedUploads {
   private void upload(BlockKey key) {
     Long version = unsettled.get(key);
     if (version == null) {
+      tries.remove(key);
       return;
     }
     BlockLease lease = openUploadLease(key);
     try {
       if (lease.status() != GetStatus.HIT) {
+        tries.remove(key);
         queue.dropped();
         settleBySuperseding(key, version);
         return;
       }
       if (!putBelow(key, lease.bytes())) {
         backing.supersede(key); // it may hold an older copy
+        if (retryLater(key, version)) {
+          return; // the key stays unsettled until its block is up, or given up
+        }
       }
+      tries.remove(key);
       // a put that came meanwhile queued its own upload, which leaves its version; a delete waits
       // for this upload to end before it deletes
       unsettled.remove(key, version);
     } finally {
       closeUploadLease(lease);
     }
+  }
+
+  /**
+   * After a failed upload of {@code upload} (a version, or an evicted block) of the key: queues it
+   * again after its delay, unless it has had its {@link #UPLOAD_TRIES} or the queue has no room.
+   *
+   * @return whether it will be tried again
+   */
+  private boolean retryLater(BlockKey key, Object upload) {
+    Tries t = tries.merge(key, new Tries(upload, 1), (old, first) ->
+        old.upload().equals(upload) ? new Tries(upload, old.failed() + 1) : first);
+    if (t.failed() >= UPLOAD_TRIES) {
+      queue.dropped();
+      return false;
+    }
+    if (!queue.retryLater(key, FIRST_RETRY_NANOS << (2 * (t.failed() - 1)))) {
+      return false;
+    }
+    retried.increment();
+    return true;
   }
 
   /**
@@ -249,14 +296,19 @@ final class StackedUploads {
   private void uploadEvicted(BlockKey key) {
     SpillEntry waiting = evicted.get(key);
     if (waiting == null || !waiting.tryRetain()) {
+      tries.remove(key);
       return; // cancelled by a put or delete of the key
     }
+    boolean again = false;
     try {
-      putBelow(key, waiting.bytes());
+      again = !putBelow(key, waiting.bytes()) && retryLater(key, waiting);
     } finally {
       waiting.release();
-      if (evicted.remove(key, waiting)) {
-        waiting.release();
+      if (!again) {
+        tries.remove(key);
+        if (evicted.remove(key, waiting)) {
+          waiting.release();
+        }
       }
     }
   }
@@ -302,7 +354,7 @@ final class StackedUploads {
   /** How the uploads are doing, with the reads' hits in each tier. */
   StackedStats stats(long upperHits, long backingHits) {
     return new StackedStats(upperHits, backingHits, queue.waiting(), uploaded.sum(), queue.drops(),
-        failures.sum());
+        failures.sum(), retried.sum());
   }
 
   /**

@@ -2,10 +2,12 @@ package dev.kvcache.tiered;
 
 import dev.kvcache.BlockKey;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -16,7 +18,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Keys waiting for upload, oldest first, and the threads that upload them. A key is queued once
  * however often it is offered, and never uploaded by two threads at once: a key offered again
- * while its upload runs waits for it to end.
+ * while its upload runs waits for it to end. A key whose upload failed may wait out a delay
+ * before it is queued again ({@link #retryLater}).
  */
 final class UploadQueue {
 
@@ -26,6 +29,8 @@ final class UploadQueue {
   private final Consumer<BlockKey> upload;
   private final LinkedHashSet<BlockKey> queued = new LinkedHashSet<>();
   private final Set<BlockKey> running = new HashSet<>();
+  /** Keys to queue again once {@code System.nanoTime()} reaches their value. */
+  private final HashMap<BlockKey, Long> delayed = new HashMap<>();
   private final List<Thread> threads = new ArrayList<>();
   private final LongAdder drops = new LongAdder();
   private boolean closing;
@@ -41,12 +46,20 @@ final class UploadQueue {
     }
   }
 
-  /** Queues a key; false (a drop, counted) if the queue is full or closing. */
+  /**
+   * Queues a key (at once, if it waited out a retry's delay); false (a drop, counted) if the queue
+   * is full or closing.
+   */
   synchronized boolean offer(BlockKey key) {
     if (queued.contains(key)) {
       return true;
     }
-    if (closing || queued.size() >= capacity) {
+    if (delayed.remove(key) != null) {
+      queued.add(key); // its room was counted while it waited
+      notifyAll();
+      return true;
+    }
+    if (closing || queued.size() + delayed.size() >= capacity) {
       drops.increment();
       return false;
     }
@@ -55,9 +68,28 @@ final class UploadQueue {
     return true;
   }
 
+  /**
+   * Queues a key again after {@code delayNanos}, from the thread whose upload of it failed; false
+   * (a drop, counted) if the queue is full or closing. An offer of the key meanwhile queues it at
+   * once.
+   */
+  synchronized boolean retryLater(BlockKey key, long delayNanos) {
+    if (queued.contains(key)) {
+      return true; // offered again while its upload ran
+    }
+    if (closing || queued.size() + delayed.size() >= capacity) {
+      drops.increment();
+      return false;
+    }
+    delayed.put(key, System.nanoTime() + delayNanos);
+    notifyAll();
+    return true;
+  }
+
   /** Takes the key out of the queue, and waits for an upload of it under way to end. */
   synchronized void cancel(BlockKey key) throws InterruptedException {
     queued.remove(key);
+    delayed.remove(key);
     while (running.contains(key)) {
       wait();
     }
@@ -72,14 +104,18 @@ final class UploadQueue {
     return drops.sum();
   }
 
+  /** Keys queued, being uploaded or waiting to be tried again. */
   synchronized long waiting() {
-    return queued.size() + running.size();
+    return queued.size() + running.size() + delayed.size();
   }
 
-  /** Waits until nothing is queued or running, up to {@code millis}; whether that is so. */
+  /**
+   * Waits until nothing is queued, running or waiting to be tried again, up to {@code millis};
+   * whether that is so.
+   */
   synchronized boolean awaitIdle(long millis) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-    while (!queued.isEmpty() || !running.isEmpty()) {
+    while (!queued.isEmpty() || !running.isEmpty() || !delayed.isEmpty()) {
       long left = deadline - System.nanoTime();
       if (left <= 0) {
         return false;
@@ -101,7 +137,12 @@ final class UploadQueue {
               return;
             }
             try {
-              wait();
+              long untilDue = untilFirstDue();
+              if (untilDue == Long.MAX_VALUE) {
+                wait();
+              } else {
+                TimeUnit.NANOSECONDS.timedWait(this, untilDue);
+              }
             } catch (InterruptedException e) {
               return;
             }
@@ -122,8 +163,22 @@ final class UploadQueue {
     }
   }
 
-  /** The oldest queued key not being uploaded, taken out of the queue; null if none. */
+  /**
+   * The oldest queued key not being uploaded, taken out of the queue, after the keys whose delay
+   * is over joined it; null if none.
+   */
   private BlockKey next() {
+    if (!delayed.isEmpty()) {
+      long now = System.nanoTime();
+      for (Iterator<Map.Entry<BlockKey, Long>> it = delayed.entrySet().iterator();
+          it.hasNext(); ) {
+        Map.Entry<BlockKey, Long> e = it.next();
+        if (now - e.getValue() >= 0) {
+          it.remove();
+          queued.add(e.getKey());
+        }
+      }
+    }
     for (Iterator<BlockKey> it = queued.iterator(); it.hasNext(); ) {
       BlockKey key = it.next();
       if (!running.contains(key)) {
@@ -134,17 +189,29 @@ final class UploadQueue {
     return null;
   }
 
+  /** Nanoseconds until the first delayed key is due (at least 1); Long.MAX_VALUE if none. */
+  private long untilFirstDue() {
+    long now = System.nanoTime();
+    long first = Long.MAX_VALUE;
+    for (long due : delayed.values()) {
+      first = Math.min(first, Math.max(1, due - now));
+    }
+    return first;
+  }
+
   /**
-   * Lets the queued uploads run for up to {@code waitMillis}, then stops the threads; what is left
-   * is dropped.
+   * Lets the queued uploads (and those waiting to be tried again) run for up to {@code
+   * waitMillis}, then stops the threads; what is left is dropped.
    */
   void close(long waitMillis) {
     try {
       if (!awaitIdle(waitMillis)) {
         synchronized (this) {
-          log.warn("{} blocks were not uploaded before close", queued.size() + running.size());
-          drops.add(queued.size());
+          log.warn("{} blocks were not uploaded before close",
+              queued.size() + running.size() + delayed.size());
+          drops.add(queued.size() + delayed.size());
           queued.clear();
+          delayed.clear();
         }
       }
     } catch (InterruptedException e) {
