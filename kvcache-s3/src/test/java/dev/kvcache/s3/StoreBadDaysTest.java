@@ -174,17 +174,25 @@ class StoreBadDaysTest {
     assertThat(tier.health().degraded()).isFalse();
   }
 
-  /** Reads every key, each from a thread of the pool, all let go at once. */
+  /**
+   * Reads every key, each from a thread of the pool, all let go at once once every thread runs (a
+   * pool's thread that started late would send its read after the pause the others began, as a
+   * probe).
+   */
   private static List<GetStatus> readAllAtOnce(ExecutorService pool, S3Tier tier,
       List<BlockKey> keys) throws Exception {
+    CountDownLatch ready = new CountDownLatch(keys.size());
     CountDownLatch go = new CountDownLatch(1);
     List<Future<GetStatus>> reads = new ArrayList<>();
     for (BlockKey key : keys) {
       reads.add(pool.submit(() -> {
+        ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
+        ready.countDown();
         go.await();
-        return tier.getInto(key, ByteBuffer.allocateDirect(BLOCK));
+        return tier.getInto(key, dst);
       }));
     }
+    assertThat(ready.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     go.countDown();
     List<GetStatus> statuses = new ArrayList<>();
     for (Future<GetStatus> read : reads) {
