@@ -86,13 +86,17 @@ final class UploadQueue {
     return true;
   }
 
-  /** Takes the key out of the queue, and waits for an upload of it under way to end. */
+  /**
+   * Takes the key out of the queue, and waits for an upload of it under way to end; a retry that
+   * upload asked for is cancelled too.
+   */
   synchronized void cancel(BlockKey key) throws InterruptedException {
     queued.remove(key);
     delayed.remove(key);
     while (running.contains(key)) {
       wait();
     }
+    delayed.remove(key);
   }
 
   /** Counts a queued key that was not uploaded after all. */
