@@ -145,6 +145,16 @@ class SharedMemoryRamTierTest {
   }
 
   @Test
+  void noFileIsLeftOnceCloseReturnsThoughTheMemoryWasStillBeingReserved() throws IOException {
+    for (int i = 0; i < 5; i++) {
+      // closed at once: the reservation is still making its arenas (4 MiB files, zeroed)
+      new RamTier(RamTierConfig.ofCapacity(64L << 20).withArenaBytes(4 << 20)
+          .withSharedMemory(dir)).close();
+      assertThat(files()).as("the directory once close returned").isEmpty();
+    }
+  }
+
+  @Test
   void aTmpfsIsToldApartFromADisk() throws IOException {
     Path shm = Path.of("/dev/shm");
     assumeTrue(Files.isDirectory(shm) && Files.getFileStore(shm).type().equals("tmpfs"));

@@ -10,6 +10,7 @@ import java.time.Instant;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
@@ -254,7 +255,7 @@ public final class OffHeapMemory {
     synchronized (GATE) {
       while (holds > 0 && !wanted && !closed) {
         try {
-          GATE.wait(1000); // also sees a close, which does not notify the gate
+          GATE.wait(1000);
         } catch (InterruptedException e) {
           interrupted = true;
         }
@@ -343,8 +344,10 @@ public final class OffHeapMemory {
   }
 
   /**
-   * Deletes the shared-memory files, if any: processes that mapped them keep their mappings, and
-   * none can map them anew. The memory itself is freed once no view of it is reachable.
+   * Stops the reservation (waiting for the arena being made, which is then deleted) and deletes
+   * the shared-memory files, if any, so that none is left in their directory once this returns:
+   * processes that mapped them keep their mappings, and none can map them anew. The memory itself
+   * is freed once no view of it is reachable.
    */
   public void close() {
     Arena[] made;
@@ -352,6 +355,16 @@ public final class OffHeapMemory {
       closed = true;
       notifyAll();
       made = arenas;
+    }
+    synchronized (GATE) {
+      GATE.notifyAll(); // a reservation held back at the gate ends at once
+    }
+    if (Thread.currentThread() != reserver) {
+      try {
+        reserver.join(TimeUnit.MINUTES.toMillis(1));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     for (Arena arena : made) {
       deleteFile(arena);
