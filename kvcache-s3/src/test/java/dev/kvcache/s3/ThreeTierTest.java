@@ -19,7 +19,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,24 +45,7 @@ class ThreeTierTest {
   }
 
   private Map<String, String> settings(String diskDir, String prefix) {
-    Map<String, String> s = new TreeMap<>();
-    s.put("ram.bytes", "4MiB");
-    s.put("ram.max-block-bytes", "1MiB");
-    s.put("lower", "disk, s3");
-    s.put("tiered.durability", "write_behind");
-    s.put("disk.dir", temp.resolve(diskDir).toString());
-    s.put("disk.capacity", "16MiB");
-    s.put("disk.super-block", "4MiB");
-    s.put("disk.min-free", "0B");
-    s.put("disk.sync-policy", "none");
-    s.put("s3.endpoint", server.endpoint().toString());
-    s.put("s3.bucket", InProcessS3.BUCKET);
-    s.put("s3.capacity", "64MiB");
-    s.put("s3.prefix", prefix);
-    s.put("s3.access-key-id", InProcessS3.ACCESS_KEY);
-    s.put("s3.secret-access-key", InProcessS3.SECRET_KEY);
-    s.put("s3.lookup-budget", "5s");
-    return s;
+    return server.stackSettings(temp.resolve(diskDir), server.endpoint(), prefix);
   }
 
   private static List<BlockKey> prompt(int blocks) {

@@ -17,12 +17,12 @@ import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.StackedStats;
 import dev.kvcache.tiered.StackedTier;
 import dev.kvcache.tiered.TieredCache;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -63,25 +63,9 @@ class UploadRetryTest {
     }
   }
 
-  private Map<String, String> settings(String diskDir, String endpoint, String prefix) {
-    Map<String, String> s = new TreeMap<>();
-    s.put("ram.bytes", "4MiB");
-    s.put("ram.max-block-bytes", "1MiB");
-    s.put("lower", "disk, s3");
-    s.put("tiered.durability", "write_behind");
-    s.put("disk.dir", temp.resolve(diskDir).toString());
-    s.put("disk.capacity", "16MiB");
-    s.put("disk.super-block", "4MiB");
-    s.put("disk.min-free", "0B");
-    s.put("disk.sync-policy", "none");
-    s.put("s3.endpoint", endpoint);
-    s.put("s3.bucket", InProcessS3.BUCKET);
-    s.put("s3.capacity", "64MiB");
-    s.put("s3.prefix", prefix);
-    s.put("s3.access-key-id", InProcessS3.ACCESS_KEY);
-    s.put("s3.secret-access-key", InProcessS3.SECRET_KEY);
+  private Map<String, String> settings(String diskDir, URI endpoint, String prefix) {
+    Map<String, String> s = server.stackSettings(temp.resolve(diskDir), endpoint, prefix);
     s.put("s3.request-timeout", "2s");
-    s.put("s3.lookup-budget", "5s");
     return s;
   }
 
@@ -89,7 +73,7 @@ class UploadRetryTest {
   void blocksTheStoreRefusedReachTheBucketOnceItTakesThem() throws Exception {
     List<BlockKey> keys = PrefixKeys.of(NS, 16).keysFor(IntStream.range(0, 6 * 16).toArray());
     proxy = new FaultyProxy(server.endpoint());
-    try (KvCache cache = KvCacheConfig.of(settings("a", proxy.endpoint().toString(), "retried/")).open()) {
+    try (KvCache cache = KvCacheConfig.of(settings("a", proxy.endpoint(), "retried/")).open()) {
       StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
       // the store refuses every upload, as one refuses now and then, or for a moment
       proxy.rule(r -> r.method().equals("PUT")
@@ -118,7 +102,7 @@ class UploadRetryTest {
     }
 
     // a server with an empty disk finds every block in the bucket, byte for byte
-    try (KvCache other = KvCacheConfig.of(settings("b", server.endpoint().toString(), "retried/")).open()) {
+    try (KvCache other = KvCacheConfig.of(settings("b", server.endpoint(), "retried/")).open()) {
       assertThat(other.locatePrefix(keys).blocksIn("s3")).isEqualTo(keys.size());
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       for (BlockKey key : keys) {
@@ -132,7 +116,7 @@ class UploadRetryTest {
   void anUploadTheStoreRefusesEveryTimeIsGivenUpAndTheDiskKeepsTheBlock() throws Exception {
     BlockKey key = PrefixKeys.of(NS, 16).keysFor(IntStream.range(1000, 1016).toArray()).get(0);
     proxy = new FaultyProxy(server.endpoint());
-    try (KvCache cache = KvCacheConfig.of(settings("c", proxy.endpoint().toString(), "given-up/")).open()) {
+    try (KvCache cache = KvCacheConfig.of(settings("c", proxy.endpoint(), "given-up/")).open()) {
       StackedTier lower = (StackedTier) ((TieredCache) cache).lower();
       proxy.rule(r -> r.method().equals("PUT")
           ? Answer.error("500 Internal Server Error", "InternalError") : null);

@@ -1,6 +1,9 @@
 package dev.kvcache.s3.testkit;
 
 import java.net.URI;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import dev.kvcache.s3.S3TierConfig;
 import org.gaul.s3proxy.S3Proxy;
@@ -47,6 +50,33 @@ public final class InProcessS3 implements AutoCloseable {
       Thread.sleep(10);
     }
     return proxy.getPort();
+  }
+
+  /**
+   * Settings ({@code KvCacheConfig.of}) of a stack as a server stacks it: 4 MiB of RAM, write
+   * behind, over a 16 MiB disk tier in {@code diskDir} (super-blocks of 4 MiB, no syncs), over
+   * this store's bucket under {@code prefix}, reached at {@code endpoint} (this store's, or a
+   * proxy's in front of it), with a lookup budget of 5 s.
+   */
+  public Map<String, String> stackSettings(Path diskDir, URI endpoint, String prefix) {
+    Map<String, String> s = new TreeMap<>();
+    s.put("ram.bytes", "4MiB");
+    s.put("ram.max-block-bytes", "1MiB");
+    s.put("lower", "disk, s3");
+    s.put("tiered.durability", "write_behind");
+    s.put("disk.dir", diskDir.toString());
+    s.put("disk.capacity", "16MiB");
+    s.put("disk.super-block", "4MiB");
+    s.put("disk.min-free", "0B");
+    s.put("disk.sync-policy", "none");
+    s.put("s3.endpoint", endpoint.toString());
+    s.put("s3.bucket", BUCKET);
+    s.put("s3.capacity", "64MiB");
+    s.put("s3.prefix", prefix);
+    s.put("s3.access-key-id", ACCESS_KEY);
+    s.put("s3.secret-access-key", SECRET_KEY);
+    s.put("s3.lookup-budget", "5s");
+    return s;
   }
 
   /** Stops answering: connections to the endpoint are refused. The objects are kept. */
