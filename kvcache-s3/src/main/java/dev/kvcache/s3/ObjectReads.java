@@ -193,7 +193,8 @@ final class ObjectReads {
     Entry known = index.use(key);
     Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
     String name = names.block(folder, key);
-    if (goingAway(name) || again && !store.available()) {
+    long start = System.nanoTime();
+    if (goingAway(name) || again && !store.available(start)) {
       count(counted, GetStatus.MISS);
       return PendingDownload.NONE;
     }
@@ -204,7 +205,6 @@ final class ObjectReads {
         .overrideConfiguration(o -> o.putHeader("x-amz-checksum-mode", "ENABLED"))
         .build();
     Download d = new Download(dst, config.maxBlockBytes());
-    long start = System.nanoTime();
     CompletableFuture<Download> answer = s3.getObject(request, d);
     return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted,
         timed, again, d, answer, start));

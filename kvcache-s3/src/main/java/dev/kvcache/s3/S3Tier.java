@@ -241,7 +241,8 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
    */
   PutStatus upload(BlockKey key, ByteBuffer body, int crc32c) {
     ensureOpen();
-    if (!store.available()) {
+    long admitted = System.nanoTime();
+    if (!store.available(admitted)) {
       notStored.increment();
       return PutStatus.NOT_ADMITTED;
     }
@@ -273,7 +274,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
       store.succeeded();
     } catch (CompletionException e) {
       requests.sent(Op.PUT, System.nanoTime() - start);
-      if (storeFailed(e.getCause(), start)) {
+      if (storeFailed(e.getCause(), admitted)) {
         requests.failed(Op.PUT);
       } else {
         log.warn("the object store refused block {}: {}", key, e.getCause().toString());

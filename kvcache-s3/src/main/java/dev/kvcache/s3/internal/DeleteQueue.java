@@ -171,8 +171,9 @@ public final class DeleteQueue implements AutoCloseable {
   private void run() {
     while (true) {
       List<String> batch;
+      long start = 0;
       synchronized (this) {
-        while (!closed && (!requeueDue() || !store.available())) {
+        while (!closed && (!requeueDue() || !store.available(start = System.nanoTime()))) {
           try {
             wait(queued.isEmpty() ? millisToNextRetry() : StoreState.FIRST_PAUSE.toMillis());
           } catch (InterruptedException e) {
@@ -189,7 +190,7 @@ public final class DeleteQueue implements AutoCloseable {
         }
         sending.addAll(batch);
       }
-      List<String> retry = send(batch);
+      List<String> retry = send(batch, start);
       synchronized (this) {
         batch.forEach(sending::remove);
         long now = System.nanoTime();
@@ -267,11 +268,13 @@ public final class DeleteQueue implements AutoCloseable {
     }
   }
 
-  /** Sends one batch; returns the names to try again. */
-  private List<String> send(List<String> batch) {
+  /**
+   * Sends one batch, let through by the store's state at {@code start}; returns the names to try
+   * again.
+   */
+  private List<String> send(List<String> batch, long start) {
     List<ObjectIdentifier> ids = new ArrayList<>(batch.size());
     batch.forEach(name -> ids.add(ObjectIdentifier.builder().key(name).build()));
-    long start = System.nanoTime();
     try {
       DeleteObjectsResponse answer = s3.deleteObjects(b -> b.bucket(bucket)
           .delete(Delete.builder().objects(ids).quiet(true).build())).join();

@@ -62,12 +62,12 @@ public final class HeadLookup {
    *     absent, and so do the keys after it
    */
   public int present(List<BlockKey> keys, long deadline) {
-    if (!store.available()) {
+    long start = System.nanoTime();
+    if (!store.available(start)) {
       return 0;
     }
     List<CompletableFuture<HeadObjectResponse>> heads = new ArrayList<>(keys.size());
     List<Folder> where = new ArrayList<>(keys.size());
-    long start = System.nanoTime();
     for (BlockKey key : keys) {
       Entry known = index.peek(key);
       Folder folder = known != null ? known.folder() : ObjectNames.folder(key);

@@ -67,17 +67,23 @@ public final class StoreState {
    * Whether a request may be sent now: no back-off, or its pause is over and no other probe is
    * under way (the caller's request is then the probe, and must report with {@link #succeeded}
    * or {@link #failed}).
+   *
+   * @param sentNanos the time the request's failure will be reported with ({@link #failed}),
+   *     read before this call: a request let through before a pause began then fails as part of
+   *     its burst however long its caller took to send it, and a request stamped before the
+   *     current pause is not let through as its probe (its failure would not count as the probe's)
    */
-  public synchronized boolean available() {
+  public synchronized boolean available(long sentNanos) {
     if (!backingOff) {
       return true;
     }
     long now = clock.getAsLong();
-    if (now - resumeAt < 0 || (probing && now - probeSentAt < probeTimeoutNanos)) {
+    if (now - resumeAt < 0 || (probing && now - probeSentAt < probeTimeoutNanos)
+        || sentNanos - pausedAt < 0) {
       return false;
     }
     probing = true;
-    probeSentAt = now;
+    probeSentAt = sentNanos;
     return true;
   }
 
