@@ -82,6 +82,21 @@ public abstract class AbstractTier implements Tier {
   }
 
   /**
+   * The tag the listener gives block {@code key}, if it is a {@link BlockTags}: for a tier that
+   * keeps tags, as it writes the block; null if there is none, or it is longer than {@link
+   * BlockTags#MAX_TAG_BYTES}.
+   */
+  protected final byte[] tagOf(BlockKey key) {
+    byte[] tag = listener instanceof BlockTags tags ? tags.tagOf(key) : null;
+    return tag == null || tag.length == 0 || tag.length > BlockTags.MAX_TAG_BYTES ? null : tag;
+  }
+
+  /** The listener, if it is a {@link BlockTags}; null otherwise. */
+  protected final BlockTags tags() {
+    return listener instanceof BlockTags tags ? tags : null;
+  }
+
+  /**
    * Checks that the tier is open.
    *
    * @throws IllegalStateException if it is closed, with a message that names the tier

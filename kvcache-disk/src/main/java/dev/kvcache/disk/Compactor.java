@@ -14,6 +14,7 @@ import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -142,29 +143,38 @@ final class Compactor {
       reads.corrupt(key, cur, from, "checksum mismatch found while moving it forward");
       return true;
     }
-    Reservation r = space.reserve(cur.storedLength);
+    ByteBuffer tag = Records.tagRegion(from, key, cur); // a damaged tag is left behind
+    int tagBytes = tag == null ? 0 : tag.remaining();
+    Reservation r = space.reserve(cur.storedLength, tagBytes);
     if (r == null) {
       return false;
     }
     try {
-      return moveInto(r, key, cur, from);
+      return moveInto(r, key, cur, from, tag);
     } finally {
       r.sb.finishRecord();
     }
   }
 
-  /** The rest of {@link #moveForward}, into reservation {@code r}. */
-  private boolean moveInto(Reservation r, BlockKey key, Location cur, SuperBlock from)
-      throws IOException {
+  /**
+   * The rest of {@link #moveForward}, into reservation {@code r}, with the record's tag as it lies
+   * (checksummed with the key and sequence, which the move keeps), or null.
+   */
+  private boolean moveInto(Reservation r, BlockKey key, Location cur, SuperBlock from,
+      ByteBuffer tag) throws IOException {
     r.sb.recordSequence(cur.sequence);
     try {
       if (r.sb == from) {
         return true; // cannot happen: the victim is never the active super-block
       }
       r.sb.write(from.slice(cur.payloadOffset, cur.storedLength), r.payload);
+      int tagBytes = tag == null ? 0 : tag.remaining();
+      if (tag != null) {
+        r.sb.write(tag, r.payload - HEADER_BYTES - tagBytes);
+      }
       r.sb.write(Records.header(KIND_BLOCK, cur.encoding, cur.sequence, key,
-          Records.namespaceTag(from, cur), cur.rawLength, cur.storedLength, cur.payloadCrc),
-          r.payload - HEADER_BYTES);
+          Records.namespaceTag(from, cur), cur.rawLength, cur.storedLength, cur.payloadCrc,
+          tagBytes), r.payload - HEADER_BYTES);
     } finally {
       r.sb.unpin();
     }
@@ -215,7 +225,8 @@ final class Compactor {
       }
       try {
         r.sb.recordSequence(t.getValue());
-        r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, t.getValue(), t.getKey(), 0, 0, 0),
+        r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, t.getValue(), t.getKey(), 0, 0, 0,
+            0),
             r.payload - HEADER_BYTES);
       } finally {
         r.sb.unpin();

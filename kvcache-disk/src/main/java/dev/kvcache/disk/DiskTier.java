@@ -20,6 +20,8 @@ import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
+import dev.kvcache.spi.BlockListener;
+import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
@@ -131,7 +133,7 @@ public final class DiskTier extends AbstractTier {
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
         bytesWritten, blocksRewritten, bytesRewritten);
     this.writes = new RecordWrites(config, index, space, metadata, sequence, counters(),
-        unchangedPuts, bytesWritten, writeFailures);
+        unchangedPuts, bytesWritten, writeFailures, this::tagOf);
     this.scrubber = config.scrubBytesPerSecond() > 0
         ? new Scrubber(superBlocks, index, reads, config.scrubBytesPerSecond(), dir.toString())
         : null;
@@ -319,6 +321,52 @@ public final class DiskTier extends AbstractTier {
             key, ex);
       }
     }
+  }
+
+  /**
+   * As {@link AbstractTier#listen}. A {@link BlockTags} listener is given the tags kept with the
+   * blocks the tier writes from now on, and is told of each block the tier holds with a tag
+   * ({@link BlockTags#found}), from a thread of the tier's that reads them in the background: a
+   * block written or dropped meanwhile may be told before or after.
+   */
+  @Override
+  public boolean listen(BlockListener listener) {
+    super.listen(listener);
+    if (listener instanceof BlockTags tags) {
+      Thread t = new Thread(() -> tellTags(tags), "kvcache-disk-tags");
+      t.setDaemon(true);
+      t.start();
+    }
+    return true;
+  }
+
+  /** Tells {@code tags} of every indexed block that has an intact tag. */
+  private void tellTags(BlockTags tags) {
+    long start = System.nanoTime();
+    int told = 0;
+    for (Map.Entry<BlockKey, Location> e : index.entries()) {
+      if (space.closed()) {
+        return;
+      }
+      Location loc = e.getValue();
+      SuperBlock sb = superBlocks.get(loc.superBlockId);
+      if (sb == null || !sb.pin()) {
+        continue; // dropped meanwhile
+      }
+      byte[] tag;
+      try {
+        tag = index.get(e.getKey()) == loc ? Records.tagOf(sb, e.getKey(), loc) : null;
+      } finally {
+        sb.unpin();
+      }
+      if (tag != null) {
+        tags.found(name(), e.getKey(), tag);
+        told++;
+      }
+    }
+    log.info("the disk tier in {} told the tags of {} of its blocks in {} ms", dir, told,
+        (System.nanoTime() - start) / 1_000_000);
+    tags.foundAll(name());
   }
 
   /**

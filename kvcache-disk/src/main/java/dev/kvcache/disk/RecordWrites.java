@@ -20,6 +20,7 @@ import dev.kvcache.disk.internal.JournalLayout;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.PartWriter;
 import dev.kvcache.disk.internal.PositionedChannel;
+import dev.kvcache.disk.internal.RecordLayout;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
 import dev.kvcache.spi.AbstractBlockWriter;
@@ -29,9 +30,11 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,10 +72,13 @@ final class RecordWrites {
   private final DirectWrites direct;
   /** The last write's failure, until a write succeeds; null when the last write succeeded. */
   private volatile String writeFailure;
+  /** The tag to keep with a block written ({@link dev.kvcache.spi.BlockTags}), or null. */
+  private final Function<BlockKey, byte[]> tagOf;
 
   RecordWrites(DiskTierConfig config, BlockIndex index, SuperBlockSpace space,
       MetadataLog metadata, AtomicLong sequence, TierCounters counters, LongAdder unchangedPuts,
-      LongAdder bytesWritten, LongAdder writeFailures) {
+      LongAdder bytesWritten, LongAdder writeFailures, Function<BlockKey, byte[]> tagOf) {
+    this.tagOf = tagOf;
     this.config = config;
     this.dir = config.directory();
     this.codec = config.codec();
@@ -128,14 +134,15 @@ final class RecordWrites {
     }
     // raw bytes said to have a checksum are checked as they are written (writePayload)
     int rawCrc = codec != null ? 0 : expectedCrc != null ? expectedCrc : Records.crc(data);
-    if (codec == null && isUnchanged(key, data, rawCrc)) {
+    byte[] tag = tagOf.apply(key);
+    if (codec == null && isUnchanged(key, data, rawCrc, tag)) {
       unchangedPuts.increment();
       counters.put();
       return PutStatus.STORED;
     }
     try {
       long reserve = codec == null ? length : codec.maxEncodedLength(length);
-      Reservation r = space.reserve(reserve);
+      Reservation r = space.reserve(reserve, tagBytes(tag));
       if (r == null) {
         counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
@@ -163,7 +170,7 @@ final class RecordWrites {
           r.sb.unpin();
           throw e;
         }
-        return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding);
+        return completeRecord(r, r.sequence, key, length, stored, payloadCrc, encoding, tag);
       } finally {
         r.sb.finishRecord();
       }
@@ -211,9 +218,14 @@ final class RecordWrites {
         ? direct.open(r.sb, r.payload, checksum) : null;
   }
 
+  /** The bytes {@code tag} takes before a record's header; 0 for none. */
+  private static int tagBytes(byte[] tag) {
+    return tag == null ? 0 : RecordLayout.tagBytes(tag.length);
+  }
+
   /**
-   * Completes a record whose payload is written into {@code r}: writes its header, unpins the
-   * super-block, journals the record and indexes it.
+   * Completes a record whose payload is written into {@code r}: writes its tag, if it has one, and
+   * its header, unpins the super-block, journals the record and indexes it.
    *
    * @return {@link PutStatus#STORED}, or {@link PutStatus#NOT_ADMITTED} if the super-block was
    *     dropped to make room while the payload was being written
@@ -221,10 +233,14 @@ final class RecordWrites {
    *     then given back
    */
   private PutStatus completeRecord(Reservation r, long seq, BlockKey key, int length, int stored,
-      int payloadCrc, int encoding) throws IOException {
+      int payloadCrc, int encoding, byte[] tag) throws IOException {
+    int tagBytes = tagBytes(tag);
     try {
-      r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc),
-          r.payload - HEADER_BYTES);
+      if (tag != null) {
+        r.sb.write(Records.tag(tag, key, seq), r.payload - HEADER_BYTES - tagBytes);
+      }
+      r.sb.write(Records.header(KIND_BLOCK, encoding, seq, key, length, stored, payloadCrc,
+          tagBytes), r.payload - HEADER_BYTES);
     } catch (IOException e) {
       space.abandon(r);
       throw e;
@@ -237,7 +253,7 @@ final class RecordWrites {
     boolean[] installed = {false};
     metadata.commit(JournalEntry.put(key, loc, 0, config.syncPolicy() == SyncPolicy.ALWAYS), r.sb,
         () -> installed[0] = install(key, loc));
-    bytesWritten.add(HEADER_BYTES + stored + JournalLayout.ENTRY_BYTES);
+    bytesWritten.add(HEADER_BYTES + tagBytes + stored + JournalLayout.ENTRY_BYTES);
     counters.put();
     if (writeFailure != null) {
       writeFailure = null;
@@ -264,9 +280,11 @@ final class RecordWrites {
       return new UnadmittedWriter(key, length);
     }
     try {
-      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length));
+      byte[] tag = tagOf.apply(key);
+      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length),
+          tagBytes(tag));
       if (r != null) {
-        return new RecordWriter(key, length, r);
+        return new RecordWriter(key, length, r, tag);
       }
       counters.rejection();
     } catch (IOException e) {
@@ -284,11 +302,14 @@ final class RecordWrites {
     /** The raw payload's way past the page cache, or null. */
     private final DirectWrites.Stream stream;
     private final BlockEncoder encoder;
+    /** The tag to keep with the block, asked for as its room was reserved; null for none. */
+    private final byte[] tag;
     private IOException failure;
 
-    RecordWriter(BlockKey key, int length, Reservation r) throws IOException {
+    RecordWriter(BlockKey key, int length, Reservation r, byte[] tag) throws IOException {
       super(key, length);
       this.r = r;
+      this.tag = tag;
       // a raw record's checksum is the one the writer computes as the parts come in
       this.out = new PositionedChannel(r.sb, r.payload, codec != null);
       this.stream = codec == null ? directStream(r, length, false) : null;
@@ -359,7 +380,7 @@ final class RecordWrites {
       try {
         return completeRecord(r, sequence.incrementAndGet(), key(), length(), stored,
             encoder == null ? crc32c().getAsInt() : out.crc(),
-            encoder == null ? ENCODING_RAW : ENCODING_CONTAINER);
+            encoder == null ? ENCODING_RAW : ENCODING_CONTAINER, tag);
       } catch (IOException e) {
         return writeFailed(key(), e);
       }
@@ -443,8 +464,11 @@ final class RecordWrites {
     return PutStatus.REJECTED_NO_SPACE;
   }
 
-  /** Whether the block stored under {@code key} already holds exactly these bytes. */
-  private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc) {
+  /**
+   * Whether the block stored under {@code key} already holds exactly these bytes, with this tag
+   * (null: none).
+   */
+  private boolean isUnchanged(BlockKey key, ByteBuffer data, int crc, byte[] tag) {
     Location cur = index.get(key);
     if (cur == null || cur.encoding != ENCODING_RAW || cur.rawLength != data.remaining()
         || cur.payloadCrc != crc) {
@@ -455,7 +479,8 @@ final class RecordWrites {
       return false;
     }
     try {
-      return sb.slice(cur.payloadOffset, cur.storedLength).mismatch(data) < 0;
+      return sb.slice(cur.payloadOffset, cur.storedLength).mismatch(data) < 0
+          && Arrays.equals(Records.tagOf(sb, key, cur), tag);
     } finally {
       sb.unpin();
     }
@@ -491,7 +516,7 @@ final class RecordWrites {
       Reservation r = space.reserve(0);
       if (r != null) {
         try {
-          r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0),
+          r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0, 0),
               r.payload - HEADER_BYTES);
         } finally {
           r.sb.unpin();

@@ -188,19 +188,30 @@ final class SuperBlockSpace {
    * @throws IllegalStateException if the tier is closed
    */
   Reservation reserve(long stored) throws IOException {
+    return reserve(stored, 0);
+  }
+
+  /**
+   * Reserves room for a record of {@code stored} payload bytes with a tag of {@code tagBytes}
+   * ({@link RecordLayout#tagBytes}) before its header, with its sequence number; null if there is
+   * no room.
+   *
+   * @throws IllegalStateException if the tier is closed
+   */
+  Reservation reserve(long stored, int tagBytes) throws IOException {
     synchronized (writeLock) {
       requireOpen();
       if (!startJournal()) {
         return null;
       }
-      if (active == null || recordEnd(payloadOffset(active.end(), stored), stored)
+      if (active == null || recordEnd(payloadOffset(active.end(), stored, tagBytes), stored)
           > active.sizeBytes()) {
         if (!rollOver(true)) {
           return null; // no active super-block until a later put finds room
         }
       }
       long start = active.end();
-      long payload = payloadOffset(start, stored);
+      long payload = payloadOffset(start, stored, tagBytes);
       active.end(recordEnd(payload, stored));
       SuperBlock sb = active;
       if (!sb.pin()) {
@@ -218,8 +229,9 @@ final class SuperBlockSpace {
    * RecordLayout#payloadOffset}; where writes are direct, a record larger than a page starts on a
    * page of its own, so that its pages are its alone (a direct write covers whole pages).
    */
-  private long payloadOffset(long cursor, long stored) {
-    return RecordLayout.payloadOffset(ownsPages(stored) ? alignUp(cursor, PAGE) : cursor, stored);
+  private long payloadOffset(long cursor, long stored, int tagBytes) {
+    return RecordLayout.payloadOffset(
+        (ownsPages(stored) ? alignUp(cursor, PAGE) : cursor) + tagBytes, stored);
   }
 
   /** The end of a record's room: its last page, whole, if it {@link #ownsPages}. */

@@ -46,7 +46,7 @@ class DiskTierTest {
    * file the tier deletes while it is copied (a dropped super-block) is left out, as a crash just
    * after its deletion would.
    */
-  private static Path crashImage(Path dir, Path image) throws IOException {
+  static Path crashImage(Path dir, Path image) throws IOException {
     Files.createDirectories(image);
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : (Iterable<Path>) files::iterator) {

@@ -112,7 +112,7 @@ class DiskTierWriterTest {
     ByteBuffer payload = Payloads.of(forged, 9, 8 << 10);
     record.position(encoded ? 16 : 0);
     record.put(Records.header(KIND_BLOCK, ENCODING_RAW, Long.MAX_VALUE / 2, forged,
-        payload.remaining(), payload.remaining(), Records.crc(payload)));
+        payload.remaining(), payload.remaining(), Records.crc(payload), 0));
     record.put(payload).clear();
     try (DiskTier tier = DiskTier.open(config(dir, encoded).build())) {
       tier.put(forged, Payloads.of(forged, 1, BLOCK));

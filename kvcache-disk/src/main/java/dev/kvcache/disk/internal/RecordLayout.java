@@ -24,7 +24,7 @@ package dev.kvcache.disk.internal;
  *   4  u8   version        1
  *   5  u8   kind           0 = block, 1 = tombstone (a delete; storedLength 0)
  *   6  u8   encoding       0 = raw bytes, 1 = a BlockCodec container (docs/codec-format.md)
- *   7  u8   reserved       0
+ *   7  u8   tagUnits       the record's tag takes tagUnits · 64 bytes before the header; 0: none
  *   8  u64  sequence       order of puts and deletes in the directory; the highest wins
  *  16  u64  keyHi          the block key (namespace-salted, see docs/keys.md)
  *  24  u64  keyLo
@@ -35,7 +35,17 @@ package dev.kvcache.disk.internal;
  *  48  u64  writtenMillis
  *  56  u32  namespaceLo    the tag's low half
  *  60  u32  headerCrc      CRC32C of bytes 0..59
+ *
+ * tag = what the tier's listener names the block by ({@code BlockTags}), directly before the header
+ *   0  u32  magic          "kvtg" (6b 76 74 67)
+ *   4  u32  length         tag bytes that follow
+ *   8  u32  tagCrc         CRC32C of keyHi, keyLo, sequence (as in the header) and the tag bytes
+ *  12  u8[length] tag      then zero padding up to tagUnits · 64 bytes
  * </pre>
+ *
+ * <p>A record written before tags has tagUnits 0; a reader that does not know tags skips one as it
+ * skips any bytes that are no header. The tag's checksum covers the record's key and sequence, so
+ * a tag is never taken for another record's.
  *
  * <p>Placement: headers start on 64-byte boundaries. A record whose header and payload fit in one
  * page never crosses a page boundary; a larger record's payload starts on a page boundary, with its
@@ -64,7 +74,7 @@ public final class RecordLayout {
   public static final int VERSION_OFFSET = 4;
   public static final int KIND_OFFSET = 5;
   public static final int ENCODING_OFFSET = 6;
-  public static final int RESERVED_BYTE_OFFSET = 7;
+  public static final int TAG_UNITS_OFFSET = 7;
   public static final int SEQUENCE_OFFSET = 8;
   public static final int KEY_HI_OFFSET = 16;
   public static final int KEY_LO_OFFSET = 24;
@@ -76,6 +86,13 @@ public final class RecordLayout {
   public static final int NAMESPACE_LO_OFFSET = 56;
   public static final int HEADER_CRC_OFFSET = 60;
 
+  public static final int TAG_MAGIC = 0x6774766b; // "kvtg" read little-endian
+  public static final int TAG_LENGTH_OFFSET = 4;
+  public static final int TAG_CRC_OFFSET = 8;
+  public static final int TAG_HEADER_BYTES = 12;
+  /** A tag's unit: tags take whole 64-byte units before the record's header. */
+  public static final int TAG_UNIT = 64;
+
   public static final int KIND_BLOCK = 0;
   public static final int KIND_TOMBSTONE = 1;
   public static final int ENCODING_RAW = 0;
@@ -85,7 +102,9 @@ public final class RecordLayout {
 
   /**
    * Where the payload of a record of {@code storedLength} bytes goes when the previous record ends
-   * at {@code cursor}; its header is the 64 bytes before.
+   * at {@code cursor}; its header is the 64 bytes before. A record with a tag of {@code n} bytes
+   * ({@link #tagBytes}) goes where one without would after {@code cursor + n}: its tag fits
+   * between the cursor and the header.
    */
   public static long payloadOffset(long cursor, long storedLength) {
     long header = alignUp(cursor, HEADER_BYTES);
@@ -96,6 +115,11 @@ public final class RecordLayout {
       header = alignUp(header, PAGE);
     }
     return header + HEADER_BYTES;
+  }
+
+  /** The bytes a tag of {@code length} bytes takes before its record's header: whole units. */
+  public static int tagBytes(int length) {
+    return length == 0 ? 0 : (int) alignUp(TAG_HEADER_BYTES + length, TAG_UNIT);
   }
 
   /** Whether a record of {@code storedLength} payload bytes and its header exceed a page. */

@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.Namespace;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
 
 /** Writes record headers and walks the records of a super-block (see {@link RecordLayout}). */
 public final class Records {
@@ -21,21 +22,28 @@ public final class Records {
 
   private Records() {}
 
-  /** The 64-byte header of a record, with the tag of the key's namespace, if it has one. */
+  /**
+   * The 64-byte header of a record, with the tag of the key's namespace, if it has one, and a tag
+   * of {@code tagBytes} ({@link RecordLayout#tagBytes}) before it.
+   */
   public static ByteBuffer header(int kind, int encoding, long sequence, BlockKey key,
-      int rawLength, int storedLength, int payloadCrc) {
+      int rawLength, int storedLength, int payloadCrc, int tagBytes) {
     return header(kind, encoding, sequence, key, key.namespace().map(Namespace::tag).orElse(0L),
-        rawLength, storedLength, payloadCrc);
+        rawLength, storedLength, payloadCrc, tagBytes);
   }
 
-  /** The 64-byte header of a record whose key's namespace has {@code namespaceTag} (0: none). */
+  /**
+   * The 64-byte header of a record whose key's namespace has {@code namespaceTag} (0: none), with
+   * a tag of {@code tagBytes} ({@link RecordLayout#tagBytes}, 0: none) before it.
+   */
   public static ByteBuffer header(int kind, int encoding, long sequence, BlockKey key,
-      long namespaceTag, int rawLength, int storedLength, int payloadCrc) {
+      long namespaceTag, int rawLength, int storedLength, int payloadCrc, int tagBytes) {
     ByteBuffer h = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     h.putInt(MAGIC_OFFSET, RECORD_MAGIC);
     h.put(VERSION_OFFSET, (byte) VERSION);
     h.put(KIND_OFFSET, (byte) kind);
     h.put(ENCODING_OFFSET, (byte) encoding);
+    h.put(TAG_UNITS_OFFSET, (byte) (tagBytes / TAG_UNIT));
     h.putLong(SEQUENCE_OFFSET, sequence);
     h.putLong(KEY_HI_OFFSET, key.hi());
     h.putLong(KEY_LO_OFFSET, key.lo());
@@ -64,6 +72,65 @@ public final class Records {
   public static BlockKey withNamespace(BlockKey key, SuperBlock sb, Location loc) {
     return Namespace.ofTag(namespaceTag(sb, loc)).map(ns -> BlockKey.of(ns, key.hi(), key.lo()))
         .orElse(key);
+  }
+
+  /**
+   * The tag of the record of {@code key} and {@code sequence} as it lies before the record's
+   * header: {@link RecordLayout#tagBytes} bytes, checksummed with the key and sequence.
+   */
+  public static ByteBuffer tag(byte[] tag, BlockKey key, long sequence) {
+    ByteBuffer t = ByteBuffer.allocateDirect(tagBytes(tag.length)).order(ByteOrder.LITTLE_ENDIAN);
+    t.putInt(0, TAG_MAGIC);
+    t.putInt(TAG_LENGTH_OFFSET, tag.length);
+    t.putInt(TAG_CRC_OFFSET, tagCrc(key, sequence, ByteBuffer.wrap(tag)));
+    t.put(TAG_HEADER_BYTES, tag);
+    return t;
+  }
+
+  /**
+   * The bytes the tag of the record of {@code key} at {@code loc} (pinned) takes before its header,
+   * as they lie, if it has a tag and the tag is intact; null otherwise. The record's header is
+   * taken as checked (the record is indexed).
+   */
+  public static ByteBuffer tagRegion(SuperBlock sb, BlockKey key, Location loc) {
+    ByteBuffer h = sb.view();
+    int header = loc.payloadOffset - HEADER_BYTES;
+    int bytes = (h.get(header + TAG_UNITS_OFFSET) & 0xff) * TAG_UNIT;
+    int at = header - bytes;
+    if (bytes == 0 || at < FIRST_RECORD_OFFSET || h.getInt(at) != TAG_MAGIC) {
+      return null;
+    }
+    int length = h.getInt(at + TAG_LENGTH_OFFSET);
+    if (length < 1 || tagBytes(length) != bytes
+        || h.getInt(at + TAG_CRC_OFFSET) != tagCrc(key, loc.sequence,
+            h.slice(at + TAG_HEADER_BYTES, length))) {
+      return null;
+    }
+    return h.slice(at, bytes);
+  }
+
+  /** Whether the header of the record at {@code loc} (pinned) says a tag lies before it. */
+  public static boolean hasTag(SuperBlock sb, Location loc) {
+    return sb.view().get(loc.payloadOffset - HEADER_BYTES + TAG_UNITS_OFFSET) != 0;
+  }
+
+  /** The tag of the record of {@code key} at {@code loc} (pinned), if it has an intact one. */
+  public static byte[] tagOf(SuperBlock sb, BlockKey key, Location loc) {
+    ByteBuffer region = tagRegion(sb, key, loc);
+    if (region == null) {
+      return null;
+    }
+    byte[] tag = new byte[region.order(ByteOrder.LITTLE_ENDIAN).getInt(TAG_LENGTH_OFFSET)];
+    region.get(TAG_HEADER_BYTES, tag);
+    return tag;
+  }
+
+  private static int tagCrc(BlockKey key, long sequence, ByteBuffer tag) {
+    CRC32C crc = new CRC32C();
+    crc.update(ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(key.hi())
+        .putLong(key.lo()).putLong(sequence).flip());
+    crc.update(tag);
+    return (int) crc.getValue();
   }
 
   /** CRC32C of {@code b}'s remaining bytes. */

@@ -136,6 +136,7 @@ public final class DiskTool {
           out().println(lostLine(b));
         }
         long intactIndexed = 0;
+        long[] tags = new long[2]; // intact, damaged
         for (Map.Entry<BlockKey, Location> e : state.index.entrySet()) {
           Location loc = e.getValue();
           long at = ((long) loc.superBlockId << 32) | loc.payloadOffset;
@@ -150,6 +151,16 @@ public final class DiskTool {
                 + " of super-block " + loc.superBlockId + " fails its checksum");
           } else {
             intactIndexed++;
+            SuperBlock sb = state.superBlocks.get(loc.superBlockId);
+            if (Records.hasTag(sb, loc)) {
+              boolean intact = Records.tagRegion(sb, e.getKey(), loc) != null;
+              tags[intact ? 0 : 1]++;
+              if (!intact) {
+                out().println("damaged tag: block " + e.getKey() + " at offset "
+                    + loc.payloadOffset + " of super-block " + loc.superBlockId
+                    + " is intact, the tag before it fails its checksum and is not told");
+              }
+            }
           }
         }
         out().printf("%d super-blocks, %d records: %d intact blocks, %d damaged, %d tombstones%n",
@@ -160,6 +171,8 @@ public final class DiskTool {
             indexed, intactIndexed, lost.get(Loss.DAMAGED) + lost.get(Loss.RECORD_DAMAGED),
             lost.get(Loss.TRUNCATED),
             lost.get(Loss.MISSING));
+        out().printf("tags: %d intact blocks have one, %d of them damaged%n", tags[0] + tags[1],
+            tags[1]);
         if (!state.damagedSuperBlocks.isEmpty()) {
           out().println("super-blocks with a damaged header: " + state.damagedSuperBlocks);
         }

@@ -6,23 +6,28 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
+import dev.kvcache.spi.BlockTags;
 import dev.kvcache.testkit.Payloads;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 
 /**
  * Writes the format fixtures of the formats this build writes: a directory in the state a crash
  * leaves (a checkpoint, a journal after it, sealed and active super-blocks, records stored as they
- * are and encoded, a delete). {@code FormatFixturesTest} opens every fixture ever written with
+ * are and encoded, a delete; since {@code v3}, records with tags). {@code FormatFixturesTest} opens every fixture ever written with
  * today's code. Run once per new format version, and commit what it writes:
  *
  * <pre>
  * ./mvnw -q -pl kvcache-disk test-compile exec:java -Dexec.classpathScope=test \
  *     -Dexec.mainClass=dev.kvcache.disk.formats.FormatFixtures \
- *     -Dexec.args=kvcache-disk/src/test/resources/formats/v2
+ *     -Dexec.args=kvcache-disk/src/test/resources/formats/v3
  * </pre>
  */
 public final class FormatFixtures {
@@ -33,7 +38,47 @@ public final class FormatFixtures {
   /** Blocks 0 to 9 are stored encoded (a codec container), the others as they are. */
   public static final int ENCODED = 10;
 
+  /** The first fixture whose blocks have tags: the odd ones, {@link #tag}. */
+  public static final String TAGGED_SINCE = "v3";
+
   private FormatFixtures() {}
+
+  /** The tag of fixture block {@code i}: odd blocks have one, even ones none. */
+  public static String tag(int i) {
+    return i % 2 == 1 ? "fixture block " + i : null;
+  }
+
+  /** Gives the fixture's tags as blocks are written, and keeps those a tier tells. */
+  public static final class Tags implements BlockTags {
+    public final Map<BlockKey, String> found = new ConcurrentHashMap<>();
+    public final CountDownLatch all = new CountDownLatch(1);
+
+    @Override
+    public byte[] tagOf(BlockKey key) {
+      for (int i = 0; i < BLOCKS; i++) {
+        if (Payloads.key(i).equals(key)) {
+          return tag(i) == null ? null : tag(i).getBytes(StandardCharsets.UTF_8);
+        }
+      }
+      return null;
+    }
+
+    @Override
+    public void found(String tier, BlockKey key, byte[] tag) {
+      found.put(key, new String(tag, StandardCharsets.UTF_8));
+    }
+
+    @Override
+    public void foundAll(String tier) {
+      all.countDown();
+    }
+
+    @Override
+    public void stored(String tier, BlockKey key) {}
+
+    @Override
+    public void removed(String tier, BlockKey key) {}
+  }
 
   /** The length of fixture block {@code i}. */
   public static int length(int i) {
@@ -51,9 +96,11 @@ public final class FormatFixtures {
     Path dir = work.resolve("tier");
     BlockCodec codec = BlockCodec.builder().chunkSizeBytes(4 << 10).build();
     try (DiskTier tier = DiskTier.open(config(dir).codec(codec).build())) {
+      tier.listen(new Tags());
       put(tier, 0, ENCODED);
     } // a clean close: the checkpoint
     DiskTier tier = DiskTier.open(config(dir).build());
+    tier.listen(new Tags());
     put(tier, ENCODED, BLOCKS);
     tier.delete(Payloads.key(DELETED));
     // the state a crash leaves: copied while the tier is open (every change is on the device)

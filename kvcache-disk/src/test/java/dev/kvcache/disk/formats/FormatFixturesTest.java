@@ -12,7 +12,10 @@ import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
@@ -23,8 +26,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Every on-disk format kvcache has written is read by today's code: each fixture under {@code
  * src/test/resources/formats/} (written by {@link FormatFixtures} when its format was current) is
- * verified clean, opened, and serves each of its blocks byte for byte. A format change that cannot
- * read them fails here.
+ * verified clean, opened, and serves each of its blocks byte for byte, and tells the tags its
+ * blocks were written with (none before {@link FormatFixtures#TAGGED_SINCE}). A format change that
+ * cannot read them fails here.
  */
 @Tag("vectors")
 class FormatFixturesTest {
@@ -51,8 +55,21 @@ class FormatFixturesTest {
     }
     DiskToolTest.Run verify = DiskToolTest.tool("verify", dir.toString());
     assertThat(verify.exit()).as(verify.out()).isZero();
+    int tagged = version.compareTo(FormatFixtures.TAGGED_SINCE) >= 0 ? 9 : 0; // odd, not 13
+    assertThat(verify.out()).contains("tags: " + tagged + " intact blocks have one, 0 of them");
     for (int open = 0; open < 2; open++) { // as found, then as today's code leaves it
       try (DiskTier tier = DiskTier.open(FormatFixtures.config(dir).build())) {
+        FormatFixtures.Tags tags = new FormatFixtures.Tags();
+        tier.listen(tags);
+        assertThat(tags.all.await(30, TimeUnit.SECONDS)).isTrue();
+        Map<BlockKey, String> expected = new HashMap<>();
+        for (int i = 0; i < FormatFixtures.BLOCKS; i++) {
+          if (i != FormatFixtures.DELETED && FormatFixtures.tag(i) != null
+              && version.compareTo(FormatFixtures.TAGGED_SINCE) >= 0) {
+            expected.put(Payloads.key(i), FormatFixtures.tag(i));
+          }
+        }
+        assertThat(tags.found).as("the tags told").isEqualTo(expected);
         ByteBuffer dst = ByteBuffer.allocateDirect(FormatFixtures.length(FormatFixtures.BLOCKS));
         for (int i = 0; i < FormatFixtures.BLOCKS; i++) {
           BlockKey key = Payloads.key(i);

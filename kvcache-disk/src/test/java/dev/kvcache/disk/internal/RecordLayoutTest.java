@@ -15,7 +15,7 @@ class RecordLayoutTest {
   void aRecordHeaderHasTheDocumentedBytes() {
     BlockKey key = BlockKey.of(0x0102030405060708L, 0x1112131415161718L);
     ByteBuffer h = Records.header(RecordLayout.KIND_BLOCK, RecordLayout.ENCODING_CONTAINER, 77, key,
-        1000, 900, 0xcafebabe).order(ByteOrder.LITTLE_ENDIAN);
+        1000, 900, 0xcafebabe, 0).order(ByteOrder.LITTLE_ENDIAN);
     assertThat(h.capacity()).isEqualTo(64);
     byte[] magic = new byte[4];
     h.get(0, magic);
