@@ -220,6 +220,84 @@ class KvEventsTest {
     }
   }
 
+  /** The tokens of {@code block} as a decoded event prints them. */
+  private static String tokenList(int block) {
+    return IntStream.of(tokens(block)).mapToObj(Integer::toString)
+        .collect(Collectors.joining(",", "[", "]"));
+  }
+
+  /** The events of the batches the server's replay socket keeps, from the first, as lines. */
+  private static List<String> replayed(ZContext client, TestServer server) {
+    ZMQ.Socket dealer = ZmqClients.socket(client, SocketType.DEALER, 5000);
+    dealer.connect(server.bean(KvEventFeed.class).publisher().replayEndpoint());
+    dealer.sendMore(new byte[0]);
+    dealer.send(ByteBuffer.allocate(8).putLong(0).array());
+    List<String> seen = new ArrayList<>();
+    while (true) {
+      assertThat(dealer.recv()).as("empty delimiter").isEmpty();
+      byte[] topic = dealer.recv();
+      dealer.recv();
+      byte[] payload = dealer.recv();
+      if (topic.length == 0) {
+        return seen;
+      }
+      for (Map<String, Value> e : decode(payload)) {
+        Value parent = e.get("parent_block_hash");
+        seen.add(e.get("type").asStringValue().asString() + " "
+            + e.get("medium").asStringValue().asString() + " "
+            + e.get("block_hashes").asArrayValue().get(0).asIntegerValue().asBigInteger()
+            + (parent == null || parent.isNilValue() ? "" : " parent " + parent)
+            + (e.containsKey("token_ids") ? " tokens " + e.get("token_ids") : ""));
+      }
+    }
+  }
+
+  @Test
+  void aRestartedServerTellsWhatItsDiskKeptByTheEngineNamesAndTellsItsEviction()
+      throws Exception {
+    long big = 0xfedcba9876543210L;
+    try (TestServer server = TestServer.start(dir, withEvents(Map.of()));
+        ZContext client = new ZContext()) {
+      ZMQ.Socket sub = subscriber(client, server);
+      join(server, sub);
+      assertThat(server.send(named(server, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", 11, null, 0)
+          .PUT(HttpRequest.BodyPublishers.ofByteArray(bytes(1, 64 << 10)))).statusCode())
+          .isEqualTo(201);
+      assertThat(server.send(named(server, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2", big, 11L, 1)
+          .PUT(HttpRequest.BodyPublishers.ofByteArray(bytes(2, 64 << 10)))).statusCode())
+          .isEqualTo(201);
+      List<String> onDisk = List.of("BlockStored STORAGE 11",
+          "BlockStored STORAGE " + Long.toUnsignedString(big));
+      assertThat(awaitEvents(sub, onDisk)).containsAll(onDisk);
+    }
+    try (TestServer server = TestServer.start(dir, withEvents(Map.of()));
+        ZContext client = new ZContext()) {
+      // told again as the disk finds them: with their parents and tokens
+      String first = "BlockStored STORAGE 11 tokens " + tokenList(0);
+      String second = "BlockStored STORAGE " + Long.toUnsignedString(big) + " parent 11 tokens "
+          + tokenList(1);
+      List<String> told = new ArrayList<>();
+      for (int i = 0; i < 50 && !told.containsAll(List.of(first, second)); i++) {
+        Thread.sleep(100);
+        told = replayed(client, server);
+      }
+      assertThat(told).containsExactlyInAnyOrder(first, second);
+
+      // asked: the restarted server finds them by the engine's hashes, on its disk
+      String hashes = "{\"model\":\"" + MODEL + "\",\"engine_hashes\":[11,"
+          + Long.toUnsignedString(big) + "]}";
+      assertThat(lookup(server, "default", hashes)).contains("\"present\":2",
+          "{\"tier\":\"disk\",\"blocks\":2");
+
+      ZMQ.Socket sub = subscriber(client, server);
+      join(server, sub);
+      assertThat(server.send(HttpRequest.newBuilder(server.uri(TestServer.blockPath("default",
+          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2"))).DELETE()).statusCode()).isEqualTo(204);
+      List<String> removed = List.of("BlockRemoved STORAGE " + Long.toUnsignedString(big));
+      assertThat(awaitEvents(sub, removed)).containsExactlyElementsOf(removed);
+    }
+  }
+
   @Test
   void aBlockRamEvictsToTheDiskIsRemovedFromCpuAndStoredInStorage() throws Exception {
     Map<String, Object> small = Map.of("kvcache.cache.ram-bytes", "4MiB",

@@ -1,6 +1,12 @@
 package dev.kvcache.server.events;
 
+import dev.kvcache.spi.BlockTags;
 import dev.kvcache.wire.Wire;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.Function;
@@ -97,6 +103,83 @@ public record EngineBlock(String model, long hash, Long parent, int[] tokens, in
       }
     }
     return tokens;
+  }
+
+  /** An engine block as a tier kept it ({@link #tag}), with the namespace of its storage key. */
+  public record Kept(long namespace, EngineBlock block) {}
+
+  /** The first byte of a tag: the tag's own format. */
+  private static final int TAG_FORMAT = 1;
+  private static final int HAS_PARENT = 1;
+  private static final int HAS_LORA = 2;
+
+  /**
+   * This block as a tier keeps it with its bytes ({@link dev.kvcache.spi.BlockTags}), under a
+   * storage key of namespace tag {@code namespace} (0: none): its fields in binary, the tokens
+   * left out if they would not fit in {@link BlockTags#MAX_TAG_BYTES} (the block size stays). Null
+   * if even that does not fit (a model or LoRA name of thousands of bytes).
+   */
+  byte[] tag(long namespace) {
+    for (int[] withTokens : new int[][] {tokens, new int[0]}) {
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 4 * withTokens.length);
+      try (DataOutputStream out = new DataOutputStream(bytes)) {
+        out.writeByte(TAG_FORMAT);
+        out.writeLong(namespace);
+        out.writeLong(hash);
+        out.writeByte((parent != null ? HAS_PARENT : 0) | (lora != null ? HAS_LORA : 0));
+        if (parent != null) {
+          out.writeLong(parent);
+        }
+        out.writeInt(blockSize);
+        out.writeUTF(model);
+        if (lora != null) {
+          out.writeUTF(lora);
+        }
+        out.writeInt(withTokens.length);
+        for (int t : withTokens) {
+          out.writeInt(t);
+        }
+      } catch (IOException e) {
+        continue; // a name longer than 65535 bytes
+      }
+      if (bytes.size() <= BlockTags.MAX_TAG_BYTES) {
+        return bytes.toByteArray();
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The engine block a tier kept as {@code tag} ({@link #tag}); null if the tag is not one (a tag
+   * of a format this build does not know, or cut short).
+   */
+  static Kept fromTag(byte[] tag) {
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(tag))) {
+      if (in.readUnsignedByte() != TAG_FORMAT) {
+        return null;
+      }
+      long namespace = in.readLong();
+      long hash = in.readLong();
+      int flags = in.readUnsignedByte();
+      Long parent = (flags & HAS_PARENT) != 0 ? in.readLong() : null;
+      int blockSize = in.readInt();
+      String model = in.readUTF();
+      String lora = (flags & HAS_LORA) != 0 ? in.readUTF() : null;
+      int n = in.readInt();
+      if (n < 0 || n > MAX_TOKENS || blockSize < 1 || n > 0 && n != blockSize) {
+        return null;
+      }
+      int[] tokens = new int[n];
+      for (int i = 0; i < n; i++) {
+        tokens[i] = in.readInt();
+      }
+      if (in.read() != -1) {
+        return null;
+      }
+      return new Kept(namespace, new EngineBlock(model, hash, parent, tokens, blockSize, lora));
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   /** This block stored in {@code medium}. */

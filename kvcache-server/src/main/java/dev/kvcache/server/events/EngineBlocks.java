@@ -17,8 +17,10 @@ import java.util.function.Function;
  * commits; a block no tier holds any more is forgotten a little later (it may be on its way to
  * another tier).
  *
- * <p>Kept in the heap, about 300 bytes and 4 per token for each block: blocks stored before the
- * server started (its disk and bucket) are held unnamed, and their events are not told.
+ * <p>Kept in the heap, about 300 bytes and 4 per token for each block. A tier that keeps tags (the
+ * disk) keeps each block's name with it ({@link #tagOf}), and tells it again when the server
+ * starts ({@link #restore}); blocks in a tier that keeps none (the bucket) are held unnamed after a
+ * restart, and their events are not told.
  */
 public final class EngineBlocks {
 
@@ -26,7 +28,7 @@ public final class EngineBlocks {
    * A block, the tiers that hold it (a bit each, {@link KvEventFeed}) and the commits of it under
    * way, during which it is kept though no tier holds it (a put first drops the key's older copy).
    */
-  private record Held(EngineBlock block, int tiers, int commits) {}
+  private record Held(EngineBlock block, long namespace, int tiers, int commits) {}
 
   /** A block that left its last tier, and when: forgotten once {@link #GRACE_NANOS} passed. */
   private record Left(BlockKey key, long nanos) {}
@@ -38,10 +40,13 @@ public final class EngineBlocks {
    */
   static final long GRACE_NANOS = 30_000_000_000L;
 
-  /** An engine block's name within a namespace of the cache: what a lookup by hash asks for. */
-  private record Named(Namespace namespace, String model, long hash) {
-    static Named of(BlockKey key, EngineBlock block) {
-      return new Named(key.namespace().orElse(null), block.model(), block.hash());
+  /**
+   * An engine block's name within a namespace of the cache (its {@link Namespace#tag}, 0 for
+   * none): what a lookup by hash asks for.
+   */
+  private record Named(long namespace, String model, long hash) {
+    static Named of(long namespace, EngineBlock block) {
+      return new Named(namespace, block.model(), block.hash());
     }
   }
 
@@ -91,14 +96,38 @@ public final class EngineBlocks {
    * {@code hash} of {@code model}; null if no PUT named it, or it is forgotten.
    */
   public BlockKey keyOf(Namespace namespace, String model, long hash) {
-    return byHash.get(new Named(namespace, model, hash));
+    return byHash.get(new Named(namespace.tag(), model, hash));
+  }
+
+  /**
+   * The tag a tier keeps with the block under {@code key} as it writes it ({@link
+   * EngineBlock#tag}); null if no PUT named it.
+   */
+  byte[] tagOf(BlockKey key) {
+    Held h = held.get(key);
+    return h == null ? null : h.block.tag(h.namespace);
+  }
+
+  /**
+   * The block under {@code key}, as the tier of {@code bit} kept it when the server started
+   * ({@link #tagOf}), now held by that tier; the block a PUT named since, if one did.
+   */
+  EngineBlock restore(BlockKey key, EngineBlock.Kept kept, int bit) {
+    Held h = held.compute(key, (k, old) -> {
+      if (old != null) {
+        return new Held(old.block, old.namespace, old.tiers | bit, old.commits);
+      }
+      byHash.put(Named.of(kept.namespace(), kept.block()), k);
+      return new Held(kept.block(), kept.namespace(), bit, 0);
+    });
+    return h.block;
   }
 
   /** The block under {@code key}, now held by the tier of {@code bit} too; null if unknown. */
   EngineBlock stored(BlockKey key, int bit) {
     forgetLeft(System.nanoTime());
     Held h = held.computeIfPresent(key,
-        (k, old) -> new Held(old.block, old.tiers | bit, old.commits));
+        (k, old) -> new Held(old.block, old.namespace, old.tiers | bit, old.commits));
     return h == null ? null : h.block;
   }
 
@@ -110,7 +139,7 @@ public final class EngineBlocks {
     long now = System.nanoTime();
     forgetLeft(now);
     Held h = held.computeIfPresent(key,
-        (k, old) -> new Held(old.block, old.tiers & ~bit, old.commits));
+        (k, old) -> new Held(old.block, old.namespace, old.tiers & ~bit, old.commits));
     if (h == null) {
       return null;
     }
@@ -130,31 +159,33 @@ public final class EngineBlocks {
       for (Left l = left.peek(); l != null && now - l.nanos > GRACE_NANOS; l = left.peek()) {
         left.poll();
         held.computeIfPresent(l.key, (k, old) -> old.tiers == 0 && old.commits == 0
-            ? forget(k, old.block) : old);
+            ? forget(k, old) : old);
       }
     }
   }
 
   /** Notes {@code block} under {@code key} before a commit of it. */
   private void committing(BlockKey key, EngineBlock block) {
+    long namespace = key.namespace().map(Namespace::tag).orElse(0L);
     held.compute(key, (k, old) -> {
-      if (old != null && !old.block.equals(block)) {
-        byHash.remove(Named.of(k, old.block), k);
+      if (old != null && !(old.block.equals(block) && old.namespace == namespace)) {
+        byHash.remove(Named.of(old.namespace, old.block), k);
       }
-      byHash.put(Named.of(k, block), k);
-      return old == null ? new Held(block, 0, 1) : new Held(block, old.tiers, old.commits + 1);
+      byHash.put(Named.of(namespace, block), k);
+      return old == null ? new Held(block, namespace, 0, 1)
+          : new Held(block, namespace, old.tiers, old.commits + 1);
     });
   }
 
   /** After a commit of a block under {@code key}: forgotten if no tier holds it. */
   private void committed(BlockKey key) {
     held.computeIfPresent(key, (k, old) -> old.tiers == 0 && old.commits <= 1
-        ? forget(k, old.block) : new Held(old.block, old.tiers, old.commits - 1));
+        ? forget(k, old) : new Held(old.block, old.namespace, old.tiers, old.commits - 1));
   }
 
-  /** Forgets {@code block}'s name under {@code key}; null, for the held entry's removal. */
-  private Held forget(BlockKey key, EngineBlock block) {
-    byHash.remove(Named.of(key, block), key);
+  /** Forgets the name of {@code old} under {@code key}; null, for the held entry's removal. */
+  private Held forget(BlockKey key, Held old) {
+    byHash.remove(Named.of(old.namespace, old.block), key);
     return null;
   }
 
