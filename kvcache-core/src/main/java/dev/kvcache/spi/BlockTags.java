@@ -27,7 +27,8 @@ public interface BlockTags extends BlockListener {
   /**
    * The tier named {@code tier} holds block {@code key}, which it kept with {@code tag}: told for
    * each tagged block a tier holds when the listener is handed to it ({@link Tier#listen}), from
-   * a thread of the tier's, as it reads them.
+   * a thread of the tier's, as it reads them; a tier that cannot list its tags (an object store,
+   * listed without its objects' metadata) tells each as it reads its block, maybe again and again.
    */
   void found(String tier, BlockKey key, byte[] tag);
 

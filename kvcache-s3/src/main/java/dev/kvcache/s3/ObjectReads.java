@@ -19,12 +19,14 @@ import dev.kvcache.spi.TierCounters;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -57,6 +59,7 @@ final class ObjectReads {
   private final StoreFailure storeFailed;
   private final Consumer<List<Entry>> evict;
   private final Consumer<BlockKey> gone;
+  private final BiConsumer<BlockKey, Map<String, String>> readTag;
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
   /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
@@ -67,11 +70,13 @@ final class ObjectReads {
    * @param evict counts the entries the index let go of as evictions and deletes their objects
    * @param gone told each key whose object a read found missing or damaged, which the index lets
    *     go of
+   * @param readTag handed each intact object's key and user metadata, for its tag
    */
   ObjectReads(S3TierConfig config, S3AsyncClient s3, ObjectNames names, ObjectIndex index,
       StoreState store, Requests requests, DeleteQueue deletes, TierCounters counters,
       LoadRate loadRate, StoreFailure storeFailed, Consumer<List<Entry>> evict,
-      Consumer<BlockKey> gone) {
+      Consumer<BlockKey> gone, BiConsumer<BlockKey, Map<String, String>> readTag) {
+    this.readTag = readTag;
     this.config = config;
     this.s3 = s3;
     this.names = names;
@@ -244,6 +249,7 @@ final class ObjectReads {
         if (known == null) {
           evict.accept(index.add(key, folder, length));
         }
+        readTag.accept(key, d.metadata());
         count(counted, GetStatus.HIT);
         return d;
       }

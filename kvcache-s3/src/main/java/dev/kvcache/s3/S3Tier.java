@@ -21,10 +21,12 @@ import dev.kvcache.s3.internal.ObjectIndex.Entry;
 import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.internal.ObjectTags;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreState;
 import dev.kvcache.spi.AbstractTier;
+import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceDrop;
@@ -130,7 +132,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
     this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters(),
-        loadRate, this::storeFailed, this::evict, this::removed);
+        loadRate, this::storeFailed, this::evict, this::removed, this::readTag);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
         this::storeFailed, reads::goingAway, deletes, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
@@ -236,6 +238,33 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   }
 
   /**
+   * The user metadata of block {@code key}'s object: its CRC32C, and the tag the listener gives it
+   * ({@link BlockTags}), if it has one short enough to keep ({@link ObjectTags}).
+   */
+  private Map<String, String> metadata(BlockKey key, int crc32c) {
+    String crc = String.format("%08x", crc32c);
+    byte[] tag = tagOf(key);
+    String kept = tag == null ? null : ObjectTags.encode(key, tag);
+    return kept == null ? Map.of(Download.CRC_METADATA, crc)
+        : Map.of(Download.CRC_METADATA, crc, ObjectTags.METADATA, kept);
+  }
+
+  /**
+   * Tells the listener, if it is a {@link BlockTags}, the tag block {@code key}'s object kept in
+   * its {@code metadata}, as a read finds it: a bucket is listed without its objects' metadata,
+   * so its tags are told as its blocks are read, not when the tier starts.
+   */
+  private void readTag(BlockKey key, Map<String, String> metadata) {
+    BlockTags tags = tags();
+    if (tags != null) {
+      byte[] tag = ObjectTags.decode(key, metadata);
+      if (tag != null) {
+        tags.found(name(), key, tag);
+      }
+    }
+  }
+
+  /**
    * Uploads a block from {@code body} (position to limit, read in place) under its key's name,
    * with its checksum; evicts what no longer fits.
    */
@@ -265,7 +294,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
         .contentLength((long) length)
         .contentType("application/octet-stream")
         .checksumCRC32C(Crc32c.toBase64(crc32c))
-        .metadata(Map.of(Download.CRC_METADATA, String.format("%08x", crc32c)))
+        .metadata(metadata(key, crc32c))
         .build();
     long start = System.nanoTime();
     try {

@@ -152,6 +152,11 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
     future.complete(this);
   }
 
+  /** The user metadata the answer carried; empty before it came. */
+  public synchronized Map<String, String> metadata() {
+    return response == null || response.metadata() == null ? Map.of() : response.metadata();
+  }
+
   private boolean matches() {
     Integer stored = storedChecksum(response);
     return stored != null && stored == (int) crc.getValue();

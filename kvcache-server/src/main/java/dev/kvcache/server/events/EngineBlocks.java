@@ -109,18 +109,21 @@ public final class EngineBlocks {
   }
 
   /**
-   * The block under {@code key}, as the tier of {@code bit} kept it when the server started
-   * ({@link #tagOf}), now held by that tier; the block a PUT named since, if one did.
+   * The block under {@code key}, as the tier of {@code bit} kept it ({@link #tagOf}), now known
+   * held by that tier: the block a PUT named since, if one did; null if the tier was known to hold
+   * it already (nothing to tell).
    */
   EngineBlock restore(BlockKey key, EngineBlock.Kept kept, int bit) {
+    boolean[] news = {true};
     Held h = held.compute(key, (k, old) -> {
       if (old != null) {
+        news[0] = (old.tiers & bit) == 0;
         return new Held(old.block, old.namespace, old.tiers | bit, old.commits);
       }
       byHash.put(Named.of(kept.namespace(), kept.block()), k);
       return new Held(kept.block(), kept.namespace(), bit, 0);
     });
-    return h.block;
+    return news[0] ? h.block : null;
   }
 
   /** The block under {@code key}, now held by the tier of {@code bit} too; null if unknown. */

@@ -79,7 +79,9 @@ public final class KvEventFeed implements BlockTags, AutoCloseable {
       return;
     }
     EngineBlock block = blocks.restore(key, kept, medium.bit());
-    publisher.offer(topicPrefix + block.model(), block.stored(medium.name()));
+    if (block != null) {
+      publisher.offer(topicPrefix + block.model(), block.stored(medium.name()));
+    }
   }
 
   @Override
@@ -88,7 +90,7 @@ public final class KvEventFeed implements BlockTags, AutoCloseable {
         blocks.size());
   }
 
-  /** Blocks stored that no PUT named (stored before the server started, or without headers). */
+  /** Blocks stored that no PUT named (put without headers, or kept unnamed by a tier). */
   public long unnamed() {
     return unnamed.sum();
   }
