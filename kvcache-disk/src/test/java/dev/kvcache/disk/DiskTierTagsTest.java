@@ -9,6 +9,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.disk.tool.DiskToolTest;
 import dev.kvcache.spi.BlockTags;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.RecordingTags;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -18,8 +19,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,51 +39,17 @@ class DiskTierTagsTest {
         .syncPolicy(SyncPolicy.NONE);
   }
 
-  /** Gives the tags of {@link #give} as blocks are written, and keeps those told at open. */
-  private static final class Tags implements BlockTags {
-    final Map<BlockKey, byte[]> give = new ConcurrentHashMap<>();
-    final Map<BlockKey, String> found = new ConcurrentHashMap<>();
-    final CountDownLatch all = new CountDownLatch(1);
-
-    @Override
-    public byte[] tagOf(BlockKey key) {
-      return give.get(key);
-    }
-
-    @Override
-    public void found(String tier, BlockKey key, byte[] tag) {
-      assertThat(tier).isEqualTo("disk");
-      found.put(key, new String(tag, StandardCharsets.UTF_8));
-    }
-
-    @Override
-    public void foundAll(String tier) {
-      all.countDown();
-    }
-
-    @Override
-    public void stored(String tier, BlockKey key) {}
-
-    @Override
-    public void removed(String tier, BlockKey key) {}
-
-    /** The tags told once the tier has told them all. */
-    Map<BlockKey, String> told() throws InterruptedException {
-      assertThat(all.await(30, TimeUnit.SECONDS)).as("the tier told every tag").isTrue();
-      return found;
-    }
-  }
-
   private static String name(int i) {
     return "engine block " + i;
   }
 
   /** Puts blocks {@code from} to {@code to}, the even ones named. */
-  private static void putNamed(DiskTier tier, Tags tags, int from, int to, long version) {
+  private static void putNamed(DiskTier tier, RecordingTags tags, int from, int to,
+      long version) {
     for (int i = from; i < to; i++) {
       BlockKey key = Payloads.key(i);
       if (i % 2 == 0) {
-        tags.give.put(key, name(i).getBytes(StandardCharsets.UTF_8));
+        tags.give(key, name(i));
       }
       assertThat(tier.put(key, Payloads.of(key, version, BLOCK + i))).isEqualTo(PutStatus.STORED);
     }
@@ -102,25 +67,27 @@ class DiskTierTagsTest {
 
   /** The tags a tier opened on {@code dir} tells. */
   private Map<BlockKey, String> toldAtOpen(Path dir) throws Exception {
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       tier.listen(tags);
-      return tags.told();
+      Map<BlockKey, String> told = tags.awaitAll();
+      assertThat(tags.told()).allMatch(line -> line.startsWith("disk "));
+      return told;
     }
   }
 
   @Test
   void theTagsComeBackAfterACleanCloseAndAfterACrash() throws Exception {
     Path dir = temp.resolve("d");
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     Path image;
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       tier.listen(tags);
-      assertThat(tags.told()).as("a new tier holds nothing").isEmpty();
+      assertThat(tags.awaitAll()).as("a new tier holds nothing").isEmpty();
       putNamed(tier, tags, 0, 20, 1);
       // a block written by parts keeps its tag too
       BlockKey parts = Payloads.key(100);
-      tags.give.put(parts, "written in parts".getBytes(StandardCharsets.UTF_8));
+      tags.give(parts, "written in parts");
       try (BlockWriter w = tier.writer(parts, BLOCK)) {
         ByteBuffer block = Payloads.of(parts, 1, BLOCK);
         w.write(block.slice(0, BLOCK / 2));
@@ -141,12 +108,12 @@ class DiskTierTagsTest {
   @Test
   void aCompactedBlockKeepsItsTag() throws Exception {
     Path dir = temp.resolve("d");
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     // through the page cache, records of 17 pages: the first super-block holds blocks 0 to 59
     try (DiskTier tier = DiskTier.open(config(dir).directWrites(false).build())) {
       tier.listen(tags);
       putNamed(tier, tags, 0, 61, 1);
-      tags.give.clear(); // the new versions have no tag
+      tags.giveNone(); // the new versions have no tag
       for (int i = 0; i < 56; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(tier.put(key, Payloads.of(key, 2, BLOCK + i))).isEqualTo(PutStatus.STORED);
@@ -165,15 +132,15 @@ class DiskTierTagsTest {
   @Test
   void theSameBytesWithAnotherTagAreWrittenAgain() throws Exception {
     Path dir = temp.resolve("d");
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     BlockKey key = Payloads.key(1);
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       tier.listen(tags);
-      tags.give.put(key, "first".getBytes(StandardCharsets.UTF_8));
+      tags.give(key, "first");
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       assertThat(tier.diskStats().unchangedPuts()).as("same bytes, same tag").isEqualTo(1);
-      tags.give.put(key, "second".getBytes(StandardCharsets.UTF_8));
+      tags.give(key, "second");
       assertThat(tier.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
       assertThat(tier.diskStats().unchangedPuts()).as("another tag: written").isEqualTo(1);
     }
@@ -183,7 +150,7 @@ class DiskTierTagsTest {
   @Test
   void aDamagedTagIsDroppedAndItsBlockStays() throws Exception {
     Path dir = temp.resolve("d");
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       tier.listen(tags);
       putNamed(tier, tags, 0, 4, 1);
@@ -217,12 +184,11 @@ class DiskTierTagsTest {
   @Test
   void aTagLongerThanTheMostIsNotKeptAndBlocksWithoutOneAreNotTold() throws Exception {
     Path dir = temp.resolve("d");
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       tier.listen(tags);
-      tags.give.put(Payloads.key(0), new byte[BlockTags.MAX_TAG_BYTES + 1]);
-      tags.give.put(Payloads.key(1), "x".repeat(BlockTags.MAX_TAG_BYTES)
-          .getBytes(StandardCharsets.UTF_8));
+      tags.give(Payloads.key(0), new byte[BlockTags.MAX_TAG_BYTES + 1]);
+      tags.give(Payloads.key(1), "x".repeat(BlockTags.MAX_TAG_BYTES));
       for (int i = 0; i < 3; i++) {
         BlockKey key = Payloads.key(i);
         assertThat(tier.put(key, Payloads.of(key, 1, BLOCK + i))).isEqualTo(PutStatus.STORED);

@@ -11,14 +11,13 @@ import dev.kvcache.s3.internal.Download;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.ObjectTags;
 import dev.kvcache.s3.testkit.InProcessS3;
-import dev.kvcache.spi.BlockTags;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.RecordingTags;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -30,7 +29,7 @@ import software.amazon.awssdk.core.async.AsyncResponseTransformer;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
- * Tags ({@link BlockTags}) kept with the objects: the tag a tier's listener gives a block goes
+ * Tags ({@link dev.kvcache.spi.BlockTags}) kept with the objects: the tag a tier's listener gives a block goes
  * into its object's metadata, and a tier that reads the object (another server, or this one
  * restarted) tells it; a tag that fails its checksum is not told, and its block is served.
  */
@@ -61,37 +60,11 @@ class S3TagsTest {
     tiers.forEach(S3Tier::close);
   }
 
-  private S3Tier open(String prefix, BlockTags tags) throws java.io.IOException {
+  private S3Tier open(String prefix, RecordingTags tags) throws java.io.IOException {
     S3Tier tier = S3Tier.open(server.config(64L << 20, prefix).build());
     tiers.add(tier);
     tier.listen(tags);
     return tier;
-  }
-
-  /** Gives the tags of {@link #give} and keeps those told, in order. */
-  private static final class Tags implements BlockTags {
-    final Map<BlockKey, byte[]> give = new ConcurrentHashMap<>();
-    final List<String> found = new ArrayList<>();
-
-    @Override
-    public byte[] tagOf(BlockKey key) {
-      return give.get(key);
-    }
-
-    @Override
-    public synchronized void found(String tier, BlockKey key, byte[] tag) {
-      found.add(tier + " " + key.toHex() + " " + new String(tag, StandardCharsets.UTF_8));
-    }
-
-    synchronized List<String> found() {
-      return List.copyOf(found);
-    }
-
-    @Override
-    public void stored(String tier, BlockKey key) {}
-
-    @Override
-    public void removed(String tier, BlockKey key) {}
   }
 
   private static List<BlockKey> keys(int n, int seed) {
@@ -115,29 +88,29 @@ class S3TagsTest {
   @Test
   void aTagGoesWithItsObjectAndIsToldByTheTierThatReadsIt() throws Exception {
     List<BlockKey> keys = keys(3, 1);
-    Tags writer = new Tags();
-    writer.give.put(keys.get(0), utf8("engine block 0"));
-    writer.give.put(keys.get(1), new byte[ObjectTags.MAX_BYTES + 1]); // too long for metadata
+    RecordingTags writer = new RecordingTags();
+    writer.give(keys.get(0), "engine block 0");
+    writer.give(keys.get(1), new byte[ObjectTags.MAX_BYTES + 1]); // too long for metadata
     S3Tier first = open("tags-a/", writer);
     for (BlockKey key : keys) {
       assertThat(first.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
     }
-    assertThat(writer.found()).as("the writing tier tells nothing back").isEmpty();
+    assertThat(writer.told()).as("the writing tier tells nothing back").isEmpty();
 
-    Tags reader = new Tags();
+    RecordingTags reader = new RecordingTags();
     S3Tier second = open("tags-a/", reader); // another server on the same bucket
     for (BlockKey key : keys) {
       assertThat(read(second, key)).isEqualTo(GetStatus.HIT);
     }
-    assertThat(reader.found()).containsExactly("s3 " + keys.get(0).toHex() + " engine block 0");
+    assertThat(reader.told()).containsExactly("s3 " + keys.get(0).toHex() + " engine block 0");
     assertThat(read(second, keys.get(0))).isEqualTo(GetStatus.HIT);
-    assertThat(reader.found()).as("told as each read finds it").hasSize(2);
+    assertThat(reader.told()).as("told as each read finds it").hasSize(2);
   }
 
   @Test
   void aTagThatFailsItsChecksumIsNotToldAndItsBlockIsServed() throws Exception {
     List<BlockKey> keys = keys(2, 2);
-    Tags tags = new Tags();
+    RecordingTags tags = new RecordingTags();
     S3Tier tier = open("tags-b/", tags);
     ObjectNames names = new ObjectNames("tags-b/");
     for (BlockKey key : keys) {
@@ -153,7 +126,7 @@ class S3TagsTest {
     }
     assertThat(read(tier, keys.get(0))).isEqualTo(GetStatus.HIT);
     assertThat(read(tier, keys.get(1))).isEqualTo(GetStatus.HIT);
-    assertThat(tags.found()).containsExactly("s3 " + keys.get(1).toHex() + " mine");
+    assertThat(tags.told()).containsExactly("s3 " + keys.get(1).toHex() + " mine");
 
     // the metadata as the store keeps it
     assertThat(bucket.getObject(b -> b.bucket(InProcessS3.BUCKET)

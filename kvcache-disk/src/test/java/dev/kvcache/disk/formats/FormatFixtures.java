@@ -6,16 +6,12 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
-import dev.kvcache.spi.BlockTags;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.RecordingTags;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 
 /**
@@ -48,36 +44,13 @@ public final class FormatFixtures {
     return i % 2 == 1 ? "fixture block " + i : null;
   }
 
-  /** Gives the fixture's tags as blocks are written, and keeps those a tier tells. */
-  public static final class Tags implements BlockTags {
-    public final Map<BlockKey, String> found = new ConcurrentHashMap<>();
-    public final CountDownLatch all = new CountDownLatch(1);
-
-    @Override
-    public byte[] tagOf(BlockKey key) {
-      for (int i = 0; i < BLOCKS; i++) {
-        if (Payloads.key(i).equals(key)) {
-          return tag(i) == null ? null : tag(i).getBytes(StandardCharsets.UTF_8);
-        }
-      }
-      return null;
+  /** A listener that gives the fixture's blocks their tags. */
+  public static RecordingTags tags() {
+    RecordingTags tags = new RecordingTags();
+    for (int i = 0; i < BLOCKS; i++) {
+      tags.give(Payloads.key(i), tag(i));
     }
-
-    @Override
-    public void found(String tier, BlockKey key, byte[] tag) {
-      found.put(key, new String(tag, StandardCharsets.UTF_8));
-    }
-
-    @Override
-    public void foundAll(String tier) {
-      all.countDown();
-    }
-
-    @Override
-    public void stored(String tier, BlockKey key) {}
-
-    @Override
-    public void removed(String tier, BlockKey key) {}
+    return tags;
   }
 
   /** The length of fixture block {@code i}. */
@@ -96,11 +69,11 @@ public final class FormatFixtures {
     Path dir = work.resolve("tier");
     BlockCodec codec = BlockCodec.builder().chunkSizeBytes(4 << 10).build();
     try (DiskTier tier = DiskTier.open(config(dir).codec(codec).build())) {
-      tier.listen(new Tags());
+      tier.listen(tags());
       put(tier, 0, ENCODED);
     } // a clean close: the checkpoint
     DiskTier tier = DiskTier.open(config(dir).build());
-    tier.listen(new Tags());
+    tier.listen(tags());
     put(tier, ENCODED, BLOCKS);
     tier.delete(Payloads.key(DELETED));
     // the state a crash leaves: copied while the tier is open (every change is on the device)

@@ -7,6 +7,7 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.tool.DiskToolTest;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.testkit.RecordingTags;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
@@ -15,7 +16,6 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
@@ -59,9 +59,9 @@ class FormatFixturesTest {
     assertThat(verify.out()).contains("tags: " + tagged + " intact blocks have one, 0 of them");
     for (int open = 0; open < 2; open++) { // as found, then as today's code leaves it
       try (DiskTier tier = DiskTier.open(FormatFixtures.config(dir).build())) {
-        FormatFixtures.Tags tags = new FormatFixtures.Tags();
+        RecordingTags tags = new RecordingTags();
         tier.listen(tags);
-        assertThat(tags.all.await(30, TimeUnit.SECONDS)).isTrue();
+        Map<BlockKey, String> told = tags.awaitAll();
         Map<BlockKey, String> expected = new HashMap<>();
         for (int i = 0; i < FormatFixtures.BLOCKS; i++) {
           if (i != FormatFixtures.DELETED && FormatFixtures.tag(i) != null
@@ -69,7 +69,7 @@ class FormatFixturesTest {
             expected.put(Payloads.key(i), FormatFixtures.tag(i));
           }
         }
-        assertThat(tags.found).as("the tags told").isEqualTo(expected);
+        assertThat(told).as("the tags told").isEqualTo(expected);
         ByteBuffer dst = ByteBuffer.allocateDirect(FormatFixtures.length(FormatFixtures.BLOCKS));
         for (int i = 0; i < FormatFixtures.BLOCKS; i++) {
           BlockKey key = Payloads.key(i);
