@@ -123,7 +123,9 @@ public class DiskColdReadBenchmark {
     ByteBuffer src = Blocks.randomDirect(blockSizeBytes, 13);
     dst = ByteBuffer.allocateDirect(blockSizeBytes);
     int alignment = (int) Files.getFileStore(base).getBlockSize();
-    alignedDst = ByteBuffer.allocateDirect(blockSizeBytes + alignment).alignedSlice(alignment);
+    // one block long: an aligned slice of an allocation that happens to be aligned is longer
+    alignedDst = ByteBuffer.allocateDirect(blockSizeBytes + alignment).alignedSlice(alignment)
+        .slice(0, blockSizeBytes);
     readOrder = readOrder(order, blocks);
     plainFile = FileChannel.open(base.resolve("plain"), StandardOpenOption.CREATE,
         StandardOpenOption.READ, StandardOpenOption.WRITE);
