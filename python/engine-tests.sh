@@ -104,7 +104,23 @@ for engine in "${engines[@]}"; do
   "$venv/bin/pip" install -q --disable-pip-version-check "$root/python"
   [ $setup_only = 0 ] || continue
   echo "== $engine tests"
+  report="$root/python/target/engines/$engine-report.xml"
+  rm -f "$report"
   (cd "$root/python" && KVCACHE_SERVER_JAR="$jar" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    "tests/engines/test_$engine.py") || status=1
+    --junitxml="$report" "tests/engines/test_$engine.py") || status=1
+  # a run that ran no test, or skipped one, did not test the engine
+  "$venv/bin/python" - "$report" "$engine" <<'PY' || status=1
+import sys
+import xml.etree.ElementTree as ET
+report, engine = sys.argv[1], sys.argv[2]
+try:
+    suite = ET.parse(report).getroot()
+except (OSError, ET.ParseError) as e:
+    sys.exit(f"{engine}: no test report ({e})")
+suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+if tests == 0 or skipped > 0:
+    sys.exit(f"{engine}: {tests} tests, {skipped} skipped: the engine's tests must all run")
+PY
 done
 exit $status
