@@ -218,6 +218,9 @@ refuse "loopback for a StatefulSet" "a StatefulSet's servers listen on 0.0.0.0" 
 refuse "a token for a namespace not served" "is not one of server.namespaces" \
   --set 'auth.tokens.engines.read={other}'
 refuse "a short inline token" "a token is at least 32 characters" --set auth.tokens.engines.secret=short
+refuse "a ServiceMonitor with a token that may not read the metrics" \
+  "is not a token of auth.tokens with metrics: true" --set serviceMonitor.enabled=true \
+  --set serviceMonitor.token=engines
 refuse "plain http to the store" "needs objectTier.allowPlainHttp" --set objectTier.enabled=true \
   --set objectTier.bucket=kv-fleet --set objectTier.capacity=1TiB --set objectTier.endpoint=http://s3.internal:9000
 refuse "an unknown shape" "is neither statefulset nor daemonset" --set shape=deployment

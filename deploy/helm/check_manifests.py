@@ -116,7 +116,8 @@ def check_service_monitor(d: dict, f: Failures) -> None:
     if not f.check(isinstance(endpoints, list) and endpoints, f"{name}: no endpoints"):
         return
     for e in endpoints:
-        f.check(set(e) <= {"port", "path", "scheme", "interval", "scrapeTimeout", "tlsConfig"},
+        f.check(set(e) <= {"port", "path", "scheme", "interval", "scrapeTimeout", "tlsConfig",
+                           "authorization"},
                 f"{name}: unexpected endpoint fields {sorted(set(e))}")
         f.check(isinstance(e.get("port"), str), f"{name}: an endpoint without a port name")
         f.check(e.get("path") == "/prometheus", f"{name}: scrapes {e.get('path')}, not /prometheus")
@@ -390,6 +391,21 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
             f.check(chosen and e["port"] in [p["name"] for p in chosen[0]["spec"]["ports"]],
                     f"the ServiceMonitor's port {e['port']} is not the Service's")
             f.check(e["scheme"] == ("https" if tls else "http"), "the ServiceMonitor's scheme")
+            # with tokens, /prometheus needs one with the metrics right: the one the server reads
+            # from the same Secret and key
+            auth = e.get("authorization")
+            if not tokens:
+                f.check(auth is None, "the ServiceMonitor sends a token to a server without tokens")
+                continue
+            if not f.check(auth and auth.get("type") == "Bearer" and auth.get("credentials"),
+                           "the ServiceMonitor scrapes a server with tokens without a bearer token"):
+                continue
+            cred = auth["credentials"]
+            scrapers = [n for n, t in tokens.items() if t.get("metrics") is True
+                        and (env.get(str(t.get("secret", "")).strip("${}"), {}).get("valueFrom", {})
+                             .get("secretKeyRef") == {"name": cred.get("name"), "key": cred.get("key")})]
+            f.check(scrapers, f"the ServiceMonitor's token (Secret {cred.get('name')}, key "
+                              f"{cred.get('key')}) is no token of the server with metrics: true")
     f.check(bool(by_kind(docs, "ServiceMonitor")) == values["serviceMonitor"]["enabled"], "ServiceMonitor")
     f.check(bool(by_kind(docs, "PrometheusRule")) == values["prometheusRule"]["enabled"], "PrometheusRule")
     dashboards = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] != config_map_name]

@@ -55,7 +55,7 @@ that come from Secrets. server.config is merged last.
 {{- if $v.auth.tokens }}
 {{- $tokens := dict }}
 {{- range $name, $t := $v.auth.tokens }}
-{{- $_ := set $tokens $name (dict "secret" (printf "${%s}" (include "kvcache.tokenEnv" $name)) "read" ($t.read | default list) "write" ($t.write | default list)) }}
+{{- $_ := set $tokens $name (dict "secret" (printf "${%s}" (include "kvcache.tokenEnv" $name)) "read" ($t.read | default list) "write" ($t.write | default list) "metrics" ($t.metrics | default false)) }}
 {{- end }}
 {{- $_ := set $kvcache "auth" (dict "tokens" $tokens) }}
 {{- end }}

@@ -210,6 +210,12 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- fail (printf "server.namespaces: %q is not 1 to 64 of A-Z a-z 0-9 . _ -" .) }}
 {{- end }}
 {{- end }}
+{{- if and $v.serviceMonitor.enabled $v.auth.tokens }}
+{{- $scraper := get $v.auth.tokens (toString $v.serviceMonitor.token) }}
+{{- if not (and $scraper $scraper.metrics) }}
+{{- fail (printf "serviceMonitor.token: %q is not a token of auth.tokens with metrics: true, which /prometheus needs once tokens are configured" (toString $v.serviceMonitor.token)) }}
+{{- end }}
+{{- end }}
 {{- range $name, $t := $v.auth.tokens }}
 {{- if not (regexMatch "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$" $name) }}
 {{- fail (printf "auth.tokens: the token name %q is not lower case letters, digits and -" $name) }}

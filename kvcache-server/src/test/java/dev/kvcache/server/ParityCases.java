@@ -50,6 +50,8 @@ final class ParityCases {
   static final String READER = "r".repeat(40);
   /** Writes default, reads nothing. */
   static final String PUTTER = "p".repeat(40);
+  /** May read the metrics, and no namespace. */
+  static final String SCRAPER = "m".repeat(40);
 
   static final int MAX = 1 << 20;
   static final int MAX_PINS = 4;
@@ -313,8 +315,12 @@ final class ParityCases {
 
     // the rest
     cases.add(new Case("health").send("GET", "/health").auth(null).expect(200).kind(Kind.HEALTH));
-    cases.add(new Case("metrics").send("GET", "/prometheus").auth(null).expect(200)
+    cases.add(new Case("metrics").send("GET", "/prometheus").auth("Bearer " + SCRAPER).expect(200)
         .kind(Kind.METRICS));
+    cases.add(new Case("metrics without a token").send("GET", "/prometheus").auth(null)
+        .expect(401, "unauthorized"));
+    cases.add(new Case("metrics with a token that may not read them").send("GET", "/prometheus")
+        .auth("Bearer " + READER).expect(403, "forbidden"));
     cases.add(new Case("a path with no route").send("GET", NS + "default/nothing")
         .expect(404, "not-found"));
     cases.add(new Case("POST to a block").send("POST", BLOCKS + HIT)

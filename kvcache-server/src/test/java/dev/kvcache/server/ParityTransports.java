@@ -107,6 +107,8 @@ final class ParityTransports {
       p.put("kvcache.auth.tokens.reader.read", "default,other,ghost");
       p.put("kvcache.auth.tokens.putter.secret", PUTTER);
       p.put("kvcache.auth.tokens.putter.write", "default");
+      p.put("kvcache.auth.tokens.scraper.secret", ParityCases.SCRAPER);
+      p.put("kvcache.auth.tokens.scraper.metrics", true);
       test = TestServer.start(dir, p);
       cache = test.context.getBean(KvCache.class);
       namespaces = test.context.getBean(Namespaces.class);

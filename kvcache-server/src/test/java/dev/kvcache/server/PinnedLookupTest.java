@@ -86,6 +86,36 @@ class PinnedLookupTest {
   }
 
   @Test
+  void aNamespaceAtItsPinLimitLeavesTheOthersTheirPins(@TempDir Path own) throws Exception {
+    try (TestServer limited = TestServer.start(own, java.util.Map.of(
+        "kvcache.max-pins", "10", "kvcache.max-pins-per-namespace", "2"))) {
+      for (String ns : new String[] {"default", "other"}) {
+        assertThat(limited.put(ns, key(300), random(4000, 3)).statusCode()).isEqualTo(201);
+      }
+      java.util.function.Function<String, HttpResponse<byte[]>> pinIn = ns -> {
+        try {
+          return limited.send(HttpRequest.newBuilder(limited.uri("/v1/namespaces/" + ns
+                  + "/lookup")).header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofString(
+                  "{\"keys\":[\"" + key(300) + "\"],\"pin_ms\":30000}")));
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      };
+      String first = lease(pinIn.apply("default"));
+      lease(pinIn.apply("default"));
+      HttpResponse<byte[]> refused = pinIn.apply("default");
+      assertError(refused, 503, "too-many-pins");
+      assertThat(body(refused)).contains("namespace 'default'");
+      lease(pinIn.apply("other")); // the other tenant still pins
+      assertThat(limited.send(HttpRequest.newBuilder(
+          limited.uri("/v1/namespaces/default/leases/" + first)).DELETE()).statusCode())
+          .isEqualTo(204);
+      lease(pinIn.apply("default")); // a released pin leaves room
+    }
+  }
+
+  @Test
   void aPutWhileRamIsPinnedFullIsStoredOnDisk(@TempDir Path own) throws Exception {
     int block = 1 << 20;
     try (TestServer small = TestServer.start(own, java.util.Map.of(

@@ -6,9 +6,13 @@ import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvcache.spi.Crc32c;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,6 +54,25 @@ class SharedMemoryLookupTest {
     return slices;
   }
 
+  /**
+   * The answer, head and body, to a request sent over HTTP/1.1 from local address {@code from}
+   * (another loopback address reaches the server as loopback does).
+   */
+  private static String fromAddress(TestServer server, String from, String method, String path,
+      String json) throws Exception {
+    try (Socket socket = new Socket()) {
+      socket.bind(new InetSocketAddress(InetAddress.getByName(from), 0));
+      socket.connect(new InetSocketAddress("127.0.0.1", server.uri("/").getPort()), 5000);
+      socket.setSoTimeout(10_000);
+      byte[] body = json.getBytes(StandardCharsets.UTF_8);
+      socket.getOutputStream().write((method + " " + path + " HTTP/1.1\r\nHost: localhost\r\n"
+          + "Content-Type: application/json\r\nContent-Length: " + body.length
+          + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      socket.getOutputStream().write(body);
+      return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+
   private static byte[] read(Slice slice) throws Exception {
     try (FileChannel ch = FileChannel.open(slice.file(), StandardOpenOption.READ)) {
       ByteBuffer mapped = ch.map(FileChannel.MapMode.READ_ONLY, slice.offset(), slice.length());
@@ -81,6 +104,19 @@ class SharedMemoryLookupTest {
         assertThat(slices.get(i).crc32c()).as("the CRC32C to check a copy against")
             .isEqualTo(Crc32c.of(ByteBuffer.wrap(blocks[i])));
       }
+
+      // a peer on another loopback address, as a sidecar proxy connects on behalf of remote
+      // clients, is no client on this host: it gets no shared memory, and may copy nothing
+      String fromProxy = fromAddress(server, "127.0.0.6", "POST", "/v1/namespaces/default/lookup",
+          "{" + keys + ",\"pin_ms\":10000,\"shared_memory\":true}");
+      assertThat(fromProxy).startsWith("HTTP/1.1 200").contains("\"present\":2")
+          .doesNotContain("shared_memory").doesNotContain("copy_token");
+      Matcher lease = Pattern.compile("\"lease\":\"([0-9a-f]{32})\"").matcher(body(found));
+      assertThat(lease.find()).isTrue();
+      assertThat(fromAddress(server, "127.0.0.6", "POST",
+          "/v1/namespaces/default/leases/" + lease.group(1) + "/copy-into",
+          "{\"file\":\"" + shm.resolve("x") + "\",\"token\":\"00\",\"blocks\":[[0,0]]}"))
+          .startsWith("HTTP/1.1 403").contains("not-this-host");
 
       assertThat(body(lookup(server, "{" + keys + ",\"pin_ms\":10000}")))
           .as("not asked for").doesNotContain("shared_memory");

@@ -4,19 +4,21 @@ import dev.kvcache.server.errors.ApiError;
 import dev.kvcache.wire.Wire;
 import io.micronaut.core.annotation.Nullable;
 import io.micronaut.http.HttpHeaders;
-import io.micronaut.http.HttpMethod;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
 import io.micronaut.http.annotation.RequestFilter;
 import io.micronaut.http.annotation.ServerFilter;
+import io.micronaut.web.router.RouteAttributes;
+import io.micronaut.web.router.RouteMatch;
 import java.util.List;
 
 /**
  * Checks the bearer token of every request under {@code /v1}: 401 without a known token, 403 when
- * the token may not read or write the namespace the request names. Writes are {@code PUT} and
- * {@code DELETE} of a block or of a namespace's objects; everything else (including pinned lookups
- * and their leases) reads.
+ * the token may not read or write the namespace the request names. The right needed is the one
+ * the matched route declares ({@link Access}); a route that declares none is refused to every
+ * token, and a request that matches no route is left to be answered 404 or 405 once its token is
+ * known.
  */
 @ServerFilter("/v1/**")
 class AuthFilter {
@@ -38,10 +40,19 @@ class AuthFilter {
       return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
           .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
     }
+    RouteMatch<?> route = RouteAttributes.getRouteMatch(request).orElse(null);
+    if (route == null) {
+      return null; // no such route: answered as such
+    }
+    Access.Right right = route.getAnnotationMetadata().enumValue(Access.class, Access.Right.class)
+        .orElse(null);
+    if (right == null) {
+      return ApiError.response(HttpStatus.FORBIDDEN, "forbidden",
+          "the route of " + request.getMethod() + " " + request.getPath()
+              + " declares no right a token could have");
+    }
     String namespace = namespaceOf(request.getPath());
-    // releasing a pinned lookup's lease is part of reading; deleting a block is a write
-    boolean write = request.getMethod() == HttpMethod.PUT
-        || (request.getMethod() == HttpMethod.DELETE && !request.getPath().contains("/leases/"));
+    boolean write = right == Access.Right.WRITE;
     List<String> allowed = write ? token.getWrite() : token.getRead();
     if (namespace == null || !allowed.contains(namespace)) {
       return ApiError.response(HttpStatus.FORBIDDEN, "forbidden", "token '" + token.name() + "' may not "

@@ -5,8 +5,9 @@ import io.micronaut.context.annotation.Parameter;
 import java.util.List;
 
 /**
- * One bearer token, from {@code kvcache.auth.tokens.<name>.*}: its secret, and the namespaces it
- * may read ({@code GET}, {@code HEAD}, lookups) and write ({@code PUT}, {@code DELETE}).
+ * One bearer token, from {@code kvcache.auth.tokens.<name>.*}: its secret, the namespaces it may
+ * read ({@code GET}, {@code HEAD}, lookups) and write ({@code PUT}, {@code DELETE}), and whether
+ * it may read the server's metrics and health details ({@code metrics}).
  */
 @EachProperty("kvcache.auth.tokens")
 public class TokenSettings {
@@ -15,6 +16,7 @@ public class TokenSettings {
   private String secret;
   private List<String> read = List.of();
   private List<String> write = List.of();
+  private boolean metrics;
 
   TokenSettings(@Parameter String name) {
     this.name = name;
@@ -46,5 +48,14 @@ public class TokenSettings {
 
   public void setWrite(List<String> write) {
     this.write = write;
+  }
+
+  /** Whether the token may read {@code /prometheus} and {@code /health}'s details. */
+  public boolean isMetrics() {
+    return metrics;
+  }
+
+  public void setMetrics(boolean metrics) {
+    this.metrics = metrics;
   }
 }

@@ -4,6 +4,8 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.server.access.Access;
+import dev.kvcache.server.access.Access.Right;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.cache.SizeSetting;
 import dev.kvcache.server.errors.ApiException;
@@ -77,6 +79,7 @@ public class BatchGetController {
    * which close once the body is written; every key is checked before any block is leased. The
    * blocks are leased on a blocking thread if the cache's reads may wait ({@link OffLoop}).
    */
+  @Access(Right.READ)
   @Post(uri = "/batch-get", produces = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<ByteBuf>> batchGet(String namespace, @Body BatchGetRequest request) {
     List<String> hexKeys = request.keys();

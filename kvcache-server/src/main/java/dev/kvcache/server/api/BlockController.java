@@ -8,6 +8,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
 import dev.kvcache.PutStatus;
 import dev.kvcache.codec.BlockCodec;
+import dev.kvcache.server.access.Access;
+import dev.kvcache.server.access.Access.Right;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.errors.ApiError;
 import dev.kvcache.server.errors.ApiException;
@@ -92,6 +94,7 @@ public class BlockController {
    * {@code Content-Encoding: kvcache-lz4} is a {@link WireCodec} container, stored decoded; any
    * other coding is 415.
    */
+  @Access(Right.WRITE)
   @Put(consumes = MediaType.APPLICATION_OCTET_STREAM)
   Mono<HttpResponse<?>> put(HttpRequest<?> request, String namespace, String key,
       @Body @Nullable Publisher<ByteBuf> streamed) {
@@ -200,6 +203,7 @@ public class BlockController {
    * the server is configured to. A block that RAM does not hold is read on a blocking thread
    * ({@link OffLoop}).
    */
+  @Access(Right.READ)
   @Get(produces = MediaType.APPLICATION_OCTET_STREAM, consumes = MediaType.ALL)
   Mono<HttpResponse<?>> get(HttpRequest<?> request, String namespace, String key) {
     BlockKey storageKey = namespaces.storageKey(namespace, key);
@@ -256,6 +260,7 @@ public class BlockController {
   }
 
   /** 204 once the block is gone from every tier; 404 if it was not cached. */
+  @Access(Right.WRITE)
   @Delete(consumes = MediaType.ALL)
   @ExecuteOn(TaskExecutors.BLOCKING)
   HttpResponse<?> delete(String namespace, String key) {

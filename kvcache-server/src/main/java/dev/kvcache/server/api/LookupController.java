@@ -10,7 +10,10 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PrefixLocation;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.server.access.Access;
+import dev.kvcache.server.access.Access.Right;
 import dev.kvcache.server.access.Namespaces;
+import dev.kvcache.server.access.SameHost;
 import dev.kvcache.server.errors.ApiException;
 import dev.kvcache.server.events.EngineBlocks;
 import dev.kvcache.spi.Crc32c;
@@ -29,7 +32,6 @@ import io.micronaut.serde.annotation.Serdeable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.math.BigInteger;
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -59,10 +61,12 @@ public class LookupController {
   private final ServedBlocks served;
   private final OffLoop offLoop;
   private final EngineBlocks engineBlocks;
+  private final SameHost sameHost;
 
   LookupController(KvCache cache, Namespaces namespaces, PinRegistry pins, ServedBlocks served,
-      OffLoop offLoop, EngineBlocks engineBlocks) {
+      OffLoop offLoop, EngineBlocks engineBlocks, SameHost sameHost) {
     this.cache = cache;
+    this.sameHost = sameHost;
     this.engineBlocks = engineBlocks;
     this.offLoop = offLoop;
     this.namespaces = namespaces;
@@ -185,6 +189,7 @@ public class LookupController {
    * thread if the cache's reads may wait (an object tier's lookup sends HEAD requests; {@link
    * OffLoop}).
    */
+  @Access(Right.READ)
   @Post("/lookup")
   Mono<HttpResponse<LookupResponse>> lookup(HttpRequest<?> http, String namespace,
       @Body LookupRequest request) {
@@ -323,23 +328,14 @@ public class LookupController {
     for (int i = 0; i < pin.blocks(); i++) {
       lengths.add(pin.length(i));
     }
-    boolean local = Boolean.TRUE.equals(request.sharedMemory()) && fromThisHost(http);
+    // only a client on this host can map this host's files, or have the server write into its own
+    boolean local = Boolean.TRUE.equals(request.sharedMemory()) && sameHost.contains(http);
     List<SharedSlice> shared = local ? sharedSlices(namespace, pin) : null;
     // where the pinned blocks are: the pin holds them wherever they were found
     PrefixLocation location = cache.locatePrefix(keys.subList(0, pin.blocks()));
     PinRegistry.Entry lease = pins.register(namespace, pin, local);
     String token = local ? HexFormat.of().formatHex(lease.copyToken()) : null;
     return LookupResponse.pinned(location, lease.lease(), pinMillis, lengths, shared, token);
-  }
-
-  /**
-   * Whether the request came over loopback: only then can its client map this host's files, or
-   * have the server write into its own.
-   */
-  public static boolean fromThisHost(HttpRequest<?> http) {
-    InetSocketAddress remote = http.getRemoteAddress();
-    return remote != null && remote.getAddress() != null
-        && remote.getAddress().isLoopbackAddress();
   }
 
   /**
@@ -370,6 +366,7 @@ public class LookupController {
    * the pin keeps until the body is sent, even if it is released or expires meanwhile. Answered
    * on a blocking thread if the cache's reads may wait ({@link OffLoop}).
    */
+  @Access(Right.READ)
   @Get(uri = "/leases/{lease}/blocks/{index}", produces = MediaType.APPLICATION_OCTET_STREAM,
       consumes = MediaType.ALL)
   Mono<HttpResponse<?>> pinned(String namespace, String lease, int index) {
@@ -412,6 +409,7 @@ public class LookupController {
   }
 
   /** Lets go of a pinned lookup's blocks before its time is up: 204, or 404 if not open. */
+  @Access(Right.READ) // releasing a pin is part of reading
   @Delete(uri = "/leases/{lease}", consumes = MediaType.ALL)
   HttpResponse<?> release(String namespace, String lease) {
     namespaces.require(namespace);

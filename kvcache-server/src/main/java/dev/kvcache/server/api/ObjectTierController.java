@@ -1,6 +1,8 @@
 package dev.kvcache.server.api;
 
 import dev.kvcache.Namespace;
+import dev.kvcache.server.access.Access;
+import dev.kvcache.server.access.Access.Right;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.errors.ApiException;
 import dev.kvcache.spi.NamespaceDrop;
@@ -43,6 +45,7 @@ class ObjectTierController {
    * 200 once every object of the namespace in the bucket is queued for deletion, whichever server
    * wrote it; 404 if this server has no object tier; 503 if the store failed to list them.
    */
+  @Access(Right.WRITE)
   @Delete(consumes = MediaType.ALL)
   @ExecuteOn(TaskExecutors.BLOCKING)
   Dropped drop(String namespace) {

@@ -15,7 +15,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The prefix pins handed out by pinned lookups, by lease id. A pin lets go of its blocks when its
  * client releases it or its time is up; a sweep forgets the ids of expired pins every second. The
- * number of pins open at once is bounded ({@code kvcache.max-pins}).
+ * number of pins open at once is bounded, in all ({@code kvcache.max-pins}) and per namespace
+ * ({@code kvcache.max-pins-per-namespace}), so that no tenant can hold every pin, and with them
+ * RAM from eviction, for all.
  */
 @Singleton
 public class PinRegistry {
@@ -34,23 +36,44 @@ public class PinRegistry {
   static final int COPY_TOKEN_BYTES = 16;
 
   private final Map<String, Entry> pins = new ConcurrentHashMap<>();
+  /** Pins registered and not yet forgotten, by namespace. */
+  private final Map<String, Integer> perNamespace = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
   private final int maxPins;
+  private final int maxPerNamespace;
 
-  PinRegistry(@Value("${kvcache.max-pins:10000}") int maxPins) {
+  PinRegistry(@Value("${kvcache.max-pins:10000}") int maxPins,
+      @Value("${kvcache.max-pins-per-namespace:2500}") int maxPerNamespace) {
+    if (maxPins < 1 || maxPerNamespace < 1) {
+      throw new IllegalArgumentException("kvcache.max-pins (" + maxPins
+          + ") and kvcache.max-pins-per-namespace (" + maxPerNamespace + ") must be positive");
+    }
     this.maxPins = maxPins;
+    this.maxPerNamespace = maxPerNamespace;
   }
 
   /**
    * Registers a pin under a new random id, with a copy token if {@code copyable}.
    *
-   * @throws ApiException 503 if too many pins are open
+   * @throws ApiException 503 if too many pins are open, in all or in the namespace
    */
   public Entry register(String namespace, PrefixPin pin, boolean copyable) {
     if (pins.size() >= maxPins) {
       pin.close();
       throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "too-many-pins",
           maxPins + " pinned lookups are open; fetch or release some, or look up without a pin");
+    }
+    boolean[] room = {false};
+    perNamespace.compute(namespace, (ns, n) -> {
+      int open = n == null ? 0 : n;
+      room[0] = open < maxPerNamespace;
+      return room[0] ? open + 1 : n;
+    });
+    if (!room[0]) {
+      pin.close();
+      throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "too-many-pins",
+          maxPerNamespace + " pinned lookups of namespace '" + namespace + "' are open"
+              + " (kvcache.max-pins-per-namespace); fetch or release some, or look up without a pin");
     }
     byte[] id = new byte[16];
     random.nextBytes(id);
@@ -84,8 +107,14 @@ public class PinRegistry {
     if (e == null || !e.namespace().equals(namespace) || !pins.remove(lease, e)) {
       return false;
     }
+    forgot(e);
     e.pin().close();
     return true;
+  }
+
+  /** Counts {@code e}, just removed, out of its namespace's pins. */
+  private void forgot(Entry e) {
+    perNamespace.computeIfPresent(e.namespace(), (ns, n) -> n > 1 ? n - 1 : null);
   }
 
   int open() {
@@ -94,12 +123,17 @@ public class PinRegistry {
 
   @Scheduled(fixedDelay = "1s")
   void forgetExpired() {
-    pins.values().removeIf(e -> e.pin().isReleased());
+    for (Entry e : pins.values()) {
+      if (e.pin().isReleased() && pins.remove(e.lease(), e)) {
+        forgot(e);
+      }
+    }
   }
 
   @PreDestroy
   public void releaseAll() {
     pins.values().forEach(e -> e.pin().close());
     pins.clear();
+    perNamespace.clear();
   }
 }

@@ -2,8 +2,10 @@ package dev.kvcache.server.local;
 
 import dev.kvcache.BlockLease;
 import dev.kvcache.PrefixPin;
+import dev.kvcache.server.access.Access;
+import dev.kvcache.server.access.Access.Right;
 import dev.kvcache.server.access.Namespaces;
-import dev.kvcache.server.api.LookupController;
+import dev.kvcache.server.access.SameHost;
 import dev.kvcache.server.api.OffLoop;
 import dev.kvcache.server.api.PinRegistry;
 import dev.kvcache.server.api.ServedBlocks;
@@ -80,9 +82,11 @@ public class LeaseCopies {
   private final List<Path> ownDirectories;
   private final CopyOutcomes counted;
   private final ClientFileMaps maps;
+  private final SameHost sameHost;
 
   LeaseCopies(Namespaces namespaces, PinRegistry pins, ServedBlocks served, OffLoop offLoop,
-      CacheSettings settings, CopyOutcomes counted, ClientFileMaps maps) {
+      CacheSettings settings, CopyOutcomes counted, ClientFileMaps maps, SameHost sameHost) {
+    this.sameHost = sameHost;
     this.namespaces = namespaces;
     this.pins = pins;
     this.served = served;
@@ -104,12 +108,13 @@ public class LeaseCopies {
    * every offset (nothing is then written), 404 for a lease that is not open or a file that is
    * not there. Answered on a blocking thread.
    */
+  @Access(Right.READ) // the pinned blocks are read into the client's own file
   @Post("/leases/{lease}/copy-into")
   Mono<HttpResponse<CopyResponse>> copyInto(HttpRequest<?> http, String namespace, String lease,
       @Body CopyRequest request) {
-    if (!LookupController.fromThisHost(http)) {
+    if (!sameHost.contains(http)) {
       throw new ApiException(HttpStatus.FORBIDDEN, "not-this-host",
-          "copies into a file are for clients on the server's host (loopback)");
+          "copies into a file are for clients on the server's host (kvcache.same-host)");
     }
     return offLoop.answer(() -> HttpResponse.ok(copy(namespace, lease, request)));
   }
