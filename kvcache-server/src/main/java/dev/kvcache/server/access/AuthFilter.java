@@ -7,6 +7,7 @@ import io.micronaut.http.HttpHeaders;
 import io.micronaut.http.HttpRequest;
 import io.micronaut.http.HttpResponse;
 import io.micronaut.http.HttpStatus;
+import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.annotation.RequestFilter;
 import io.micronaut.http.annotation.ServerFilter;
 import io.micronaut.web.router.RouteAttributes;
@@ -37,8 +38,7 @@ class AuthFilter {
     }
     TokenSettings token = tokens.bearer(request.getHeaders().get(HttpHeaders.AUTHORIZATION));
     if (token == null) {
-      return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized", "a valid bearer token is required")
-          .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
+      return unauthorized("a valid bearer token is required");
     }
     RouteMatch<?> route = RouteAttributes.getRouteMatch(request).orElse(null);
     if (route == null) {
@@ -59,6 +59,12 @@ class AuthFilter {
           + (write ? "write" : "read") + " namespace '" + namespace + "'");
     }
     return null;
+  }
+
+  /** A 401 that asks for a bearer token, saying {@code why}. */
+  static MutableHttpResponse<ApiError> unauthorized(String why) {
+    return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized", why)
+        .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
   }
 
   /** The namespace a path under {@code /v1/namespaces/} names, or null. */

@@ -38,9 +38,7 @@ class EndpointFilter {
     }
     TokenSettings token = tokens.bearer(request.getHeaders().get(HttpHeaders.AUTHORIZATION));
     if (token == null) {
-      return ApiError.response(HttpStatus.UNAUTHORIZED, "unauthorized",
-              "the metrics need a bearer token with the metrics right")
-          .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvcache\"");
+      return AuthFilter.unauthorized("the metrics need a bearer token with the metrics right");
     }
     if (!token.isMetrics()) {
       return ApiError.response(HttpStatus.FORBIDDEN, "forbidden",
