@@ -87,7 +87,8 @@ public abstract class AbstractTier implements Tier {
    * BlockTags#MAX_TAG_BYTES}.
    */
   protected final byte[] tagOf(BlockKey key) {
-    byte[] tag = listener instanceof BlockTags tags ? tags.tagOf(key) : null;
+    BlockTags tags = tags();
+    byte[] tag = tags == null ? null : tags.tagOf(key);
     return tag == null || tag.length == 0 || tag.length > BlockTags.MAX_TAG_BYTES ? null : tag;
   }
 
