@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -85,3 +86,18 @@ def test_a_block_damaged_in_the_servers_ram_is_not_copied(shm_server, unique_key
             assert pin.copy_into([0, 1], [first, second]) == [SLOT, None]
             assert first == blocks[0]
             assert pin.get_into(1, second) is None, "read again, the block is a miss"
+
+
+@pytest.mark.parametrize("length", [16, 17, 4096, 4112, 70_000, 2 << 20])
+def test_a_place_is_marked_alike_with_and_without_numpy(length, monkeypatch):  # type: ignore[no-untyped-def]
+    from kvcache._hostfile import mark_place
+    token = bytes(range(1, 17))
+    with_numpy = bytearray(length)
+    mark_place(memoryview(with_numpy), token)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now fails
+    without = bytearray(length)
+    mark_place(memoryview(without), token)
+    assert with_numpy == without
+    marks = [at for at in range(0, length - 15) if with_numpy[at:at + 16] == token]
+    assert marks == sorted({*range(0, length - 31, 4096), length - 16})
+    assert with_numpy.count(0) == length - 16 * len(marks)

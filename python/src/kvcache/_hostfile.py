@@ -114,3 +114,27 @@ def _descriptors() -> dict[str, str]:
         except OSError:
             continue
     return named
+
+
+PAGE = 4096  # the server's LeaseCopies.TOKEN_STRIDE
+
+
+def mark_place(view: memoryview, token: bytes) -> None:
+    """Writes ``token`` where the server looks for it before it writes a block into ``view``: in
+    the last ``len(token)`` bytes, and at the start of each 4 KiB before those; which shows that
+    this process has written into every page the server is to write. With numpy, in one strided
+    assignment; without, one slice at a time (about 4 times slower: 90 ms a GiB)."""
+    n = len(token)
+    last = len(view) - n
+    try:
+        import numpy as np
+    except ImportError:
+        for at in range(0, last - n + 1, PAGE):
+            view[at:at + n] = token
+    else:
+        if last >= n:
+            marks = np.lib.stride_tricks.as_strided(
+                np.frombuffer(view, dtype=np.uint8), shape=((last - n) // PAGE + 1, n),
+                strides=(PAGE, 1), writeable=True)
+            marks[:] = np.frombuffer(token, dtype=np.uint8)
+    view[last:] = token

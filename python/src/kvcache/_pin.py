@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 
 from ._buffers import Buffer, writable_view
 from ._errors import BufferTooSmallError, ProtocolError, ServerError
+from ._hostfile import mark_place
 from ._http1 import Response
 from ._location import PrefixLocation
 from ._reads import read_block
@@ -114,8 +115,9 @@ class Pin:
         process, and no interpreter lock held while the bytes move. The server computes each
         block's CRC32C as it writes it and answers a damaged block as such.
 
-        To show that the file may be written, the pin's token is first written at the start of
-        each buffer; the server writes nothing unless it finds it there. The server must run as a
+        To show that every page the server is to write may be written, the pin's token is first
+        written at the start of each 4 KiB of each buffer's place and in its last 16 bytes; the
+        server writes nothing unless it finds it at every one. The server must run as a
         user that may open the file for writing (the engine's own, as a rule).
 
         Returns:
@@ -170,7 +172,7 @@ class Pin:
         lease = answer["lease"]
         pairs = []
         for _, j, offset, view in blocks:
-            view[:len(token)] = token
+            mark_place(view, token)
             pairs.append([j, offset])
         body = json.dumps({"file": file, "token": answer["copy_token"], "blocks": pairs}).encode()
 
@@ -194,7 +196,8 @@ class Pin:
             return False
         except ServerError as e:
             files = self._session.host_files
-            if files is not None and e.code in ("file-not-writable", "own-file", "not-this-host"):
+            if files is not None and e.code in ("file-not-writable", "own-file", "not-this-host",
+                                                    "no-copies"):
                 files.refuse(link.name, file)
             return e.code in ("no-file", "token-not-in-file")
         finally:

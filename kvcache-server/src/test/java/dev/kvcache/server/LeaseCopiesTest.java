@@ -69,16 +69,33 @@ class LeaseCopiesTest {
         "{\"file\":\"" + file + "\",\"token\":\"" + lease.token() + "\",\"blocks\":[" + pairs + "]}");
   }
 
-  /** A file of {@code slots} slots of random bytes, the token written where {@code marked}. */
+  /**
+   * A file of {@code slots} slots of random bytes, each slot of {@code marked} marked with the
+   * token for any of the blocks.
+   */
   private Path target(int slots, Lease lease, int... marked) throws Exception {
     Path file = client.resolve("host-buffer");
     Files.write(file, random(slots * SLOT, 99));
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-      for (int slot : marked) {
-        ch.write(ByteBuffer.wrap(HexFormat.of().parseHex(lease.token())), (long) slot * SLOT);
+    for (int slot : marked) {
+      for (byte[] block : blocks) {
+        mark(file, lease, (long) slot * SLOT, block.length);
       }
     }
     return file;
+  }
+
+  /**
+   * Writes the token where a client marks the {@code length} bytes at {@code offset} as its own:
+   * in the last 16 bytes and at the start of each 4 KiB before those.
+   */
+  private static void mark(Path file, Lease lease, long offset, int length) throws Exception {
+    byte[] token = HexFormat.of().parseHex(lease.token());
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      for (long at = offset; at <= offset + length - 2 * token.length; at += 4096) {
+        ch.write(ByteBuffer.wrap(token), at);
+      }
+      ch.write(ByteBuffer.wrap(token), offset + length - token.length);
+    }
   }
 
   private static byte[] slot(byte[] file, int slot, int length) {
@@ -171,7 +188,67 @@ class LeaseCopiesTest {
   }
 
   @Test
-  void theServersOwnFilesAreRefusedAndADamagedBlockIsAnsweredDamaged() throws Exception {
+  void aPlaceIsWrittenOnlyIfTheClientMarkedEveryPageOfIt() throws Exception {
+    try (TestServer server = TestServer.start(dir)) {
+      Lease lease = pinAll(server);
+      // block 2 (index 1) fills a slot: marked at its start only, as a client that would have
+      // the server write past its own bytes over another's in the same file
+      Path file = target(2, lease);
+      byte[] token = HexFormat.of().parseHex(lease.token());
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+        ch.write(ByteBuffer.wrap(token), SLOT);
+      }
+      byte[] before = Files.readAllBytes(file);
+      HttpResponse<byte[]> startOnly = copy(server, lease, file, "[1," + SLOT + "]");
+      assertThat(startOnly.statusCode()).isEqualTo(403);
+      assertThat(body(startOnly)).contains("token-not-in-file").contains("offset " + (SLOT + 4096));
+      assertThat(Files.readAllBytes(file)).as("the file, untouched").isEqualTo(before);
+
+      // every page marked but the place's last bytes
+      mark(file, lease, SLOT, blocks[1].length);
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+        ch.write(ByteBuffer.wrap(new byte[16]), 2L * SLOT - 16);
+      }
+      before = Files.readAllBytes(file);
+      HttpResponse<byte[]> noEnd = copy(server, lease, file, "[1," + SLOT + "]");
+      assertThat(noEnd.statusCode()).isEqualTo(403);
+      assertThat(body(noEnd)).contains("offset " + (2 * SLOT - 16));
+      assertThat(Files.readAllBytes(file)).as("the file, untouched").isEqualTo(before);
+
+      mark(file, lease, SLOT, blocks[1].length);
+      HttpResponse<byte[]> marked = copy(server, lease, file, "[1," + SLOT + "]");
+      assertThat(body(marked)).isEqualTo("{\"blocks\":[\"copied\"]}");
+      assertThat(slot(Files.readAllBytes(file), 1, SLOT)).isEqualTo(blocks[1]);
+    }
+  }
+
+  @Test
+  void theServersOwnFilesAreRefusedByAnyName() throws Exception {
+    try (TestServer server = TestServer.start(dir,
+        Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()))) {
+      Lease lease = pinAll(server);
+      HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
+          "{\"keys\":[\"" + key(1) + "\"],\"pin_ms\":10000,\"shared_memory\":true}");
+      Matcher slice = Pattern.compile("\"file\":\"([^\"]+)\"").matcher(body(found));
+      assertThat(slice.find()).as(body(found)).isTrue();
+      Path ramFile = Path.of(slice.group(1));
+      // the server's RAM file, marked where block 0 would go, as a client's PUT could mark it
+      mark(ramFile, lease, 0, blocks[0].length);
+      byte[] before = Files.readAllBytes(ramFile);
+
+      Path symlink = Files.createSymbolicLink(client.resolve("by-symlink"), ramFile);
+      Path hardLink = Files.createLink(client.resolve("by-hard-link"), ramFile);
+      for (Path name : new Path[] {ramFile, symlink, hardLink}) {
+        HttpResponse<byte[]> own = copy(server, lease, name, "[0,0]");
+        assertThat(own.statusCode()).as(name + ": " + body(own)).isEqualTo(403);
+        assertThat(body(own)).contains("own-file");
+      }
+      assertThat(Files.readAllBytes(ramFile)).as("the server's RAM, untouched").isEqualTo(before);
+    }
+  }
+
+  @Test
+  void aDamagedBlockIsAnsweredDamaged() throws Exception {
     try (TestServer server = TestServer.start(dir,
         Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()))) {
       Lease lease = pinAll(server);
@@ -183,16 +260,7 @@ class LeaseCopiesTest {
       Path ramFile = Path.of(slice.group(1));
       long at = Long.parseLong(slice.group(2));
 
-      // the server's RAM file, with the token written where block 0 would go
-      try (FileChannel ch = FileChannel.open(ramFile, StandardOpenOption.READ,
-          StandardOpenOption.WRITE)) {
-        ByteBuffer saved = ByteBuffer.allocate(16);
-        ch.read(saved, 0);
-        ch.write(ByteBuffer.wrap(HexFormat.of().parseHex(lease.token())), 0);
-        HttpResponse<byte[]> own = copy(server, lease, ramFile, "[0,0]");
-        assertThat(own.statusCode()).isEqualTo(403);
-        assertThat(body(own)).contains("own-file");
-        ch.write(saved.flip(), 0);
+      try (FileChannel ch = FileChannel.open(ramFile, StandardOpenOption.WRITE)) {
         // block 2 (index 1) damaged where the server keeps it
         ch.write(ByteBuffer.wrap(new byte[] {(byte) ~blocks[1][500]}), at + 500);
       }

@@ -25,10 +25,9 @@ import java.util.Map;
  * made a new file), or that went unused for {@link #IDLE_NANOS}; all are unmapped when the server
  * stops.
  *
- * <p>A mapping is found by the path the client named and the identity of the file it names now
- * (device and inode: a file the server maps keeps its inode). The path may still name another
- * file by the time the channel opens it, so the caller checks the copy token through the mapping
- * itself ({@link Mapped#slice}) and, if it is not there, maps the file afresh ({@link #remap}).
+ * <p>A mapping is found by the path the client named and the identity (device and inode) of the
+ * file the caller opened through it ({@link OpenedFile}): a mapping of another file is never
+ * handed out for the file opened.
  */
 @Singleton
 public class ClientFileMaps {
@@ -69,6 +68,25 @@ public class ClientFileMaps {
       return segments[segment].slice((int) (offset % SEGMENT_BYTES), length);
     }
 
+    /**
+     * Whether the 16 bytes at {@code offset} are {@code high} then {@code low}, each big-endian:
+     * read in place, with no view made.
+     */
+    boolean holds(long offset, long high, long low) {
+      int segment = (int) (offset / SEGMENT_BYTES);
+      int at = (int) (offset % SEGMENT_BYTES);
+      if (at + 16 <= segments[segment].capacity()) {
+        return segments[segment].getLong(at) == high && segments[segment].getLong(at + 8) == low;
+      }
+      ByteBuffer across = ByteBuffer.allocate(16); // the 16 bytes cross into the next segment
+      for (int got = 0; got < 16; ) {
+        int n = piece(offset + got, 16 - got);
+        across.put(got, slice(offset + got, n), 0, n);
+        got += n;
+      }
+      return across.getLong(0) == high && across.getLong(8) == low;
+    }
+
     /** How many of the {@code length} bytes at {@code offset} lie in its segment. */
     static int piece(long offset, int length) {
       return (int) Math.min(length, SEGMENT_BYTES - offset % SEGMENT_BYTES);
@@ -87,14 +105,6 @@ public class ClientFileMaps {
     if (m == null || identity == null || !identity.equals(m.identity) || m.size != ch.size()) {
       m = replace(path, identity, ch);
     }
-    m.users++;
-    return m;
-  }
-
-  /** Maps {@code path} afresh from {@code ch}, in place of {@code stale}; {@link #release} both. */
-  synchronized Mapped remap(Mapped stale, FileChannel ch) throws IOException {
-    release(stale);
-    Mapped m = replace(stale.path, identity(stale.path), ch);
     m.users++;
     return m;
   }

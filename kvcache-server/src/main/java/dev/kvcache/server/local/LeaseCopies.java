@@ -23,12 +23,10 @@ import io.micronaut.serde.annotation.Serdeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
+import java.nio.file.LinkOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -36,6 +34,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 import reactor.core.publisher.Mono;
 
@@ -43,18 +42,31 @@ import reactor.core.publisher.Mono;
  * Copies of pinned blocks into a file of a client on this host: an engine's host buffer in
  * {@code /dev/shm}, written by the server in one request, with no copy in the client's process.
  *
- * <p>The client shows that it may write the file: it writes its pin's {@code copy_token} (random,
- * from the lookup's answer) at the start of each place a block is to go, and the server reads the
- * token there, through its mapping of the file, before it writes anything. A client that can only
- * read a file cannot show that, so the server never writes where its client could not. Files in
- * the server's own directories (its RAM's shared memory, its disk tier) are refused whatever they
- * hold. The server keeps its mapping of the file for the next requests ({@link ClientFileMaps}).
+ * <p>The client shows that it may write every page the server is to write: it writes its pin's
+ * {@code copy_token} (random, from the lookup's answer) in the last {@value #TOKEN_BYTES} bytes
+ * of each place a block is to go and at the start of each {@value #TOKEN_STRIDE} bytes before
+ * those, and the server reads the token at each of those, through its mapping of the
+ * file it opened, before it writes anything. A client that can only read a file cannot show that,
+ * and a client that marked only the start of a place cannot have the server write past it over
+ * bytes of another's, so the server never writes where its client did not. What the server checks
+ * is the file it opened ({@link OpenedFile}), not the file a path named before: files of the
+ * server's own directories (its RAM's shared memory, its disk tier), by any name, are refused
+ * whatever they hold. The server keeps its mapping of the file for the next requests ({@link
+ * ClientFileMaps}).
  * Each block's CRC32C is computed piece by piece as the piece is copied, from the same memory; a
  * block whose bytes do not have its checksum is answered {@code damaged}, and its place in the
  * file then holds no block.
  */
 @Controller(Wire.NAMESPACES + "{namespace}")
 public class LeaseCopies {
+
+  /**
+   * Bytes between the tokens a client writes in a block's place, a page: the tokens show that the
+   * client has written into every page the server is to write.
+   */
+  static final int TOKEN_STRIDE = 4096;
+  /** Bytes of a copy token. */
+  static final int TOKEN_BYTES = 16;
 
   /** Bytes checked, then copied, at a time: small enough to stay in the CPU's cache between. */
   static final int PIECE_BYTES = 256 << 10;
@@ -134,29 +146,27 @@ public class LeaseCopies {
       throw new ApiException(HttpStatus.FORBIDDEN, "bad-copy-token",
           "the token is not lease " + lease + "'s copy_token");
     }
-    BasicFileAttributes attributes = attributes(request.file());
-    Path file = Path.of(request.file());
-    try (FileChannel ch = open(file)) {
+    Path file = path(request.file());
+    OpenedFile opened = OpenedFile.open(file);
+    try (FileChannel ch = opened.channel()) {
+      refuseOwn(file, opened);
       long size = ch.size();
       for (long[] b : blocks) {
-        long end = b[1] + pin.length((int) b[0]);
+        long end = b[1] + Math.max(pin.length((int) b[0]), TOKEN_BYTES);
         if (end > size) {
           throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
               "block " + b[0] + " at " + b[1] + " ends at " + end + ", past the end of " + file
                   + " (" + size + " bytes)");
         }
       }
-      ClientFileMaps.Mapped m = maps.acquire(request.file(), attributes.fileKey(), ch);
+      ClientFileMaps.Mapped m = maps.acquire(request.file(), opened.identity(), ch);
       try {
-        long missing = offsetWithoutToken(m, blocks, pinned.copyToken());
-        if (missing >= 0) { // the path may name another file than when it was mapped
-          m = maps.remap(m, ch);
-          missing = offsetWithoutToken(m, blocks, pinned.copyToken());
-        }
+        long missing = offsetWithoutToken(m, blocks, pin, pinned.copyToken());
         if (missing >= 0) {
           throw new ApiException(HttpStatus.FORBIDDEN, "token-not-in-file",
-              "the copy token is not at offset " + missing + " of " + file
-                  + ": write it there first, to show the file may be written");
+              "the copy token is not at offset " + missing + " of " + file + ": write it in the"
+                  + " last " + TOKEN_BYTES + " bytes of each block's place and at the start of each "
+                  + TOKEN_STRIDE + " bytes before those, to show that the place may be written");
         }
         List<CopyOutcome> outcomes = new ArrayList<>(blocks.size());
         int newlyServed = 0;
@@ -185,18 +195,25 @@ public class LeaseCopies {
     }
   }
 
-  /** The first block offset where {@code m} lacks the token, or -1 if it is at every one. */
+  /**
+   * The first offset where {@code m} lacks the token, or -1 if it is at every place the client
+   * marks: the last {@link #TOKEN_BYTES} bytes of each block's place, and each {@link
+   * #TOKEN_STRIDE} bytes from its start before those.
+   */
   private static long offsetWithoutToken(ClientFileMaps.Mapped m, List<long[]> blocks,
-      byte[] token) {
-    byte[] found = new byte[token.length];
+      PrefixPin pin, byte[] token) {
+    ByteBuffer t = ByteBuffer.wrap(token);
+    long high = t.getLong(0);
+    long low = t.getLong(8);
     for (long[] b : blocks) {
-      for (int at = 0; at < found.length; ) {
-        int n = ClientFileMaps.Mapped.piece(b[1] + at, found.length - at);
-        m.slice(b[1] + at, n).get(found, at, n);
-        at += n;
+      long last = b[1] + Math.max(pin.length((int) b[0]), TOKEN_BYTES) - TOKEN_BYTES;
+      for (long at = b[1]; at <= last - TOKEN_BYTES; at += TOKEN_STRIDE) {
+        if (!m.holds(at, high, low)) {
+          return at;
+        }
       }
-      if (!Arrays.equals(found, token)) {
-        return b[1];
+      if (!m.holds(last, high, low)) {
+        return last;
       }
     }
     return -1;
@@ -222,8 +239,8 @@ public class LeaseCopies {
     return out;
   }
 
-  /** The file named, if it is a regular file outside the server's own directories. */
-  private BasicFileAttributes attributes(String name) {
+  /** The absolute path the request names. */
+  private static Path path(String name) {
     Path file;
     try {
       file = name == null || name.isBlank() ? null : Path.of(name);
@@ -234,36 +251,36 @@ public class LeaseCopies {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy",
           "the body needs the absolute path of a 'file' on this host, not " + name);
     }
-    BasicFileAttributes attributes;
-    try {
-      attributes = Files.readAttributes(file, BasicFileAttributes.class);
-    } catch (IOException e) {
-      throw new ApiException(HttpStatus.NOT_FOUND, "no-file", "no file " + file);
-    }
-    if (!attributes.isRegularFile()) {
-      throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy", file + " is not a regular file");
-    }
-    Path real = realPath(file);
-    for (Path own : ownDirectories) {
-      if (real.startsWith(own)) {
-        throw new ApiException(HttpStatus.FORBIDDEN, "own-file",
-            file + " is in the server's own directory " + own);
-      }
-    }
-    return attributes;
+    return file;
   }
 
-  private static FileChannel open(Path file) {
+  /**
+   * Refuses a file the server opened that is one of its own: one whose name lies in its own
+   * directories, or, having other names, is the same file as one there (a hard link).
+   */
+  private void refuseOwn(Path file, OpenedFile opened) throws IOException {
+    for (Path own : ownDirectories) {
+      if (opened.realName().startsWith(own)
+          || opened.links() > 1 && opened.device() == device(own) && holds(own, opened)) {
+        throw new ApiException(HttpStatus.FORBIDDEN, "own-file",
+            file + " is a file of the server's own directory " + own);
+      }
+    }
+  }
+
+  /** Whether a file under {@code dir} is {@code file}. */
+  private static boolean holds(Path dir, OpenedFile file) throws IOException {
+    try (Stream<Path> all = Files.walk(dir)) {
+      return all.anyMatch(p -> file.identity().equals(identity(p)));
+    }
+  }
+
+  private static Object identity(Path p) {
     try {
-      return FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
-    } catch (NoSuchFileException e) {
-      throw new ApiException(HttpStatus.NOT_FOUND, "no-file", "no file " + file);
-    } catch (AccessDeniedException e) {
-      throw new ApiException(HttpStatus.FORBIDDEN, "file-not-writable",
-          "the server may not write " + file + " (run it as the engine's user)");
+      return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+          .fileKey();
     } catch (IOException e) {
-      throw new ApiException(HttpStatus.FORBIDDEN, "file-not-writable",
-          "the server cannot open " + file + ": " + e.getMessage());
+      return null;
     }
   }
 
@@ -300,6 +317,15 @@ public class LeaseCopies {
       return HexFormat.of().parseHex(hex);
     } catch (IllegalArgumentException e) {
       throw new ApiException(HttpStatus.BAD_REQUEST, "bad-copy", "the token is not hex: " + hex);
+    }
+  }
+
+  /** The device of {@code path}, or -1 if it is not there yet. */
+  private static long device(Path path) {
+    try {
+      return (Long) Files.getAttribute(path, "unix:dev");
+    } catch (IOException e) {
+      return -1;
     }
   }
 
