@@ -52,6 +52,8 @@ final class ParityCases {
   static final String PUTTER = "p".repeat(40);
   /** May read the metrics, and no namespace. */
   static final String SCRAPER = "m".repeat(40);
+  /** Reads and writes other, and no other namespace. */
+  static final String STRANGER = "s".repeat(40);
 
   static final int MAX = 1 << 20;
   static final int MAX_PINS = 4;

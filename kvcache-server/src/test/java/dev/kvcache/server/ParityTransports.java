@@ -109,6 +109,9 @@ final class ParityTransports {
       p.put("kvcache.auth.tokens.putter.write", "default");
       p.put("kvcache.auth.tokens.scraper.secret", ParityCases.SCRAPER);
       p.put("kvcache.auth.tokens.scraper.metrics", true);
+      p.put("kvcache.auth.tokens.stranger.secret", ParityCases.STRANGER);
+      p.put("kvcache.auth.tokens.stranger.read", "other");
+      p.put("kvcache.auth.tokens.stranger.write", "other");
       test = TestServer.start(dir, p);
       cache = test.context.getBean(KvCache.class);
       namespaces = test.context.getBean(Namespaces.class);
