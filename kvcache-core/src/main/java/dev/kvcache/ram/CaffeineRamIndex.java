@@ -68,7 +68,7 @@ final class CaffeineRamIndex implements RamIndex {
   }
 
   @Override
-  public long evictColdest() {
+  public long evictColdest(BlockKey forKey) {
     Map<BlockKey, OffHeapBlock> coldest = cache.policy().eviction().orElseThrow().coldest(1);
     if (coldest.isEmpty()) {
       return -1;
@@ -95,6 +95,11 @@ final class CaffeineRamIndex implements RamIndex {
   @Override
   public List<BlockKey> keys() {
     return List.copyOf(map.keySet());
+  }
+
+  @Override
+  public long bytes() {
+    return cache.policy().eviction().orElseThrow().weightedSize().orElse(0);
   }
 
   @Override

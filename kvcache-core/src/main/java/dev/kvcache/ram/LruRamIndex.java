@@ -113,7 +113,7 @@ final class LruRamIndex implements RamIndex {
   }
 
   @Override
-  public synchronized long evictColdest() {
+  public synchronized long evictColdest(BlockKey forKey) {
     if (oldest == null) {
       return -1;
     }
@@ -134,6 +134,11 @@ final class LruRamIndex implements RamIndex {
   @Override
   public synchronized List<BlockKey> keys() {
     return List.copyOf(map.keySet());
+  }
+
+  @Override
+  public synchronized long bytes() {
+    return bytes;
   }
 
   @Override

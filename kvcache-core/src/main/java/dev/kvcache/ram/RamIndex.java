@@ -1,6 +1,7 @@
 package dev.kvcache.ram;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.Namespace;
 import dev.kvcache.internal.memory.OffHeapBlock;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +24,20 @@ interface RamIndex {
     };
   }
 
+  /**
+   * An index for {@code policy} within {@code maxBytes}, of which each namespace of {@code quotas}
+   * may hold its quota and no more, and the other namespaces together what the quotas leave
+   * ({@link PartitionedRamIndex}); with no quotas, {@link #create(RamPolicy, long, BiConsumer)}.
+   *
+   * @throws IllegalArgumentException if the quotas leave nothing of {@code maxBytes}
+   */
+  static RamIndex create(RamPolicy policy, long maxBytes, Map<Namespace, Long> quotas,
+      BiConsumer<BlockKey, OffHeapBlock> onEvicted) {
+    return quotas.isEmpty()
+        ? create(policy, maxBytes, onEvicted)
+        : new PartitionedRamIndex(policy, maxBytes, quotas, onEvicted);
+  }
+
   /** The block under {@code key}, a use of it for the policy; or null. */
   OffHeapBlock get(BlockKey key);
 
@@ -41,12 +56,16 @@ interface RamIndex {
   OffHeapBlock remove(BlockKey key);
 
   /**
-   * Evicts the block the policy ranks coldest, through the eviction callback.
+   * Evicts, through the eviction callback, the block the policy ranks coldest of those a put of
+   * {@code forKey} may evict to make room: any block, unless the index keeps namespaces apart.
    *
-   * @return its allocated bytes; 0 if it was replaced or removed meanwhile (look again); -1 if the
-   *     index is empty
+   * @return its allocated bytes; 0 if it was replaced or removed meanwhile (look again); -1 if
+   *     there is no such block
    */
-  long evictColdest();
+  long evictColdest(BlockKey forKey);
+
+  /** The blocks' allocated bytes. */
+  long bytes();
 
   /** Every entry, hottest first: a snapshot. */
   Map<BlockKey, OffHeapBlock> hottestFirst();

@@ -1,6 +1,7 @@
 package dev.kvcache.ram;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.Namespace;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheStats;
@@ -15,6 +16,7 @@ import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -25,6 +27,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -113,7 +116,8 @@ public final class RamTier extends AbstractTier {
     long largestBlock = OffHeapMemory.allocatedBytesFor(config.maxBlockBytes());
     long headroom =
         Math.min(Math.min(largestBlock, memory.capacityBytes() / 8), memory.capacityBytes() - largestBlock);
-    this.index = RamIndex.create(config.policy(), memory.capacityBytes() - headroom, this::onEvicted);
+    this.index = RamIndex.create(config.policy(), memory.capacityBytes() - headroom, config.quotas(),
+        this::onEvicted);
     log.info("RAM tier: {} MiB of {}, reserved and zeroed in the background (largest block {} bytes)",
         memory.capacityBytes() >> 20,
         config.sharedMemoryDir() == null
@@ -229,7 +233,7 @@ public final class RamTier extends AbstractTier {
     if (!takes(key, length)) {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
-    OffHeapBlock block = allocate(length, length, false);
+    OffHeapBlock block = allocate(key, length, length, false);
     return block == null ? Optional.empty() : Optional.of(new RamWriter(key, block));
   }
 
@@ -241,7 +245,7 @@ public final class RamTier extends AbstractTier {
    */
   @Override
   protected BlockWriter openWriter(BlockKey key, int length) {
-    OffHeapBlock block = allocate(length, 4L * length, true);
+    OffHeapBlock block = allocate(key, length, 4L * length, true);
     if (block == null) {
       counters().rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
@@ -308,14 +312,15 @@ public final class RamTier extends AbstractTier {
   }
 
   /**
-   * Memory for a put, cheapest first: a free run; compaction within a budget of {@code
-   * compactionBytes} moved (shared by all attempts of this put); evicting the policy's coldest
-   * blocks, up to four times the block's size, retrying after each; and, if room is still missing
+   * Memory for a put of {@code key}, cheapest first: a free run; compaction within a budget of
+   * {@code compactionBytes} moved (shared by all attempts of this put); evicting the policy's
+   * coldest blocks of those the put may evict (its own namespace's, under quotas), up to four times the block's size, retrying after each; and, if room is still missing
    * while enough memory is free in total, compaction without a budget if {@code unboundedLast}.
    * Evicted blocks held by leases (or by the eviction listener) free nothing until closed, which is
    * why eviction is capped: a put never empties the tier in search of memory that leases pin.
    */
-  private OffHeapBlock allocate(int length, long compactionBytes, boolean unboundedLast) {
+  private OffHeapBlock allocate(BlockKey key, int length, long compactionBytes,
+      boolean unboundedLast) {
     OffHeapBlock block = memory.allocate(length, WRITER_AND_INDEX, CompactionBudget.NONE);
     if (block != null) {
       return block;
@@ -327,7 +332,7 @@ public final class RamTier extends AbstractTier {
       if (block != null || evictedBytes >= 4L * length) {
         break;
       }
-      long victimBytes = index.evictColdest();
+      long victimBytes = index.evictColdest(key);
       if (victimBytes < 0) {
         break;
       }
@@ -515,6 +520,48 @@ public final class RamTier extends AbstractTier {
         }
       }
     }
+  }
+
+  /**
+   * The bytes of blocks (in whole granules) that count against {@code namespace}'s quota: its
+   * own, if it has one ({@link RamTierConfig#quotas()}); otherwise those of every namespace
+   * without one, which share what the quotas leave.
+   */
+  public long usedBytesOf(Namespace namespace) {
+    return index instanceof PartitionedRamIndex p ? p.bytesOf(namespace) : index.bytes();
+  }
+
+  /** Reports its reads and bytes, as every tier does, and its quotas ({@link #describeQuotas}). */
+  @Override
+  public void describe(TierVisitor visitor, LongSupplier hits) {
+    visitor.hits(name(), hits);
+    visitor.bytes(name(), () -> stats().bytesUsed(), () -> stats().capacityBytes());
+    describeQuotas(visitor);
+  }
+
+  /**
+   * Reports each RAM quota ({@link RamTierConfig#quotas()}) to {@code visitor}: gauges {@code
+   * kvcache.quota.bytes} (the quota) and {@code kvcache.quota.used.bytes} (what counts against it),
+   * tagged {@code tier=ram} and {@code namespace} with the namespace's tenant (or its model, dtype
+   * and layout if it has none), and the used bytes of the namespaces without one together, tagged
+   * {@code namespace=*}. Nothing without quotas.
+   */
+  public void describeQuotas(TierVisitor visitor) {
+    if (config.quotas().isEmpty()) {
+      return;
+    }
+    config.quotas().forEach((ns, quota) -> {
+      String label = ns.tenant().isEmpty() ? ns.model() + "/" + ns.dtype() + "/" + ns.layout()
+          : ns.tenant();
+      visitor.gauge("kvcache.quota.bytes", "the bytes a namespace's blocks may hold at most",
+          () -> quota, "tier", name(), "namespace", label);
+      visitor.gauge("kvcache.quota.used.bytes", "the bytes of a namespace's blocks, and of those"
+          + " of the namespaces without a quota together (namespace=*)", () -> usedBytesOf(ns),
+          "tier", name(), "namespace", label);
+    });
+    visitor.gauge("kvcache.quota.used.bytes", "the bytes of a namespace's blocks, and of those"
+        + " of the namespaces without a quota together (namespace=*)", () -> usedBytesOf(null),
+        "tier", name(), "namespace", "*");
   }
 
   @Override

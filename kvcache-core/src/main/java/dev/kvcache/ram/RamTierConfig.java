@@ -1,7 +1,9 @@
 package dev.kvcache.ram;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.internal.memory.OffHeapMemory;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -18,9 +20,13 @@ import java.util.Objects;
  *     (such as {@code /dev/shm}) where the memory is reserved as files that other processes of
  *     the same user on this host may map, so that they copy a leased block straight out of RAM
  *     ({@link dev.kvcache.BlockLease#sharedMemory()}) instead of receiving it through a socket
+ * @param quotas the bytes of blocks each of these namespaces may hold at most, counted as the tier
+ *     counts its capacity (whole 4 KiB granules); a namespace at its quota evicts its own coldest
+ *     blocks, never another's, and the namespaces without one (with keys that name none) share
+ *     what the quotas leave. Empty (the default): one policy over every block.
  */
 public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes,
-    RamPolicy policy, Path sharedMemoryDir) {
+    RamPolicy policy, Path sharedMemoryDir, Map<Namespace, Long> quotas) {
 
   /** Default {@link #maxBlockBytes}: 64 MiB, or the capacity if smaller. */
   public static final int DEFAULT_MAX_BLOCK_BYTES = 64 << 20;
@@ -36,6 +42,20 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
 
   public RamTierConfig {
     Objects.requireNonNull(policy, "policy");
+    quotas = Map.copyOf(Objects.requireNonNull(quotas, "quotas"));
+    long quoted = 0;
+    for (Map.Entry<Namespace, Long> q : quotas.entrySet()) {
+      if (q.getValue() < OffHeapMemory.GRANULE_BYTES) {
+        throw new IllegalArgumentException("the RAM quota of " + q.getKey() + " is "
+            + q.getValue() + " bytes; it must be at least " + OffHeapMemory.GRANULE_BYTES);
+      }
+      quoted += q.getValue();
+    }
+    if (quoted >= capacityBytes) {
+      throw new IllegalArgumentException("the RAM quotas (" + quoted + " bytes in all) must leave"
+          + " some of the RAM tier's capacity (" + capacityBytes + " bytes) to the other"
+          + " namespaces");
+    }
     if (capacityBytes < MIN_CAPACITY_BYTES) {
       throw new IllegalArgumentException(
           "RAM tier capacity must be at least " + MIN_CAPACITY_BYTES + " bytes, got "
@@ -66,6 +86,12 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
     this(capacityBytes, maxBlockBytes, arenaBytes, policy, null);
   }
 
+  /** A configuration without quotas. */
+  public RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaBytes, RamPolicy policy,
+      Path sharedMemoryDir) {
+    this(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir, Map.of());
+  }
+
   /** A configuration with the default block limit, arena size and policy. */
   public static RamTierConfig ofCapacity(long capacityBytes) {
     int maxBlock =
@@ -80,18 +106,20 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
 
   /** A copy with another block limit. */
   public RamTierConfig withMaxBlockBytes(int maxBlockBytes) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir,
+        quotas);
   }
 
   /** A copy with another arena size. */
   public RamTierConfig withArenaBytes(int arenaBytes) {
     return new RamTierConfig(capacityBytes, Math.min(maxBlockBytes, arenaBytes), arenaBytes, policy,
-        sharedMemoryDir);
+        sharedMemoryDir, quotas);
   }
 
   /** A copy with another policy. */
   public RamTierConfig withPolicy(RamPolicy policy) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir,
+        quotas);
   }
 
   /**
@@ -99,6 +127,12 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
    * which other processes of the same user may map; null for private memory.
    */
   public RamTierConfig withSharedMemory(Path dir) {
-    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, dir);
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, dir, quotas);
+  }
+
+  /** A copy with these quotas in place of its own ({@link #quotas()}). */
+  public RamTierConfig withQuotas(Map<Namespace, Long> quotas) {
+    return new RamTierConfig(capacityBytes, maxBlockBytes, arenaBytes, policy, sharedMemoryDir,
+        quotas);
   }
 }

@@ -1,5 +1,6 @@
 package dev.kvcache.tiered;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
@@ -11,7 +12,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -43,6 +46,7 @@ public final class KvCacheBuilder {
   Integer maxBlockBytes;
   RamPolicy ramPolicy = RamTierConfig.DEFAULT_POLICY;
   Path ramSharedMemoryDir;
+  final Map<Namespace, Long> ramQuotas = new LinkedHashMap<>();
   TieredCacheConfig tiered = TieredCacheConfig.defaults();
   StackedTierConfig stacked = StackedTierConfig.defaults();
   final List<LowerTier> lower = new ArrayList<>();
@@ -101,6 +105,24 @@ public final class KvCacheBuilder {
           + " /dev/shm)");
     }
     this.ramSharedMemoryDir = dir;
+    return this;
+  }
+
+  /**
+   * The bytes of RAM {@code namespace}'s blocks may hold at most ({@link RamTierConfig#quotas()}):
+   * at its quota it evicts its own coldest blocks, never another namespace's, and the namespaces
+   * without a quota share what the quotas leave. None by default. {@link #config()} checks that
+   * the quotas leave RAM to the others.
+   *
+   * @throws IllegalArgumentException if {@code bytes} is below one 4 KiB granule
+   */
+  public KvCacheBuilder ramQuota(Namespace namespace, long bytes) {
+    Objects.requireNonNull(namespace, "namespace");
+    if (bytes < 4096) {
+      throw new IllegalArgumentException("the RAM quota of " + namespace + " is " + bytes
+          + " bytes; it must be at least 4096");
+    }
+    ramQuotas.put(namespace, bytes);
     return this;
   }
 
@@ -223,9 +245,11 @@ public final class KvCacheBuilder {
   /**
    * The cache these settings describe, not yet opened.
    *
-   * @throws IllegalArgumentException if the largest block does not fit the RAM budget
+   * @throws IllegalArgumentException if the largest block does not fit the RAM budget, or the RAM
+   *     quotas leave none of it to the namespaces without one
    */
   public KvCacheConfig config() {
+    RamTierConfig.ofCapacity(ramBytes).withQuotas(ramQuotas);
     if (maxBlockBytes != null) {
       try {
         RamTierConfig.ofCapacity(ramBytes).withMaxBlockBytes(maxBlockBytes);

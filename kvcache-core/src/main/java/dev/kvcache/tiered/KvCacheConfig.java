@@ -1,5 +1,6 @@
 package dev.kvcache.tiered;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamTierConfig;
@@ -58,6 +59,7 @@ public final class KvCacheConfig {
   private final TieredCacheConfig tiered;
   private final StackedTierConfig stacked;
   private final List<LowerTier> lower;
+  private final Map<Namespace, Long> ramQuotas;
   /** Set once a tier given opened has been handed to a cache. */
   private final AtomicBoolean tiersTaken = new AtomicBoolean();
 
@@ -66,6 +68,7 @@ public final class KvCacheConfig {
     this.maxBlockBytes = b.maxBlockBytes;
     this.ramPolicy = b.ramPolicy;
     this.ramSharedMemoryDir = b.ramSharedMemoryDir;
+    this.ramQuotas = Map.copyOf(b.ramQuotas);
     this.tiered = b.tiered;
     this.stacked = b.stacked;
     this.lower = List.copyOf(b.lower);
@@ -164,6 +167,11 @@ public final class KvCacheConfig {
     return ramSharedMemoryDir;
   }
 
+  /** The RAM each namespace with a quota may fill at most ({@link RamTierConfig#quotas()}). */
+  public Map<Namespace, Long> ramQuotas() {
+    return ramQuotas;
+  }
+
   /** The kinds of the tiers below RAM, top to bottom; empty for none. */
   public List<String> lower() {
     return lower.stream().map(LowerTier::kind).toList();
@@ -191,7 +199,7 @@ public final class KvCacheConfig {
    */
   public Tier open() throws IOException {
     RamTierConfig ram = RamTierConfig.ofCapacity(ramBytes).withMaxBlockBytes(maxBlockBytes())
-        .withPolicy(ramPolicy).withSharedMemory(ramSharedMemoryDir);
+        .withPolicy(ramPolicy).withSharedMemory(ramSharedMemoryDir).withQuotas(ramQuotas);
     if (lower.isEmpty()) {
       return new RamTier(ram);
     }

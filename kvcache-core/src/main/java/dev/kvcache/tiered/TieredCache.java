@@ -346,6 +346,7 @@ public final class TieredCache extends AbstractTier {
     visitor.hits(ram.name(), () -> reads.ramHits());
     visitor.hits("spill", () -> reads.spillHits());
     visitor.bytes(ram.name(), () -> ram.stats().bytesUsed(), () -> ram.stats().capacityBytes());
+    ram.describeQuotas(visitor);
     String lowerName = lower.name();
     visitor.counter("kvcache.lower.write.failures", "writes to the " + lowerName + " tier (spills,"
         + " and copies written behind or through) refused for lack of room or failed",
