@@ -217,6 +217,10 @@ refuse "a PVC for a DaemonSet" "pvc needs shape statefulset" -f "$examples/daemo
 refuse "loopback for a StatefulSet" "a StatefulSet's servers listen on 0.0.0.0" --set server.host=127.0.0.1
 refuse "a token for a namespace not served" "is not one of server.namespaces" \
   --set 'auth.tokens.engines.read={other}'
+refuse "a quota for a namespace not served" "server.quotas: the namespace \"other\" is not one of" \
+  --set server.quotas.other.ramBytes=1GiB
+refuse "RAM quotas that leave no RAM to the others" "must leave some of memory.ramBytes" \
+  --set server.quotas.default.ramBytes=4GiB
 refuse "a short inline token" "a token is at least 32 characters" --set auth.tokens.engines.secret=short
 refuse "a ServiceMonitor with a token that may not read the metrics" \
   "is not a token of auth.tokens with metrics: true" --set serviceMonitor.enabled=true \

@@ -52,6 +52,13 @@ that come from Secrets. server.config is merged last.
 {{- $tokensPerBlock = append $tokensPerBlock (printf "%s=%v" $ns $tokens) }}
 {{- end }}
 {{- $kvcache := dict "namespaces" $v.server.namespaces "tokens-per-block" $tokensPerBlock "cache" $cache }}
+{{- if $v.server.quotas }}
+{{- $quotas := dict }}
+{{- range $ns, $q := $v.server.quotas }}
+{{- $_ := set $quotas $ns (dict "ram-bytes" $q.ramBytes) }}
+{{- end }}
+{{- $_ := set $kvcache "quotas" $quotas }}
+{{- end }}
 {{- if $v.auth.tokens }}
 {{- $tokens := dict }}
 {{- range $name, $t := $v.auth.tokens }}

@@ -232,6 +232,19 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- $quoted := 0 }}
+{{- range $ns, $q := $v.server.quotas }}
+{{- if not (has $ns $v.server.namespaces) }}
+{{- fail (printf "server.quotas: the namespace %q is not one of server.namespaces %v" $ns $v.server.namespaces) }}
+{{- end }}
+{{- if not (and (kindIs "map" $q) $q.ramBytes) }}
+{{- fail (printf "server.quotas.%s: give ramBytes, the RAM its blocks may hold at most" $ns) }}
+{{- end }}
+{{- $quoted = add $quoted (include "kvcache.mebibytes" (dict "value" $q.ramBytes "what" (printf "server.quotas.%s.ramBytes" $ns)) | int64) }}
+{{- end }}
+{{- if ge (int64 $quoted) (include "kvcache.mebibytes" (dict "value" $v.memory.ramBytes "what" "memory.ramBytes") | int64) }}
+{{- fail (printf "server.quotas: the RAM quotas (%d MiB in all) must leave some of memory.ramBytes (%s) to the other namespaces" (int64 $quoted) $v.memory.ramBytes) }}
+{{- end }}
 {{- if $v.tls.enabled }}
 {{- if and (not $v.tls.existingSecret) (not $v.tls.keystoreBase64) }}
 {{- fail "tls.enabled: give tls.existingSecret (a Secret with a PKCS12 key store) or tls.keystoreBase64 and tls.password" }}

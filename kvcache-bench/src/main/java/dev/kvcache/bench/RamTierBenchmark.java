@@ -1,6 +1,7 @@
 package dev.kvcache.bench;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.Namespace;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
@@ -8,6 +9,8 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -31,6 +34,10 @@ import org.openjdk.jmh.infra.Blackhole;
  * {@code baselineGet} copies slot i into the destination; the tier's {@code put} and {@code
  * getInto} move exactly those bytes, so their ratio to the baseline is the tier's own cost
  * (allocation, index, policy, reference counting). Run with {@code -t 1} and {@code -t 2}.
+ *
+ * <p>{@code quotas} spreads the working set over that many namespaces, each with a RAM quota that
+ * holds its share ({@link RamTierConfig#quotas()}), against {@code 0}: the same keys, namespaced
+ * alike, in a tier without quotas. Their ratio is the cost of quotas on each operation.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -47,6 +54,10 @@ public class RamTierBenchmark {
   @Param({"LRU", "W_TINY_LFU"})
   public String policy;
 
+  /** Namespaces with a quota that the working set is spread over; 0 for a tier without quotas. */
+  @Param({"0"})
+  public int quotas;
+
   private RamTier tier;
   private BlockKey[] keys;
   private ByteBuffer[] baselineSlots;
@@ -56,13 +67,23 @@ public class RamTierBenchmark {
     int blocks = Blocks.blocksIn(workingSetBytes, blockSizeBytes);
     long capacity = (long) blocks * blockSizeBytes + (long) blocks * blockSizeBytes / 4
         + 4L * blockSizeBytes;
+    Namespace[] namespaces = new Namespace[Math.max(1, quotas)];
+    Map<Namespace, Long> quota = new HashMap<>();
+    for (int n = 0; n < namespaces.length; n++) {
+      namespaces[n] = Namespace.of("bench", "bf16", "v1", "tenant-" + n);
+      if (quotas > 0) {
+        // its share of the blocks, as the capacity above gives the whole set its room
+        quota.put(namespaces[n], capacity / (quotas + 1));
+      }
+    }
     tier = new RamTier(RamTierConfig.ofCapacity(capacity).withMaxBlockBytes(blockSizeBytes)
-        .withPolicy(RamPolicy.valueOf(policy)));
+        .withPolicy(RamPolicy.valueOf(policy)).withQuotas(quota));
     keys = new BlockKey[blocks];
     baselineSlots = new ByteBuffer[blocks];
     ByteBuffer src = Blocks.randomDirect(blockSizeBytes, 42);
     for (int i = 0; i < blocks; i++) {
-      keys[i] = BlockKey.of(0x5eedL, i);
+      keys[i] = BlockKey.ofRaw(namespaces[i % namespaces.length],
+          ByteBuffer.allocate(16).putLong(0x5eedL).putLong(i).array());
       if (tier.put(keys[i], src) != PutStatus.STORED) {
         throw new IllegalStateException("working set does not fit: block " + i);
       }

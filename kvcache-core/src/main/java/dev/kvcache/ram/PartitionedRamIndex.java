@@ -14,20 +14,30 @@ import java.util.function.BiConsumer;
 /**
  * Namespaces kept apart in RAM: an index of the tier's policy for each namespace with a quota,
  * bounded by that quota, and one for every other namespace together (and keys that name none),
- * bounded by what the quotas leave. A block goes to its key's namespace's index; a put there
- * evicts that index's coldest blocks, and only those, whether to stay within its bound or to free
- * memory ({@link #evictColdest}). So a namespace at its quota makes room from its own blocks and
- * never from another's, and a namespace with a quota keeps its blocks whatever the others put.
+ * which may fill what the quotas' blocks leave of the bound. A block goes to its key's namespace's
+ * index.
  *
- * <p>Quotas are partitions, not caps over one order of use: memory a namespace's quota leaves
- * unused is not lent to the others. A lent byte would have to be taken back from the borrower when
- * the namespace needs it, and the borrower's blocks would then be evicted by a put of another
- * namespace, which is what quotas are there to stop ({@code docs/ram-tier.md}, "Quotas").
+ * <ul>
+ *   <li>A namespace at its quota makes room from its own coldest blocks, and never from another's.
+ *   <li>A namespace below its quota that needs room (the bound is reached, or memory must be freed
+ *       for its put: {@link #evictColdest}) takes it back from the coldest blocks of the
+ *       namespaces without a quota, which borrowed it; from its own only when they hold none.
+ *   <li>The namespaces without a quota evict their own coldest blocks, never a block of a
+ *       namespace with a quota.
+ * </ul>
+ *
+ * <p>So a quota is both a reservation and a cap: what a namespace holds within it no other put
+ * evicts, and what it leaves unused the others may use until it needs it. Measured against
+ * partitions that lend nothing and against caps over one order of use ({@code docs/ram-tier.md},
+ * "Quotas"). Puts, removals and evictions are serialized by the index's lock; reads go to their
+ * partition alone.
  */
 final class PartitionedRamIndex implements RamIndex {
 
   private final Map<Namespace, RamIndex> quotaed;
   private final RamIndex others;
+  private final long maxBytes;
+  private final Map<Namespace, Long> quotas;
 
   PartitionedRamIndex(RamPolicy policy, long maxBytes, Map<Namespace, Long> quotas,
       BiConsumer<BlockKey, OffHeapBlock> onEvicted) {
@@ -43,7 +53,9 @@ final class PartitionedRamIndex implements RamIndex {
           + " namespaces: lower them, or raise the RAM tier's capacity");
     }
     this.quotaed = Map.copyOf(parts);
-    this.others = RamIndex.create(policy, maxBytes - quoted, onEvicted);
+    this.others = RamIndex.create(policy, maxBytes, onEvicted);
+    this.maxBytes = maxBytes;
+    this.quotas = Map.copyOf(quotas);
   }
 
   /** The index of {@code key}'s namespace. */
@@ -72,7 +84,10 @@ final class PartitionedRamIndex implements RamIndex {
     return others;
   }
 
-  /** The blocks' allocated bytes in {@code namespace}'s partition: its own, or the others'. */
+  /**
+   * The blocks' allocated bytes in {@code namespace}'s partition: its own, or the others' (those
+   * of every namespace without a quota).
+   */
   long bytesOf(Namespace namespace) {
     RamIndex part = namespace == null ? null : quotaed.get(namespace);
     return (part == null ? others : part).bytes();
@@ -93,24 +108,54 @@ final class PartitionedRamIndex implements RamIndex {
     return holding(key).containsKey(key);
   }
 
+  /**
+   * Stores the block in its namespace's index, which evicts its own coldest past its quota; then,
+   * while every partition together is past the bound, evicts the borrowers' coldest blocks (the
+   * namespaces' without a quota), and the namespace's own once they hold none.
+   */
   @Override
-  public OffHeapBlock put(BlockKey key, OffHeapBlock block) {
-    return holding(key).put(key, block);
+  public synchronized OffHeapBlock put(BlockKey key, OffHeapBlock block) {
+    RamIndex part = holding(key);
+    OffHeapBlock previous = part.put(key, block);
+    while (bytes() > maxBytes) {
+      if (others.evictColdest(key) < 0 && (part == others || part.evictColdest(key) < 0)) {
+        break;
+      }
+    }
+    return previous;
   }
 
   @Override
-  public boolean remove(BlockKey key, OffHeapBlock block) {
+  public synchronized boolean remove(BlockKey key, OffHeapBlock block) {
     return holding(key).remove(key, block);
   }
 
   @Override
-  public OffHeapBlock remove(BlockKey key) {
+  public synchronized OffHeapBlock remove(BlockKey key) {
     return holding(key).remove(key);
   }
 
+  /**
+   * For a namespace with a quota, below it: the borrowers' coldest block (the namespaces' without
+   * a quota), or its own if they hold none; at its quota, and for the others: their own.
+   */
   @Override
-  public long evictColdest(BlockKey forKey) {
-    return of(forKey).evictColdest(forKey);
+  public synchronized long evictColdest(BlockKey forKey) {
+    RamIndex part = of(forKey);
+    if (part != others && bytesBelowQuota(forKey) > 0) {
+      long freed = others.evictColdest(forKey);
+      if (freed >= 0) {
+        return freed;
+      }
+    }
+    return part.evictColdest(forKey);
+  }
+
+  /** How far {@code key}'s namespace is below its quota, in bytes; 0 at it, or without one. */
+  private long bytesBelowQuota(BlockKey key) {
+    Namespace ns = key.namespace().orElse(null);
+    Long quota = ns == null ? null : quotas.get(ns);
+    return quota == null ? 0 : Math.max(0, quota - quotaed.get(ns).bytes());
   }
 
   @Override

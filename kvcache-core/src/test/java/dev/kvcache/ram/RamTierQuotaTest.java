@@ -25,7 +25,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Quotas in RAM: a namespace at its quota makes room from its own coldest blocks and never from
- * another's, whatever it puts; the namespaces without a quota share what the quotas leave.
+ * another's, whatever it puts; the namespaces without a quota share what the quotas' blocks
+ * leave, and give it back when a namespace below its quota needs it.
  */
 class RamTierQuotaTest {
 
@@ -110,6 +111,23 @@ class RamTierQuotaTest {
     assertThat(kept).allMatch(k -> holds(tier, k));
     assertThat(tier.usedBytesOf(SHARED)).isEqualTo(tier.usedBytesOf(second))
         .isLessThanOrEqualTo(2L * MIB).isGreaterThan(MIB);
+  }
+
+  @ParameterizedTest
+  @EnumSource(RamPolicy.class)
+  void theOthersBorrowAQuotasUnusedRoomUntilItsNamespaceTakesItBack(RamPolicy policy) {
+    RamTier tier = tier(policy, 4 * MIB, Map.of(KEPT, 2L * MIB));
+    put(tier, SHARED, 0, 100);
+    assertThat(tier.usedBytesOf(SHARED)).as("more than the quota leaves, while it is unused")
+        .isGreaterThan(3L * MIB);
+
+    List<BlockKey> kept = put(tier, KEPT, 0, 34); // its whole quota, taken back
+    assertThat(kept).allMatch(k -> holds(tier, k));
+    assertThat(tier.usedBytesOf(KEPT)).isEqualTo(34L * BLOCK);
+    assertThat(tier.usedBytesOf(SHARED)).isLessThanOrEqualTo(2L * MIB);
+
+    put(tier, SHARED, 100, 100); // the others' flood now evicts their own blocks only
+    assertThat(kept).allMatch(k -> holds(tier, k));
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.kvcache.bench.trace;
 import dev.kvcache.BlockKey;
 import dev.kvcache.GetStatus;
 import dev.kvcache.KvCache;
+import dev.kvcache.Namespace;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,18 +24,26 @@ final class KvCacheModel implements PrefixCacheModel {
   private final ByteBuffer dst;
   private final List<BlockKey> keys = new ArrayList<>();
   private final boolean missAfterLookupAllowed;
+  private final Namespace namespace;
 
   KvCacheModel(KvCache cache) {
     this(cache, BLOCK_BYTES, false);
+  }
+
+  KvCacheModel(KvCache cache, int blockBytes, boolean missAfterLookupAllowed) {
+    this(cache, blockBytes, missAfterLookupAllowed, null);
   }
 
   /**
    * A model whose blocks are {@code blockBytes} long (at least 8). With {@code
    * missAfterLookupAllowed}, a block the lookup counted that is gone when loaded (a cache whose
    * background threads drop blocks, such as a tiered cache whose spill failed) ends the request's
-   * hits there, as an engine would recompute from it; otherwise it is an error.
+   * hits there, as an engine would recompute from it; otherwise it is an error. Its keys are in
+   * {@code namespace} ({@link #key(Namespace, int)}), or in none if null.
    */
-  KvCacheModel(KvCache cache, int blockBytes, boolean missAfterLookupAllowed) {
+  KvCacheModel(KvCache cache, int blockBytes, boolean missAfterLookupAllowed,
+      Namespace namespace) {
+    this.namespace = namespace;
     this.cache = cache;
     this.src = ByteBuffer.allocateDirect(blockBytes);
     this.dst = ByteBuffer.allocateDirect(blockBytes);
@@ -50,11 +59,18 @@ final class KvCacheModel implements PrefixCacheModel {
     return BlockKey.of(0x6b76_6361_6368_6531L, id * 0x9E37_79B9_7F4A_7C15L);
   }
 
+  /** Block {@code id}'s key in {@code namespace} (or in none, if null). */
+  static BlockKey key(Namespace namespace, int id) {
+    BlockKey key = key(id);
+    return namespace == null ? key
+        : BlockKey.of(namespace, key.hi() ^ namespace.tag(), key.lo());
+  }
+
   @Override
   public int serve(int[] ids) {
     keys.clear();
     for (int id : ids) {
-      keys.add(key(id));
+      keys.add(key(namespace, id));
     }
     int hits = cache.lookupPrefix(keys);
     for (int i = 0; i < hits; i++) {

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -71,6 +72,11 @@ public class Namespaces {
       keys.add(BlockKey.ofRaw(ns, key.toBytes()));
     }
     return keys;
+  }
+
+  /** The names of the namespaces served, in no order. */
+  public Set<String> names() {
+    return Set.copyOf(byName.keySet());
   }
 
   /** @throws ApiException 404 if {@code namespace} is not configured */

@@ -1,5 +1,6 @@
 package dev.kvcache.server.cache;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.TierSettings;
@@ -58,6 +59,15 @@ public class CacheSettings {
    * @throws IllegalArgumentException naming the setting
    */
   public KvCacheConfig toConfig() {
+    return toConfig(Map.of());
+  }
+
+  /**
+   * As {@link #toConfig()}, with these namespaces' RAM quotas ({@code kvcache.quotas.*}).
+   *
+   * @throws IllegalArgumentException naming the setting
+   */
+  public KvCacheConfig toConfig(Map<Namespace, Long> ramQuotas) {
     Map<String, String> own = new LinkedHashMap<>();
     own.put("ram-bytes", ramBytes);
     own.put("max-block-bytes", maxBlockBytes);
@@ -92,6 +102,15 @@ public class CacheSettings {
         b.stacked(StackedTierConfig.read(objects));
       }
       b.lower("s3", objects);
+    }
+    if (!ramQuotas.isEmpty()) {
+      try {
+        RamTierConfig.ofCapacity(ram).withQuotas(ramQuotas);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("settings 'kvcache.quotas.*.ram-bytes' and '" + PREFIX
+            + "ram-bytes': " + e.getMessage(), e);
+      }
+      ramQuotas.forEach(b::ramQuota);
     }
     s.requireAllRead();
     return s.checked(b::config, "max-block-bytes", "ram-bytes");

@@ -1,0 +1,33 @@
+package dev.kvcache.server.cache;
+
+import io.micronaut.context.annotation.EachProperty;
+import io.micronaut.context.annotation.Parameter;
+
+/**
+ * One namespace's quotas, from {@code kvcache.quotas.<namespace>.*}: the bytes its blocks may hold
+ * at most in RAM ({@code ram-bytes}). A namespace at its quota evicts its own coldest blocks, never
+ * another's; the namespaces without a quota share what the quotas leave.
+ */
+@EachProperty("kvcache.quotas")
+public class QuotaSettings {
+
+  private final String namespace;
+  private String ramBytes = "";
+
+  QuotaSettings(@Parameter String namespace) {
+    this.namespace = namespace;
+  }
+
+  /** The namespace the quotas are for. */
+  public String namespace() {
+    return namespace;
+  }
+
+  public String getRamBytes() {
+    return ramBytes;
+  }
+
+  public void setRamBytes(String ramBytes) {
+    this.ramBytes = ramBytes;
+  }
+}
