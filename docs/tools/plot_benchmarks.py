@@ -41,6 +41,7 @@ def main():
     checksums.checksum_table(rows, out, img)
     traces.trace_tables(results_dir, out, img)
     traces.tier_tables(results_dir, out, img)
+    traces.quota_tables(results_dir, out, img)
     engines.mlperf_tables(results_dir, out, img)
     clients.ram_hit_tables(results_dir, out, img)
     checksums.checked_reads_tables(results_dir, out, img)

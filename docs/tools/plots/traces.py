@@ -122,3 +122,57 @@ def tier_tables(results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "trace-tiers.png"), dpi=110)
     plt.close(fig)
+
+
+def quota_tables(results_dir, out, img):
+    """Quotas on the request traces: the three designs of QuotaDesigns's CSV (the quota's tenant
+    and the tenant without one, per scenario), and QuotaReplay's hit ratios alone and flooded,
+    with quotas and without; quota-designs.png."""
+    path = os.path.join(results_dir, "traces", "quota-designs.csv")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    designs = ["PARTITIONS", "CAPS", "LENDING"]
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    ratio = {(r["design"], r["scenario"]): r for r in rows}
+    out.append("\n### Quotas: partitions, caps over one order, lending partitions\n")
+    out.append("| scenario | " + " | ".join(f"{d.lower()}: quota's tenant | {d.lower()}: others"
+                                          for d in designs) + " |")
+    out.append("|---|" + "---:|---:|" * len(designs))
+    fmt = lambda v: "idle" if v == "nan" or v == "NaN" else f"{float(v):.3f}"  # noqa: E731
+    for s in scenarios:
+        out.append(f"| {s.lower().replace('_', ' ')} | " + " | ".join(
+            f"{fmt(ratio[(d, s)]['quoted_hit_ratio'])} | {fmt(ratio[(d, s)]['others_hit_ratio'])}"
+            for d in designs) + " |")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    width = 0.27
+    colors = {"PARTITIONS": "tab:blue", "CAPS": "tab:red", "LENDING": "tab:green"}
+    for ax, col, title in [(axes[0], "quoted_hit_ratio", "the tenant with a quota (half)"),
+                           (axes[1], "others_hit_ratio", "the tenant without a quota")]:
+        shown = [s for s in scenarios if ratio[(designs[0], s)][col].lower() != "nan"]
+        for i, d in enumerate(designs):
+            ax.bar([x + (i - 1) * width for x in range(len(shown))],
+                   [float(ratio[(d, s)][col]) for s in shown], width, label=d.lower(),
+                   color=colors[d])
+        ax.set_xticks(range(len(shown)))
+        ax.set_xticklabels([s.lower().replace("_", " ") for s in shown], fontsize=8)
+        ax.set_title(title)
+        ax.set_ylabel("block hit ratio")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "quota-designs.png"), dpi=110)
+    plt.close(fig)
+    path = os.path.join(results_dir, "traces", "quota-replay.csv")
+    if os.path.exists(path):
+        with open(path) as f:
+            replay = {(r["trace"], r["quotas"], r["flooded"]): float(r["hit_ratio"])
+                      for r in csv.DictReader(f)}
+        out.append("\n### Quotas through the cache: a tenant alone and flooded\n")
+        out.append("| trace | quotas | alone | flooded at 10x the flood's quota |")
+        out.append("|---|---|---:|---:|")
+        for t in sorted({k[0] for k in replay}):
+            for q in ("true", "false"):
+                out.append(f"| {t.replace('mooncake_', '')} | {'yes' if q == 'true' else 'no'}"
+                           f" | {replay[(t, q, 'false')]:.4f} | {replay[(t, q, 'true')]:.4f} |")

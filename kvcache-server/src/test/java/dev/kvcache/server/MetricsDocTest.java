@@ -24,14 +24,15 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code docs/metrics.md} lists what {@code /prometheus} exports, no more and no less: every
  * metric family, its type and its labels, and when it is there. A server with RAM alone exports
  * the rows marked {@code always}; one with a disk tier, an object tier below it, {@code
- * kvcache.tokens-per-block} and KV events exports every row.
+ * kvcache.tokens-per-block}, quotas and KV events exports every row.
  */
 class MetricsDocTest {
 
   private static final Path DOC = Path.of("..", "docs", "metrics.md");
   /** When a row's metric is there: the doc's last column. */
   private static final Set<String> WHEN =
-      Set.of("always", "lower tier", "disk tier", "object tier", "tokens-per-block", "KV events");
+      Set.of("always", "lower tier", "disk tier", "object tier", "tokens-per-block", "KV events",
+          "quotas");
   private static final Pattern ROW = Pattern.compile(
       "^\\| `([a-z0-9_]+\\*?)` \\| (counter|gauge|summary) \\|([^|]*)\\|[^|]+\\|([^|]+)\\|$");
   private static final Pattern TYPE = Pattern.compile("^# TYPE ([a-z0-9_]+) ([a-z]+)$");
@@ -139,6 +140,7 @@ class MetricsDocTest {
       Map<String, String> all = TestServer.objectTier(s3, "", "256MiB");
       all.put("kvcache.tokens-per-block", "default=16");
       all.put("kvcache.events.endpoint", "tcp://127.0.0.1:*");
+      all.put("kvcache.quotas.default.ram-bytes", "16MiB");
       Map<String, Family> full;
       try (TestServer server = TestServer.start(dir.resolve("full"), all)) {
         exercise(server);
