@@ -185,8 +185,8 @@ public final class QuotaDesigns implements Callable<Integer> {
   }
 
   /** An LRU per tenant with a quota, bounded by it; one for the others, bounded by the rest. */
-  static final class Partitions implements Model {
-    private final List<Lru> parts = new ArrayList<>();
+  static class Partitions implements Model {
+    final List<Lru> parts = new ArrayList<>();
 
     Partitions(long capacity, long[] quotas) {
       long quoted = 0;
@@ -195,6 +195,13 @@ public final class QuotaDesigns implements Callable<Integer> {
       }
       for (long quota : quotas) {
         parts.add(new Lru(quota < 0 ? capacity - quoted : quota));
+      }
+    }
+
+    /** Partitions whose tenants without a quota (a negative one) are unbounded. */
+    Partitions(long[] quotas) {
+      for (long quota : quotas) {
+        parts.add(new Lru(quota < 0 ? Long.MAX_VALUE : quota));
       }
     }
 
@@ -270,35 +277,23 @@ public final class QuotaDesigns implements Callable<Integer> {
    * room below its quota takes it back from the others' least recent blocks; the others never
    * take a block of a tenant with a quota.
    */
-  static final class Lending implements Model {
+  static final class Lending extends Partitions {
     private final long capacity;
-    private final long[] quotas;
-    private final List<Lru> parts = new ArrayList<>();
 
     Lending(long capacity, long[] quotas) {
+      super(quotas);
       this.capacity = capacity;
-      this.quotas = quotas;
-      for (long quota : quotas) {
-        parts.add(new Lru(quota < 0 ? Long.MAX_VALUE : quota));
-      }
-    }
-
-    @Override
-    public boolean use(int tenant, long id) {
-      return parts.get(tenant).map.get(key(tenant, id)) != null;
     }
 
     @Override
     public void put(int tenant, long id) {
-      Lru lru = parts.get(tenant);
-      lru.map.put(key(tenant, id), Boolean.TRUE);
-      lru.trim();
+      super.put(tenant, id);
       long total = 0;
       for (Lru part : parts) {
         total += part.map.size();
       }
       for (; total > capacity; total--) {
-        Lru borrower = parts.get(OTHERS).map.isEmpty() ? lru : parts.get(OTHERS);
+        Lru borrower = parts.get(OTHERS).map.isEmpty() ? parts.get(tenant) : parts.get(OTHERS);
         Iterator<Long> oldest = borrower.map.keySet().iterator();
         oldest.next();
         oldest.remove();
