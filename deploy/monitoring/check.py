@@ -219,9 +219,14 @@ def cmd_traffic(args):
     if token:
         path = os.path.join(args.work, "copy-into.bin")
         length = found["lengths"][1]
+        # the token in the place's last 16 bytes and at the start of each 4 KiB before those
+        # (docs/server.md, "Copies into a file of the client")
+        marked = bytearray(length)
+        mark = bytes.fromhex(token)
+        for at in [*range(0, length - 2 * len(mark) + 1, 4096), length - len(mark)]:
+            marked[at:at + len(mark)] = mark
         with open(path, "wb") as f:
-            f.write(bytes.fromhex(token))
-            f.truncate(length)
+            f.write(marked)
         status, data, _ = srv.request("POST", f"/v1/namespaces/{ns}/leases/{lease}/copy-into",
                                       json.dumps({"file": path, "token": token,
                                                   "blocks": [[1, 0]]}),
