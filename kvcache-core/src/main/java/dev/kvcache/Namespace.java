@@ -28,6 +28,8 @@ public final class Namespace {
   private final String layout;
   private final String tenant;
   private final byte[] digest;
+  /** {@link #hashCode()}, computed once: a namespace is looked up by tiers on every operation. */
+  private final int hash;
 
   /**
    * The namespaces made in this JVM, by {@link #tag()}: a tier that stored a block's tag finds its
@@ -41,6 +43,7 @@ public final class Namespace {
     this.layout = requireField("layout", layout, false);
     this.tenant = requireField("tenant", tenant, true);
     this.digest = KeyHashing.namespaceDigest(model, dtype, layout, tenant);
+    this.hash = Arrays.hashCode(digest);
     BY_TAG.putIfAbsent(tag(), this);
   }
 
@@ -130,12 +133,12 @@ public final class Namespace {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof Namespace && Arrays.equals(digest, ((Namespace) o).digest);
+    return o == this || o instanceof Namespace && Arrays.equals(digest, ((Namespace) o).digest);
   }
 
   @Override
   public int hashCode() {
-    return Arrays.hashCode(digest);
+    return hash;
   }
 
   @Override

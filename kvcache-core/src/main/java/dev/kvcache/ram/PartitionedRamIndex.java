@@ -9,6 +9,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 
 /**
@@ -38,14 +39,20 @@ final class PartitionedRamIndex implements RamIndex {
   private final RamIndex others;
   private final long maxBytes;
   private final Map<Namespace, Long> quotas;
+  /** The blocks' allocated bytes in every partition: kept as they change, not summed. */
+  private final AtomicLong bytes = new AtomicLong();
 
   PartitionedRamIndex(RamPolicy policy, long maxBytes, Map<Namespace, Long> quotas,
       BiConsumer<BlockKey, OffHeapBlock> onEvicted) {
+    BiConsumer<BlockKey, OffHeapBlock> counted = (key, block) -> {
+      bytes.addAndGet(-block.allocatedBytes());
+      onEvicted.accept(key, block);
+    };
     long quoted = 0;
     Map<Namespace, RamIndex> parts = new HashMap<>();
     for (Map.Entry<Namespace, Long> q : quotas.entrySet()) {
       quoted += q.getValue();
-      parts.put(q.getKey(), RamIndex.create(policy, q.getValue(), onEvicted));
+      parts.put(q.getKey(), RamIndex.create(policy, q.getValue(), counted));
     }
     if (quoted >= maxBytes) {
       throw new IllegalArgumentException("the RAM quotas (" + quoted + " bytes in all) leave"
@@ -53,7 +60,7 @@ final class PartitionedRamIndex implements RamIndex {
           + " namespaces: lower them, or raise the RAM tier's capacity");
     }
     this.quotaed = Map.copyOf(parts);
-    this.others = RamIndex.create(policy, maxBytes, onEvicted);
+    this.others = RamIndex.create(policy, maxBytes, counted);
     this.maxBytes = maxBytes;
     this.quotas = Map.copyOf(quotas);
   }
@@ -116,8 +123,12 @@ final class PartitionedRamIndex implements RamIndex {
   @Override
   public synchronized OffHeapBlock put(BlockKey key, OffHeapBlock block) {
     RamIndex part = holding(key);
+    bytes.addAndGet(block.allocatedBytes());
     OffHeapBlock previous = part.put(key, block);
-    while (bytes() > maxBytes) {
+    if (previous != null) {
+      bytes.addAndGet(-previous.allocatedBytes());
+    }
+    while (bytes.get() > maxBytes) {
       if (others.evictColdest(key) < 0 && (part == others || part.evictColdest(key) < 0)) {
         break;
       }
@@ -127,12 +138,20 @@ final class PartitionedRamIndex implements RamIndex {
 
   @Override
   public synchronized boolean remove(BlockKey key, OffHeapBlock block) {
-    return holding(key).remove(key, block);
+    boolean removed = holding(key).remove(key, block);
+    if (removed) {
+      bytes.addAndGet(-block.allocatedBytes());
+    }
+    return removed;
   }
 
   @Override
   public synchronized OffHeapBlock remove(BlockKey key) {
-    return holding(key).remove(key);
+    OffHeapBlock removed = holding(key).remove(key);
+    if (removed != null) {
+      bytes.addAndGet(-removed.allocatedBytes());
+    }
+    return removed;
   }
 
   /**
@@ -160,11 +179,7 @@ final class PartitionedRamIndex implements RamIndex {
 
   @Override
   public long bytes() {
-    long bytes = others.bytes();
-    for (RamIndex part : quotaed.values()) {
-      bytes += part.bytes();
-    }
-    return bytes;
+    return bytes.get();
   }
 
   /** The partitions' blocks, hottest first within each, the partitions taken in turn. */
