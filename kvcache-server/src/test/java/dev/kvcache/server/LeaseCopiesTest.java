@@ -98,6 +98,19 @@ class LeaseCopiesTest {
     }
   }
 
+  /** Where the server's RAM in shared memory holds a block. */
+  private record InRam(Path file, long offset) {}
+
+  /** Where a pinned lookup of {@code key} from this host says the server's RAM holds it. */
+  private static InRam inRam(TestServer server, String key) throws Exception {
+    HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
+        "{\"keys\":[\"" + key + "\"],\"pin_ms\":10000,\"shared_memory\":true}");
+    Matcher slice = Pattern.compile("\"file\":\"([^\"]+)\",\"offset\":(\\d+)")
+        .matcher(body(found));
+    assertThat(slice.find()).as(body(found)).isTrue();
+    return new InRam(Path.of(slice.group(1)), Long.parseLong(slice.group(2)));
+  }
+
   private static byte[] slot(byte[] file, int slot, int length) {
     return Arrays.copyOfRange(file, slot * SLOT, slot * SLOT + length);
   }
@@ -227,11 +240,7 @@ class LeaseCopiesTest {
     try (TestServer server = TestServer.start(dir,
         Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()))) {
       Lease lease = pinAll(server);
-      HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
-          "{\"keys\":[\"" + key(1) + "\"],\"pin_ms\":10000,\"shared_memory\":true}");
-      Matcher slice = Pattern.compile("\"file\":\"([^\"]+)\"").matcher(body(found));
-      assertThat(slice.find()).as(body(found)).isTrue();
-      Path ramFile = Path.of(slice.group(1));
+      Path ramFile = inRam(server, key(1)).file();
       // the server's RAM file, marked where block 0 would go, as a client's PUT could mark it
       mark(ramFile, lease, 0, blocks[0].length);
       byte[] before = Files.readAllBytes(ramFile);
@@ -252,13 +261,9 @@ class LeaseCopiesTest {
     try (TestServer server = TestServer.start(dir,
         Map.of("kvcache.cache.ram-shared-memory-dir", shm.toString()))) {
       Lease lease = pinAll(server);
-      HttpResponse<byte[]> found = post(server, "/v1/namespaces/default/lookup",
-          "{\"keys\":[\"" + key(2) + "\"],\"pin_ms\":10000,\"shared_memory\":true}");
-      Matcher slice = Pattern.compile("\"file\":\"([^\"]+)\",\"offset\":(\\d+)")
-          .matcher(body(found));
-      assertThat(slice.find()).as(body(found)).isTrue();
-      Path ramFile = Path.of(slice.group(1));
-      long at = Long.parseLong(slice.group(2));
+      InRam block2 = inRam(server, key(2));
+      Path ramFile = block2.file();
+      long at = block2.offset();
 
       try (FileChannel ch = FileChannel.open(ramFile, StandardOpenOption.WRITE)) {
         // block 2 (index 1) damaged where the server keeps it
