@@ -539,6 +539,9 @@ public final class RamTier extends AbstractTier {
     describeQuotas(visitor);
   }
 
+  private static final String QUOTA_USED_HELP = "the bytes of a namespace's blocks, and of"
+      + " those of the namespaces without a quota together (namespace=*)";
+
   /**
    * Reports each RAM quota ({@link RamTierConfig#quotas()}) to {@code visitor}: gauges {@code
    * kvcache.quota.bytes} (the quota) and {@code kvcache.quota.used.bytes} (what counts against it),
@@ -555,12 +558,10 @@ public final class RamTier extends AbstractTier {
           : ns.tenant();
       visitor.gauge("kvcache.quota.bytes", "the bytes a namespace's blocks may hold at most",
           () -> quota, "tier", name(), "namespace", label);
-      visitor.gauge("kvcache.quota.used.bytes", "the bytes of a namespace's blocks, and of those"
-          + " of the namespaces without a quota together (namespace=*)", () -> usedBytesOf(ns),
+      visitor.gauge("kvcache.quota.used.bytes", QUOTA_USED_HELP, () -> usedBytesOf(ns),
           "tier", name(), "namespace", label);
     });
-    visitor.gauge("kvcache.quota.used.bytes", "the bytes of a namespace's blocks, and of those"
-        + " of the namespaces without a quota together (namespace=*)", () -> usedBytesOf(null),
+    visitor.gauge("kvcache.quota.used.bytes", QUOTA_USED_HELP, () -> usedBytesOf(null),
         "tier", name(), "namespace", "*");
   }
 

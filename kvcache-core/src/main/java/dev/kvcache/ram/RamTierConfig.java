@@ -37,6 +37,9 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
   /** The smallest capacity accepted. */
   public static final long MIN_CAPACITY_BYTES = 64 << 10;
 
+  /** The smallest quota accepted: one 4 KiB granule. */
+  public static final long MIN_QUOTA_BYTES = OffHeapMemory.GRANULE_BYTES;
+
   /** Default {@link #policy}. */
   public static final RamPolicy DEFAULT_POLICY = RamPolicy.LRU;
 
@@ -45,9 +48,9 @@ public record RamTierConfig(long capacityBytes, int maxBlockBytes, int arenaByte
     quotas = Map.copyOf(Objects.requireNonNull(quotas, "quotas"));
     long quoted = 0;
     for (Map.Entry<Namespace, Long> q : quotas.entrySet()) {
-      if (q.getValue() < OffHeapMemory.GRANULE_BYTES) {
+      if (q.getValue() < MIN_QUOTA_BYTES) {
         throw new IllegalArgumentException("the RAM quota of " + q.getKey() + " is "
-            + q.getValue() + " bytes; it must be at least " + OffHeapMemory.GRANULE_BYTES);
+            + q.getValue() + " bytes; it must be at least " + MIN_QUOTA_BYTES);
       }
       quoted += q.getValue();
     }

@@ -118,9 +118,9 @@ public final class KvCacheBuilder {
    */
   public KvCacheBuilder ramQuota(Namespace namespace, long bytes) {
     Objects.requireNonNull(namespace, "namespace");
-    if (bytes < 4096) {
+    if (bytes < RamTierConfig.MIN_QUOTA_BYTES) {
       throw new IllegalArgumentException("the RAM quota of " + namespace + " is " + bytes
-          + " bytes; it must be at least 4096");
+          + " bytes; it must be at least " + RamTierConfig.MIN_QUOTA_BYTES);
     }
     ramQuotas.put(namespace, bytes);
     return this;

@@ -1,6 +1,7 @@
 package dev.kvcache.server;
 
 import dev.kvcache.Namespace;
+import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.cache.QuotaSettings;
 import dev.kvcache.server.cache.RamQuotas;
@@ -35,7 +36,8 @@ class Quotas {
       }
       if (!q.getRamBytes().isBlank()) {
         ram.put(namespaces.require(q.namespace()),
-            SizeSetting.bytes(prefix + "ram-bytes", q.getRamBytes(), 4096));
+            SizeSetting.bytes(prefix + "ram-bytes", q.getRamBytes(),
+                RamTierConfig.MIN_QUOTA_BYTES));
       }
     }
     return new RamQuotas(ram);

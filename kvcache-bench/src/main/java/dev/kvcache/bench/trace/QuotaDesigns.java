@@ -162,10 +162,7 @@ public final class QuotaDesigns implements Callable<Integer> {
 
   /** The prefix of {@code ids} the model holds (each a use), then a put of each block after it. */
   private static int serve(Model model, int tenant, int[] ids) {
-    int hits = 0;
-    while (hits < ids.length && model.use(tenant, ids[hits])) {
-      hits++;
-    }
+    int hits = PrefixCacheModel.leadingHits(ids, id -> model.use(tenant, id));
     for (int i = hits; i < ids.length; i++) {
       model.put(tenant, ids[i]);
     }
