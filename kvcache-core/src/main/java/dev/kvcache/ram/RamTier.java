@@ -15,6 +15,7 @@ import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
@@ -539,30 +540,12 @@ public final class RamTier extends AbstractTier {
     describeQuotas(visitor);
   }
 
-  private static final String QUOTA_USED_HELP = "the bytes of a namespace's blocks, and of"
-      + " those of the namespaces without a quota together (namespace=*)";
-
   /**
-   * Reports each RAM quota ({@link RamTierConfig#quotas()}) to {@code visitor}: gauges {@code
-   * kvcache.quota.bytes} (the quota) and {@code kvcache.quota.used.bytes} (what counts against it),
-   * tagged {@code tier=ram} and {@code namespace} with the namespace's tenant (or its model, dtype
-   * and layout if it has none), and the used bytes of the namespaces without one together, tagged
-   * {@code namespace=*}. Nothing without quotas.
+   * Reports each RAM quota ({@link RamTierConfig#quotas()}) to {@code visitor}, as {@link
+   * QuotaGauges} says, tagged {@code tier=ram}. Nothing without quotas.
    */
   public void describeQuotas(TierVisitor visitor) {
-    if (config.quotas().isEmpty()) {
-      return;
-    }
-    config.quotas().forEach((ns, quota) -> {
-      String label = ns.tenant().isEmpty() ? ns.model() + "/" + ns.dtype() + "/" + ns.layout()
-          : ns.tenant();
-      visitor.gauge("kvcache.quota.bytes", "the bytes a namespace's blocks may hold at most",
-          () -> quota, "tier", name(), "namespace", label);
-      visitor.gauge("kvcache.quota.used.bytes", QUOTA_USED_HELP, () -> usedBytesOf(ns),
-          "tier", name(), "namespace", label);
-    });
-    visitor.gauge("kvcache.quota.used.bytes", QUOTA_USED_HELP, () -> usedBytesOf(null),
-        "tier", name(), "namespace", "*");
+    QuotaGauges.describe(visitor, name(), config.quotas(), this::usedBytesOf);
   }
 
   @Override

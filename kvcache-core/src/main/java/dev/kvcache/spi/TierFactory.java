@@ -1,6 +1,8 @@
 package dev.kvcache.spi;
 
+import dev.kvcache.Namespace;
 import java.io.IOException;
+import java.util.Map;
 
 /**
  * Opens a tier of one kind from settings, so that a cache assembled from settings can stack tiers
@@ -24,4 +26,22 @@ public interface TierFactory {
    * @throws IOException if the tier's storage cannot be opened
    */
   Tier open(TierSettings settings, int maxBlockBytes) throws IOException;
+
+  /**
+   * Opens a tier that keeps {@code quotas}: the bytes each of these namespaces' blocks may take
+   * at most in it, the others sharing the rest. A factory whose tier keeps quotas overrides this;
+   * the default opens the tier without any, and refuses quotas.
+   *
+   * @throws IllegalArgumentException also if the tier keeps no quotas and some are given, or a
+   *     quota is out of the tier's range
+   * @throws IOException if the tier's storage cannot be opened
+   */
+  default Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+      throws IOException {
+    if (!quotas.isEmpty()) {
+      throw new IllegalArgumentException("the " + kind() + " tier keeps no quotas per namespace,"
+          + " and quotas were given for " + quotas.keySet());
+    }
+    return open(settings, maxBlockBytes);
+  }
 }

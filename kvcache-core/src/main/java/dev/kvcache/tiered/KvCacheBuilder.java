@@ -50,6 +50,7 @@ public final class KvCacheBuilder {
   TieredCacheConfig tiered = TieredCacheConfig.defaults();
   StackedTierConfig stacked = StackedTierConfig.defaults();
   final List<LowerTier> lower = new ArrayList<>();
+  final Map<String, Map<Namespace, Long>> lowerQuotas = new LinkedHashMap<>();
 
   private KvCacheBuilder() {}
 
@@ -123,6 +124,27 @@ public final class KvCacheBuilder {
           + " bytes; it must be at least " + RamTierConfig.MIN_QUOTA_BYTES);
     }
     ramQuotas.put(namespace, bytes);
+    return this;
+  }
+
+  /**
+   * The bytes {@code namespace}'s blocks may take at most in the lower tier of {@code kind}
+   * (opened from settings, {@link #lower(String, TierSettings)}): the disk tier gives such a
+   * namespace super-blocks of its own and reclaims its own oldest at its quota, never another
+   * namespace's, and the namespaces without a quota share the rest of its capacity. The tier's
+   * factory checks the range ({@code TierFactory#open(TierSettings, int, Map)}); {@link #config()}
+   * checks that a tier of that kind is below RAM.
+   *
+   * @throws IllegalArgumentException if {@code bytes} is not positive
+   */
+  public KvCacheBuilder quota(String kind, Namespace namespace, long bytes) {
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(namespace, "namespace");
+    if (bytes <= 0) {
+      throw new IllegalArgumentException("the " + kind + " quota of " + namespace + " is " + bytes
+          + " bytes; it must be positive");
+    }
+    lowerQuotas.computeIfAbsent(kind, k -> new LinkedHashMap<>()).put(namespace, bytes);
     return this;
   }
 
@@ -245,11 +267,19 @@ public final class KvCacheBuilder {
   /**
    * The cache these settings describe, not yet opened.
    *
-   * @throws IllegalArgumentException if the largest block does not fit the RAM budget, or the RAM
-   *     quotas leave none of it to the namespaces without one
+   * @throws IllegalArgumentException if the largest block does not fit the RAM budget, the RAM
+   *     quotas leave none of it to the namespaces without one, or quotas are set for a lower
+   *     tier that is not there
    */
   public KvCacheConfig config() {
     RamTierConfig.ofCapacity(ramBytes).withQuotas(ramQuotas);
+    for (String kind : lowerQuotas.keySet()) {
+      if (lower.stream().noneMatch(t -> t.kind().equals(kind) && t.settings() != null)) {
+        throw new IllegalArgumentException("quotas are set for the " + kind + " tier, but no tier"
+            + " of that kind is below RAM opened from settings (a tier given opened keeps the"
+            + " quotas it was opened with)");
+      }
+    }
     if (maxBlockBytes != null) {
       try {
         RamTierConfig.ofCapacity(ramBytes).withMaxBlockBytes(maxBlockBytes);

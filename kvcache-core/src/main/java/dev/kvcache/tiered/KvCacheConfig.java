@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -60,6 +61,7 @@ public final class KvCacheConfig {
   private final StackedTierConfig stacked;
   private final List<LowerTier> lower;
   private final Map<Namespace, Long> ramQuotas;
+  private final Map<String, Map<Namespace, Long>> lowerQuotas;
   /** Set once a tier given opened has been handed to a cache. */
   private final AtomicBoolean tiersTaken = new AtomicBoolean();
 
@@ -69,6 +71,9 @@ public final class KvCacheConfig {
     this.ramPolicy = b.ramPolicy;
     this.ramSharedMemoryDir = b.ramSharedMemoryDir;
     this.ramQuotas = Map.copyOf(b.ramQuotas);
+    Map<String, Map<Namespace, Long>> quotas = new HashMap<>();
+    b.lowerQuotas.forEach((kind, q) -> quotas.put(kind, Map.copyOf(q)));
+    this.lowerQuotas = Map.copyOf(quotas);
     this.tiered = b.tiered;
     this.stacked = b.stacked;
     this.lower = List.copyOf(b.lower);
@@ -167,6 +172,14 @@ public final class KvCacheConfig {
     return ramSharedMemoryDir;
   }
 
+  /**
+   * The bytes each namespace with a quota may take at most in the lower tier of {@code kind}
+   * ({@link KvCacheBuilder#quota}); empty if it has none.
+   */
+  public Map<Namespace, Long> quotas(String kind) {
+    return lowerQuotas.getOrDefault(kind, Map.of());
+  }
+
   /** The RAM each namespace with a quota may fill at most ({@link RamTierConfig#quotas()}). */
   public Map<Namespace, Long> ramQuotas() {
     return ramQuotas;
@@ -213,7 +226,7 @@ public final class KvCacheConfig {
     try {
       for (LowerTier t : lower) {
         opened.add(t.tier() != null ? t.tier() : factory(t.kind()).open(t.settings(),
-            ram.maxBlockBytes()));
+            ram.maxBlockBytes(), quotas(t.kind())));
       }
       for (int i = opened.size() - 2; i >= 0; i--) {
         Tier stackedTier = new StackedTier(opened.get(i), opened.get(i + 1), stacked);

@@ -24,8 +24,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The disk tier's reclamation, run by the {@link Reclaimer} thread: picks a victim (the sealed
- * super-block with the least live data, if under a quarter; else, past the high watermark, the
- * oldest), moves its live blocks forward (all of them when compacting; only those read since
+ * super-block with the least live data, if under a quarter; else, past the high watermark of a
+ * stream, its oldest: {@link SuperBlockSpace#pressed}), moves its live blocks forward (all of them when compacting; only those read since
  * written when reclaiming the oldest: a FIFO with second chances), carries forward the tombstones
  * that may still shadow an older record, and drops it.
  */
@@ -62,8 +62,9 @@ final class Compactor {
 
   /**
    * One step of background reclamation: compacts the sealed super-block with the least live data
-   * if that is under a quarter, else, once the files pass the high watermark (two super-blocks
-   * below the capacity), reclaims the oldest, rewriting forward its blocks read since written.
+   * if that is under a quarter, else, once a stream passes its high watermark (two super-blocks
+   * below the capacity; one below a quota for a quota's stream), reclaims its oldest, rewriting
+   * forward its blocks read since written.
    * A compaction that finds no room to move a live block stops and keeps the super-block: only
    * reclaiming the oldest (eviction by age) lets live blocks go. Unless the sync policy is {@code
    * NONE}, every record written so far is forced before the super-block is dropped: the moved
@@ -87,10 +88,10 @@ final class Compactor {
     }
     boolean compact = sparsest != null;
     SuperBlock victim = sparsest;
-    if (victim == null && space.usedBytes() > config.capacityBytes() - 2 * config.superBlockBytes()) {
-      Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
-      victim = oldest == null || !oldest.getValue().isSealed()
-          || oldest.getValue().hasUnfinishedRecords() ? null : oldest.getValue();
+    if (victim == null) {
+      SuperBlock pressed = space.pressed();
+      victim = pressed == null || !pressed.isSealed() || pressed.hasUnfinishedRecords() ? null
+          : pressed;
     }
     if (victim == null || !victim.pin()) {
       return false;
@@ -117,7 +118,7 @@ final class Compactor {
           return false; // no room: the super-block stays until there is
         }
       }
-      carryForward(tombstones);
+      carryForward(tombstones, space.streams().of(v.owner()));
       if (config.syncPolicy() != SyncPolicy.NONE) {
         space.forceDirty(); // before the drop's journal entry is durable
       }
@@ -131,7 +132,7 @@ final class Compactor {
   }
 
   /**
-   * Rewrites a live block from {@code from} into the active super-block, keeping its sequence
+   * Rewrites a live block from {@code from} into its stream's active super-block, keeping its sequence
    * number (so a newer put of the key still wins on replay). Journalled only if the index still
    * pointed at the old copy.
    *
@@ -145,7 +146,8 @@ final class Compactor {
     }
     ByteBuffer tag = Records.tagRegion(from, key, cur); // a damaged tag is left behind
     int tagBytes = tag == null ? 0 : tag.remaining();
-    Reservation r = space.reserve(cur.storedLength, tagBytes);
+    Reservation r = space.reserve(space.streams().of(Records.namespaceTag(from, cur)),
+        cur.storedLength, tagBytes);
     if (r == null) {
       return false;
     }
@@ -212,14 +214,15 @@ final class Compactor {
   }
 
   /**
-   * Rewrites tombstones from a super-block about to be dropped into the active one, keeping their
+   * Rewrites tombstones from a super-block about to be dropped into its stream's active one, keeping their
    * sequence numbers, so that a deleted block whose record outlives its tombstone's super-block
    * stays deleted in a rebuild from the records. The journal and the checkpoint already have the
    * deletes: nothing is journalled.
    */
-  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones) throws IOException {
+  private void carryForward(List<Map.Entry<BlockKey, Long>> tombstones, long stream)
+      throws IOException {
     for (Map.Entry<BlockKey, Long> t : tombstones) {
-      Reservation r = space.reserve(0);
+      Reservation r = space.reserve(stream, 0);
       if (r == null) {
         break; // no room: only a rebuild from the records could bring those blocks back
       }

@@ -8,6 +8,7 @@ import dev.kvcache.BlockWriter;
 import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
+import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.DirectoryLock;
@@ -23,6 +24,7 @@ import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
@@ -379,6 +381,16 @@ public final class DiskTier extends AbstractTier {
     return true;
   }
 
+  /**
+   * The bytes of super-block files that count against {@code namespace}'s disk quota: its own
+   * super-blocks' (an active one whole), if it has a quota ({@link DiskTierConfig#quotas()});
+   * otherwise those the namespaces without one share.
+   */
+  public long usedBytesOf(Namespace namespace) {
+    return space.streams().bytes(namespace == null ? Streams.SHARED
+        : space.streams().of(namespace.tag()));
+  }
+
   /** One step of background reclamation; see {@link Compactor#reclaimOnce}. */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
     return compactor.reclaimOnce(limiter, stop);
@@ -502,6 +514,7 @@ public final class DiskTier extends AbstractTier {
   @Override
   public void describe(TierVisitor visitor, LongSupplier hits) {
     super.describe(visitor, hits);
+    QuotaGauges.describe(visitor, name(), config.quotas(), this::usedBytesOf);
     visitor.counter("kvcache.scrub.bytes", "bytes of block records the disk tier's background"
         + " scrub checked against their checksums", () -> diskStats().scrubbedBytes());
     visitor.counter("kvcache.scrub.damaged", "damaged blocks the scrub found, and dropped, before"

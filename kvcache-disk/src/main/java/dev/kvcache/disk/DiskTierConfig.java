@@ -4,7 +4,10 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.disk.device.FileSystemDevice;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.RecordLayout;
+import dev.kvcache.Namespace;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -76,6 +79,7 @@ public final class DiskTierConfig {
   private final boolean directReads;
   private final Admission admission;
   private final StorageDevice device;
+  private final Map<Namespace, Long> quotas;
 
   private DiskTierConfig(Builder b) {
     this.directory = b.directory;
@@ -93,6 +97,15 @@ public final class DiskTierConfig {
     this.directReads = b.directReads;
     this.admission = b.admission;
     this.device = b.device;
+    this.quotas = Map.copyOf(b.quotas);
+  }
+
+  /**
+   * The bytes of files each namespace with a quota may fill at most ({@link Builder#quota}); none
+   * by default.
+   */
+  public Map<Namespace, Long> quotas() {
+    return quotas;
   }
 
   /** A builder with the defaults, for a tier in {@code directory} of {@code capacityBytes}. */
@@ -203,6 +216,7 @@ public final class DiskTierConfig {
     private boolean directReads = DEFAULT_DIRECT_READS;
     private Admission admission = Admission.ALWAYS;
     private StorageDevice device = FileSystemDevice.INSTANCE;
+    private final Map<Namespace, Long> quotas = new LinkedHashMap<>();
 
     private Builder(Path directory, long capacityBytes) {
       this.directory = Objects.requireNonNull(directory, "directory");
@@ -314,6 +328,25 @@ public final class DiskTierConfig {
     }
 
     /**
+     * The bytes of super-block files {@code namespace}'s blocks may fill at most: its blocks go to
+     * super-blocks of their own, and when a new one would pass the quota, the namespace's own
+     * oldest is reclaimed (its blocks read since they were written moved forward, as the tier
+     * reclaims any), never another namespace's. The namespaces without a quota share the rest of
+     * the capacity, and borrow what a quota leaves unused until its namespace needs it back. At
+     * least 4 super-blocks, and the quotas must leave 4 to the others.
+     */
+    public Builder quota(Namespace namespace, long bytes) {
+      quotas.put(Objects.requireNonNull(namespace, "namespace"), bytes);
+      return this;
+    }
+
+    /** Sets every quota in {@code quotas} ({@link #quota}). */
+    public Builder quotas(Map<Namespace, Long> quotas) {
+      quotas.forEach(this::quota);
+      return this;
+    }
+
+    /**
      * Validates the settings.
      *
      * @throws IllegalArgumentException naming the first setting out of range
@@ -372,7 +405,26 @@ public final class DiskTierConfig {
         throw new IllegalArgumentException("checkpointJournalBytes must be at least 65536, got "
             + checkpointJournalBytes);
       }
+      checkQuotas();
       return new DiskTierConfig(this);
+    }
+
+    /** Each quota holds 4 super-blocks, and the quotas leave 4 in the capacity. */
+    private void checkQuotas() {
+      long total = 0;
+      for (Map.Entry<Namespace, Long> q : quotas.entrySet()) {
+        if (q.getValue() < 4 * superBlockBytes) {
+          throw new IllegalArgumentException("the disk quota of " + q.getKey() + " must be at least"
+              + " 4 super-blocks (" + 4 * superBlockBytes + " bytes: its super-blocks are "
+              + superBlockBytes + " bytes), got " + q.getValue());
+        }
+        total += q.getValue();
+      }
+      if (!quotas.isEmpty() && capacityBytes - total < 4 * superBlockBytes) {
+        throw new IllegalArgumentException("the disk quotas take " + total + " of the "
+            + capacityBytes + " bytes of capacityBytes: they must leave 4 super-blocks ("
+            + 4 * superBlockBytes + " bytes) to the namespaces without a quota");
+      }
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
 import dev.kvcache.spi.Tier;
@@ -7,6 +8,7 @@ import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * Opens the disk tier for {@link dev.kvcache.tiered.KvCacheConfig} ({@code lower = disk}).
@@ -31,8 +33,16 @@ public final class DiskTierFactory implements TierFactory {
 
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
+    return open(settings, maxBlockBytes, Map.of());
+  }
+
+  /** Opens the tier with disk quotas ({@link DiskTierConfig.Builder#quota}). */
+  @Override
+  public Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+      throws IOException {
     DiskTierConfig.Builder b = DiskTierConfig.builder(Path.of(settings.string("dir")),
         settings.bytes("capacity"));
+    b.quotas(quotas);
     if (settings.has("super-block")) {
       b.superBlockBytes(settings.bytes("super-block", 0));
     }

@@ -142,7 +142,7 @@ final class RecordWrites {
     }
     try {
       long reserve = codec == null ? length : codec.maxEncodedLength(length);
-      Reservation r = space.reserve(reserve, tagBytes(tag));
+      Reservation r = space.reserve(space.streams().of(key), reserve, tagBytes(tag));
       if (r == null) {
         counters.rejection();
         return PutStatus.REJECTED_NO_SPACE;
@@ -281,8 +281,8 @@ final class RecordWrites {
     }
     try {
       byte[] tag = tagOf.apply(key);
-      Reservation r = space.reserve(codec == null ? length : codec.maxEncodedLength(length),
-          tagBytes(tag));
+      Reservation r = space.reserve(space.streams().of(key),
+          codec == null ? length : codec.maxEncodedLength(length), tagBytes(tag));
       if (r != null) {
         return new RecordWriter(key, length, r, tag);
       }
@@ -513,7 +513,7 @@ final class RecordWrites {
           new IOException(why));
     }
     try {
-      Reservation r = space.reserve(0);
+      Reservation r = space.reserve(space.streams().of(key), 0);
       if (r != null) {
         try {
           r.sb.write(Records.header(KIND_TOMBSTONE, ENCODING_RAW, r.sequence, key, 0, 0, 0, 0),

@@ -3,6 +3,7 @@ package dev.kvcache.disk;
 import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 import static dev.kvcache.disk.internal.RecordLayout.alignUp;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.FileSpace;
 import dev.kvcache.disk.internal.RecordLayout;
@@ -19,12 +20,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The disk tier's super-blocks and the room they take: the live ones by id, the active one that
+ * The disk tier's super-blocks and the room they take: the live ones by id, the active ones that
  * records are reserved in, the dropped ones that leases still pin, and which were written since
- * their last force. Reservations are made here; when the active super-block is full, it is sealed
+ * their last force. Reservations are made here; when an active super-block is full, it is sealed
  * and a new one started, the oldest dropped first (through the tier) while the files would pass
  * the capacity or leave less than the free-space floor. When no room can be made, it says why
  * ({@link #noRoom}), and the tier refuses puts until there is.
+ * Each namespace with a disk quota has super-blocks of its own ({@link Streams}).
  */
 final class SuperBlockSpace {
 
@@ -79,11 +81,14 @@ final class SuperBlockSpace {
   /** Guards reservations in the active super-block, its roll-over, and closing. */
   private final Object writeLock = new Object();
   private final AtomicInteger nextSuperBlockId;
+  /** The streams and their active super-blocks (changed under {@link #writeLock}). */
+  private final Streams streams;
   private Dropper dropper;
   private Runnable started;
-  private volatile SuperBlock active;
   /** Why there is no room for puts (no super-block, no journal); null while there is. */
   private volatile String noRoom;
+  /** The stream that found no room, while {@link #noRoom} is set. */
+  private volatile long noRoomOwner;
   private volatile boolean closed;
 
   SuperBlockSpace(DiskTierConfig config, FileSpace space, MetadataLog metadata,
@@ -101,6 +106,12 @@ final class SuperBlockSpace {
     this.sequence = sequence;
     this.superBlocks = new ConcurrentSkipListMap<>(found);
     this.nextSuperBlockId = new AtomicInteger(nextSuperBlockId);
+    this.streams = new Streams(config, superBlocks);
+  }
+
+  /** The streams of super-blocks, one per namespace with a quota and a shared one. */
+  Streams streams() {
+    return streams;
   }
 
   /**
@@ -113,7 +124,7 @@ final class SuperBlockSpace {
     this.started = started;
     synchronized (writeLock) {
       if (startJournal()) {
-        rollOver(false);
+        rollOver(Streams.SHARED, false);
       }
     }
   }
@@ -145,11 +156,6 @@ final class SuperBlockSpace {
     }
   }
 
-  /** The active super-block, or null while there is none. */
-  SuperBlock active() {
-    return active;
-  }
-
   /**
    * Creates the journal if there is none yet (it could not be created when the tier opened).
    *
@@ -167,7 +173,7 @@ final class SuperBlockSpace {
     }
     try {
       metadata.start();
-      if (active != null) {
+      if (streams.active(noRoomOwner) != null) {
         noRoom = null; // the journal was all that was missing
       }
       return true;
@@ -182,33 +188,35 @@ final class SuperBlockSpace {
   }
 
   /**
-   * Reserves room for a record of {@code stored} payload bytes, with its sequence number; null if
-   * there is no room.
+   * Reserves room in {@code stream} ({@link Streams#of}) for a record of {@code stored} payload
+   * bytes, with its sequence number; null if there is no room.
    *
    * @throws IllegalStateException if the tier is closed
    */
-  Reservation reserve(long stored) throws IOException {
-    return reserve(stored, 0);
+  Reservation reserve(long stream, long stored) throws IOException {
+    return reserve(stream, stored, 0);
   }
 
   /**
-   * Reserves room for a record of {@code stored} payload bytes with a tag of {@code tagBytes}
-   * ({@link RecordLayout#tagBytes}) before its header, with its sequence number; null if there is
-   * no room.
+   * Reserves room in {@code stream} ({@link Streams#of}) for a record of {@code stored} payload
+   * bytes with a tag of {@code tagBytes} ({@link RecordLayout#tagBytes}) before its header, with
+   * its sequence number; null if there is no room.
    *
    * @throws IllegalStateException if the tier is closed
    */
-  Reservation reserve(long stored, int tagBytes) throws IOException {
+  Reservation reserve(long stream, long stored, int tagBytes) throws IOException {
     synchronized (writeLock) {
       requireOpen();
       if (!startJournal()) {
         return null;
       }
+      SuperBlock active = streams.active(stream);
       if (active == null || recordEnd(payloadOffset(active.end(), stored, tagBytes), stored)
           > active.sizeBytes()) {
-        if (!rollOver(true)) {
+        if (!rollOver(stream, true)) {
           return null; // no active super-block until a later put finds room
         }
+        active = streams.active(stream);
       }
       long start = active.end();
       long payload = payloadOffset(start, stored, tagBytes);
@@ -247,8 +255,8 @@ final class SuperBlockSpace {
   /** After encoding into {@code r}, gives back the unused tail if nothing was reserved after it. */
   void giveBack(Reservation r, int stored) {
     synchronized (writeLock) {
-      if (active == r.sb && active.end() == r.end) {
-        active.end(recordEnd(r.payload, stored));
+      if (streams.isActive(r.sb) && r.sb.end() == r.end) {
+        r.sb.end(recordEnd(r.payload, stored));
       }
     }
   }
@@ -260,55 +268,56 @@ final class SuperBlockSpace {
    */
   void abandon(Reservation r) {
     synchronized (writeLock) {
-      if (active == r.sb && active.end() == r.end) {
-        active.end(r.start);
+      if (streams.isActive(r.sb) && r.sb.end() == r.end) {
+        r.sb.end(r.start);
       }
     }
   }
 
   /**
-   * Seals the active super-block and starts a new one. With {@code mayDrop}, the oldest
-   * super-blocks are dropped while the files would exceed the capacity, and, if that is enough to
-   * get there, while the file system would have less than the free-space floor left; a shortage
-   * that dropping every super-block could not end (something else filled the file system) drops
-   * nothing. Without {@code mayDrop} (while opening) nothing is dropped. Holds {@link #writeLock}.
+   * Seals {@code stream}'s active super-block and starts a new one. With {@code mayDrop},
+   * super-blocks are dropped ({@link Streams#victimFor}) while the stream's would pass its quota or the
+   * files would exceed the capacity, and, if that is enough to get there, while the file system
+   * would have less than the free-space floor left; a shortage that dropping every super-block
+   * could not end (something else filled the file system) drops nothing. Without {@code mayDrop}
+   * (while opening) nothing is dropped. Holds {@link #writeLock}.
    *
    * @return false if no room can be made; {@link #noRoom} then says why
    */
-  private boolean rollOver(boolean mayDrop) throws IOException {
+  private boolean rollOver(long stream, boolean mayDrop) throws IOException {
     long size = config.superBlockBytes();
-    SuperBlock sealed = active;
+    SuperBlock sealed = streams.deactivate(stream);
     if (sealed != null) {
       long used = alignUp(sealed.end(), PAGE);
       sealed.end(used);
       sealed.truncate(used); // its records stay dirty until the sync policy forces them
       sealed.seal();
-      active = null;
     }
     if (!mayDrop || shortOfSpace(size) > droppableBytes()) {
-      if (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
-        return noRoom(size);
+      if (needsRoom(stream, size)) {
+        return noRoom(stream, size);
       }
     }
-    while (usedBytes() + size > config.capacityBytes() || shortOfSpace(size) > 0) {
-      Map.Entry<Integer, SuperBlock> oldest = superBlocks.firstEntry();
-      if (oldest == null) {
-        return noRoom(size);
+    while (needsRoom(stream, size)) {
+      SuperBlock victim = streams.victimFor(stream, size);
+      if (victim == null) {
+        return noRoom(stream, size);
       }
-      dropper.drop(oldest.getValue());
+      dropper.drop(victim);
       reapRetired();
-      if (usedBytes() + size <= config.capacityBytes() && !retiring.isEmpty()
-          && shortOfSpace(size) > 0) {
-        return noRoom(size); // the space is pinned by leases
+      if (!streams.overQuota(stream, size) && usedBytes() + size <= config.capacityBytes()
+          && !retiring.isEmpty() && shortOfSpace(size) > 0) {
+        return noRoom(stream, size); // the space is pinned by leases
       }
     }
-    SuperBlock sb = SuperBlock.create(device, dir, nextSuperBlockId.getAndIncrement(), size);
+    SuperBlock sb = SuperBlock.create(device, dir, nextSuperBlockId.getAndIncrement(), size,
+        stream);
     if (config.syncPolicy() != SyncPolicy.NONE) {
       device.forceDirectory(dir); // the new file's name must survive a power loss too
     }
     superBlocks.put(sb.id(), sb);
-    active = sb;
-    if (noRoom != null) {
+    streams.activate(stream, sb);
+    if (noRoom != null && noRoomOwner == stream) {
       noRoom = null;
       log.info("disk tier {} has room again and takes puts", dir);
     }
@@ -316,6 +325,23 @@ final class SuperBlockSpace {
       started.run(); // not while opening: see Reclaimer
     }
     return true;
+  }
+
+  /**
+   * Whether a new super-block of {@code size} in {@code stream} would pass its quota, the capacity
+   * or the free-space floor.
+   */
+  private boolean needsRoom(long stream, long size) throws IOException {
+    return streams.overQuota(stream, size) || usedBytes() + size > config.capacityBytes()
+        || shortOfSpace(size) > 0;
+  }
+
+  /**
+   * The super-block background reclamation should free next ({@link Streams#pressed}); null if
+   * no stream is near its limit.
+   */
+  SuperBlock pressed() {
+    return streams.pressed(usedBytes(), config.capacityBytes(), config.superBlockBytes());
   }
 
   /** Bytes the file system lacks for a new super-block of {@code size} above the floor. */
@@ -332,15 +358,21 @@ final class SuperBlockSpace {
     return bytes;
   }
 
-  /** Notes that no super-block of {@code size} can be started, and why; false. */
-  private boolean noRoom(long size) throws IOException {
+  /** Notes that no super-block of {@code size} can be started in {@code stream}, and why; false. */
+  private boolean noRoom(long stream, long size) throws IOException {
     String why = "no room for a new super-block of " + size + " bytes: the files take "
         + usedBytes() + " of the " + config.capacityBytes() + " bytes of capacity, and the file"
         + " system has " + space.usableBytes() + " bytes free, " + minFreeBytes + " of which are"
         + " kept free (minFreeBytes)";
+    if (stream != 0) {
+      why += "; the super-blocks of the namespace " + Namespace.ofTag(stream).map(String::valueOf)
+          .orElse(Long.toHexString(stream)) + " take " + streams.bytes(stream)
+          + " of its quota of " + streams.quota(stream) + " bytes";
+    }
     if (noRoom == null && !closed) {
       log.warn("disk tier {} refuses puts until there is room: {}", dir, why);
     }
+    noRoomOwner = stream;
     noRoom = why;
     return false;
   }
@@ -362,12 +394,14 @@ final class SuperBlockSpace {
     if (closed) {
       return false;
     }
-    if (metadata.ready() && active != null) {
+    long stream = noRoomOwner;
+    if (metadata.ready() && streams.active(stream) != null) {
       return true;
     }
-    long size = active == null ? config.superBlockBytes() : 0;
+    long size = streams.active(stream) != null ? 0 : config.superBlockBytes();
     try {
-      return usedBytes() + size <= config.capacityBytes() && shortOfSpace(size) <= 0;
+      return usedBytes() + size <= config.capacityBytes() && shortOfSpace(size) <= 0
+          && !streams.overQuota(stream, size);
     } catch (IOException e) {
       log.debug("checking for room in {}: {}", dir, e.toString());
       return false;
@@ -433,9 +467,8 @@ final class SuperBlockSpace {
   /** Bytes the tier's files take: super-blocks (the active one whole), journal and checkpoint. */
   long usedBytes() {
     long used = metadata.bytes();
-    SuperBlock a = active;
     for (SuperBlock sb : superBlocks.values()) {
-      used += sb == a ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
+      used += streams.isActive(sb) ? sb.sizeBytes() : alignUp(sb.end(), PAGE);
     }
     for (SuperBlock sb : retiring) {
       if (!sb.isReleased()) {
@@ -445,10 +478,9 @@ final class SuperBlockSpace {
     return used;
   }
 
-  /** At close: the active super-block forced and cut to its last page in use. */
+  /** At close: the active super-blocks forced and cut to their last page in use. */
   void sealActive() throws IOException {
-    SuperBlock a = active;
-    if (a != null) {
+    for (SuperBlock a : streams.actives()) {
       long used = alignUp(a.end(), PAGE);
       a.force();
       a.truncate(used);

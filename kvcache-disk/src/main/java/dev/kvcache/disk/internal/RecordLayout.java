@@ -16,7 +16,9 @@ package dev.kvcache.disk.internal;
  *  12  u32  reserved       0
  *  16  u64  sizeBytes      the file's size when created
  *  24  u64  createdMillis
- *  32  u8[28] reserved     0
+ *  32  u64  owner          the tag of the namespace whose disk quota the file counts against
+ *                          (Namespace.tag()); 0 for the files the others share, and before quotas
+ *  40  u8[20] reserved     0
  *  60  u32  headerCrc      CRC32C of bytes 0..59
  *
  * record = header (64 bytes), payload (storedLength bytes), directly after it
@@ -67,6 +69,7 @@ public final class RecordLayout {
   public static final int FILE_ID_OFFSET = 8;
   public static final int FILE_SIZE_OFFSET = 16;
   public static final int FILE_CREATED_OFFSET = 24;
+  public static final int FILE_OWNER_OFFSET = 32;
   public static final int FILE_CRC_OFFSET = 60;
 
   public static final int HEADER_BYTES = 64;

@@ -27,6 +27,11 @@ public final class SuperBlock {
   private static final Logger log = LoggerFactory.getLogger(SuperBlock.class);
 
   private final int id;
+  /**
+   * The tag ({@link dev.kvcache.Namespace#tag()}) of the namespace whose quota's super-blocks this
+   * is one of; 0 for the super-blocks the namespaces without a quota share.
+   */
+  private final long owner;
   private final StorageDevice device;
   private final DeviceFile file;
   private final long sizeBytes;
@@ -47,9 +52,10 @@ public final class SuperBlock {
   /** End of the last record: the next write position while active, the used length once sealed. */
   private volatile long end;
 
-  private SuperBlock(int id, StorageDevice device, DeviceFile file, long sizeBytes, long end,
-      long lowestSequence) throws IOException {
+  private SuperBlock(int id, long owner, StorageDevice device, DeviceFile file, long sizeBytes,
+      long end, long lowestSequence) throws IOException {
     this.id = id;
+    this.owner = owner;
     this.lowestSequence = new AtomicLong(lowestSequence);
     this.device = device;
     this.file = file;
@@ -65,6 +71,15 @@ public final class SuperBlock {
   /** Creates a new, empty super-block file of {@code sizeBytes} (sparse until written). */
   public static SuperBlock create(StorageDevice device, Path dir, int id, long sizeBytes)
       throws IOException {
+    return create(device, dir, id, sizeBytes, 0);
+  }
+
+  /**
+   * Creates a new, empty super-block file of {@code sizeBytes} (sparse until written) for the
+   * quota of the namespace whose tag is {@code owner} (0: for the namespaces without one).
+   */
+  public static SuperBlock create(StorageDevice device, Path dir, int id, long sizeBytes,
+      long owner) throws IOException {
     Path path = dir.resolve(fileName(id));
     DeviceFile ch = device.create(path);
     try {
@@ -74,10 +89,12 @@ public final class SuperBlock {
       h.putInt(FILE_ID_OFFSET, id);
       h.putLong(FILE_SIZE_OFFSET, sizeBytes);
       h.putLong(FILE_CREATED_OFFSET, System.currentTimeMillis());
+      h.putLong(FILE_OWNER_OFFSET, owner);
       h.putInt(FILE_CRC_OFFSET, crc(h, 0, FILE_CRC_OFFSET));
       ch.write(h, 0);
       ch.setSize(sizeBytes);
-      return new SuperBlock(id, device, ch, sizeBytes, FIRST_RECORD_OFFSET, Long.MAX_VALUE);
+      return new SuperBlock(id, owner, device, ch, sizeBytes, FIRST_RECORD_OFFSET,
+          Long.MAX_VALUE);
     } catch (IOException | RuntimeException e) {
       ch.close();
       device.delete(path);
@@ -113,7 +130,8 @@ public final class SuperBlock {
         ch.close();
         return null;
       }
-      SuperBlock sb = new SuperBlock(expectedId, device, ch, size, size, 0);
+      SuperBlock sb = new SuperBlock(expectedId, h.getLong(FILE_OWNER_OFFSET), device, ch, size,
+          size, 0);
       sb.seal(); // a super-block from an earlier run is never appended to
       return sb;
     } catch (IOException | RuntimeException e) {
@@ -124,6 +142,14 @@ public final class SuperBlock {
 
   public int id() {
     return id;
+  }
+
+  /**
+   * The tag of the namespace whose quota this super-block counts against; 0 if it is one the
+   * namespaces without a quota share (and in files written before quotas).
+   */
+  public long owner() {
+    return owner;
   }
 
   public Path path() {
