@@ -144,6 +144,13 @@ kvEvents:
 networkPolicy:
   enabled: true
 EOF
+cat > "$work/values/quotas.yaml" <<'EOF'
+# a RAM and a disk quota for one namespace, a disk quota alone for the other
+server:
+  quotas:
+    llama-8b: {ramBytes: 8GiB, diskBytes: 100GiB}
+    qwen-72b: {diskBytes: 200GiB}
+EOF
 cases=(
   "default:"
   "statefulset:$examples/statefulset.yaml"
@@ -153,6 +160,7 @@ cases=(
   "daemonset-loopback:$examples/daemonset.yaml,$work/values/daemonset-loopback.yaml"
   "inline-secrets:$examples/tls-tokens.yaml,$work/values/inline-secrets.yaml"
   "kv-events:$examples/statefulset.yaml,$work/values/kv-events.yaml"
+  "quotas:$examples/statefulset.yaml,$work/values/quotas.yaml"
 )
 
 "$py" "$checker" readme "$chart/values.yaml" "$chart/README.md" || die "the values table of README.md"
@@ -221,6 +229,10 @@ refuse "a quota for a namespace not served" "server.quotas: the namespace \"othe
   --set server.quotas.other.ramBytes=1GiB
 refuse "RAM quotas that leave no RAM to the others" "must leave some of memory.ramBytes" \
   --set server.quotas.default.ramBytes=4GiB
+refuse "disk quotas that leave no disk to the others" "must leave some of disk.capacity" \
+  --set disk.enabled=true --set server.quotas.default.diskBytes=100GiB
+refuse "a disk quota without a disk tier" "a disk quota needs the disk tier" \
+  --set disk.enabled=false --set server.quotas.default.diskBytes=1GiB
 refuse "a short inline token" "a token is at least 32 characters" --set auth.tokens.engines.secret=short
 refuse "a ServiceMonitor with a token that may not read the metrics" \
   "is not a token of auth.tokens with metrics: true" --set serviceMonitor.enabled=true \

@@ -228,6 +228,14 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
     if shape == "statefulset":
         f.check(host == "0.0.0.0", f"a StatefulSet's server listens on {host}, not 0.0.0.0")
 
+    # quotas: as the values give them, under the server's names
+    for ns, q in (values.get("server", {}).get("quotas") or {}).items():
+        got = kv.get("quotas", {}).get(ns, {})
+        for key, name in (("ramBytes", "ram-bytes"), ("diskBytes", "disk-bytes")):
+            f.check(got.get(name) == q.get(key),
+                    f"server.quotas.{ns}.{key} is {q.get(key)!r}, but the configuration's "
+                    f"kvcache.quotas.{ns}.{name} is {got.get(name)!r}")
+
     # secrets come from Secrets: placeholders in the file, secretKeyRef in the environment
     for name, t in tokens.items():
         f.check(re.fullmatch(r"\$\{[A-Z0-9_]+\}", str(t.get("secret"))),

@@ -55,7 +55,10 @@ that come from Secrets. server.config is merged last.
 {{- if $v.server.quotas }}
 {{- $quotas := dict }}
 {{- range $ns, $q := $v.server.quotas }}
-{{- $_ := set $quotas $ns (dict "ram-bytes" $q.ramBytes) }}
+{{- $quota := dict }}
+{{- if $q.ramBytes }}{{- $_ := set $quota "ram-bytes" $q.ramBytes }}{{- end }}
+{{- if $q.diskBytes }}{{- $_ := set $quota "disk-bytes" $q.diskBytes }}{{- end }}
+{{- $_ := set $quotas $ns $quota }}
 {{- end }}
 {{- $_ := set $kvcache "quotas" $quotas }}
 {{- end }}

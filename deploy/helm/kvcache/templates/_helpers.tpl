@@ -233,14 +233,26 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- end }}
 {{- end }}
 {{- $quoted := 0 }}
+{{- $diskQuoted := 0 }}
 {{- range $ns, $q := $v.server.quotas }}
 {{- if not (has $ns $v.server.namespaces) }}
 {{- fail (printf "server.quotas: the namespace %q is not one of server.namespaces %v" $ns $v.server.namespaces) }}
 {{- end }}
-{{- if not (and (kindIs "map" $q) $q.ramBytes) }}
-{{- fail (printf "server.quotas.%s: give ramBytes, the RAM its blocks may hold at most" $ns) }}
+{{- if not (and (kindIs "map" $q) (or $q.ramBytes $q.diskBytes)) }}
+{{- fail (printf "server.quotas.%s: give ramBytes, the RAM its blocks may hold at most, or diskBytes, the disk tier's" $ns) }}
 {{- end }}
+{{- if $q.ramBytes }}
 {{- $quoted = add $quoted (include "kvcache.mebibytes" (dict "value" $q.ramBytes "what" (printf "server.quotas.%s.ramBytes" $ns)) | int64) }}
+{{- end }}
+{{- if $q.diskBytes }}
+{{- if not $v.disk.enabled }}
+{{- fail (printf "server.quotas.%s.diskBytes: a disk quota needs the disk tier (disk.enabled)" $ns) }}
+{{- end }}
+{{- $diskQuoted = add $diskQuoted (include "kvcache.mebibytes" (dict "value" $q.diskBytes "what" (printf "server.quotas.%s.diskBytes" $ns)) | int64) }}
+{{- end }}
+{{- end }}
+{{- if and (gt (int64 $diskQuoted) 0) (ge (int64 $diskQuoted) (include "kvcache.mebibytes" (dict "value" $v.disk.capacity "what" "disk.capacity") | int64)) }}
+{{- fail (printf "server.quotas: the disk quotas (%d MiB in all) must leave some of disk.capacity (%s) to the other namespaces" (int64 $diskQuoted) $v.disk.capacity) }}
 {{- end }}
 {{- if ge (int64 $quoted) (include "kvcache.mebibytes" (dict "value" $v.memory.ramBytes "what" "memory.ramBytes") | int64) }}
 {{- fail (printf "server.quotas: the RAM quotas (%d MiB in all) must leave some of memory.ramBytes (%s) to the other namespaces" (int64 $quoted) $v.memory.ramBytes) }}

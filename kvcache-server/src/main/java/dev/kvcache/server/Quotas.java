@@ -4,7 +4,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.cache.QuotaSettings;
-import dev.kvcache.server.cache.RamQuotas;
+import dev.kvcache.server.cache.NamespaceQuotas;
 import dev.kvcache.server.cache.SizeSetting;
 import io.micronaut.context.annotation.Factory;
 import jakarta.inject.Singleton;
@@ -20,14 +20,16 @@ import java.util.Map;
 class Quotas {
 
   /**
-   * The RAM quotas.
+   * The RAM and disk quotas.
    *
    * @throws IllegalArgumentException naming the setting, for a namespace not served or a size
-   *     that is malformed or below 4 KiB
+   *     that is malformed or too small (a RAM quota below 4 KiB, a disk quota not positive: the
+   *     disk tier checks it holds 4 super-blocks)
    */
   @Singleton
-  RamQuotas ramQuotas(List<QuotaSettings> quotas, Namespaces namespaces) {
+  NamespaceQuotas quotas(List<QuotaSettings> quotas, Namespaces namespaces) {
     Map<Namespace, Long> ram = new LinkedHashMap<>();
+    Map<Namespace, Long> disk = new LinkedHashMap<>();
     for (QuotaSettings q : quotas) {
       String prefix = "kvcache.quotas." + q.namespace() + ".";
       if (!namespaces.names().contains(q.namespace())) {
@@ -39,7 +41,11 @@ class Quotas {
             SizeSetting.bytes(prefix + "ram-bytes", q.getRamBytes(),
                 RamTierConfig.MIN_QUOTA_BYTES));
       }
+      if (!q.getDiskBytes().isBlank()) {
+        disk.put(namespaces.require(q.namespace()),
+            SizeSetting.bytes(prefix + "disk-bytes", q.getDiskBytes(), 1));
+      }
     }
-    return new RamQuotas(ram);
+    return new NamespaceQuotas(ram, disk);
   }
 }

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Quotas set in the server's settings ({@code kvcache.quotas.<namespace>.ram-bytes}): a namespace
- * that puts past its quota evicts only its own blocks, each quota's use is in the metrics, and a
+ * Quotas set in the server's settings ({@code kvcache.quotas.<namespace>.ram-bytes} and {@code
+ * disk-bytes}): a namespace that puts past its quota evicts only its own blocks, each quota's use is in the metrics, and a
  * quota the server cannot keep stops the start with the setting named.
  */
 class QuotaServerTest {
@@ -54,6 +54,42 @@ class QuotaServerTest {
           .containsPattern("kvcache_quota_used_bytes\\{namespace=\"flood\",tier=\"ram\"} "
               + "(1048576|983040)\\.0");
     }
+  }
+
+  @Test
+  void aNamespacePastItsDiskQuotaReclaimsOnlyItsOwnSuperBlocks() throws Exception {
+    int block = 256 << 10;
+    try (TestServer server = TestServer.start(dir, Map.of(
+        "kvcache.namespaces", "default,flood,kept",
+        "kvcache.cache.ram-bytes", "16MiB",
+        "kvcache.cache.max-block-bytes", "1MiB",
+        "kvcache.cache.disk-capacity", "16MiB", // super-blocks of 2 MiB
+        "kvcache.quotas.flood.disk-bytes", "8MiB"))) {
+      for (int i = 0; i < 16; i++) {
+        assertThat(server.put("kept", key(i), random(block, i)).statusCode()).isEqualTo(201);
+      }
+      for (int i = 0; i < 320; i++) { // ten times its disk quota, through 16 MiB of RAM
+        assertThat(server.put("flood", key(i), random(block, i)).statusCode()).isEqualTo(201);
+      }
+      for (int i = 0; i < 16; i++) {
+        HttpResponse<byte[]> got = server.get("kept", key(i));
+        assertThat(got.statusCode()).as("kept block " + i).isEqualTo(200);
+        assertThat(got.body()).isEqualTo(random(block, i));
+      }
+      assertThat(server.get("flood", key(0)).statusCode()).as("the flood's first").isEqualTo(404);
+      assertThat(server.metrics())
+          .contains("kvcache_quota_bytes{namespace=\"flood\",tier=\"disk\"} 8388608.0")
+          .containsPattern("kvcache_quota_used_bytes\\{namespace=\"flood\",tier=\"disk\"} "
+              + "[1-8]\\d{6}\\.0");
+    }
+  }
+
+  @Test
+  void aDiskQuotaWithoutADiskTierIsNamed() {
+    assertThatThrownBy(() -> TestServer.start(dir, Map.of(
+        "kvcache.cache.disk-dir", "",
+        "kvcache.quotas.default.disk-bytes", "1GiB")))
+        .hasStackTraceContaining("settings 'kvcache.quotas.*.disk-bytes' need a disk tier");
   }
 
   @Test

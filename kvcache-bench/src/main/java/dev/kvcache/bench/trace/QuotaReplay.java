@@ -3,7 +3,10 @@ package dev.kvcache.bench.trace;
 import dev.kvcache.BlockKey;
 import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
+import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
+import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -12,6 +15,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -21,10 +25,14 @@ import picocli.CommandLine.Parameters;
 /**
  * Two tenants of one cache: one replays a request trace while the other floods the cache with
  * blocks used once, {@code --flood-factor} times its quota over the replay; the replaying tenant's
- * hit ratio flooded against its run alone, with quotas ({@link KvCacheBuilder#ramQuota}) and
- * without. Blocks are one 4 KiB granule ({@link KvCacheModel}), so capacities count blocks. The
- * replaying tenant's quota is half the RAM, the flood's a quarter; the rest is the other
- * namespaces'.
+ * hit ratio flooded against its run alone, with quotas ({@link KvCacheBuilder#ramQuota}, and
+ * {@link KvCacheBuilder#quota} on the disk tier) and without. Blocks are one 4 KiB granule ({@link
+ * KvCacheModel}), so RAM's capacity counts blocks; on disk a 4 KiB block's record takes two pages
+ * (its payload starts on a page, its header in the page before), so the disk's capacity is {@code
+ * --disk-blocks} times 8 KiB. In each tier the replaying tenant's quota is half the capacity, the
+ * flood's a quarter; the rest is the other namespaces'. With {@code --disk-blocks}, RAM is over a
+ * disk tier in {@code --dir}, written through ({@code durability = write_through}), so that what
+ * RAM evicts is on disk to be hit.
  *
  * <pre>
  * java -cp kvcache-bench/target/benchmarks.jar dev.kvcache.bench.trace.QuotaReplay \
@@ -52,12 +60,20 @@ public final class QuotaReplay implements Callable<Integer> {
           + "(default: ${DEFAULT-VALUE})")
   int floodFactor;
 
+  @Option(names = "--disk-blocks", defaultValue = "0",
+      description = "a disk tier under RAM of this many 4 KiB blocks (8 KiB each on disk); "
+          + "0, the default, for RAM alone")
+  int diskBlocks;
+
+  @Option(names = "--dir", description = "the disk tier's directory (default: a temporary one)")
+  Path dir;
+
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
 
   /** One tenant's hits over a replay. */
-  record Result(String trace, int ramBlocks, boolean quotas, boolean flooded, long accesses,
-      long hits) {
+  record Result(String trace, int ramBlocks, int diskBlocks, boolean quotas, boolean flooded,
+      long accesses, long hits) {
     double hitRatio() {
       return (double) hits / accesses;
     }
@@ -70,8 +86,8 @@ public final class QuotaReplay implements Callable<Integer> {
   @Override
   public Integer call() throws IOException {
     List<Result> results = new ArrayList<>();
-    System.out.printf(Locale.ROOT, "%-28s %8s %7s %9s %9s%n", "trace", "RAM", "quotas", "alone",
-        "flooded");
+    System.out.printf(Locale.ROOT, "%-28s %8s %8s %7s %9s %9s%n", "trace", "RAM", "disk",
+        "quotas", "alone", "flooded");
     for (Path file : traces) {
       MooncakeTrace trace = MooncakeTrace.load(file);
       for (boolean quotas : new boolean[] {true, false}) {
@@ -79,8 +95,8 @@ public final class QuotaReplay implements Callable<Integer> {
         Result flooded = replay(trace, quotas, true);
         results.add(alone);
         results.add(flooded);
-        System.out.printf(Locale.ROOT, "%-28s %8d %7s %9.4f %9.4f%n", trace.name(), ramBlocks,
-            quotas, alone.hitRatio(), flooded.hitRatio());
+        System.out.printf(Locale.ROOT, "%-28s %8d %8d %7s %9.4f %9.4f%n", trace.name(), ramBlocks,
+            diskBlocks, quotas, alone.hitRatio(), flooded.hitRatio());
       }
     }
     if (out != null) {
@@ -88,10 +104,12 @@ public final class QuotaReplay implements Callable<Integer> {
         Files.createDirectories(out.getParent());
       }
       try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out))) {
-        w.println("trace,ram_blocks,quotas,flooded,flood_factor,accesses,hits,hit_ratio");
+        w.println("trace,ram_blocks,disk_blocks,quotas,flooded,flood_factor,accesses,hits,"
+            + "hit_ratio");
         for (Result r : results) {
-          w.printf(Locale.ROOT, "%s,%d,%s,%s,%d,%d,%d,%.6f%n", r.trace(), r.ramBlocks(),
-              r.quotas(), r.flooded(), floodFactor, r.accesses(), r.hits(), r.hitRatio());
+          w.printf(Locale.ROOT, "%s,%d,%d,%s,%s,%d,%d,%d,%.6f%n", r.trace(), r.ramBlocks(),
+              r.diskBlocks(), r.quotas(), r.flooded(), floodFactor, r.accesses(), r.hits(),
+              r.hitRatio());
         }
       }
       System.out.println("wrote " + out);
@@ -99,8 +117,11 @@ public final class QuotaReplay implements Callable<Integer> {
     return 0;
   }
 
+  /** A 4 KiB block's record on disk: its payload's page and the page its header ends. */
+  static final long DISK_BLOCK_BYTES = 2 * KvCacheModel.BLOCK_BYTES;
+
   /** The replaying tenant's hits over {@code trace}, flooded or alone, with quotas or without. */
-  Result replay(MooncakeTrace trace, boolean quotas, boolean flooded) {
+  Result replay(MooncakeTrace trace, boolean quotas, boolean flooded) throws IOException {
     long replayedQuota = (long) ramBlocks / 2 * KvCacheModel.BLOCK_BYTES;
     long floodQuota = (long) ramBlocks / 4 * KvCacheModel.BLOCK_BYTES;
     KvCacheBuilder b = KvCacheBuilder.newBuilder()
@@ -109,14 +130,40 @@ public final class QuotaReplay implements Callable<Integer> {
     if (quotas) {
       b.ramQuota(REPLAYED, replayedQuota).ramQuota(FLOOD, floodQuota);
     }
-    KvCache cache = b.build();
-    long floodBlocks = flooded ? floodFactor * (floodQuota / KvCacheModel.BLOCK_BYTES) : 0;
+    Path tierDir = null;
+    long floodBlocks = floodQuota / KvCacheModel.BLOCK_BYTES;
+    if (diskBlocks > 0) {
+      tierDir = dir != null ? Files.createDirectories(dir).resolve("quota-replay")
+          : Files.createTempDirectory("quota-replay");
+      long capacity = diskBlocks * DISK_BLOCK_BYTES;
+      long superBlock = Math.max(64 << 10, capacity / 32 / 4096 * 4096);
+      b.lower("disk", TierSettings.of(Map.of("dir", tierDir.toString(), "capacity",
+          Long.toString(capacity), "super-block", Long.toString(superBlock), "sync-policy",
+          "none", "scrub-rate", "0")));
+      b.tiered(TieredCacheConfig.defaults().withDurability(Durability.WRITE_THROUGH));
+      if (quotas) {
+        b.quota("disk", REPLAYED, capacity / 2).quota("disk", FLOOD, capacity / 4);
+      }
+      floodBlocks = diskBlocks / 4;
+    }
+    try {
+      return replay(trace, quotas, flooded, b.build(), flooded ? floodFactor * floodBlocks : 0);
+    } finally {
+      if (tierDir != null) {
+        deleteTree(tierDir);
+      }
+    }
+  }
+
+  private Result replay(MooncakeTrace trace, boolean quotas, boolean flooded, KvCache cache,
+      long floodBlocks) {
     ByteBuffer block = ByteBuffer.allocateDirect(KvCacheModel.BLOCK_BYTES);
     long accesses = 0;
     long hits = 0;
     long flood = 0;
+    // over a disk, background reclaim may drop a block between the lookup and the load
     try (KvCacheModel replayed =
-        new KvCacheModel(cache, KvCacheModel.BLOCK_BYTES, false, REPLAYED)) {
+        new KvCacheModel(cache, KvCacheModel.BLOCK_BYTES, diskBlocks > 0, REPLAYED)) {
       int[][] requests = trace.requests();
       for (int r = 0; r < requests.length; r++) {
         hits += replayed.serve(requests[r]);
@@ -128,6 +175,14 @@ public final class QuotaReplay implements Callable<Integer> {
         }
       }
     }
-    return new Result(trace.name(), ramBlocks, quotas, flooded, accesses, hits);
+    return new Result(trace.name(), ramBlocks, diskBlocks, quotas, flooded, accesses, hits);
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    try (var paths = Files.walk(root)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
   }
 }

@@ -14,8 +14,8 @@ import java.io.UncheckedIOException;
 public class CacheFactory {
 
   @Singleton
-  KvCacheConfig cacheConfig(CacheSettings settings, RamQuotas quotas) {
-    return settings.toConfig(quotas.bytes());
+  KvCacheConfig cacheConfig(CacheSettings settings, NamespaceQuotas quotas) {
+    return settings.toConfig(quotas);
   }
 
   /** Opened with the server, not on first use, so a bad setting stops the start. */

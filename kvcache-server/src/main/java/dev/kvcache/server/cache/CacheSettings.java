@@ -59,15 +59,16 @@ public class CacheSettings {
    * @throws IllegalArgumentException naming the setting
    */
   public KvCacheConfig toConfig() {
-    return toConfig(Map.of());
+    return toConfig(NamespaceQuotas.NONE);
   }
 
   /**
-   * As {@link #toConfig()}, with these namespaces' RAM quotas ({@code kvcache.quotas.*}).
+   * As {@link #toConfig()}, with these namespaces' quotas ({@code kvcache.quotas.*}).
    *
    * @throws IllegalArgumentException naming the setting
    */
-  public KvCacheConfig toConfig(Map<Namespace, Long> ramQuotas) {
+  public KvCacheConfig toConfig(NamespaceQuotas quotas) {
+    Map<Namespace, Long> ramQuotas = quotas.ram();
     Map<String, String> own = new LinkedHashMap<>();
     own.put("ram-bytes", ramBytes);
     own.put("max-block-bytes", maxBlockBytes);
@@ -112,6 +113,11 @@ public class CacheSettings {
       }
       ramQuotas.forEach(b::ramQuota);
     }
+    if (!quotas.disk().isEmpty() && !disk) {
+      throw new IllegalArgumentException("settings 'kvcache.quotas.*.disk-bytes' need a disk tier"
+          + " ('" + PREFIX + "disk-dir')");
+    }
+    quotas.disk().forEach((ns, bytes) -> b.quota("disk", ns, bytes));
     s.requireAllRead();
     return s.checked(b::config, "max-block-bytes", "ram-bytes");
   }

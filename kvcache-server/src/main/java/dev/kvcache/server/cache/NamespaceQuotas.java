@@ -4,14 +4,19 @@ import dev.kvcache.Namespace;
 import java.util.Map;
 
 /**
- * The RAM each namespace with a quota may fill at most, from {@code kvcache.quotas.<namespace>.*}
+ * The bytes each namespace with a quota may fill at most, from {@code kvcache.quotas.<namespace>.*}
  * ({@link QuotaSettings}) once the namespaces are known.
  *
- * @param bytes the quotas, by namespace
+ * @param ram the RAM quotas, by namespace
+ * @param disk the disk quotas, by namespace
  */
-public record RamQuotas(Map<Namespace, Long> bytes) {
+public record NamespaceQuotas(Map<Namespace, Long> ram, Map<Namespace, Long> disk) {
 
-  public RamQuotas {
-    bytes = Map.copyOf(bytes);
+  /** No quotas. */
+  public static final NamespaceQuotas NONE = new NamespaceQuotas(Map.of(), Map.of());
+
+  public NamespaceQuotas {
+    ram = Map.copyOf(ram);
+    disk = Map.copyOf(disk);
   }
 }

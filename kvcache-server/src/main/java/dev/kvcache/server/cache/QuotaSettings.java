@@ -5,14 +5,16 @@ import io.micronaut.context.annotation.Parameter;
 
 /**
  * One namespace's quotas, from {@code kvcache.quotas.<namespace>.*}: the bytes its blocks may hold
- * at most in RAM ({@code ram-bytes}). A namespace at its quota evicts its own coldest blocks, never
- * another's; the namespaces without a quota share what the quotas leave.
+ * at most in RAM ({@code ram-bytes}) and in the disk tier's files ({@code disk-bytes}). A namespace
+ * at its quota evicts its own coldest blocks, never another's; the namespaces without a quota share
+ * what the quotas leave.
  */
 @EachProperty("kvcache.quotas")
 public class QuotaSettings {
 
   private final String namespace;
   private String ramBytes = "";
+  private String diskBytes = "";
 
   QuotaSettings(@Parameter String namespace) {
     this.namespace = namespace;
@@ -29,5 +31,13 @@ public class QuotaSettings {
 
   public void setRamBytes(String ramBytes) {
     this.ramBytes = ramBytes;
+  }
+
+  public String getDiskBytes() {
+    return diskBytes;
+  }
+
+  public void setDiskBytes(String diskBytes) {
+    this.diskBytes = diskBytes;
   }
 }
