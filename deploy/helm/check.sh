@@ -151,6 +151,12 @@ server:
     llama-8b: {ramBytes: 8GiB, diskBytes: 100GiB}
     qwen-72b: {diskBytes: 200GiB}
 EOF
+cat > "$work/values/quotas-bucket.yaml" <<'EOF'
+# a bucket quota for one namespace of the object tier's example
+server:
+  quotas:
+    llama-8b: {objectBytes: 2TiB}
+EOF
 cases=(
   "default:"
   "statefulset:$examples/statefulset.yaml"
@@ -161,6 +167,7 @@ cases=(
   "inline-secrets:$examples/tls-tokens.yaml,$work/values/inline-secrets.yaml"
   "kv-events:$examples/statefulset.yaml,$work/values/kv-events.yaml"
   "quotas:$examples/statefulset.yaml,$work/values/quotas.yaml"
+  "quotas-bucket:$examples/object-tier.yaml,$work/values/quotas-bucket.yaml"
 )
 
 "$py" "$checker" readme "$chart/values.yaml" "$chart/README.md" || die "the values table of README.md"
@@ -233,6 +240,8 @@ refuse "disk quotas that leave no disk to the others" "must leave some of disk.c
   --set disk.enabled=true --set server.quotas.default.diskBytes=100GiB
 refuse "a disk quota without a disk tier" "a disk quota needs the disk tier" \
   --set disk.enabled=false --set server.quotas.default.diskBytes=1GiB
+refuse "a bucket quota without an object tier" "a bucket quota needs the object tier" \
+  --set server.quotas.default.objectBytes=1TiB
 refuse "a short inline token" "a token is at least 32 characters" --set auth.tokens.engines.secret=short
 refuse "a ServiceMonitor with a token that may not read the metrics" \
   "is not a token of auth.tokens with metrics: true" --set serviceMonitor.enabled=true \

@@ -231,7 +231,8 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
     # quotas: as the values give them, under the server's names
     for ns, q in (values.get("server", {}).get("quotas") or {}).items():
         got = kv.get("quotas", {}).get(ns, {})
-        for key, name in (("ramBytes", "ram-bytes"), ("diskBytes", "disk-bytes")):
+        for key, name in (("ramBytes", "ram-bytes"), ("diskBytes", "disk-bytes"),
+                          ("objectBytes", "object-bytes")):
             f.check(got.get(name) == q.get(key),
                     f"server.quotas.{ns}.{key} is {q.get(key)!r}, but the configuration's "
                     f"kvcache.quotas.{ns}.{name} is {got.get(name)!r}")

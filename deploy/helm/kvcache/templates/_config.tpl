@@ -58,6 +58,7 @@ that come from Secrets. server.config is merged last.
 {{- $quota := dict }}
 {{- if $q.ramBytes }}{{- $_ := set $quota "ram-bytes" $q.ramBytes }}{{- end }}
 {{- if $q.diskBytes }}{{- $_ := set $quota "disk-bytes" $q.diskBytes }}{{- end }}
+{{- if $q.objectBytes }}{{- $_ := set $quota "object-bytes" $q.objectBytes }}{{- end }}
 {{- $_ := set $quotas $ns $quota }}
 {{- end }}
 {{- $_ := set $kvcache "quotas" $quotas }}

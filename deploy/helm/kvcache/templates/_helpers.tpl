@@ -234,12 +234,13 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- end }}
 {{- $quoted := 0 }}
 {{- $diskQuoted := 0 }}
+{{- $objectQuoted := 0 }}
 {{- range $ns, $q := $v.server.quotas }}
 {{- if not (has $ns $v.server.namespaces) }}
 {{- fail (printf "server.quotas: the namespace %q is not one of server.namespaces %v" $ns $v.server.namespaces) }}
 {{- end }}
-{{- if not (and (kindIs "map" $q) (or $q.ramBytes $q.diskBytes)) }}
-{{- fail (printf "server.quotas.%s: give ramBytes, the RAM its blocks may hold at most, or diskBytes, the disk tier's" $ns) }}
+{{- if not (and (kindIs "map" $q) (or $q.ramBytes $q.diskBytes $q.objectBytes)) }}
+{{- fail (printf "server.quotas.%s: give ramBytes, the RAM its blocks may hold at most, diskBytes, the disk tier's, or objectBytes, the bucket's" $ns) }}
 {{- end }}
 {{- if $q.ramBytes }}
 {{- $quoted = add $quoted (include "kvcache.mebibytes" (dict "value" $q.ramBytes "what" (printf "server.quotas.%s.ramBytes" $ns)) | int64) }}
@@ -250,6 +251,15 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- end }}
 {{- $diskQuoted = add $diskQuoted (include "kvcache.mebibytes" (dict "value" $q.diskBytes "what" (printf "server.quotas.%s.diskBytes" $ns)) | int64) }}
 {{- end }}
+{{- if $q.objectBytes }}
+{{- if not $v.objectTier.enabled }}
+{{- fail (printf "server.quotas.%s.objectBytes: a bucket quota needs the object tier (objectTier.enabled)" $ns) }}
+{{- end }}
+{{- $objectQuoted = add $objectQuoted (include "kvcache.mebibytes" (dict "value" $q.objectBytes "what" (printf "server.quotas.%s.objectBytes" $ns)) | int64) }}
+{{- end }}
+{{- end }}
+{{- if and (gt (int64 $objectQuoted) 0) (ge (int64 $objectQuoted) (include "kvcache.mebibytes" (dict "value" $v.objectTier.capacity "what" "objectTier.capacity") | int64)) }}
+{{- fail (printf "server.quotas: the bucket quotas (%d MiB in all) must leave some of objectTier.capacity (%s) to the other namespaces" (int64 $objectQuoted) $v.objectTier.capacity) }}
 {{- end }}
 {{- if and (gt (int64 $diskQuoted) 0) (ge (int64 $diskQuoted) (include "kvcache.mebibytes" (dict "value" $v.disk.capacity "what" "disk.capacity") | int64)) }}
 {{- fail (printf "server.quotas: the disk quotas (%d MiB in all) must leave some of disk.capacity (%s) to the other namespaces" (int64 $diskQuoted) $v.disk.capacity) }}

@@ -88,9 +88,9 @@ class DiskTierQuotaTest {
           .isGreaterThan(CAPACITY - quota);
       assertThat(tier.usedBytesOf(null)).isEqualTo(tier.usedBytesOf(OTHER));
 
-      put(tier, KEPT, 0, 45); // about 7 super-blocks, within its quota
-      assertThat(held(tier, KEPT, 0, 45)).as("the quota's namespace took its room back")
-          .isEqualTo(45);
+      put(tier, KEPT, 0, 40); // about 6 super-blocks, within its quota
+      assertThat(held(tier, KEPT, 0, 40)).as("the quota's namespace took its room back")
+          .isEqualTo(40);
       assertThat(tier.usedBytesOf(KEPT) + tier.usedBytesOf(OTHER)).isLessThanOrEqualTo(CAPACITY);
       assertThat(held(tier, OTHER, 290, 300)).as("the others' newest blocks").isEqualTo(10);
     }

@@ -31,11 +31,13 @@ import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceDrop;
 import dev.kvcache.spi.PinnedPrefix;
+import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -127,8 +129,10 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     this.fleet = config.fleetDns().map(dns -> FleetLookup.dns(dns, config.fleetSelf().orElse(null)))
         .orElseGet(() -> config.fleet().isEmpty() ? FleetLookup.alone()
             : FleetLookup.of(config.fleet(), config.fleetSelf().orElseThrow()));
+    Map<String, Long> quotas = new HashMap<>();
+    config.quotas().forEach((ns, bytes) -> quotas.put(ObjectNames.folder(ns).id(), bytes));
     this.index = new ObjectIndex(config.capacityBytes(), config.indexEntries(),
-        fleet.find().orElse(Fleet.UNKNOWN));
+        fleet.find().orElse(Fleet.UNKNOWN), quotas);
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
     this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters(),
@@ -466,6 +470,8 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   @Override
   public void describe(TierVisitor visitor, LongSupplier hits) {
     super.describe(visitor, hits);
+    QuotaGauges.describe(visitor, name(), config.quotas(), ns -> index.ownedBytesOf(
+        ns == null ? null : ObjectNames.folder(ns).id()));
     for (String op : List.of("GET", "PUT", "HEAD", "DELETE", "LIST")) {
       visitor.counter("kvcache.s3.requests", "requests sent to the object store, by operation"
           + " (DELETE: bulk deletes of up to 1000 objects)",

@@ -1,9 +1,12 @@
 package dev.kvcache.s3;
 
+import dev.kvcache.Namespace;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -84,6 +87,7 @@ public final class S3TierConfig {
   private final List<String> fleet;
   private final String fleetDns;
   private final String fleetSelf;
+  private final Map<Namespace, Long> quotas;
 
   private S3TierConfig(Builder b) {
     this.bucket = b.bucket;
@@ -107,6 +111,15 @@ public final class S3TierConfig {
     this.fleet = b.fleet;
     this.fleetDns = b.fleetDns;
     this.fleetSelf = b.fleetSelf;
+    this.quotas = Map.copyOf(b.quotas);
+  }
+
+  /**
+   * The bytes of the bucket each namespace with a quota may hold at most ({@link Builder#quota});
+   * none by default.
+   */
+  public Map<Namespace, Long> quotas() {
+    return quotas;
   }
 
   /**
@@ -141,6 +154,7 @@ public final class S3TierConfig {
     b.fleet = fleet;
     b.fleetDns = fleetDns;
     b.fleetSelf = fleetSelf;
+    b.quotas.putAll(quotas);
     return b;
   }
 
@@ -300,6 +314,7 @@ public final class S3TierConfig {
     private String fleetSelf;
     private int maxBlockBytes;
     private HttpClient httpClient = HttpClient.NETTY;
+    private final Map<Namespace, Long> quotas = new LinkedHashMap<>();
 
     private Builder(String bucket, long capacityBytes) {
       Objects.requireNonNull(bucket, "bucket");
@@ -436,6 +451,24 @@ public final class S3TierConfig {
       return this;
     }
 
+    /**
+     * The bytes of the bucket {@code namespace}'s objects may hold at most, as the capacity is
+     * kept (each server of a fleet holds its share): at its quota the namespace's least recently
+     * used objects are evicted, never another namespace's; the namespaces without a quota share the
+     * rest of the capacity and borrow what a quota leaves unused until its namespace needs it.
+     *
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     */
+    public Builder quota(Namespace namespace, long bytes) {
+      Objects.requireNonNull(namespace, "namespace");
+      if (bytes <= 0) {
+        throw new IllegalArgumentException("the object tier's quota of " + namespace
+            + " must be positive, got " + bytes);
+      }
+      quotas.put(namespace, bytes);
+      return this;
+    }
+
     /** The most objects the presence index holds; one million by default. */
     public Builder indexEntries(int entries) {
       if (entries < 1) {
@@ -511,6 +544,12 @@ public final class S3TierConfig {
      *     is plain HTTP on another host and that is not allowed ({@link #allowPlainHttp})
      */
     public S3TierConfig build() {
+      long quoted = quotas.values().stream().mapToLong(Long::longValue).sum();
+      if (quoted >= capacityBytes) {
+        throw new IllegalArgumentException("the object tier's quotas take " + quoted + " of its"
+            + " capacity of " + capacityBytes + " bytes: they must leave some to the namespaces"
+            + " without a quota");
+      }
       if (!allowPlainHttp) {
         plainHttpRisk(endpoint).ifPresent(risk -> {
           throw new IllegalArgumentException("the S3 endpoint " + risk

@@ -1,5 +1,6 @@
 package dev.kvcache.s3;
 
+import dev.kvcache.Namespace;
 import dev.kvcache.s3.S3TierConfig.Addressing;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
@@ -10,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Opens the object tier for {@link dev.kvcache.tiered.KvCacheConfig}. Settings, under {@code s3.}: {@code
@@ -30,10 +32,18 @@ public final class S3TierFactory implements TierFactory {
 
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
+    return open(settings, maxBlockBytes, Map.of());
+  }
+
+  /** Opens the tier with quotas per namespace ({@link S3TierConfig.Builder#quota}). */
+  @Override
+  public Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+      throws IOException {
     String bucket = settings.string("bucket");
     long capacity = settings.bytes("capacity");
     S3TierConfig.Builder b = settings.checked(() -> S3TierConfig.builder(bucket, capacity),
         capacity <= 0 ? "capacity" : "bucket");
+    quotas.forEach(b::quota);
     b.maxBlockBytes(maxBlockBytes);
     String endpoint = settings.string("endpoint", "");
     boolean plainHttp = settings.bool("allow-plain-http", false);

@@ -20,16 +20,17 @@ import java.util.Map;
 class Quotas {
 
   /**
-   * The RAM and disk quotas.
+   * The RAM, disk and object tier quotas.
    *
    * @throws IllegalArgumentException naming the setting, for a namespace not served or a size
-   *     that is malformed or too small (a RAM quota below 4 KiB, a disk quota not positive: the
-   *     disk tier checks it holds 4 super-blocks)
+   *     that is malformed or too small (a RAM quota below 4 KiB, a disk or object quota not
+   *     positive: the disk tier checks it holds 4 super-blocks)
    */
   @Singleton
   NamespaceQuotas quotas(List<QuotaSettings> quotas, Namespaces namespaces) {
     Map<Namespace, Long> ram = new LinkedHashMap<>();
     Map<Namespace, Long> disk = new LinkedHashMap<>();
+    Map<Namespace, Long> objects = new LinkedHashMap<>();
     for (QuotaSettings q : quotas) {
       String prefix = "kvcache.quotas." + q.namespace() + ".";
       if (!namespaces.names().contains(q.namespace())) {
@@ -45,7 +46,11 @@ class Quotas {
         disk.put(namespaces.require(q.namespace()),
             SizeSetting.bytes(prefix + "disk-bytes", q.getDiskBytes(), 1));
       }
+      if (!q.getObjectBytes().isBlank()) {
+        objects.put(namespaces.require(q.namespace()),
+            SizeSetting.bytes(prefix + "object-bytes", q.getObjectBytes(), 1));
+      }
     }
-    return new NamespaceQuotas(ram, disk);
+    return new NamespaceQuotas(ram, disk, objects);
   }
 }

@@ -1,10 +1,12 @@
 package dev.kvcache.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.kvcache.KvCache;
 import dev.kvcache.server.cache.CacheSettings;
+import dev.kvcache.server.cache.NamespaceQuotas;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.KvCacheConfig;
@@ -61,6 +63,17 @@ class CacheSettingsTest {
     assertThat(config.tiered().spillThreads()).isEqualTo(3);
     assertThat(config.lower()).containsExactly("disk", "s3");
     assertThat(config.stacked().upload()).isEqualTo(StackedTierConfig.Upload.EVICTED);
+
+    dev.kvcache.Namespace team = dev.kvcache.Namespace.of("m", "bf16", "tp0of1", "team");
+    KvCacheConfig quoted = settings(s -> s.setS3(Map.of("bucket", "kvc", "capacity", "1GiB")))
+        .toConfig(new NamespaceQuotas(Map.of(team, 8L << 20), Map.of(team, 128L << 20),
+            Map.of(team, 256L << 20)));
+    assertThat(quoted.ramQuotas()).containsEntry(team, 8L << 20);
+    assertThat(quoted.quotas("disk")).containsEntry(team, 128L << 20);
+    assertThat(quoted.quotas("s3")).containsEntry(team, 256L << 20);
+    assertThatThrownBy(() -> settings(s -> { }).toConfig(new NamespaceQuotas(Map.of(), Map.of(),
+        Map.of(team, 1L << 20))))
+        .hasMessageContaining("settings 'kvcache.quotas.*.object-bytes' need an object tier");
 
     KvCacheConfig ramOnly = settings(s -> s.setDiskDir("")).toConfig();
     assertThat(ramOnly.lower()).isEmpty();

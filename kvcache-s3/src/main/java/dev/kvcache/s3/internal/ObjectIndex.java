@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 
 /**
@@ -18,6 +19,13 @@ import java.util.concurrent.ArrayBlockingQueue;
  * taken out and returned, for the tier to delete. The index holds at most a set number of entries
  * (about 120 bytes of heap each): past it, it forgets the least recently used objects it does not
  * own, and only then takes out objects it owns. Thread-safe.
+ *
+ * <p>With quotas per namespace folder (whole-bucket bytes, of which each server holds its share as
+ * it does of the capacity), the objects this server owns of a folder with a quota have an order of
+ * use of their own, held to the quota's share: past it, that folder's least recently used are
+ * taken out, never another's. The others it owns share one order, held to the capacity's share
+ * less what the quotas' objects take: they borrow a quota's unused room, and give it back, least
+ * recently used first, when the quota's namespace needs it.
  */
 public final class ObjectIndex {
 
@@ -103,7 +111,12 @@ public final class ObjectIndex {
   private final ArrayBlockingQueue<BlockKey> touches = new ArrayBlockingQueue<>(TOUCHES);
   private final long capacityBytes;
   private final int maxEntries;
+  /** The objects this server owns of folders without a quota. */
   private final Order owned = new Order();
+  /** The objects this server owns of each folder with a quota, by folder id. */
+  private final Map<String, Order> quotaOrders = new HashMap<>();
+  /** The quotas by folder id, of the whole bucket. */
+  private final Map<String, Long> quotas;
   private final Order others = new Order();
   private Fleet fleet;
   private long budget;
@@ -120,6 +133,20 @@ public final class ObjectIndex {
    * @param fleet the servers sharing the bucket
    */
   public ObjectIndex(long capacityBytes, int maxEntries, Fleet fleet) {
+    this(capacityBytes, maxEntries, fleet, Map.of());
+  }
+
+  /**
+   * @param capacityBytes the bucket's capacity, of which the index holds this server's share
+   * @param fleet the servers sharing the bucket
+   * @param quotas the bytes of the bucket the objects of each of these folders (by id) may hold
+   *     at most, of which the index holds this server's share
+   */
+  public ObjectIndex(long capacityBytes, int maxEntries, Fleet fleet, Map<String, Long> quotas) {
+    this.quotas = Map.copyOf(quotas);
+    for (String folder : quotas.keySet()) {
+      quotaOrders.put(folder, new Order());
+    }
     this.capacityBytes = capacityBytes;
     this.maxEntries = maxEntries;
     this.fleet = fleet;
@@ -230,11 +257,11 @@ public final class ObjectIndex {
     List<Entry> all = new ArrayList<>(entries.values());
     all.sort(Comparator.comparingLong(e -> e.used));
     for (Entry e : all) {
-      (e.owned ? owned : others).unlink(e);
+      orderOf(e).unlink(e);
     }
     for (Entry e : all) {
       e.owned = now.owns(e.key);
-      (e.owned ? owned : others).linkNewest(e);
+      orderOf(e).linkNewest(e);
     }
     return trim(null);
   }
@@ -243,7 +270,7 @@ public final class ObjectIndex {
   public synchronized Entry remove(BlockKey key) {
     Entry old = entries.remove(key);
     if (old != null) {
-      (old.owned ? owned : others).unlink(old);
+      orderOf(old).unlink(old);
     }
     return old;
   }
@@ -277,7 +304,10 @@ public final class ObjectIndex {
    */
   public synchronized int endListing(int number) {
     int dropped = 0;
-    for (Order order : List.of(owned, others)) {
+    List<Order> orders = new ArrayList<>(quotaOrders.values());
+    orders.add(owned);
+    orders.add(others);
+    for (Order order : orders) {
       for (Entry e = order.oldest; e != null; ) {
         Entry next = e.newer;
         if (e.listing < number) {
@@ -297,17 +327,43 @@ public final class ObjectIndex {
 
   /** The bytes the objects hold. */
   public synchronized long bytes() {
-    return owned.bytes + others.bytes;
+    return ownedBytes() + others.bytes;
   }
 
   /** The number of objects this server owns. */
   public synchronized int ownedSize() {
-    return owned.size;
+    int size = owned.size;
+    for (Order q : quotaOrders.values()) {
+      size += q.size;
+    }
+    return size;
   }
 
   /** The bytes of the objects this server owns. */
   public synchronized long ownedBytes() {
-    return owned.bytes;
+    long bytes = owned.bytes;
+    for (Order q : quotaOrders.values()) {
+      bytes += q.bytes;
+    }
+    return bytes;
+  }
+
+  /**
+   * The bytes of the objects this server owns that count against the quota of folder {@code
+   * folderId}; for a folder without a quota (or null), those of every folder without one.
+   */
+  public synchronized long ownedBytesOf(String folderId) {
+    Order q = folderId == null ? null : quotaOrders.get(folderId);
+    return q != null ? q.bytes : owned.bytes;
+  }
+
+  /** The order an entry is in: of the objects owned, its quota's or the shared one. */
+  private Order orderOf(Entry e) {
+    if (!e.owned) {
+      return others;
+    }
+    Order q = quotaOrders.get(e.folder.id());
+    return q != null ? q : owned;
   }
 
   /** The servers the index divides the objects between. */
@@ -319,7 +375,7 @@ public final class ObjectIndex {
     e.owned = owns;
     e.used = ++clock;
     entries.put(e.key, e);
-    (e.owned ? owned : others).linkNewest(e);
+    orderOf(e).linkNewest(e);
   }
 
   private void touch(Entry e) {
@@ -330,24 +386,57 @@ public final class ObjectIndex {
   }
 
   /**
-   * Takes out entries, least recent first, until the bounds hold, never {@code keep}: objects this
-   * server owns past its share (returned, to be deleted), then, past the number of entries,
-   * objects it does not own (forgotten), then objects it owns (returned).
+   * Takes out entries, least recent first, until the bounds hold, never {@code keep}: objects of a
+   * folder with a quota past the quota's share, then objects this server owns past its share of
+   * the capacity ({@link #ownedVictim}) (returned, to be deleted); then, past the number of
+   * entries, objects it does not own (forgotten), then objects it owns (returned).
    */
   private List<Entry> trim(Entry keep) {
     List<Entry> evicted = new ArrayList<>();
-    while (owned.bytes > budget && owned.oldest != null && owned.oldest != keep) {
-      evicted.add(remove(owned.oldest.key));
-    }
-    while (entries.size() > maxEntries) {
-      if (others.oldest != null && others.oldest != keep) {
-        remove(others.oldest.key);
-      } else if (owned.oldest != null && owned.oldest != keep) {
-        evicted.add(remove(owned.oldest.key));
-      } else {
-        break;
+    for (Map.Entry<String, Order> q : quotaOrders.entrySet()) {
+      Order order = q.getValue();
+      long share = fleet.share(quotas.get(q.getKey()));
+      while (order.bytes > share && order.oldest != null && order.oldest != keep) {
+        evicted.add(remove(order.oldest.key));
       }
     }
+    for (Entry victim; ownedBytes() > budget && (victim = ownedVictim(keep)) != null; ) {
+      evicted.add(remove(victim.key));
+    }
+    while (entries.size() > maxEntries) {
+      Entry victim = others.oldest != null && others.oldest != keep ? others.oldest
+          : ownedVictim(keep);
+      if (victim == null) {
+        break;
+      }
+      if (victim.owned) {
+        evicted.add(victim);
+      }
+      remove(victim.key);
+    }
     return evicted;
+  }
+
+  /**
+   * The object this server owns to take out for room, never {@code keep}: the least recently used
+   * of the folders without a quota; when they hold none, that of a quota's folder over its share,
+   * and last that of the folder {@code keep} is in; null if none.
+   */
+  private Entry ownedVictim(Entry keep) {
+    if (owned.oldest != null && owned.oldest != keep) {
+      return owned.oldest;
+    }
+    for (Map.Entry<String, Order> q : quotaOrders.entrySet()) {
+      Entry oldest = q.getValue().oldest;
+      if (oldest != null && oldest != keep
+          && q.getValue().bytes > fleet.share(quotas.get(q.getKey()))) {
+        return oldest;
+      }
+    }
+    if (keep != null && keep.owned) {
+      Entry oldest = orderOf(keep).oldest;
+      return oldest != keep ? oldest : oldest.newer;
+    }
+    return null;
   }
 }

@@ -6,6 +6,7 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.Namespace;
 import dev.kvcache.s3.internal.ObjectIndex.Entry;
 import dev.kvcache.spi.Rendezvous;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
@@ -24,6 +25,45 @@ class ObjectIndexTest {
 
   private static ObjectNames.Folder folder() {
     return ObjectNames.folder(keys(1).get(0));
+  }
+
+  private static List<BlockKey> keys(Namespace ns, int from, int to) {
+    return IntStream.range(from, to)
+        .mapToObj(i -> BlockKey.ofRaw(ns, ByteBuffer.allocate(16).putInt(12, i).array())).toList();
+  }
+
+  /** Adds each key's object, and returns the keys of the objects evicted meanwhile. */
+  private static List<BlockKey> addAll(ObjectIndex index, List<BlockKey> keys) {
+    List<BlockKey> evicted = new ArrayList<>();
+    for (BlockKey k : keys) {
+      index.add(k, ObjectNames.folder(k), BLOCK).forEach(e -> evicted.add(e.key()));
+    }
+    return evicted;
+  }
+
+  @Test
+  void aFolderAtItsQuotaEvictsItsOwnObjectsAndTheOthersBorrowWhatItLeaves() {
+    Namespace flood = Namespace.of("m", "bf16", "tp0of1", "flood");
+    Namespace kept = Namespace.of("m", "bf16", "tp0of1", "kept");
+    Namespace other = Namespace.of("m", "bf16", "tp0of1", "other");
+    ObjectIndex index = new ObjectIndex(20L * BLOCK, 1000, Fleet.ALONE, java.util.Map.of(
+        ObjectNames.folder(flood).id(), 4L * BLOCK, ObjectNames.folder(kept).id(), 8L * BLOCK));
+
+    List<BlockKey> others = keys(other, 0, 16); // 8 beyond the 8 the quotas leave: borrowed
+    assertThat(addAll(index, others)).isEmpty();
+    assertThat(addAll(index, keys(flood, 0, 40))).as("a flood at ten times its quota")
+        .containsExactlyElementsOf(keys(flood, 0, 36));
+    assertThat(index.ownedBytesOf(ObjectNames.folder(flood).id())).isEqualTo(4L * BLOCK);
+    assertThat(index.ownedBytesOf(null)).as("the others keep what they borrowed")
+        .isEqualTo(16L * BLOCK);
+
+    List<BlockKey> evicted = addAll(index, keys(kept, 0, 8));
+    assertThat(evicted).as("the quota's namespace takes its room back from the others' oldest")
+        .containsExactlyElementsOf(others.subList(0, 8));
+    assertThat(index.ownedBytesOf(ObjectNames.folder(kept).id())).isEqualTo(8L * BLOCK);
+    assertThat(index.ownedBytes()).isEqualTo(20L * BLOCK);
+    assertThat(addAll(index, keys(other, 100, 104))).as("the others at their room evict their own")
+        .containsExactlyElementsOf(others.subList(8, 12));
   }
 
   @Test

@@ -118,6 +118,11 @@ public class CacheSettings {
           + " ('" + PREFIX + "disk-dir')");
     }
     quotas.disk().forEach((ns, bytes) -> b.quota("disk", ns, bytes));
+    if (!quotas.objects().isEmpty() && !objects.has("bucket")) {
+      throw new IllegalArgumentException("settings 'kvcache.quotas.*.object-bytes' need an object"
+          + " tier ('" + PREFIX + "s3.bucket')");
+    }
+    quotas.objects().forEach((ns, bytes) -> b.quota("s3", ns, bytes));
     s.requireAllRead();
     return s.checked(b::config, "max-block-bytes", "ram-bytes");
   }

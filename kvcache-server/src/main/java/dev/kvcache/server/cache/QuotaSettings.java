@@ -5,7 +5,8 @@ import io.micronaut.context.annotation.Parameter;
 
 /**
  * One namespace's quotas, from {@code kvcache.quotas.<namespace>.*}: the bytes its blocks may hold
- * at most in RAM ({@code ram-bytes}) and in the disk tier's files ({@code disk-bytes}). A namespace
+ * at most in RAM ({@code ram-bytes}), in the disk tier's files ({@code disk-bytes}) and in the
+ * object tier's bucket ({@code object-bytes}, the whole fleet's). A namespace
  * at its quota evicts its own coldest blocks, never another's; the namespaces without a quota share
  * what the quotas leave.
  */
@@ -15,6 +16,7 @@ public class QuotaSettings {
   private final String namespace;
   private String ramBytes = "";
   private String diskBytes = "";
+  private String objectBytes = "";
 
   QuotaSettings(@Parameter String namespace) {
     this.namespace = namespace;
@@ -39,5 +41,13 @@ public class QuotaSettings {
 
   public void setDiskBytes(String diskBytes) {
     this.diskBytes = diskBytes;
+  }
+
+  public String getObjectBytes() {
+    return objectBytes;
+  }
+
+  public void setObjectBytes(String objectBytes) {
+    this.objectBytes = objectBytes;
   }
 }
