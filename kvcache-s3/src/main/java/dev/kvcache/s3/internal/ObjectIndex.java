@@ -379,7 +379,7 @@ public final class ObjectIndex {
   }
 
   private void touch(Entry e) {
-    Order order = e.owned ? owned : others;
+    Order order = orderOf(e);
     order.unlink(e);
     e.used = ++clock;
     order.linkNewest(e);

@@ -64,6 +64,13 @@ class ObjectIndexTest {
     assertThat(index.ownedBytes()).isEqualTo(20L * BLOCK);
     assertThat(addAll(index, keys(other, 100, 104))).as("the others at their room evict their own")
         .containsExactlyElementsOf(others.subList(8, 12));
+
+    List<BlockKey> keptKeys = keys(kept, 0, 8);
+    index.use(keptKeys.get(0)); // a use orders a quota's objects in its own order of use
+    assertThat(addAll(index, keys(kept, 8, 10))).as("at its quota, its least recently used")
+        .containsExactlyElementsOf(keptKeys.subList(1, 3));
+    assertThat(index.ownedBytes()).isEqualTo(20L * BLOCK);
+    assertThat(index.ownedBytesOf(ObjectNames.folder(kept).id())).isEqualTo(8L * BLOCK);
   }
 
   @Test
