@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the packages of kvcache-core may import, as their {@code package-info.java} says: no
- * package imports one that imports it back, the API imports no other package, and the codec
- * stands alone.
+ * package imports one that imports it back, the API imports no other package, sealing only the
+ * API, and the codec stands alone.
  */
 class PackageRulesTest {
 
@@ -45,7 +45,17 @@ class PackageRulesTest {
     noClasses().that().resideInAPackage("dev.kvcache")
         .should().dependOnClassesThat().resideInAnyPackage("dev.kvcache.spi..",
             "dev.kvcache.ram..", "dev.kvcache.tiered..", "dev.kvcache.codec..",
-            "dev.kvcache.wire..", "dev.kvcache.internal.memory..", "dev.kvcache.internal.codec..")
+            "dev.kvcache.wire..", "dev.kvcache.internal.memory..", "dev.kvcache.internal.codec..",
+            "dev.kvcache.seal..")
+        .check(CORE);
+  }
+
+  @Test
+  void sealingImportsOnlyTheApi() {
+    noClasses().that().resideInAPackage("dev.kvcache.seal..")
+        .should().dependOnClassesThat().resideInAnyPackage("dev.kvcache.spi..",
+            "dev.kvcache.ram..", "dev.kvcache.tiered..", "dev.kvcache.codec..",
+            "dev.kvcache.wire..", "dev.kvcache.internal..")
         .check(CORE);
   }
 
