@@ -1,5 +1,6 @@
 package dev.kvcache.seal;
 
+import static dev.kvcache.testkit.TestBytes.indexOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -147,18 +148,5 @@ class SealerTest {
         .hasMessageContaining("master key 1 is given twice");
     Path bad = Files.writeString(dir.resolve("bad"), "2:xx");
     assertThatThrownBy(() -> MasterKeys.fromFile(bad)).hasMessageStartingWith(bad.toString());
-  }
-
-  private static int indexOf(byte[] hay, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= hay.length; i++) {
-      for (int j = 0; j < needle.length; j++) {
-        if (hay[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
   }
 }

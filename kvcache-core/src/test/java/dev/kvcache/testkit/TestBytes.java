@@ -29,6 +29,20 @@ public final class TestBytes {
     return b;
   }
 
+  /** Where {@code what} first occurs in {@code bytes}; -1 if nowhere. */
+  public static int indexOf(byte[] bytes, byte[] what) {
+    outer:
+    for (int i = 0; i + what.length <= bytes.length; i++) {
+      for (int j = 0; j < what.length; j++) {
+        if (bytes[i + j] != what[j]) {
+          continue outer;
+        }
+      }
+      return i;
+    }
+    return -1;
+  }
+
   /** {@link #random} in a direct buffer, ready to be read. */
   public static ByteBuffer randomDirect(int length, long seed) {
     return direct(random(length, seed));

@@ -1,5 +1,6 @@
 package dev.kvcache.disk;
 
+import static dev.kvcache.testkit.TestBytes.indexOf;
 import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -198,18 +199,5 @@ class DiskTierTagsTest {
     try (DiskTier tier = DiskTier.open(config(dir).build())) {
       assertHolds(tier, 0, 3, 1, BLOCK + 3);
     }
-  }
-
-  private static int indexOf(byte[] bytes, byte[] what) {
-    outer:
-    for (int i = 0; i + what.length <= bytes.length; i++) {
-      for (int j = 0; j < what.length; j++) {
-        if (bytes[i + j] != what[j]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
   }
 }

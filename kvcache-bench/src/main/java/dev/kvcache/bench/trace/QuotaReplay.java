@@ -3,6 +3,7 @@ package dev.kvcache.bench.trace;
 import dev.kvcache.BlockKey;
 import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
+import dev.kvcache.s3.testkit.RcloneS3;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
@@ -16,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -31,8 +33,10 @@ import picocli.CommandLine.Parameters;
  * (its payload starts on a page, its header in the page before), so the disk's capacity is {@code
  * --disk-blocks} times 8 KiB. In each tier the replaying tenant's quota is half the capacity, the
  * flood's a quarter; the rest is the other namespaces'. With {@code --disk-blocks}, RAM is over a
- * disk tier in {@code --dir}, written through ({@code durability = write_through}), so that what
- * RAM evicts is on disk to be hit.
+ * disk tier in {@code --dir}; with {@code --bucket-blocks}, over the object tier, in a bucket of an
+ * S3 server started on loopback ({@code rclone serve s3} over a temporary directory, as installed
+ * by kvcache-s3's build: {@code -Dkvcache.test.s3servers=kvcache-s3/target/s3-servers}). Either is written through
+ * ({@code durability = write_through}), so that what RAM evicts is there to be hit.
  *
  * <pre>
  * java -cp kvcache-bench/target/benchmarks.jar dev.kvcache.bench.trace.QuotaReplay \
@@ -68,12 +72,17 @@ public final class QuotaReplay implements Callable<Integer> {
   @Option(names = "--dir", description = "the disk tier's directory (default: a temporary one)")
   Path dir;
 
+  @Option(names = "--bucket-blocks", defaultValue = "0",
+      description = "an object tier under RAM of this many 4 KiB blocks, in an S3 server (rclone)"
+          + " started on loopback; 0, the default, for none")
+  int bucketBlocks;
+
   @Option(names = "--out", description = "CSV file for the results")
   Path out;
 
   /** One tenant's hits over a replay. */
-  record Result(String trace, int ramBlocks, int diskBlocks, boolean quotas, boolean flooded,
-      long accesses, long hits) {
+  record Result(String trace, int ramBlocks, int diskBlocks, int bucketBlocks, boolean quotas,
+      boolean flooded, long accesses, long hits) {
     double hitRatio() {
       return (double) hits / accesses;
     }
@@ -86,8 +95,8 @@ public final class QuotaReplay implements Callable<Integer> {
   @Override
   public Integer call() throws IOException {
     List<Result> results = new ArrayList<>();
-    System.out.printf(Locale.ROOT, "%-28s %8s %8s %7s %9s %9s%n", "trace", "RAM", "disk",
-        "quotas", "alone", "flooded");
+    System.out.printf(Locale.ROOT, "%-28s %8s %8s %8s %7s %9s %9s%n", "trace", "RAM", "disk",
+        "bucket", "quotas", "alone", "flooded");
     for (Path file : traces) {
       MooncakeTrace trace = MooncakeTrace.load(file);
       for (boolean quotas : new boolean[] {true, false}) {
@@ -95,8 +104,8 @@ public final class QuotaReplay implements Callable<Integer> {
         Result flooded = replay(trace, quotas, true);
         results.add(alone);
         results.add(flooded);
-        System.out.printf(Locale.ROOT, "%-28s %8d %8d %7s %9.4f %9.4f%n", trace.name(), ramBlocks,
-            diskBlocks, quotas, alone.hitRatio(), flooded.hitRatio());
+        System.out.printf(Locale.ROOT, "%-28s %8d %8d %8d %7s %9.4f %9.4f%n", trace.name(),
+            ramBlocks, diskBlocks, bucketBlocks, quotas, alone.hitRatio(), flooded.hitRatio());
       }
     }
     if (out != null) {
@@ -104,12 +113,12 @@ public final class QuotaReplay implements Callable<Integer> {
         Files.createDirectories(out.getParent());
       }
       try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out))) {
-        w.println("trace,ram_blocks,disk_blocks,quotas,flooded,flood_factor,accesses,hits,"
-            + "hit_ratio");
+        w.println("trace,ram_blocks,disk_blocks,bucket_blocks,quotas,flooded,flood_factor,"
+            + "accesses,hits,hit_ratio");
         for (Result r : results) {
-          w.printf(Locale.ROOT, "%s,%d,%d,%s,%s,%d,%d,%d,%.6f%n", r.trace(), r.ramBlocks(),
-              r.diskBlocks(), r.quotas(), r.flooded(), floodFactor, r.accesses(), r.hits(),
-              r.hitRatio());
+          w.printf(Locale.ROOT, "%s,%d,%d,%d,%s,%s,%d,%d,%d,%.6f%n", r.trace(), r.ramBlocks(),
+              r.diskBlocks(), r.bucketBlocks(), r.quotas(), r.flooded(), floodFactor,
+              r.accesses(), r.hits(), r.hitRatio());
         }
       }
       System.out.println("wrote " + out);
@@ -146,11 +155,38 @@ public final class QuotaReplay implements Callable<Integer> {
       }
       floodBlocks = diskBlocks / 4;
     }
+    RcloneS3 store = null;
+    if (bucketBlocks > 0) {
+      try {
+        store = new RcloneS3();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while starting an S3 server", e);
+      }
+      long capacity = (long) bucketBlocks * KvCacheModel.BLOCK_BYTES;
+      Map<String, String> s3 = new TreeMap<>();
+      s3.put("endpoint", store.endpoint().toString());
+      s3.put("allow-plain-http", "true");
+      s3.put("bucket", RcloneS3.BUCKET);
+      s3.put("capacity", Long.toString(capacity));
+      s3.put("access-key-id", RcloneS3.ACCESS_KEY);
+      s3.put("secret-access-key", RcloneS3.SECRET_KEY);
+      s3.put("lookup-budget", "0ms"); // one server: the objects it wrote are all there are
+      b.lower("s3", TierSettings.of(s3));
+      b.tiered(TieredCacheConfig.defaults().withDurability(Durability.WRITE_THROUGH));
+      if (quotas) {
+        b.quota("s3", REPLAYED, capacity / 2).quota("s3", FLOOD, capacity / 4);
+      }
+      floodBlocks = bucketBlocks / 4;
+    }
     try {
       return replay(trace, quotas, flooded, b.build(), flooded ? floodFactor * floodBlocks : 0);
     } finally {
       if (tierDir != null) {
         deleteTree(tierDir);
+      }
+      if (store != null) {
+        store.close();
       }
     }
   }
@@ -161,9 +197,9 @@ public final class QuotaReplay implements Callable<Integer> {
     long accesses = 0;
     long hits = 0;
     long flood = 0;
-    // over a disk, background reclaim may drop a block between the lookup and the load
-    try (KvCacheModel replayed =
-        new KvCacheModel(cache, KvCacheModel.BLOCK_BYTES, diskBlocks > 0, REPLAYED)) {
+    // below RAM, background reclaim or deletes may drop a block between the lookup and the load
+    try (KvCacheModel replayed = new KvCacheModel(cache, KvCacheModel.BLOCK_BYTES,
+        diskBlocks > 0 || bucketBlocks > 0, REPLAYED)) {
       int[][] requests = trace.requests();
       for (int r = 0; r < requests.length; r++) {
         hits += replayed.serve(requests[r]);
@@ -175,7 +211,8 @@ public final class QuotaReplay implements Callable<Integer> {
         }
       }
     }
-    return new Result(trace.name(), ramBlocks, diskBlocks, quotas, flooded, accesses, hits);
+    return new Result(trace.name(), ramBlocks, diskBlocks, bucketBlocks, quotas, flooded, accesses,
+        hits);
   }
 
   private static void deleteTree(Path root) throws IOException {
