@@ -127,7 +127,8 @@ def tier_tables(results_dir, out, img):
 def quota_tables(results_dir, out, img):
     """Quotas on the request traces: the three designs of QuotaDesigns's CSV (the quota's tenant
     and the tenant without one, per scenario), and QuotaReplay's hit ratios alone and flooded,
-    with quotas and without; quota-designs.png."""
+    with quotas and without, in RAM, on disk and in the bucket; quota-designs.png and
+    quota-replay.png."""
     path = os.path.join(results_dir, "traces", "quota-designs.csv")
     if not os.path.exists(path):
         return
@@ -164,15 +165,45 @@ def quota_tables(results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "quota-designs.png"), dpi=110)
     plt.close(fig)
-    path = os.path.join(results_dir, "traces", "quota-replay.csv")
-    if os.path.exists(path):
-        with open(path) as f:
-            replay = {(r["trace"], r["quotas"], r["flooded"]): float(r["hit_ratio"])
-                      for r in csv.DictReader(f)}
-        out.append("\n### Quotas through the cache: a tenant alone and flooded\n")
-        out.append("| trace | quotas | alone | flooded at 10x the flood's quota |")
-        out.append("|---|---|---:|---:|")
-        for t in sorted({k[0] for k in replay}):
-            for q in ("true", "false"):
-                out.append(f"| {t.replace('mooncake_', '')} | {'yes' if q == 'true' else 'no'}"
-                           f" | {replay[(t, q, 'false')]:.4f} | {replay[(t, q, 'true')]:.4f} |")
+    replays = [("RAM", "quota-replay.csv"), ("disk", "quota-replay-disk.csv"),
+               ("bucket", "quota-replay-bucket.csv")]
+    rows = []
+    for tier, name in replays:
+        path = os.path.join(results_dir, "traces", name)
+        if os.path.exists(path):
+            with open(path) as f:
+                rows += [dict(r, tier=tier) for r in csv.DictReader(f)]
+    if not rows:
+        return
+    replay = {(r["tier"], r["trace"], r["quotas"], r["flooded"]): float(r["hit_ratio"])
+              for r in rows}
+    cases = list(dict.fromkeys((r["tier"], r["trace"]) for r in rows))
+    out.append("\n### Quotas through the cache: a tenant alone and flooded\n")
+    out.append("| tier | trace | quotas | alone | flooded at 10x the flood's quota |")
+    out.append("|---|---|---|---:|---:|")
+    for tier, t in cases:
+        for q in ("true", "false"):
+            out.append(f"| {tier} | {t.replace('mooncake_', '')} | {'yes' if q == 'true' else 'no'}"
+                       f" | {replay[(tier, t, q, 'false')]:.4f}"
+                       f" | {replay[(tier, t, q, 'true')]:.4f} |")
+    fig, ax = plt.subplots(figsize=(12, 4))
+    x = range(len(cases))
+    width = 0.2
+    bars = [("true", "false", "quotas, alone", "tab:green", None),
+            ("true", "true", "quotas, flooded", "tab:green", "//"),
+            ("false", "false", "no quotas, alone", "tab:gray", None),
+            ("false", "true", "no quotas, flooded", "tab:red", "//")]
+    for i, (q, fl, label, color, hatch) in enumerate(bars):
+        ax.bar([k + (i - 1.5) * width for k in x],
+               [replay[(tier, t, q, fl)] for tier, t in cases], width, label=label,
+               color=color, hatch=hatch, alpha=0.8 if hatch is None else 0.5)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{tier}\n{t.replace('mooncake_', '').replace('_trace', '')}"
+                        for tier, t in cases], fontsize=8)
+    ax.set_ylabel("the replaying tenant's block hit ratio")
+    ax.set_title("A flood at ten times its quota, in RAM, on disk and in the bucket")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "quota-replay.png"), dpi=110)
+    plt.close(fig)
