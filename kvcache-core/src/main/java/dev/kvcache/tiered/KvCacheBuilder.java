@@ -129,9 +129,11 @@ public final class KvCacheBuilder {
 
   /**
    * The bytes {@code namespace}'s blocks may take at most in the lower tier of {@code kind}
-   * (opened from settings, {@link #lower(String, TierSettings)}): the disk tier gives such a
-   * namespace super-blocks of its own and reclaims its own oldest at its quota, never another
-   * namespace's, and the namespaces without a quota share the rest of its capacity. The tier's
+   * (opened from settings, {@link #lower(String, TierSettings)}): the disk tier ({@code disk})
+   * gives such a namespace super-blocks of its own and reclaims its own oldest at its quota, the
+   * object tier ({@code s3}) deletes its own least recently used objects at its quota (of the
+   * whole bucket), never another namespace's; the namespaces without a quota share the rest of
+   * the tier's capacity and borrow what the quotas leave unused. The tier's
    * factory checks the range ({@code TierFactory#open(TierSettings, int, Map)}); {@link #config()}
    * checks that a tier of that kind is below RAM.
    *
