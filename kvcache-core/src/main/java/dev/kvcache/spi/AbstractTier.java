@@ -252,6 +252,14 @@ public abstract class AbstractTier implements Tier {
   protected abstract BlockWriter openWriter(BlockKey key, int length);
 
   /**
+   * A writer that gathers the parts in a heap buffer of the whole block and {@link #put}s it on
+   * commit: for blocks a tier cannot write in place.
+   */
+  protected final BlockWriter stagedWriter(BlockKey key, int length) {
+    return new StagedWriter(this, key, length);
+  }
+
+  /**
    * Leases each block, as {@link #getAll} documents; no key is null and the tier is open. The
    * default leases them one after another with {@link #get}.
    */

@@ -95,6 +95,8 @@ public final class DiskTier extends AbstractTier {
   private final BlockIndex index;
   private final RecordReads reads;
   private final Compactor compactor;
+  /** The sealed namespaces ({@link DiskTierConfig#sealed()}); null if none is. */
+  private final Seals seals;
   private final RecordWrites writes;
   /** Null when {@link DiskTierConfig#scrubBytesPerSecond()} is 0. */
   private final Scrubber scrubber;
@@ -130,12 +132,13 @@ public final class DiskTier extends AbstractTier {
         state.nextSuperBlockId);
     this.superBlocks = space.superBlocks();
     this.index = new BlockIndex(state.index, superBlocks, this::stored, this::removed);
+    this.seals = Seals.of(config);
     this.reads = new RecordReads(index, superBlocks, counters(), loadRate, corruptBlocks,
-        config.directReads(), dir.toString());
+        config.directReads(), dir.toString(), seals);
     this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
         bytesWritten, blocksRewritten, bytesRewritten);
     this.writes = new RecordWrites(config, index, space, metadata, sequence, counters(),
-        unchangedPuts, bytesWritten, writeFailures, this::tagOf);
+        unchangedPuts, bytesWritten, writeFailures, this::tagOf, seals);
     this.scrubber = config.scrubBytesPerSecond() > 0
         ? new Scrubber(superBlocks, index, reads, config.scrubBytesPerSecond(), dir.toString())
         : null;
@@ -247,6 +250,9 @@ public final class DiskTier extends AbstractTier {
    */
   @Override
   protected BlockWriter openWriter(BlockKey key, int length) {
+    if (seals != null && seals.seals(key)) {
+      return stagedWriter(key, length); // sealed whole at the commit
+    }
     return writes.writer(key, length);
   }
 
@@ -391,6 +397,24 @@ public final class DiskTier extends AbstractTier {
         : space.streams().of(namespace.tag()));
   }
 
+  /**
+   * Destroys the salt of a sealed namespace ({@link DiskTierConfig.Builder#sealing}): at once, no
+   * block sealed under it opens again, from this directory or any copy of its files; each is a
+   * miss, dropped when read. The namespace's next put makes a new salt.
+   *
+   * @return whether the namespace had a salt
+   * @throws IOException if the salt cannot be deleted
+   */
+  public boolean shred(Namespace namespace) throws IOException {
+    space.requireOpen();
+    return seals != null && seals.shred(namespace);
+  }
+
+  /** Sealed blocks that did not open and were dropped: their tag failed, or their salt is gone. */
+  public long sealFailures() {
+    return seals == null ? 0 : seals.failures();
+  }
+
   /** One step of background reclamation; see {@link Compactor#reclaimOnce}. */
   boolean reclaimOnce(RateLimiter limiter, BooleanSupplier stop) throws IOException {
     return compactor.reclaimOnce(limiter, stop);
@@ -515,6 +539,11 @@ public final class DiskTier extends AbstractTier {
   public void describe(TierVisitor visitor, LongSupplier hits) {
     super.describe(visitor, hits);
     QuotaGauges.describe(visitor, name(), config.quotas(), this::usedBytesOf);
+    if (seals != null) {
+      visitor.counter("kvcache.seal.failures", "sealed blocks that did not open (their tag failed,"
+          + " their namespace's salt or their master key is gone), read as misses and dropped",
+          seals::failures);
+    }
     visitor.counter("kvcache.scrub.bytes", "bytes of block records the disk tier's background"
         + " scrub checked against their checksums", () -> diskStats().scrubbedBytes());
     visitor.counter("kvcache.scrub.damaged", "damaged blocks the scrub found, and dropped, before"

@@ -4,11 +4,15 @@ import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.disk.device.FileSystemDevice;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.RecordLayout;
+import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.Namespace;
 import java.nio.file.Path;
+import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Settings of a {@link DiskTier}, validated by {@link Builder#build()}.
@@ -80,6 +84,8 @@ public final class DiskTierConfig {
   private final Admission admission;
   private final StorageDevice device;
   private final Map<Namespace, Long> quotas;
+  private final MasterKeys masterKeys;
+  private final Set<Namespace> sealed;
 
   private DiskTierConfig(Builder b) {
     this.directory = b.directory;
@@ -98,6 +104,18 @@ public final class DiskTierConfig {
     this.admission = b.admission;
     this.device = b.device;
     this.quotas = Map.copyOf(b.quotas);
+    this.masterKeys = b.masterKeys;
+    this.sealed = Set.copyOf(b.sealed);
+  }
+
+  /** The master keys sealed namespaces' blocks are sealed under; null if none is sealed. */
+  public MasterKeys masterKeys() {
+    return masterKeys;
+  }
+
+  /** The namespaces whose blocks are sealed ({@link Builder#sealing}); none by default. */
+  public Set<Namespace> sealed() {
+    return sealed;
   }
 
   /**
@@ -217,6 +235,8 @@ public final class DiskTierConfig {
     private Admission admission = Admission.ALWAYS;
     private StorageDevice device = FileSystemDevice.INSTANCE;
     private final Map<Namespace, Long> quotas = new LinkedHashMap<>();
+    private MasterKeys masterKeys;
+    private final Set<Namespace> sealed = new LinkedHashSet<>();
 
     private Builder(Path directory, long capacityBytes) {
       this.directory = Objects.requireNonNull(directory, "directory");
@@ -337,6 +357,20 @@ public final class DiskTierConfig {
      */
     public Builder quota(Namespace namespace, long bytes) {
       quotas.put(Objects.requireNonNull(namespace, "namespace"), bytes);
+      return this;
+    }
+
+    /**
+     * Seals the blocks of {@code namespaces} at rest: AES-256-GCM under a key per namespace,
+     * derived from {@code masterKeys} (new blocks under its current key) and a random salt the
+     * tier keeps in its directory ({@code salts/}). A sealed block is read by a copy, never leased
+     * from its file, and is stored without the codec; a block that does not open is a miss,
+     * counted, and dropped. {@link DiskTier#shred} destroys a namespace's salt, and with it every
+     * block sealed under it.
+     */
+    public Builder sealing(MasterKeys masterKeys, Collection<Namespace> namespaces) {
+      this.masterKeys = Objects.requireNonNull(masterKeys, "masterKeys");
+      this.sealed.addAll(namespaces);
       return this;
     }
 

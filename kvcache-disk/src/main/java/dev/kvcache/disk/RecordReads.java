@@ -1,6 +1,7 @@
 package dev.kvcache.disk;
 
 import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
+import static dev.kvcache.disk.internal.RecordLayout.ENCODING_SEALED;
 import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.PAGE;
 
@@ -13,6 +14,7 @@ import dev.kvcache.disk.internal.DirectReads;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.seal.Sealer;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.PinnedLease;
 import dev.kvcache.spi.TierCounters;
@@ -40,7 +42,10 @@ import org.slf4j.LoggerFactory;
  * buffer, a chunk at a time with several in flight ({@link DirectReads}), checked (and, for a
  * copying read, copied) a chunk at a time as the chunks arrive; a lease then shows the buffer.
  * Every read checks the record's checksum first: a block whose record is damaged (or could not be
- * read) is dropped from the index, counted, logged, and read as a miss.
+ * read) is dropped from the index, counted, logged, and read as a miss. A sealed record is opened
+ * into the caller's buffer, or a copy a lease shows; one that does not open (its tag fails, its
+ * namespace's salt or its master key is gone) is dropped and read as a miss too, counted apart
+ * ({@link Seals#failures}).
  */
 final class RecordReads implements AutoCloseable {
 
@@ -68,9 +73,12 @@ final class RecordReads implements AutoCloseable {
   private final LongAdder directReadBytes = new LongAdder();
   /** Null if reads never go past the page cache. */
   private final DirectReads direct;
+  /** The sealed namespaces; null if none is. */
+  private final Seals seals;
 
   RecordReads(BlockIndex index, Map<Integer, SuperBlock> superBlocks, TierCounters counters,
-      LoadRate loadRate, LongAdder corruptBlocks, boolean directReads, String dir) {
+      LoadRate loadRate, LongAdder corruptBlocks, boolean directReads, String dir, Seals seals) {
+    this.seals = seals;
     this.index = index;
     this.superBlocks = superBlocks;
     this.counters = counters;
@@ -415,6 +423,9 @@ final class RecordReads implements AutoCloseable {
   /** Decodes an encoded record into {@code dst}; a damaged container drops the block. */
   private boolean decodeInto(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored,
       ByteBuffer dst) {
+    if (loc.encoding == ENCODING_SEALED) {
+      return openInto(key, loc, sb, stored, dst);
+    }
     int start = dst.position();
     try {
       BlockCodec.decode(stored, dst);
@@ -426,6 +437,29 @@ final class RecordReads implements AutoCloseable {
       corrupt(key, loc, sb, "decodes to " + decoded + " bytes, expected " + loc.rawLength);
     } catch (CorruptBlockException e) {
       corrupt(key, loc, sb, e.getMessage());
+    }
+    return false;
+  }
+
+  /**
+   * Opens the sealed record {@code stored} of {@code loc} into {@code dst}, once its checksum
+   * holds; false if it is damaged or does not open, the block then dropped.
+   */
+  private boolean openInto(BlockKey key, Location loc, SuperBlock sb, ByteBuffer stored,
+      ByteBuffer dst) {
+    if (!intact(key, loc, sb, stored)) {
+      return false;
+    }
+    long namespace = Records.namespaceTag(sb, loc);
+    Sealer sealer = seals == null ? null : seals.forRead(namespace);
+    if (sealer != null && sealer.open(key, stored.duplicate(), dst)) {
+      return true;
+    }
+    if (index.remove(key, loc) && seals != null) {
+      seals.failed();
+      log.debug("dropped block {}: its sealed record at offset {} of {} does not open ({})", key,
+          loc.payloadOffset - HEADER_BYTES, sb.path(), sealer == null
+              ? "no salt or no sealing for its namespace" : "its tag fails");
     }
     return false;
   }

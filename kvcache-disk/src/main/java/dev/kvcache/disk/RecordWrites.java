@@ -2,6 +2,7 @@ package dev.kvcache.disk;
 
 import static dev.kvcache.disk.internal.RecordLayout.ENCODING_CONTAINER;
 import static dev.kvcache.disk.internal.RecordLayout.ENCODING_RAW;
+import static dev.kvcache.disk.internal.RecordLayout.ENCODING_SEALED;
 import static dev.kvcache.disk.internal.RecordLayout.HEADER_BYTES;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
 import static dev.kvcache.disk.internal.RecordLayout.KIND_TOMBSTONE;
@@ -23,6 +24,7 @@ import dev.kvcache.disk.internal.PositionedChannel;
 import dev.kvcache.disk.internal.RecordLayout;
 import dev.kvcache.disk.internal.Records;
 import dev.kvcache.disk.internal.SuperBlock;
+import dev.kvcache.seal.Sealer;
 import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.ChecksumMismatchException;
 import dev.kvcache.spi.TierCounters;
@@ -74,11 +76,17 @@ final class RecordWrites {
   private volatile String writeFailure;
   /** The tag to keep with a block written ({@link dev.kvcache.spi.BlockTags}), or null. */
   private final Function<BlockKey, byte[]> tagOf;
+  /** The sealed namespaces; null if none is. */
+  private final Seals seals;
+  /** A buffer per thread that blocks are sealed into before they are written. */
+  private final ThreadLocal<ByteBuffer> sealedBuffers = new ThreadLocal<>();
 
   RecordWrites(DiskTierConfig config, BlockIndex index, SuperBlockSpace space,
       MetadataLog metadata, AtomicLong sequence, TierCounters counters, LongAdder unchangedPuts,
-      LongAdder bytesWritten, LongAdder writeFailures, Function<BlockKey, byte[]> tagOf) {
+      LongAdder bytesWritten, LongAdder writeFailures, Function<BlockKey, byte[]> tagOf,
+      Seals seals) {
     this.tagOf = tagOf;
+    this.seals = seals;
     this.config = config;
     this.dir = config.directory();
     this.codec = config.codec();
@@ -127,6 +135,13 @@ final class RecordWrites {
     if (doorkeeper != null && !index.contains(key) && !doorkeeper.seenOrRemember(key)) {
       counters.put();
       return PutStatus.NOT_ADMITTED;
+    }
+    if (seals != null && seals.seals(key)) {
+      try {
+        return putSealed(key, src.duplicate(), expectedCrc);
+      } catch (IOException e) {
+        return writeFailed(key, e);
+      }
     }
     ByteBuffer data = src.duplicate();
     if (codec != null && expectedCrc != null) {
@@ -177,6 +192,53 @@ final class RecordWrites {
     } catch (IOException e) {
       return writeFailed(key, e);
     }
+  }
+
+  /**
+   * A put of a block of a sealed namespace: sealed into a buffer of the thread's, then written as
+   * a raw payload would be, as a record of encoding {@code ENCODING_SEALED} whose checksum is of
+   * the sealed bytes. Never encoded with the codec, nor compared with the record it replaces.
+   */
+  private PutStatus putSealed(BlockKey key, ByteBuffer data, Integer expectedCrc)
+      throws IOException {
+    if (expectedCrc != null) {
+      ChecksumMismatchException.check(key, data, expectedCrc);
+    }
+    Sealer sealer = seals.forWrite(key);
+    int length = data.remaining();
+    ByteBuffer sealed = sealedBuffer(Sealer.sealedLength(length));
+    sealer.seal(key, data, sealed);
+    sealed.flip();
+    int crc = Records.crc(sealed.duplicate());
+    byte[] tag = tagOf.apply(key);
+    Reservation r = space.reserve(space.streams().of(key), sealed.remaining(), tagBytes(tag));
+    if (r == null) {
+      counters.rejection();
+      return PutStatus.REJECTED_NO_SPACE;
+    }
+    try {
+      try {
+        writePayload(r, key, sealed, null);
+      } catch (IOException e) {
+        space.abandon(r);
+        r.sb.unpin();
+        throw e;
+      }
+      return completeRecord(r, r.sequence, key, length, sealed.limit(), crc, ENCODING_SEALED,
+          tag);
+    } finally {
+      r.sb.finishRecord();
+    }
+  }
+
+  /** This thread's buffer for a sealed block of {@code bytes}, cleared; grown when too small. */
+  private ByteBuffer sealedBuffer(int bytes) {
+    ByteBuffer b = sealedBuffers.get();
+    if (b == null || b.capacity() < bytes) {
+      b = ByteBuffer.allocateDirect(bytes);
+      sealedBuffers.set(b);
+    }
+    return b.clear().limit(bytes);
   }
 
   /**

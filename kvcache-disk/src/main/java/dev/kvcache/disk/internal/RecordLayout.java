@@ -25,7 +25,9 @@ package dev.kvcache.disk.internal;
  *   0  u32  magic          "kvrb" (6b 76 72 62)
  *   4  u8   version        1
  *   5  u8   kind           0 = block, 1 = tombstone (a delete; storedLength 0)
- *   6  u8   encoding       0 = raw bytes, 1 = a BlockCodec container (docs/codec-format.md)
+ *   6  u8   encoding       0 = raw bytes, 1 = a BlockCodec container (docs/codec-format.md),
+ *                          2 = sealed (AES-256-GCM for its namespace: key id, nonce, ciphertext,
+ *                          tag; payloadCrc is of these bytes, rawLength the block's)
  *   7  u8   tagUnits       the record's tag takes tagUnits · 64 bytes before the header; 0: none
  *   8  u64  sequence       order of puts and deletes in the directory; the highest wins
  *  16  u64  keyHi          the block key (namespace-salted, see docs/keys.md)
@@ -100,6 +102,8 @@ public final class RecordLayout {
   public static final int KIND_TOMBSTONE = 1;
   public static final int ENCODING_RAW = 0;
   public static final int ENCODING_CONTAINER = 1;
+  /** A block sealed for its namespace ({@code dev.kvcache.seal.Sealer}'s layout). */
+  public static final int ENCODING_SEALED = 2;
 
   private RecordLayout() {}
 
