@@ -1,7 +1,5 @@
 package dev.kvcache.disk;
 
-import static dev.kvcache.disk.internal.RecordLayout.KIND_BLOCK;
-
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
@@ -14,7 +12,6 @@ import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.DirectoryLock;
 import dev.kvcache.disk.internal.DirectoryState;
 import dev.kvcache.disk.internal.FileSpace;
-import dev.kvcache.disk.internal.JournalEntry;
 import dev.kvcache.disk.internal.Location;
 import dev.kvcache.disk.internal.RateLimiter;
 import dev.kvcache.disk.internal.Records;
@@ -76,12 +73,13 @@ import org.slf4j.LoggerFactory;
  * file system full, an I/O error) loses only the block being written, and is counted ({@link
  * DiskStats#writeFailures()}); the tier reports itself degraded until a write succeeds again.
  *
- * <p><b>Parts.</b> This class is the front: it opens and recovers the directory, hands over what
- * drops evict, and answers for the tier. The work is done by {@code SuperBlockSpace} (the
- * super-blocks, reservations, roll-over and room), {@code BlockIndex} (the index and the live
- * bytes per super-block), {@code MetadataLog} (journal, syncs and checkpoints), {@link
- * RecordWrites} (puts, writers, deletes), {@code RecordReads} (leases and copying reads) and
- * {@code Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
+ * <p><b>Parts.</b> This class is the front: it opens and recovers the directory and answers for
+ * the tier. The work is done by {@code SuperBlockSpace} (the super-blocks, reservations, roll-over
+ * and room) with {@code Streams} (a stream of super-blocks per disk quota), {@code BlockIndex}
+ * (the index and the live bytes per super-block), {@code MetadataLog} (journal, syncs and
+ * checkpoints), {@link RecordWrites} (puts, writers, deletes), {@code RecordReads} (leases and
+ * copying reads), {@code Seals} (sealed namespaces), {@code SuperBlockDrops} (drops and what they
+ * evict) and {@code Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
  * every file operation goes through.
  */
 public final class DiskTier extends AbstractTier {
@@ -95,12 +93,12 @@ public final class DiskTier extends AbstractTier {
   private final BlockIndex index;
   private final RecordReads reads;
   private final Compactor compactor;
+  private final SuperBlockDrops drops;
   /** The sealed namespaces ({@link DiskTierConfig#sealed()}); null if none is. */
   private final Seals seals;
   private final RecordWrites writes;
   /** Null when {@link DiskTierConfig#scrubBytesPerSecond()} is 0. */
   private final Scrubber scrubber;
-  private volatile BlockEvictionListener evictionListener;
   private final SuperBlockSpace space;
   /** Live super-blocks by id, oldest first ({@link SuperBlockSpace#superBlocks}). */
   private final ConcurrentSkipListMap<Integer, SuperBlock> superBlocks;
@@ -113,7 +111,6 @@ public final class DiskTier extends AbstractTier {
   private final LongAdder corruptBlocks = new LongAdder();
   private final LongAdder unchangedPuts = new LongAdder();
   private final LongAdder bytesWritten = new LongAdder();
-  private final LongAdder superBlocksDropped = new LongAdder();
   private final LongAdder blocksRewritten = new LongAdder();
   private final LongAdder bytesRewritten = new LongAdder();
   private final LongAdder writeFailures = new LongAdder();
@@ -135,7 +132,8 @@ public final class DiskTier extends AbstractTier {
     this.seals = Seals.of(config);
     this.reads = new RecordReads(index, superBlocks, counters(), loadRate, corruptBlocks,
         config.directReads(), dir.toString(), seals);
-    this.compactor = new Compactor(config, index, space, metadata, reads, this::dropSuperBlock,
+    this.drops = new SuperBlockDrops(index, space, metadata, reads, counters());
+    this.compactor = new Compactor(config, index, space, metadata, reads, drops::drop,
         bytesWritten, blocksRewritten, bytesRewritten);
     this.writes = new RecordWrites(config, index, space, metadata, sequence, counters(),
         unchangedPuts, bytesWritten, writeFailures, this::tagOf, seals);
@@ -216,7 +214,7 @@ public final class DiskTier extends AbstractTier {
       sb.drop(); // its drop was journalled but the file survived a crash
     }
     metadata.recovered(state, superBlocks.values());
-    space.open(this::dropSuperBlock, reclaimer::wake);
+    space.open(drops::drop, reclaimer::wake);
     log.info("opened disk tier {}: {} blocks in {} super-blocks{}, {} ms", dir, index.size(),
         superBlocks.size(), state.rebuilt ? " (index rebuilt from the records)" : "",
         (System.nanoTime() - started) / 1_000_000);
@@ -259,76 +257,6 @@ public final class DiskTier extends AbstractTier {
   @Override
   protected boolean remove(BlockKey key) {
     return writes.delete(key);
-  }
-
-  /**
-   * Drops a super-block: its blocks leave the index, the journal records the drop durably, and
-   * the file is deleted once no lease pins it.
-   */
-  private void dropSuperBlock(SuperBlock victim) throws IOException {
-    if (!superBlocks.containsKey(victim.id()) || !victim.pin()) {
-      return; // dropped already
-    }
-    // its blocks, found from its record headers: a sealed super-block gets no new index entries.
-    // The pin holds its file until they are handed over, even if another thread drops it meanwhile
-    List<Map.Entry<BlockKey, Location>> indexed = new ArrayList<>();
-    List<Map.Entry<BlockKey, Location>> evicted = new ArrayList<>();
-    MetadataLog.Ticket ticket;
-    try {
-      Records.scan(victim, victim.end(), (kind, key, loc) -> {
-        Location cur = index.get(key);
-        if (kind == KIND_BLOCK && cur != null && cur.superBlockId == victim.id()
-            && cur.payloadOffset == loc.payloadOffset) {
-          indexed.add(Map.entry(key, cur));
-        }
-      });
-      ticket = metadata.append(JournalEntry.drop(victim.id()), () -> {
-        for (Map.Entry<BlockKey, Location> e : indexed) {
-          if (index.remove(e.getKey(), e.getValue())) {
-            counters().eviction();
-            evicted.add(e); // by this thread alone, if two drop the super-block at once
-          }
-        }
-      });
-      handOverEvicted(victim, evicted);
-    } finally {
-      victim.unpin();
-    }
-    ticket.awaitDurable();
-    if (!space.remove(victim)) {
-      return;
-    }
-    superBlocksDropped.increment();
-    victim.drop();
-  }
-
-  /**
-   * Hands the blocks a super-block about to be dropped held to the eviction listener, if any, each
-   * as a checked lease that keeps the file until the listener lets it go. A damaged record is
-   * dropped and not handed over.
-   */
-  private void handOverEvicted(SuperBlock victim, List<Map.Entry<BlockKey, Location>> live) {
-    BlockEvictionListener listener = evictionListener;
-    if (listener == null) {
-      return;
-    }
-    for (Map.Entry<BlockKey, Location> e : live) {
-      if (!victim.pin()) {
-        return;
-      }
-      // the key as the record names it, with its namespace, so that a tier below can name it too
-      BlockKey key = Records.withNamespace(e.getKey(), victim, e.getValue());
-      BlockLease lease = reads.leaseAt(key, e.getValue(), victim, false);
-      if (lease == null) {
-        continue; // damaged: dropped, and not passed on
-      }
-      try {
-        listener.onEvicted(lease);
-      } catch (RuntimeException ex) {
-        log.error("eviction listener failed on block {}; the lease stays with the listener",
-            key, ex);
-      }
-    }
   }
 
   /**
@@ -383,7 +311,7 @@ public final class DiskTier extends AbstractTier {
    */
   @Override
   public boolean onEviction(BlockEvictionListener listener) {
-    this.evictionListener = Objects.requireNonNull(listener, "listener");
+    drops.onEviction(listener);
     return true;
   }
 
@@ -562,7 +490,7 @@ public final class DiskTier extends AbstractTier {
   /** The disk tier's own counters. */
   public DiskStats diskStats() {
     return new DiskStats(corruptBlocks.sum(), unchangedPuts.sum(), bytesWritten.sum(),
-        superBlocks.size(), superBlocksDropped.sum(), writeFailures.sum(), metadata.syncs(),
+        superBlocks.size(), drops.dropped(), writeFailures.sum(), metadata.syncs(),
         scrubber == null ? 0 : scrubber.bytes(), scrubber == null ? 0 : scrubber.damaged(),
         scrubber == null ? 0 : scrubber.passes(), reads.directReadBytes());
   }
