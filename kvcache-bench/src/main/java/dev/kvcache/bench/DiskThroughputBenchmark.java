@@ -4,11 +4,13 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
+import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
 import dev.kvcache.disk.SyncPolicy;
 import dev.kvcache.disk.device.MemoryDevice;
+import dev.kvcache.seal.MasterKeys;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
@@ -16,6 +18,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -49,6 +52,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       {@code baselineGet} copies the same bytes out of a mapped plain file.
  *   <li>With {@code directWrites=true} the tier writes payloads past the page cache; {@code
  *       baselinePut} stays the page cache's.
+ *   <li>With {@code sealed=true} the blocks' namespace is sealed ({@link
+ *       DiskTierConfig.Builder#sealing}): each put seals its block with AES-256-GCM before writing
+ *       it, each read opens it; the keys are in that namespace either way.
  *   <li>With {@code device=memory} the tier's files are in memory ({@code MemoryDevice}: no system
  *       call), so {@code put} and {@code getInto} measure the tier's own cost;
  *       {@code baselineCopy} copies the same bytes from one direct buffer to another, the floor
@@ -81,6 +87,14 @@ public class DiskThroughputBenchmark {
   @Param({"false"})
   public boolean directWrites;
 
+  /** Whether the blocks' namespace is sealed at rest. */
+  @Param({"false"})
+  public boolean sealed;
+
+  private static final Namespace NS = Namespace.of("bench", "bf16", "tp0of1", "disk");
+  /** A master key for the sealed runs: 32 bytes of 7, base64. */
+  private static final String MASTER_KEY = "1:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
   /** Parts a block arrives in for {@code writerPut} and {@code gatheredPut}: one HTTP/2 DATA frame. */
   private static final int PART_BYTES = 16 << 10;
 
@@ -111,6 +125,9 @@ public class DiskThroughputBenchmark {
         2 * workingSetBytes)
         .superBlockBytes(superBlockBytes).maxBlockBytes(blockSizeBytes).minFreeBytes(0)
         .syncPolicy(SyncPolicy.NONE).scrubBytesPerSecond(0).directWrites(directWrites);
+    if (sealed) {
+      config.sealing(MasterKeys.parse(MASTER_KEY), List.of(NS));
+    }
     if (device.equals("memory")) {
       config.device(new MemoryDevice(3 * workingSetBytes));
     } else if (!device.equals("file")) {
@@ -127,7 +144,7 @@ public class DiskThroughputBenchmark {
       plain = plainFile.map(FileChannel.MapMode.READ_WRITE, 0, (long) blocks * blockSizeBytes);
       for (int i = 0; i < blocks; i++) {
         src.putInt(0, i);
-        if (tier.put(BlockKey.of(2, i), src) != PutStatus.STORED) {
+        if (tier.put(BlockKey.of(NS, 2, i), src) != PutStatus.STORED) {
           throw new IllegalStateException("put " + i + " was not stored");
         }
         plain.put(i * blockSizeBytes, src, 0, blockSizeBytes);
@@ -146,14 +163,14 @@ public class DiskThroughputBenchmark {
   public PutStatus put() {
     long n = counter++;
     src.putLong(0, n);
-    return tier.put(BlockKey.of(3, n), src);
+    return tier.put(BlockKey.of(NS, 3, n), src);
   }
 
   @Benchmark
   public PutStatus writerPut() {
     long n = counter++;
     src.putLong(0, n);
-    try (BlockWriter writer = tier.writer(BlockKey.of(3, n), blockSizeBytes)) {
+    try (BlockWriter writer = tier.writer(BlockKey.of(NS, 3, n), blockSizeBytes)) {
       for (int at = 0; at < blockSizeBytes; at += PART_BYTES) {
         writer.write(src.duplicate().position(at).limit(Math.min(blockSizeBytes, at + PART_BYTES)));
       }
@@ -169,7 +186,7 @@ public class DiskThroughputBenchmark {
     for (int at = 0; at < blockSizeBytes; at += PART_BYTES) {
       whole.put(at, src, at, Math.min(PART_BYTES, blockSizeBytes - at));
     }
-    return tier.put(BlockKey.of(3, n), whole);
+    return tier.put(BlockKey.of(NS, 3, n), whole);
   }
 
   @Benchmark
@@ -186,12 +203,12 @@ public class DiskThroughputBenchmark {
 
   @Benchmark
   public GetStatus getInto() {
-    return tier.getInto(BlockKey.of(2, nextBlock()), dst.clear());
+    return tier.getInto(BlockKey.of(NS, 2, nextBlock()), dst.clear());
   }
 
   @Benchmark
   public long leaseGet() {
-    try (BlockLease lease = tier.get(BlockKey.of(2, nextBlock()))) {
+    try (BlockLease lease = tier.get(BlockKey.of(NS, 2, nextBlock()))) {
       return lease.bytes().getLong(0);
     }
   }
