@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the packages of kvcache-core may import, as their {@code package-info.java} says: no
- * package imports one that imports it back, the API imports no other package, sealing only the
- * API, and the codec stands alone.
+ * package imports one that imports it back, the API imports no other package, the tier contract
+ * only the API and sealing (whose master keys a tier is given), sealing only the API, and the
+ * codec stands alone.
  */
 class PackageRulesTest {
 
@@ -60,7 +61,7 @@ class PackageRulesTest {
   }
 
   @Test
-  void theTierContractImportsOnlyTheApi() {
+  void theTierContractImportsOnlyTheApiAndSealing() {
     noClasses().that().resideInAPackage("dev.kvcache.spi")
         .should().dependOnClassesThat().resideInAnyPackage("dev.kvcache.ram..",
             "dev.kvcache.tiered..", "dev.kvcache.codec..", "dev.kvcache.wire..",

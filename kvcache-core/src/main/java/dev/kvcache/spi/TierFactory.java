@@ -1,8 +1,6 @@
 package dev.kvcache.spi;
 
-import dev.kvcache.Namespace;
 import java.io.IOException;
-import java.util.Map;
 
 /**
  * Opens a tier of one kind from settings, so that a cache assembled from settings can stack tiers
@@ -28,19 +26,25 @@ public interface TierFactory {
   Tier open(TierSettings settings, int maxBlockBytes) throws IOException;
 
   /**
-   * Opens a tier that keeps {@code quotas}: the bytes each of these namespaces' blocks may take
-   * at most in it, the others sharing the rest. A factory whose tier keeps quotas overrides this;
-   * the default opens the tier without any, and refuses quotas.
+   * Opens a tier that keeps {@code policies}: quotas per namespace (the bytes each of these
+   * namespaces' blocks may take at most in it, the others sharing the rest) and namespaces sealed
+   * at rest. A factory whose tier keeps either overrides this; the default opens the tier without
+   * them, and refuses any: a tier that cannot seal must not take a sealed namespace's blocks.
    *
-   * @throws IllegalArgumentException also if the tier keeps no quotas and some are given, or a
-   *     quota is out of the tier's range
+   * @throws IllegalArgumentException also if the tier keeps no quotas or seals nothing and some
+   *     are asked, or a quota is out of the tier's range
    * @throws IOException if the tier's storage cannot be opened
    */
-  default Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+  default Tier open(TierSettings settings, int maxBlockBytes, TierPolicies policies)
       throws IOException {
-    if (!quotas.isEmpty()) {
+    if (!policies.quotas().isEmpty()) {
       throw new IllegalArgumentException("the " + kind() + " tier keeps no quotas per namespace,"
-          + " and quotas were given for " + quotas.keySet());
+          + " and quotas were given for " + policies.quotas().keySet());
+    }
+    if (!policies.sealed().isEmpty()) {
+      throw new IllegalArgumentException("the " + kind() + " tier does not seal blocks, and "
+          + policies.sealed() + " are to be sealed at rest: their blocks would reach it as they"
+          + " are");
     }
     return open(settings, maxBlockBytes);
   }

@@ -3,6 +3,7 @@ package dev.kvcache.tiered;
 import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTierConfig;
+import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
 import dev.kvcache.spi.TierSettings;
@@ -12,10 +13,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Builds a cache: an off-heap RAM tier, alone or over lower tiers into which it spills the blocks
@@ -51,6 +55,8 @@ public final class KvCacheBuilder {
   StackedTierConfig stacked = StackedTierConfig.defaults();
   final List<LowerTier> lower = new ArrayList<>();
   final Map<String, Map<Namespace, Long>> lowerQuotas = new LinkedHashMap<>();
+  MasterKeys masterKeys;
+  final Set<Namespace> sealed = new LinkedHashSet<>();
 
   private KvCacheBuilder() {}
 
@@ -147,6 +153,18 @@ public final class KvCacheBuilder {
           + " bytes; it must be positive");
     }
     lowerQuotas.computeIfAbsent(kind, k -> new LinkedHashMap<>()).put(namespace, bytes);
+    return this;
+  }
+
+  /**
+   * Seals the blocks of {@code namespaces} at rest in the lower tiers: AES-256-GCM under a key per
+   * namespace derived from {@code masterKeys} ({@code dev.kvcache.seal.Sealer}). RAM keeps them as
+   * they are. Every lower tier opened from settings must seal them (the disk tier does; a tier
+   * that cannot refuses to open, rather than take them as they are). None by default.
+   */
+  public KvCacheBuilder sealing(MasterKeys masterKeys, Collection<Namespace> namespaces) {
+    this.masterKeys = Objects.requireNonNull(masterKeys, "masterKeys");
+    this.sealed.addAll(namespaces);
     return this;
   }
 

@@ -3,9 +3,11 @@ package dev.kvcache.tiered;
 import dev.kvcache.Namespace;
 import dev.kvcache.ram.RamPolicy;
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierPolicies;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.KvCacheBuilder.LowerTier;
 import java.io.IOException;
@@ -20,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.ServiceLoader;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -62,6 +65,8 @@ public final class KvCacheConfig {
   private final List<LowerTier> lower;
   private final Map<Namespace, Long> ramQuotas;
   private final Map<String, Map<Namespace, Long>> lowerQuotas;
+  private final MasterKeys masterKeys;
+  private final Set<Namespace> sealed;
   /** Set once a tier given opened has been handed to a cache. */
   private final AtomicBoolean tiersTaken = new AtomicBoolean();
 
@@ -74,6 +79,8 @@ public final class KvCacheConfig {
     Map<String, Map<Namespace, Long>> quotas = new HashMap<>();
     b.lowerQuotas.forEach((kind, q) -> quotas.put(kind, Map.copyOf(q)));
     this.lowerQuotas = Map.copyOf(quotas);
+    this.masterKeys = b.masterKeys;
+    this.sealed = Set.copyOf(b.sealed);
     this.tiered = b.tiered;
     this.stacked = b.stacked;
     this.lower = List.copyOf(b.lower);
@@ -180,6 +187,11 @@ public final class KvCacheConfig {
     return lowerQuotas.getOrDefault(kind, Map.of());
   }
 
+  /** The namespaces sealed at rest in the lower tiers ({@link KvCacheBuilder#sealing}). */
+  public Set<Namespace> sealed() {
+    return sealed;
+  }
+
   /** The RAM each namespace with a quota may fill at most ({@link RamTierConfig#quotas()}). */
   public Map<Namespace, Long> ramQuotas() {
     return ramQuotas;
@@ -226,7 +238,7 @@ public final class KvCacheConfig {
     try {
       for (LowerTier t : lower) {
         opened.add(t.tier() != null ? t.tier() : factory(t.kind()).open(t.settings(),
-            ram.maxBlockBytes(), quotas(t.kind())));
+            ram.maxBlockBytes(), new TierPolicies(quotas(t.kind()), masterKeys, sealed)));
       }
       for (int i = opened.size() - 2; i >= 0; i--) {
         Tier stackedTier = new StackedTier(opened.get(i), opened.get(i + 1), stacked);

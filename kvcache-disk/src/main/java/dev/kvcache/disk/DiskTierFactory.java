@@ -1,14 +1,13 @@
 package dev.kvcache.disk;
 
-import dev.kvcache.Namespace;
 import dev.kvcache.codec.BlockCodec;
 import dev.kvcache.codec.Filter;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierPolicies;
 import dev.kvcache.spi.TierSettings;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.Map;
 
 /**
  * Opens the disk tier for {@link dev.kvcache.tiered.KvCacheConfig} ({@code lower = disk}).
@@ -33,16 +32,22 @@ public final class DiskTierFactory implements TierFactory {
 
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
-    return open(settings, maxBlockBytes, Map.of());
+    return open(settings, maxBlockBytes, TierPolicies.NONE);
   }
 
-  /** Opens the tier with disk quotas ({@link DiskTierConfig.Builder#quota}). */
+  /**
+   * Opens the tier with disk quotas ({@link DiskTierConfig.Builder#quota}) and sealed namespaces
+   * ({@link DiskTierConfig.Builder#sealing}).
+   */
   @Override
-  public Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+  public Tier open(TierSettings settings, int maxBlockBytes, TierPolicies policies)
       throws IOException {
     DiskTierConfig.Builder b = DiskTierConfig.builder(Path.of(settings.string("dir")),
         settings.bytes("capacity"));
-    b.quotas(quotas);
+    b.quotas(policies.quotas());
+    if (!policies.sealed().isEmpty()) {
+      b.sealing(policies.masterKeys(), policies.sealed());
+    }
     if (settings.has("super-block")) {
       b.superBlockBytes(settings.bytes("super-block", 0));
     }

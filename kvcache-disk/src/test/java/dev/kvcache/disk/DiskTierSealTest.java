@@ -8,9 +8,14 @@ import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.seal.MasterKeys;
+import dev.kvcache.spi.TierSettings;
+import dev.kvcache.tiered.Durability;
+import dev.kvcache.tiered.KvCacheBuilder;
+import dev.kvcache.tiered.TieredCacheConfig;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -19,6 +24,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Base64;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -121,6 +127,27 @@ class DiskTierSealTest {
       for (int i = 0; i < LENGTHS.length; i++) {
         assertThat(holds(tier, key(SEALED, i), blocks[i])).as("after a restart").isTrue();
       }
+    }
+  }
+
+  @Test
+  void aCacheOverADiskSealsTheNamespacesItIsToldTo() throws IOException {
+    Map<String, String> disk = Map.of("dir", temp.resolve("tier").toString(), "capacity",
+        "64MiB", "min-free", "0B", "sync-policy", "none");
+    byte[] block = random(256 << 10, 4);
+    byte[] plain = random(256 << 10, 5);
+    try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(4L << 20).maxBlockBytes(1 << 20)
+        .lower("disk", TierSettings.of(disk))
+        .tiered(TieredCacheConfig.defaults().withDurability(Durability.WRITE_THROUGH))
+        .sealing(MasterKeys.parse(masterKey(1)), List.of(SEALED)).build()) {
+      assertThat(cache.put(key(SEALED, 0), ByteBuffer.wrap(block))).isEqualTo(PutStatus.STORED);
+      assertThat(cache.put(key(PLAIN, 0), ByteBuffer.wrap(plain))).isEqualTo(PutStatus.STORED);
+    }
+    byte[] files = allFiles();
+    assertThat(indexOf(files, java.util.Arrays.copyOfRange(block, 5000, 5064))).isEqualTo(-1);
+    assertThat(indexOf(files, java.util.Arrays.copyOfRange(plain, 5000, 5064))).isNotEqualTo(-1);
+    try (DiskTier tier = open(masterKey(1))) {
+      assertThat(holds(tier, key(SEALED, 0), block)).isTrue();
     }
   }
 

@@ -4,6 +4,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.s3.S3TierConfig.Addressing;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierFactory;
+import dev.kvcache.spi.TierPolicies;
 import dev.kvcache.spi.TierSettings;
 import java.io.IOException;
 import java.net.URI;
@@ -32,13 +33,24 @@ public final class S3TierFactory implements TierFactory {
 
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes) throws IOException {
-    return open(settings, maxBlockBytes, Map.of());
+    return open(settings, maxBlockBytes, TierPolicies.NONE);
   }
 
-  /** Opens the tier with quotas per namespace ({@link S3TierConfig.Builder#quota}). */
+  /**
+   * Opens the tier with quotas per namespace ({@link S3TierConfig.Builder#quota}).
+   *
+   * @throws IllegalArgumentException also if namespaces are to be sealed: the object tier does not
+   *     seal blocks yet, and would upload theirs as they are
+   */
   @Override
-  public Tier open(TierSettings settings, int maxBlockBytes, Map<Namespace, Long> quotas)
+  public Tier open(TierSettings settings, int maxBlockBytes, TierPolicies policies)
       throws IOException {
+    if (!policies.sealed().isEmpty()) {
+      throw new IllegalArgumentException("the object tier does not seal blocks yet, and "
+          + policies.sealed() + " are to be sealed at rest: their blocks would reach the bucket"
+          + " as they are");
+    }
+    Map<Namespace, Long> quotas = policies.quotas();
     String bucket = settings.string("bucket");
     long capacity = settings.bytes("capacity");
     S3TierConfig.Builder b = settings.checked(() -> S3TierConfig.builder(bucket, capacity),
