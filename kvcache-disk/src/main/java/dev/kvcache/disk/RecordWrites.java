@@ -136,27 +136,29 @@ final class RecordWrites {
       counters.put();
       return PutStatus.NOT_ADMITTED;
     }
-    if (seals != null && seals.seals(key)) {
-      try {
-        return putSealed(key, src.duplicate(), expectedCrc);
-      } catch (IOException e) {
-        return writeFailed(key, e);
-      }
-    }
-    ByteBuffer data = src.duplicate();
-    if (codec != null && expectedCrc != null) {
-      ChecksumMismatchException.check(key, data, expectedCrc); // the encoder reads them: first
-    }
-    // raw bytes said to have a checksum are checked as they are written (writePayload)
-    int rawCrc = codec != null ? 0 : expectedCrc != null ? expectedCrc : Records.crc(data);
-    byte[] tag = tagOf.apply(key);
-    if (codec == null && isUnchanged(key, data, rawCrc, tag)) {
-      unchangedPuts.increment();
-      counters.put();
-      return PutStatus.STORED;
-    }
     try {
-      long reserve = codec == null ? length : codec.maxEncodedLength(length);
+      ByteBuffer data = src.duplicate();
+      // a block of a sealed namespace is sealed first, then written as raw bytes are, never
+      // encoded with the codec nor compared with the record it replaces
+      Sealer sealer = seals == null ? null : seals.forWrite(key);
+      BlockCodec encoder = sealer == null ? codec : null;
+      if ((encoder != null || sealer != null) && expectedCrc != null) {
+        ChecksumMismatchException.check(key, data, expectedCrc); // read before the write: first
+      }
+      if (sealer != null) {
+        data = seal(sealer, key, data);
+        expectedCrc = null;
+      }
+      // raw bytes said to have a checksum are checked as they are written (writePayload)
+      int rawCrc = encoder != null ? 0 : expectedCrc != null ? expectedCrc : Records.crc(data);
+      byte[] tag = tagOf.apply(key);
+      if (encoder == null && sealer == null && isUnchanged(key, data, rawCrc, tag)) {
+        unchangedPuts.increment();
+        counters.put();
+        return PutStatus.STORED;
+      }
+      int raw = data.remaining();
+      long reserve = encoder == null ? raw : encoder.maxEncodedLength(length);
       Reservation r = space.reserve(space.streams().of(key), reserve, tagBytes(tag));
       if (r == null) {
         counters.rejection();
@@ -167,14 +169,14 @@ final class RecordWrites {
         int payloadCrc;
         int encoding;
         try {
-          if (codec == null) {
+          if (encoder == null) {
             writePayload(r, key, data, expectedCrc);
-            stored = length;
+            stored = raw;
             payloadCrc = rawCrc;
-            encoding = ENCODING_RAW;
+            encoding = sealer != null ? ENCODING_SEALED : ENCODING_RAW;
           } else {
             PositionedChannel out = new PositionedChannel(r.sb, r.payload);
-            codec.encode(data, out);
+            encoder.encode(data, out);
             stored = (int) out.written();
             payloadCrc = out.crc();
             encoding = ENCODING_CONTAINER;
@@ -195,40 +197,13 @@ final class RecordWrites {
   }
 
   /**
-   * A put of a block of a sealed namespace: sealed into a buffer of the thread's, then written as
-   * a raw payload would be, as a record of encoding {@code ENCODING_SEALED} whose checksum is of
-   * the sealed bytes. Never encoded with the codec, nor compared with the record it replaces.
+   * {@code data}, the block of {@code key}, sealed into this thread's buffer ({@code
+   * ENCODING_SEALED}'s layout), ready to be read.
    */
-  private PutStatus putSealed(BlockKey key, ByteBuffer data, Integer expectedCrc)
-      throws IOException {
-    if (expectedCrc != null) {
-      ChecksumMismatchException.check(key, data, expectedCrc);
-    }
-    Sealer sealer = seals.forWrite(key);
-    int length = data.remaining();
-    ByteBuffer sealed = sealedBuffer(Sealer.sealedLength(length));
+  private ByteBuffer seal(Sealer sealer, BlockKey key, ByteBuffer data) {
+    ByteBuffer sealed = sealedBuffer(Sealer.sealedLength(data.remaining()));
     sealer.seal(key, data, sealed);
-    sealed.flip();
-    int crc = Records.crc(sealed.duplicate());
-    byte[] tag = tagOf.apply(key);
-    Reservation r = space.reserve(space.streams().of(key), sealed.remaining(), tagBytes(tag));
-    if (r == null) {
-      counters.rejection();
-      return PutStatus.REJECTED_NO_SPACE;
-    }
-    try {
-      try {
-        writePayload(r, key, sealed, null);
-      } catch (IOException e) {
-        space.abandon(r);
-        r.sb.unpin();
-        throw e;
-      }
-      return completeRecord(r, r.sequence, key, length, sealed.limit(), crc, ENCODING_SEALED,
-          tag);
-    } finally {
-      r.sb.finishRecord();
-    }
+    return sealed.flip();
   }
 
   /** This thread's buffer for a sealed block of {@code bytes}, cleared; grown when too small. */
