@@ -2,30 +2,26 @@ package dev.kvcache.disk;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.Namespace;
+import dev.kvcache.disk.device.DeviceFile;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.seal.Sealer;
+import dev.kvcache.spi.Crc32c;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.channels.FileChannel;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The disk tier's sealed namespaces ({@link DiskTierConfig#sealed()}): the salt of each, kept in
  * {@code salts/<namespace tag in hex>.salt} in the tier's directory (32 bytes and their CRC32C,
- * written to a temporary file, forced and renamed into place), and a {@link Sealer} per namespace
+ * written to a temporary file, forced and renamed into place, through the tier's {@link
+ * StorageDevice}, in a directory its owner's alone), and a {@link Sealer} per namespace
  * under the master keys. A namespace's salt is made at its first sealed put; {@link #shred}
  * deletes it, after which no block sealed under it opens again, whatever copies of the files
  * survive.
@@ -70,9 +66,31 @@ final class Seals {
    */
   Sealer forWrite(BlockKey key) throws IOException {
     Namespace ns = key.namespace().orElse(null);
-    if (ns == null || !sealed.contains(ns.tag())) {
+    return ns == null || !sealed.contains(ns.tag()) ? null : sealerOf(ns, true);
+  }
+
+  /**
+   * The sealer of the namespace whose tag a sealed record carries; null if its salt is gone (the
+   * namespace was shredded) or damaged, or the namespace is not known in this JVM.
+   */
+  Sealer forRead(long namespaceTag) {
+    Namespace ns = Namespace.ofTag(namespaceTag).orElse(null);
+    if (ns == null) {
       return null;
     }
+    try {
+      return sealerOf(ns, false);
+    } catch (IOException e) {
+      log.warn("cannot read the salt of {} in {}: {}", ns, dir, e.toString());
+      return null;
+    }
+  }
+
+  /**
+   * The sealer of {@code ns} under its salt, read once; with {@code make}, a salt is made if it
+   * has none, else null is returned.
+   */
+  private Sealer sealerOf(Namespace ns, boolean make) throws IOException {
     Sealer s = sealers.get(ns.tag());
     if (s != null) {
       return s;
@@ -81,45 +99,15 @@ final class Seals {
       s = sealers.get(ns.tag());
       if (s == null) {
         byte[] salt = read(ns.tag());
-        if (salt == null) {
+        if (salt == null && make) {
           salt = Sealer.newSalt();
           write(ns.tag(), salt);
         }
-        s = new Sealer(masters, ns, salt);
-        sealers.put(ns.tag(), s);
-      }
-      return s;
-    }
-  }
-
-  /**
-   * The sealer of the namespace whose tag a sealed record carries; null if its salt is gone (the
-   * namespace was shredded) or damaged, or the namespace is not known in this JVM.
-   */
-  Sealer forRead(long namespaceTag) {
-    Sealer s = sealers.get(namespaceTag);
-    if (s != null) {
-      return s;
-    }
-    Namespace ns = Namespace.ofTag(namespaceTag).orElse(null);
-    if (ns == null) {
-      return null;
-    }
-    synchronized (this) {
-      s = sealers.get(namespaceTag);
-      if (s == null) {
-        byte[] salt;
-        try {
-          salt = read(namespaceTag);
-        } catch (IOException e) {
-          log.warn("cannot read the salt of {} in {}: {}", ns, dir, e.toString());
-          return null;
-        }
         if (salt == null) {
           return null;
         }
         s = new Sealer(masters, ns, salt);
-        sealers.put(namespaceTag, s);
+        sealers.put(ns.tag(), s);
       }
       return s;
     }
@@ -134,7 +122,7 @@ final class Seals {
    */
   synchronized boolean shred(Namespace namespace) throws IOException {
     sealers.remove(namespace.tag());
-    boolean existed = Files.deleteIfExists(file(namespace.tag()));
+    boolean existed = device.delete(file(namespace.tag()));
     if (existed) {
       device.forceDirectory(dir);
       log.info("shredded {}: its salt in {} is deleted, and no block sealed under it opens", namespace,
@@ -159,42 +147,40 @@ final class Seals {
 
   /** The salt of a namespace, or null if it has none; a damaged salt file is an error. */
   private byte[] read(long tag) throws IOException {
-    byte[] bytes;
-    try {
-      bytes = Files.readAllBytes(file(tag));
-    } catch (NoSuchFileException e) {
+    Path file = file(tag);
+    if (!device.exists(file)) {
       return null;
     }
-    ByteBuffer b = ByteBuffer.wrap(bytes);
-    CRC32C crc = new CRC32C();
-    crc.update(bytes, 0, Math.min(bytes.length, Sealer.SALT_BYTES));
-    if (bytes.length != SALT_FILE_BYTES || b.getInt(Sealer.SALT_BYTES) != (int) crc.getValue()) {
-      throw new IOException(file(tag) + " is damaged: the blocks sealed under it cannot be opened");
+    ByteBuffer b = ByteBuffer.allocate(SALT_FILE_BYTES);
+    try (DeviceFile f = device.open(file, false)) {
+      if (f.size() != SALT_FILE_BYTES) {
+        throw new IOException(file + " is damaged: the blocks sealed under it cannot be opened");
+      }
+      while (b.hasRemaining() && f.read(b, b.position()) > 0) {
+        // until the whole file is read
+      }
+    }
+    if (b.hasRemaining()
+        || b.getInt(Sealer.SALT_BYTES) != Crc32c.of(b.duplicate().position(0).limit(Sealer.SALT_BYTES))) {
+      throw new IOException(file + " is damaged: the blocks sealed under it cannot be opened");
     }
     byte[] salt = new byte[Sealer.SALT_BYTES];
     b.get(0, salt);
     return salt;
   }
 
+  /** Writes a namespace's salt: to a temporary file, forced, renamed into place. */
   private void write(long tag, byte[] salt) throws IOException {
-    Files.createDirectories(dir);
-    CRC32C crc = new CRC32C();
-    crc.update(salt);
-    ByteBuffer b = ByteBuffer.allocate(SALT_FILE_BYTES).put(salt).putInt((int) crc.getValue())
-        .flip();
+    device.prepareDirectory(dir);
+    ByteBuffer b = ByteBuffer.allocate(SALT_FILE_BYTES).put(salt)
+        .putInt(Crc32c.of(ByteBuffer.wrap(salt))).flip();
     Path tmp = dir.resolve(file(tag).getFileName() + ".tmp");
-    try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
-      while (b.hasRemaining()) {
-        ch.write(b);
-      }
-      ch.force(true);
+    device.delete(tmp); // left by a crash
+    try (DeviceFile f = device.create(tmp)) {
+      f.write(b, 0);
+      f.force();
     }
-    try {
-      Files.move(tmp, file(tag), StandardCopyOption.ATOMIC_MOVE);
-    } catch (AtomicMoveNotSupportedException e) {
-      Files.move(tmp, file(tag), StandardCopyOption.REPLACE_EXISTING);
-    }
+    device.rename(tmp, file(tag));
     device.forceDirectory(dir);
   }
 }
