@@ -9,6 +9,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixKeys;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.spi.Rendezvous;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.testkit.Payloads;
@@ -19,11 +20,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
@@ -38,20 +37,7 @@ class FleetEvictionTest {
   private static final Namespace NS = Namespace.of("llama-3.1-8b", "bf16", "tp0of1", "fleet");
   private static final List<String> FLEET = List.of("10.0.0.1:7070", "10.0.0.2:7070",
       "10.0.0.3:7070");
-  private static InProcessS3 server;
-  private static S3AsyncClient bucket;
-
-  @BeforeAll
-  static void startStore() throws Exception {
-    server = new InProcessS3();
-    bucket = server.client();
-  }
-
-  @AfterAll
-  static void stopStore() throws Exception {
-    bucket.close();
-    server.close();
-  }
+  @RegisterExtension static final S3Store store = new S3Store();
 
   private final List<S3Tier> tiers = new ArrayList<>();
 
@@ -77,7 +63,7 @@ class FleetEvictionTest {
   }
 
   private static List<String> blockObjects(String prefix) {
-    return bucket.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
+    return store.bucket().listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
         .contents().stream().map(S3Object::key).filter(n -> !n.endsWith("namespace.json"))
         .toList();
   }
@@ -92,7 +78,7 @@ class FleetEvictionTest {
     long capacity = 12L * BLOCK; // a share of 4 blocks each
     List<S3Tier> fleet = new ArrayList<>();
     for (String self : FLEET) {
-      fleet.add(open(server.config(capacity, prefix).fleet(FLEET, self)));
+      fleet.add(open(store.server().config(capacity, prefix).fleet(FLEET, self)));
     }
     // the clients send each key to its owner; every server gets 8 blocks of its own
     Map<Integer, List<BlockKey>> byOwner = new HashMap<>();
@@ -157,7 +143,7 @@ class FleetEvictionTest {
     long capacity = 12L * BLOCK;
     List<S3Tier> fleet = new ArrayList<>();
     for (String self : FLEET) {
-      fleet.add(open(server.config(capacity, prefix).fleet(FLEET, self)));
+      fleet.add(open(store.server().config(capacity, prefix).fleet(FLEET, self)));
     }
     List<BlockKey> all = keys(30, 3);
     for (BlockKey key : all) {
@@ -175,7 +161,7 @@ class FleetEvictionTest {
     tiers.clear();
     List<S3Tier> left = new ArrayList<>();
     for (String self : two) {
-      S3Tier t = open(server.config(capacity, prefix).fleet(two, self));
+      S3Tier t = open(store.server().config(capacity, prefix).fleet(two, self));
       assertThat(t.listNow()).isTrue();
       left.add(t);
     }

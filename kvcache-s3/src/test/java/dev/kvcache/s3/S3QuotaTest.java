@@ -9,6 +9,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.spi.TierPolicies;
 import dev.kvcache.spi.TierSettings;
@@ -19,10 +20,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
@@ -35,20 +34,7 @@ class S3QuotaTest {
   private static final int BLOCK = 32 << 10;
   private static final Namespace FLOOD = Namespace.of("m", "bf16", "tp0of1", "flood");
   private static final Namespace KEPT = Namespace.of("m", "bf16", "tp0of1", "kept");
-  private static InProcessS3 server;
-  private static S3AsyncClient bucket;
-
-  @BeforeAll
-  static void startStore() throws Exception {
-    server = new InProcessS3();
-    bucket = server.client();
-  }
-
-  @AfterAll
-  static void stopStore() throws Exception {
-    bucket.close();
-    server.close();
-  }
+  @RegisterExtension static final S3Store store = new S3Store();
 
   private static List<BlockKey> keys(Namespace ns, int n) {
     return IntStream.range(0, n)
@@ -58,7 +44,7 @@ class S3QuotaTest {
   /** The block objects of {@code ns}'s folder in the bucket under {@code prefix}. */
   private static List<String> objects(String prefix, Namespace ns) {
     String folder = prefix + ObjectNames.folder(ns).id() + "/";
-    return bucket.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(folder)).join()
+    return store.bucket().listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(folder)).join()
         .contents().stream().map(S3Object::key).filter(n -> !n.endsWith("namespace.json"))
         .toList();
   }
@@ -66,7 +52,7 @@ class S3QuotaTest {
   @Test
   void aNamespaceFloodingTheBucketAtTenTimesItsQuotaDeletesOnlyItsOwnObjects() throws Exception {
     String prefix = "quota-flood/";
-    try (S3Tier tier = S3Tier.open(server.config(20L * BLOCK, prefix).quota(FLOOD, 4L * BLOCK)
+    try (S3Tier tier = S3Tier.open(store.server().config(20L * BLOCK, prefix).quota(FLOOD, 4L * BLOCK)
         .listInterval(Duration.ZERO).build())) {
       List<BlockKey> kept = keys(KEPT, 12);
       for (BlockKey key : kept) {
@@ -91,7 +77,7 @@ class S3QuotaTest {
     MasterKeys keys = MasterKeys.parse("1:" + java.util.Base64.getEncoder()
         .encodeToString(new byte[32]));
     assertThatThrownBy(() -> new S3TierFactory().open(TierSettings.of(Map.of("bucket",
-        InProcessS3.BUCKET, "capacity", "1GiB", "endpoint", server.endpoint().toString())),
+        InProcessS3.BUCKET, "capacity", "1GiB", "endpoint", store.server().endpoint().toString())),
         1 << 20, new TierPolicies(Map.of(), keys, Set.of(KEPT))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("the object tier does not seal blocks yet")
@@ -100,12 +86,12 @@ class S3QuotaTest {
 
   @Test
   void quotasThatLeaveNothingToTheOthersAreRefused() {
-    assertThatThrownBy(() -> server.config(8L * BLOCK).quota(FLOOD, 4L * BLOCK)
+    assertThatThrownBy(() -> store.server().config(8L * BLOCK).quota(FLOOD, 4L * BLOCK)
         .quota(KEPT, 4L * BLOCK).build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("quotas take " + 8L * BLOCK)
         .hasMessageContaining("must leave some to the namespaces without a quota");
-    assertThatThrownBy(() -> server.config(8L * BLOCK).quota(FLOOD, 0))
+    assertThatThrownBy(() -> store.server().config(8L * BLOCK).quota(FLOOD, 0))
         .hasMessageContaining("must be positive");
   }
 }

@@ -11,6 +11,7 @@ import dev.kvcache.s3.internal.Download;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.ObjectTags;
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.testkit.Payloads;
 import dev.kvcache.testkit.RecordingTags;
 import java.nio.ByteBuffer;
@@ -19,14 +20,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * Tags ({@link dev.kvcache.spi.BlockTags}) kept with the objects: the tag a tier's listener gives a block goes
@@ -38,20 +37,7 @@ class S3TagsTest {
 
   private static final int BLOCK = 64 << 10;
   private static final Namespace NS = Namespace.of("tags-test", "bf16", "tp0of1");
-  private static InProcessS3 server;
-  private static S3AsyncClient bucket;
-
-  @BeforeAll
-  static void startStore() throws Exception {
-    server = new InProcessS3();
-    bucket = server.client();
-  }
-
-  @AfterAll
-  static void stopStore() throws Exception {
-    bucket.close();
-    server.close();
-  }
+  @RegisterExtension static final S3Store store = new S3Store();
 
   private final List<S3Tier> tiers = new ArrayList<>();
 
@@ -61,7 +47,7 @@ class S3TagsTest {
   }
 
   private S3Tier open(String prefix, RecordingTags tags) throws java.io.IOException {
-    S3Tier tier = S3Tier.open(server.config(64L << 20, prefix).build());
+    S3Tier tier = S3Tier.open(store.server().config(64L << 20, prefix).build());
     tiers.add(tier);
     tier.listen(tags);
     return tier;
@@ -118,7 +104,7 @@ class S3TagsTest {
       int crc = dev.kvcache.spi.Crc32c.of(block.duplicate());
       // the first object's tag was kept for another block; the second's is whole
       String tag = ObjectTags.encode(key == keys.get(0) ? keys.get(1) : key, utf8("mine"));
-      bucket.putObject(b -> b.bucket(InProcessS3.BUCKET)
+      store.bucket().putObject(b -> b.bucket(InProcessS3.BUCKET)
               .key(names.block(ObjectNames.folder(key), key))
               .metadata(Map.of(Download.CRC_METADATA, String.format("%08x", crc),
                   ObjectTags.METADATA, tag)),
@@ -129,7 +115,7 @@ class S3TagsTest {
     assertThat(tags.told()).containsExactly("s3 " + keys.get(1).toHex() + " mine");
 
     // the metadata as the store keeps it
-    assertThat(bucket.getObject(b -> b.bucket(InProcessS3.BUCKET)
+    assertThat(store.bucket().getObject(b -> b.bucket(InProcessS3.BUCKET)
             .key(names.block(ObjectNames.folder(keys.get(1)), keys.get(1))),
         AsyncResponseTransformer.toBytes()).join().response().metadata())
         .containsKey(ObjectTags.METADATA);

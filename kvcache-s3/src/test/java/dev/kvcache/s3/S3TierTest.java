@@ -12,6 +12,7 @@ import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.testkit.InProcessS3;
+import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.s3.testkit.RcloneS3;
 import dev.kvcache.spi.BlockListener;
 import dev.kvcache.testkit.Payloads;
@@ -24,14 +25,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
@@ -41,20 +40,7 @@ class S3TierTest {
 
   private static final int BLOCK = 64 << 10;
   private static final Namespace LLAMA = Namespace.of("llama-3.1-8b", "bf16", "tp0of1", "team-a");
-  private static InProcessS3 server;
-  private static S3AsyncClient bucket;
-
-  @BeforeAll
-  static void startStore() throws Exception {
-    server = new InProcessS3();
-    bucket = server.client();
-  }
-
-  @AfterAll
-  static void stopStore() throws Exception {
-    bucket.close();
-    server.close();
-  }
+  @RegisterExtension static final S3Store store = new S3Store();
 
   private S3Tier first;
   private S3Tier second;
@@ -74,7 +60,7 @@ class S3TierTest {
   }
 
   private static List<String> names(String prefix) {
-    return bucket.listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
+    return store.bucket().listObjectsV2(b -> b.bucket(InProcessS3.BUCKET).prefix(prefix)).join()
         .contents().stream().map(S3Object::key).sorted().toList();
   }
 
@@ -85,7 +71,7 @@ class S3TierTest {
 
   @Test
   void objectsAreNamedByNamespaceAndKeyAndTheFolderDescribesItsNamespace() throws Exception {
-    S3TierConfig config = server.config(64L << 20).build();
+    S3TierConfig config = store.server().config(64L << 20).build();
     first = S3Tier.open(config);
     BlockKey key = prompt(1, 1).get(0);
     assertThat(first.put(key, Payloads.of(key, 1, BLOCK))).isEqualTo(PutStatus.STORED);
@@ -97,20 +83,20 @@ class S3TierTest {
     assertThat(folder).matches(java.util.regex.Pattern.quote(config.prefix()) + "[0-9a-f]{16}/");
     assertThat(names).contains(folder + "namespace.json");
 
-    String descriptor = new String(bucket.getObject(b -> b.bucket(InProcessS3.BUCKET)
+    String descriptor = new String(store.bucket().getObject(b -> b.bucket(InProcessS3.BUCKET)
         .key(folder + "namespace.json"),
         AsyncResponseTransformer.toBytes()).join().asByteArray(), StandardCharsets.UTF_8);
     assertThat(descriptor).contains("\"model\" : \"llama-3.1-8b\"", "\"dtype\" : \"bf16\"",
         "\"layout\" : \"tp0of1\"", "\"tenant\" : \"team-a\"", "kvcache-s3/1");
 
-    GetObjectResponse head = bucket.getObject(b -> b.bucket(InProcessS3.BUCKET).key(blockName),
+    GetObjectResponse head = store.bucket().getObject(b -> b.bucket(InProcessS3.BUCKET).key(blockName),
         AsyncResponseTransformer.toBytes()).join().response();
     assertThat(head.metadata()).containsKey("kvcache-crc32c");
   }
 
   @Test
   void anotherServerFindsTheBlocksByLookupAndAfterListing() throws Exception {
-    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO)
+    S3TierConfig config = store.server().config(64L << 20).listInterval(Duration.ZERO)
         .lookupBudget(Duration.ofSeconds(5)).build(); // this test is about finding, not budgets
     first = S3Tier.open(config);
     List<BlockKey> keys = prompt(6, 2);
@@ -137,7 +123,7 @@ class S3TierTest {
 
   @Test
   void aPinDownloadsNothingUntilReadAndADamagedOrDeletedBlockReadsAsAMiss() throws Exception {
-    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO)
+    S3TierConfig config = store.server().config(64L << 20).listInterval(Duration.ZERO)
         .lookupBudget(Duration.ofSeconds(5)).build();
     first = S3Tier.open(config);
     List<BlockKey> keys = prompt(5, 7);
@@ -156,12 +142,12 @@ class S3TierTest {
       assertThat(second.s3Stats().bytesDownloaded()).isEqualTo(BLOCK);
 
       String damagedName = objectName(config.prefix(), keys.get(2));
-      GetObjectResponse stored = bucket.getObject(
+      GetObjectResponse stored = store.bucket().getObject(
           b -> b.bucket(InProcessS3.BUCKET).key(damagedName),
           AsyncResponseTransformer.toBytes()).join().response();
       ByteBuffer damaged = Payloads.of(keys.get(2), 6, BLOCK);
       damaged.put(77, (byte) (damaged.get(77) ^ 0x01));
-      bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(damagedName)
+      store.bucket().putObject(b -> b.bucket(InProcessS3.BUCKET).key(damagedName)
           .metadata(stored.metadata()), AsyncRequestBody.fromByteBuffer(damaged)).join();
       assertThat(pin.getInto(2, dst.clear())).as("damaged since it was pinned")
           .isEqualTo(GetStatus.MISS);
@@ -171,7 +157,7 @@ class S3TierTest {
       assertThat(second.s3Stats().damagedBlocks()).isEqualTo(1);
 
       String gone = objectName(config.prefix(), keys.get(3));
-      bucket.deleteObject(b -> b.bucket(InProcessS3.BUCKET).key(gone)).join();
+      store.bucket().deleteObject(b -> b.bucket(InProcessS3.BUCKET).key(gone)).join();
       assertThat(pin.getInto(3, dst.clear())).as("deleted since it was pinned")
           .isEqualTo(GetStatus.MISS);
       long[] seen = new long[1];
@@ -184,17 +170,17 @@ class S3TierTest {
 
   @Test
   void aDamagedObjectIsAMissIsCountedAndIsDeleted() throws Exception {
-    S3TierConfig config = server.config(64L << 20).build();
+    S3TierConfig config = store.server().config(64L << 20).build();
     first = S3Tier.open(config);
     BlockKey key = prompt(1, 3).get(0);
     first.put(key, Payloads.of(key, 5, BLOCK));
     String name = objectName(config.prefix(), key);
     // the same length and metadata, one byte changed: as a disk's bit rot would leave it
-    GetObjectResponse stored = bucket.getObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
+    GetObjectResponse stored = store.bucket().getObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
         AsyncResponseTransformer.toBytes()).join().response();
     ByteBuffer damaged = Payloads.of(key, 5, BLOCK);
     damaged.put(1000, (byte) (damaged.get(1000) ^ 0x10));
-    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(name).metadata(stored.metadata()),
+    store.bucket().putObject(b -> b.bucket(InProcessS3.BUCKET).key(name).metadata(stored.metadata()),
         AsyncRequestBody.fromByteBuffer(damaged)).join();
 
     ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
@@ -235,12 +221,12 @@ class S3TierTest {
 
   @Test
   void anObjectWithoutAChecksumIsNeverServed() throws Exception {
-    S3TierConfig config = server.config(64L << 20).build();
+    S3TierConfig config = store.server().config(64L << 20).build();
     first = S3Tier.open(config);
     BlockKey key = prompt(1, 4).get(0);
     first.put(key, Payloads.of(key, 5, BLOCK));
     String name = objectName(config.prefix(), key);
-    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
+    store.bucket().putObject(b -> b.bucket(InProcessS3.BUCKET).key(name),
         AsyncRequestBody.fromByteBuffer(Payloads.of(key, 5, BLOCK))).join();
 
     assertThat(first.getInto(key, ByteBuffer.allocateDirect(BLOCK))).isEqualTo(GetStatus.MISS);
@@ -249,7 +235,7 @@ class S3TierTest {
 
   @Test
   void evictionKeepsTheBucketWithinCapacityByRecencyAboveAndHereWithBulkDeletes() throws Exception {
-    S3TierConfig config = server.config(8L * BLOCK).build();
+    S3TierConfig config = store.server().config(8L * BLOCK).build();
     first = S3Tier.open(config);
     List<BlockKey> keys = prompt(9, 5);
     for (int i = 0; i < 8; i++) {
@@ -283,7 +269,7 @@ class S3TierTest {
    */
   @Test
   void aListenerHearsWhatThisServerStoresAndDrops() throws Exception {
-    S3TierConfig config = server.config(4 * BLOCK + 1024).listInterval(Duration.ZERO).build();
+    S3TierConfig config = store.server().config(4 * BLOCK + 1024).listInterval(Duration.ZERO).build();
     first = S3Tier.open(config);
     second = S3Tier.open(config);
     Map<BlockKey, Integer> held = new ConcurrentHashMap<>(); // key -> stores minus removals
@@ -321,7 +307,7 @@ class S3TierTest {
     assertThat(held.get(deleted)).isZero();
 
     BlockKey damaged = keys.stream().filter(first::contains).findFirst().orElseThrow();
-    bucket.putObject(b -> b.bucket(InProcessS3.BUCKET).key(objectName(config.prefix(), damaged)),
+    store.bucket().putObject(b -> b.bucket(InProcessS3.BUCKET).key(objectName(config.prefix(), damaged)),
         AsyncRequestBody.fromBytes(new byte[BLOCK])).join(); // no checksum of the tier's
     assertThat(first.getInto(damaged, ByteBuffer.allocateDirect(BLOCK)))
         .isEqualTo(GetStatus.MISS);
@@ -336,7 +322,7 @@ class S3TierTest {
 
   @Test
   void aNamespaceIsDroppedWholeWhicheverServerWroteItsBlocks() throws Exception {
-    S3TierConfig config = server.config(64L << 20).listInterval(Duration.ZERO).build();
+    S3TierConfig config = store.server().config(64L << 20).listInterval(Duration.ZERO).build();
     first = S3Tier.open(config);
     second = S3Tier.open(config);
     Namespace other = Namespace.of("qwen-2.5-7b", "bf16", "tp0of1", "team-a");
@@ -371,11 +357,11 @@ class S3TierTest {
 
   @Test
   void aStoreThatStopsAnsweringGivesMissesAndNotStoredThenRecovers() throws Exception {
-    S3TierConfig config = server.config(64L << 20).requestTimeout(Duration.ofSeconds(2)).build();
+    S3TierConfig config = store.server().config(64L << 20).requestTimeout(Duration.ofSeconds(2)).build();
     first = S3Tier.open(config);
     List<BlockKey> keys = prompt(3, 6);
     first.put(keys.get(0), Payloads.of(keys.get(0), 1, BLOCK));
-    server.stop();
+    store.server().stop();
     try {
       ByteBuffer dst = ByteBuffer.allocateDirect(BLOCK);
       assertThat(first.getInto(keys.get(0), dst)).isEqualTo(GetStatus.MISS);
@@ -387,7 +373,7 @@ class S3TierTest {
       assertThat(first.health().problems().get(0)).contains("object store");
       assertThat(first.s3Stats().notStored()).isEqualTo(1);
     } finally {
-      server.restart();
+      store.server().restart();
     }
     long deadline = System.nanoTime() + 60_000_000_000L;
     PutStatus status = PutStatus.NOT_ADMITTED;
