@@ -470,7 +470,7 @@ public final class DiskTier extends AbstractTier {
     if (seals != null) {
       visitor.counter("kvcache.seal.failures", "sealed blocks that did not open (their tag failed,"
           + " their namespace's salt or their master key is gone), read as misses and dropped",
-          seals::failures);
+          seals::failures, "tier", name());
     }
     visitor.counter("kvcache.scrub.bytes", "bytes of block records the disk tier's background"
         + " scrub checked against their checksums", () -> diskStats().scrubbedBytes());

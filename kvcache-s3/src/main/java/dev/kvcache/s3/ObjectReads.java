@@ -16,6 +16,7 @@ import dev.kvcache.s3.internal.StoreState;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.TierCounters;
+import dev.kvcache.seal.Sealer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,6 +61,8 @@ final class ObjectReads {
   private final Consumer<List<Entry>> evict;
   private final Consumer<BlockKey> gone;
   private final BiConsumer<BlockKey, Map<String, String>> readTag;
+  /** The sealed namespaces' salts; null if none is sealed. */
+  private final ObjectSeals seals;
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
   /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
@@ -75,8 +78,10 @@ final class ObjectReads {
   ObjectReads(S3TierConfig config, S3AsyncClient s3, ObjectNames names, ObjectIndex index,
       StoreState store, Requests requests, DeleteQueue deletes, TierCounters counters,
       LoadRate loadRate, StoreFailure storeFailed, Consumer<List<Entry>> evict,
-      Consumer<BlockKey> gone, BiConsumer<BlockKey, Map<String, String>> readTag) {
+      Consumer<BlockKey> gone, BiConsumer<BlockKey, Map<String, String>> readTag,
+      ObjectSeals seals) {
     this.readTag = readTag;
+    this.seals = seals;
     this.config = config;
     this.s3 = s3;
     this.names = names;
@@ -103,20 +108,20 @@ final class ObjectReads {
 
   /** As {@link S3Tier#get}. */
   BlockLease get(BlockKey key) {
-    Download d = download(key, null, true);
+    Fetched d = download(key, null, true);
     if (d == null || d.outcome() != Download.Outcome.INTACT) {
       return BlockLease.miss(key);
     }
-    return new BufferLease(key, d.bytes(), OptionalInt.of(d.crc32c()), counters);
+    return new BufferLease(key, d.bytes(), d.crc32c(), counters);
   }
 
   /** As {@link S3Tier#getInto}, {@code dst} writable. */
   GetStatus getInto(BlockKey key, ByteBuffer dst) {
     Entry known = index.peek(key);
-    if (known != null && known.length() > dst.remaining()) {
+    if (known != null && blockLength(known) > dst.remaining()) {
       return GetStatus.BUFFER_TOO_SMALL;
     }
-    Download d = download(key, dst, true);
+    Fetched d = download(key, dst, true);
     if (d == null) {
       return GetStatus.MISS;
     }
@@ -126,7 +131,7 @@ final class ObjectReads {
   /** A pinned block read, counted as the pin was; a miss if it is gone or changed in length. */
   GetStatus readPinned(BlockKey key, ByteBuffer dst) {
     int start = dst.position();
-    Download d = download(key, dst, false);
+    Fetched d = download(key, dst, false);
     if (d == null || d.outcome() != Download.Outcome.INTACT) {
       dst.position(start);
       return GetStatus.MISS;
@@ -150,12 +155,12 @@ final class ObjectReads {
             pending[ahead] = startDownload(keys.get(ahead), null, true, false, true);
           }
         }
-        Download d = pending[i].finish();
+        Fetched d = pending[i].finish();
         pending[i] = null;
         boolean hit = d != null && d.outcome() == Download.Outcome.INTACT;
-        bytes += hit ? d.length() : 0;
+        bytes += hit ? d.bytes().remaining() : 0;
         leases.add(hit
-            ? new BufferLease(keys.get(i), d.bytes(), OptionalInt.of(d.crc32c()), counters)
+            ? new BufferLease(keys.get(i), d.bytes(), d.crc32c(), counters)
             : BlockLease.miss(keys.get(i)));
       }
       long nanos = System.nanoTime() - start;
@@ -182,7 +187,7 @@ final class ObjectReads {
    * {@link Download.Outcome#TOO_LARGE}; null for a miss, with {@code dst} as it was. A read the
    * caller counted already ({@code counted} false) counts no hit or miss.
    */
-  private Download download(BlockKey key, ByteBuffer dst, boolean counted) {
+  private Fetched download(BlockKey key, ByteBuffer dst, boolean counted) {
     return startDownload(key, dst, counted, true, true).finish();
   }
 
@@ -203,20 +208,23 @@ final class ObjectReads {
       count(counted, GetStatus.MISS);
       return PendingDownload.NONE;
     }
+    boolean sealing = seals != null && seals.seals(folder);
     GetObjectRequest request = GetObjectRequest.builder()
         .bucket(config.bucket())
         .key(name)
         // the stored checksum comes back in the answer's headers; the tier checks it itself
         .overrideConfiguration(o -> o.putHeader("x-amz-checksum-mode", "ENABLED"))
         .build();
-    Download d = new Download(dst, config.maxBlockBytes());
+    // a sealed object is downloaded whole, and opened into the destination once its tag holds
+    Download d = sealing ? new Download(null, Sealer.sealedLength(config.maxBlockBytes()))
+        : new Download(dst, config.maxBlockBytes());
     CompletableFuture<Download> answer = s3.getObject(request, d);
     return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted,
         timed, again, d, answer, start));
   }
 
   /** Waits for a download {@link #startDownload} sent and checks it, as {@link #download} does. */
-  private Download finishDownload(BlockKey key, Entry known, Folder folder, String name,
+  private Fetched finishDownload(BlockKey key, Entry known, Folder folder, String name,
       ByteBuffer dst, boolean counted, boolean timed, boolean again, Download d,
       CompletableFuture<Download> answer, long start) {
     try {
@@ -242,16 +250,23 @@ final class ObjectReads {
     switch (d.outcome()) {
       case INTACT -> {
         int length = d.length();
+        if (known == null) {
+          evict.accept(index.add(key, folder, length));
+        }
+        Fetched fetched = seals != null && seals.seals(folder)
+            || ObjectSeals.sealedObject(d.metadata()) ? open(key, folder, name, d, dst)
+            : new Fetched(Download.Outcome.INTACT, d.bytes(), OptionalInt.of(d.crc32c()));
+        if (fetched == null || fetched.outcome() == Download.Outcome.TOO_LARGE) {
+          count(counted, GetStatus.MISS);
+          return fetched;
+        }
         if (timed) {
           loadRate.record(length, System.nanoTime() - start);
         }
         bytesDownloaded.add(length);
-        if (known == null) {
-          evict.accept(index.add(key, folder, length));
-        }
         readTag.accept(key, d.metadata());
         count(counted, GetStatus.HIT);
-        return d;
+        return fetched;
       }
       case DAMAGED -> {
         d.abandon();
@@ -260,7 +275,7 @@ final class ObjectReads {
       case TOO_LARGE -> {
         d.abandon();
         if (dst != null) {
-          return d;
+          return new Fetched(Download.Outcome.TOO_LARGE, null, OptionalInt.empty());
         }
       }
     }
@@ -268,12 +283,57 @@ final class ObjectReads {
     return null;
   }
 
+  /**
+   * Opens the sealed object {@code d} holds into {@code dst} (or a buffer of its own if null): the
+   * block, {@link Download.Outcome#TOO_LARGE} if {@code dst} has too little room, or null if it
+   * does not open (an object sealed for a namespace that is not sealed here, or whose salt or
+   * master key is gone, or whose tag fails), which is counted and let go of by the index; the
+   * object itself stays, as another server may hold the keys to it.
+   */
+  private Fetched open(BlockKey key, Folder folder, String name, Download d, ByteBuffer dst) {
+    ByteBuffer sealed = d.bytes();
+    int length = Sealer.openedLength(sealed.remaining());
+    if (dst != null && length > dst.remaining()) {
+      return new Fetched(Download.Outcome.TOO_LARGE, null, OptionalInt.empty());
+    }
+    Sealer sealer = seals != null && seals.seals(folder) && ObjectSeals.sealedObject(d.metadata())
+        ? seals.forRead(folder) : null;
+    ByteBuffer out = dst != null ? dst : ByteBuffer.allocateDirect(Math.max(length, 0));
+    if (sealer != null && length >= 0 && sealer.open(key, sealed, out)) {
+      return new Fetched(Download.Outcome.INTACT, dst != null ? dst : out.flip(),
+          OptionalInt.empty());
+    }
+    d.abandon(); // an object marked sealed in a namespace that is not, downloaded into dst
+    if (index.remove(key) != null) {
+      gone.accept(key);
+    }
+    if (seals != null) {
+      seals.failed();
+    }
+    log.debug("block {}: the object {} does not open ({})", key, name, sealer == null
+        ? "not sealed as its namespace is here, or no salt" : "its tag fails");
+    return null;
+  }
+
+  /** The length of the block an indexed object holds: less a sealed one's overhead. */
+  int blockLength(Entry known) {
+    return seals != null && seals.seals(known.folder())
+        ? Math.max(0, Sealer.openedLength(known.length())) : known.length();
+  }
+
+  /**
+   * A block downloaded and checked: its outcome, and for an intact one its bytes (position to
+   * limit for a buffer of its own; the destination advanced past it otherwise) and the CRC32C
+   * they were checked against, if they are what was stored.
+   */
+  private record Fetched(Download.Outcome outcome, ByteBuffer bytes, OptionalInt crc32c) {}
+
   /** A download under way: {@link #finish} waits for it and checks it. */
-  private record PendingDownload(Download download, Supplier<Download> finisher) {
+  private record PendingDownload(Download download, Supplier<Fetched> finisher) {
     /** No download: a miss. */
     static final PendingDownload NONE = new PendingDownload(null, () -> null);
 
-    Download finish() {
+    Fetched finish() {
       return finisher.get();
     }
 

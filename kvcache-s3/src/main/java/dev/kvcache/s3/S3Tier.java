@@ -10,7 +10,6 @@ import dev.kvcache.Namespace;
 import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.DeleteQueue;
-import dev.kvcache.s3.internal.Download;
 import dev.kvcache.s3.internal.Fleet;
 import dev.kvcache.s3.internal.FleetLookup;
 import dev.kvcache.s3.internal.FolderDrop;
@@ -22,7 +21,6 @@ import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.internal.ObjectTags;
-import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreState;
 import dev.kvcache.spi.AbstractTier;
@@ -42,19 +40,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
-import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * A tier of blocks in an S3-compatible object store (AWS S3, Ceph RGW, SeaweedFS, Versity, MinIO):
@@ -89,6 +83,11 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * one probe, the pause doubling while probes fail ({@link #health()} says so). A delete the store
  * refuses is tried again later and given up after a few tries, without a pause.
  *
+ * <p><b>Sealed namespaces.</b> The objects of namespaces sealed at rest ({@link
+ * S3TierConfig.Builder#sealing}) hold their blocks sealed with AES-256-GCM, under a key derived
+ * from the master keys and the namespace's salt, an object of its folder ({@link #shred} deletes
+ * it, and with it every way to open them).
+ *
  * <p><b>Puts never delete.</b> A key names its block's content, so a put of a key the bucket
  * holds keeps the object other servers read ({@link #supersede}); only a delete, an eviction by
  * the object's owner, a damaged read or a dropped namespace removes it.
@@ -116,11 +115,11 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   private final ObjectReads reads;
   private final ScheduledExecutorService listing;
   private final LoadRate loadRate = new LoadRate();
-  private final LongAdder bytesUploaded = new LongAdder();
-  private final LongAdder notStored = new LongAdder();
+  private final ObjectSeals seals;
+  private final ObjectUploads uploads;
   private volatile boolean closed;
 
-  private S3Tier(S3TierConfig config, S3Clients client) {
+  private S3Tier(S3TierConfig config, S3Clients client, Duration saltRecheck) {
     this.config = config;
     this.client = client;
     this.s3 = client.s3();
@@ -135,8 +134,12 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
         fleet.find().orElse(Fleet.UNKNOWN), quotas);
     this.deletes = new DeleteQueue(s3, config.bucket(), store, requests, this::storeFailed);
     this.folders = new Folders(s3, config.bucket(), names, requests, this::storeFailed);
+    this.seals = config.sealed().isEmpty() ? null : new ObjectSeals(s3, config.bucket(), names,
+        requests, this::storeFailed, config.masterKeys(), config.sealed(), saltRecheck);
+    this.uploads = new ObjectUploads(config.bucket(), s3, names, store, requests, deletes,
+        folders, seals, this::storeFailed);
     this.reads = new ObjectReads(config, s3, names, index, store, requests, deletes, counters(),
-        loadRate, this::storeFailed, this::evict, this::removed, this::readTag);
+        loadRate, this::storeFailed, this::evict, this::removed, this::readTag, seals);
     this.lister = new Lister(s3, config.bucket(), names, folders, index, requests,
         this::storeFailed, reads::goingAway, deletes, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
@@ -155,8 +158,13 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
    * @throws IOException if the TLS settings cannot be read
    */
   public static S3Tier open(S3TierConfig config) throws IOException {
+    return open(config, ObjectSeals.RECHECK);
+  }
+
+  /** As {@link #open(S3TierConfig)}, with sealed namespaces' salts read again this often. */
+  static S3Tier open(S3TierConfig config, Duration saltRecheck) throws IOException {
     Objects.requireNonNull(config, "config");
-    S3Tier tier = new S3Tier(config, S3Clients.of(config));
+    S3Tier tier = new S3Tier(config, S3Clients.of(config), saltRecheck);
     tier.listing.scheduleWithFixedDelay(tier.index::applyUses, 1, 1, TimeUnit.SECONDS);
     if (tier.fleet.changes()) {
       tier.listing.scheduleWithFixedDelay(tier::findFleet, FLEET_LOOKUP.toMillis(),
@@ -233,24 +241,14 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
 
   @Override
   protected PutStatus store(BlockKey key, ByteBuffer src) {
-    return upload(key, src.duplicate(), Crc32c.of(src));
+    // a sealed block's object is checksummed once sealed
+    return upload(key, src.duplicate(),
+        uploads.seals(ObjectNames.folder(key)) ? 0 : Crc32c.of(src));
   }
 
   @Override
   protected BlockWriter openWriter(BlockKey key, int length) {
     return new S3Writer(this, key, length);
-  }
-
-  /**
-   * The user metadata of block {@code key}'s object: its CRC32C, and the tag the listener gives it
-   * ({@link BlockTags}), if it has one short enough to keep ({@link ObjectTags}).
-   */
-  private Map<String, String> metadata(BlockKey key, int crc32c) {
-    String crc = String.format("%08x", crc32c);
-    byte[] tag = tagOf(key);
-    String kept = tag == null ? null : ObjectTags.encode(key, tag);
-    return kept == null ? Map.of(Download.CRC_METADATA, crc)
-        : Map.of(Download.CRC_METADATA, crc, ObjectTags.METADATA, kept);
   }
 
   /**
@@ -274,48 +272,12 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
    */
   PutStatus upload(BlockKey key, ByteBuffer body, int crc32c) {
     ensureOpen();
-    long admitted = System.nanoTime();
-    if (!store.available(admitted)) {
-      notStored.increment();
-      return PutStatus.NOT_ADMITTED;
-    }
     Folder folder = ObjectNames.folder(key);
-    folders.describe(folder);
-    String name = names.block(folder, key);
     Entry old = index.peek(key);
-    try {
-      deletes.makeWay(name);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      store.abandoned(System.nanoTime());
-      notStored.increment();
+    int length = uploads.upload(key, folder, body, crc32c, tagOf(key));
+    if (length < 0) {
       return PutStatus.NOT_ADMITTED;
     }
-    int length = body.remaining();
-    PutObjectRequest request = PutObjectRequest.builder()
-        .bucket(config.bucket())
-        .key(name)
-        .contentLength((long) length)
-        .contentType("application/octet-stream")
-        .checksumCRC32C(Crc32c.toBase64(crc32c))
-        .metadata(metadata(key, crc32c))
-        .build();
-    long start = System.nanoTime();
-    try {
-      s3.putObject(request, AsyncRequestBody.fromRemainingByteBufferUnsafe(body)).join();
-      requests.sent(Op.PUT, System.nanoTime() - start);
-      store.succeeded();
-    } catch (CompletionException e) {
-      requests.sent(Op.PUT, System.nanoTime() - start);
-      if (storeFailed(e.getCause(), admitted)) {
-        requests.failed(Op.PUT);
-      } else {
-        log.warn("the object store refused block {}: {}", key, e.getCause().toString());
-      }
-      notStored.increment();
-      return PutStatus.NOT_ADMITTED;
-    }
-    bytesUploaded.add(length);
     if (old != null && !old.folder().id().equals(folder.id())) {
       deletes.delete(names.block(old.folder(), key)); // the key's copy under another name
     }
@@ -364,7 +326,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     int[] lengths = new int[found];
     int n = 0;
     for (Entry known; n < found && (known = index.use(keys.get(n))) != null; n++) {
-      lengths[n] = known.length(); // a key a lookup found by HEAD is known unless the index is full
+      lengths[n] = reads.blockLength(known); // a key found by HEAD is known unless the index is full
     }
     counters().hits(n);
     if (n < keys.size()) {
@@ -483,14 +445,19 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
           + " (divide by kvcache_s3_requests for the mean)",
           () -> requests.seconds().getOrDefault(op, 0.0), "op", op);
     }
-    visitor.counter("kvcache.s3.bytes", "block bytes moved", bytesUploaded::sum,
+    if (seals != null) {
+      visitor.counter("kvcache.seal.failures", "sealed blocks that did not open (their tag failed,"
+          + " their namespace's salt or their master key is gone), read as misses and dropped",
+          seals::failures, "tier", name());
+    }
+    visitor.counter("kvcache.s3.bytes", "block bytes moved", uploads::bytesUploaded,
         "direction", "up");
     visitor.counter("kvcache.s3.bytes", "block bytes moved", reads::bytesDownloaded,
         "direction", "down");
     visitor.counter("kvcache.s3.damaged.blocks", "objects whose bytes did not match their"
         + " checksum: refused and deleted", reads::damagedBlocks);
     visitor.counter("kvcache.s3.puts.not.stored", "uploads not stored because the store failed"
-        + " or the tier was backing off", notStored::sum);
+        + " or the tier was backing off", uploads::notStored);
     visitor.counter("kvcache.s3.objects.deleted", "objects deleted (evicted, deleted, damaged)",
         deletes::deleted);
     visitor.counter("kvcache.s3.listings", "complete listings of the bucket", lister::listings);
@@ -522,7 +489,8 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   /** What the tier has asked of the store, and how it fared. */
   public S3Stats s3Stats() {
     return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
-        bytesUploaded.sum(), reads.bytesDownloaded(), reads.damagedBlocks(), notStored.sum(),
+        uploads.bytesUploaded(), reads.bytesDownloaded(), reads.damagedBlocks(),
+        uploads.notStored(),
         deletes.deleted(), deletes.backlog(), deletes.refused(), deletes.abandoned(),
         store.pauses(), store.paused(), lister.listings(), lister.lastSeconds(),
         lister.lastObjects(), lister.lastHeldPeak(), index.fleet().members().size(),
@@ -559,8 +527,8 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   }
 
   /**
-   * Drops a namespace's blocks from the bucket whole: every object in its folder, whichever server
-   * wrote it, and its descriptor. The deletes go out in bulk behind the call ({@link
+   * Drops a namespace's blocks from the bucket whole: a sealed namespace's salt first ({@link
+   * #shred}), then every object in its folder, whichever server wrote it, and its descriptor. The deletes go out in bulk behind the call ({@link
    * #awaitDeletes}). Other servers' indexes let go of the objects at their next listing; until
    * then, a read of one there is a miss. Copies in the tiers above (RAM, disk) are not this tier's,
    * and blocks stored into the namespace while it is being dropped may or may not survive.
@@ -574,6 +542,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     Objects.requireNonNull(namespace, "namespace");
     ensureOpen();
     Folder folder = ObjectNames.folder(namespace);
+    shred(namespace);
     long blocks = FolderDrop.drop(s3, config.bucket(), names, folder, deletes, requests,
         this::storeFailed);
     List<BlockKey> known = index.removeFolder(folder.id());
@@ -582,6 +551,25 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     log.info("namespace {} dropped from the bucket: {} blocks ({} known to this server)",
         namespace, blocks, known.size());
     return blocks;
+  }
+
+  /**
+   * Destroys a sealed namespace's salt in the bucket: no object sealed under it opens again, on
+   * this server at once and on the fleet's others within a minute, before any of its objects is
+   * deleted; a later sealed put makes a new salt. Nothing happens for a namespace not sealed.
+   *
+   * @return whether there was a salt
+   * @throws IllegalStateException if the store failed to delete it
+   */
+  public boolean shred(Namespace namespace) {
+    Objects.requireNonNull(namespace, "namespace");
+    ensureOpen();
+    return seals != null && seals.seals(ObjectNames.folder(namespace)) && seals.shred(namespace);
+  }
+
+  /** Sealed objects that did not open (their tag failed, their salt or key is gone). */
+  public long sealFailures() {
+    return seals == null ? 0 : seals.failures();
   }
 
   /**

@@ -1,14 +1,23 @@
 package dev.kvcache.s3;
 
+import static dev.kvcache.s3.SettingChecks.hostAndPort;
+import static dev.kvcache.s3.SettingChecks.plainHttpRisk;
+import static dev.kvcache.s3.SettingChecks.requirePositive;
+import static dev.kvcache.s3.SettingChecks.requireText;
+
 import dev.kvcache.Namespace;
+import dev.kvcache.seal.MasterKeys;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Settings of an {@link S3Tier}, validated by {@link Builder#build()}.
@@ -88,6 +97,8 @@ public final class S3TierConfig {
   private final String fleetDns;
   private final String fleetSelf;
   private final Map<Namespace, Long> quotas;
+  private final MasterKeys masterKeys;
+  private final Set<Namespace> sealed;
 
   private S3TierConfig(Builder b) {
     this.bucket = b.bucket;
@@ -112,6 +123,18 @@ public final class S3TierConfig {
     this.fleetDns = b.fleetDns;
     this.fleetSelf = b.fleetSelf;
     this.quotas = Map.copyOf(b.quotas);
+    this.masterKeys = b.masterKeys;
+    this.sealed = Set.copyOf(b.sealed);
+  }
+
+  /** The master keys sealed namespaces' objects are sealed under; null if none is sealed. */
+  public MasterKeys masterKeys() {
+    return masterKeys;
+  }
+
+  /** The namespaces whose objects are sealed ({@link Builder#sealing}); none by default. */
+  public Set<Namespace> sealed() {
+    return sealed;
   }
 
   /**
@@ -155,6 +178,8 @@ public final class S3TierConfig {
     b.fleetDns = fleetDns;
     b.fleetSelf = fleetSelf;
     b.quotas.putAll(quotas);
+    b.masterKeys = masterKeys;
+    b.sealed.addAll(sealed);
     return b;
   }
 
@@ -315,6 +340,8 @@ public final class S3TierConfig {
     private int maxBlockBytes;
     private HttpClient httpClient = HttpClient.NETTY;
     private final Map<Namespace, Long> quotas = new LinkedHashMap<>();
+    private MasterKeys masterKeys;
+    private final Set<Namespace> sealed = new LinkedHashSet<>();
 
     private Builder(String bucket, long capacityBytes) {
       Objects.requireNonNull(bucket, "bucket");
@@ -469,6 +496,21 @@ public final class S3TierConfig {
       return this;
     }
 
+    /**
+     * Seals the objects of {@code namespaces} with AES-256-GCM under a key per namespace derived
+     * from {@code masterKeys} and the namespace's salt, an object of its folder that every server
+     * of the fleet shares ({@code dev.kvcache.seal.Sealer}): the bucket holds none of their bytes
+     * as they were. The servers of a fleet must be given the same master keys and sealed
+     * namespaces. A sealed namespace reads only objects sealed for it, and another reads none that
+     * is sealed: an object that does not open is a miss, counted, never other bytes. None by
+     * default.
+     */
+    public Builder sealing(MasterKeys masterKeys, Collection<Namespace> namespaces) {
+      this.masterKeys = Objects.requireNonNull(masterKeys, "masterKeys");
+      this.sealed.addAll(namespaces);
+      return this;
+    }
+
     /** The most objects the presence index holds; one million by default. */
     public Builder indexEntries(int entries) {
       if (entries < 1) {
@@ -568,62 +610,6 @@ public final class S3TierConfig {
             + " bytes) exceeds the object tier's capacity (" + capacityBytes + " bytes)");
       }
       return new S3TierConfig(this);
-    }
-
-    /**
-     * What a plain {@code http://} endpoint on another host risks, to be followed by where that
-     * is acceptable; empty for an {@code https} or loopback endpoint, or none.
-     */
-    static Optional<String> plainHttpRisk(URI endpoint) {
-      if (endpoint == null || !"http".equals(endpoint.getScheme())
-          || loopback(endpoint.getHost())) {
-        return Optional.empty();
-      }
-      return Optional.of(endpoint + " is plain HTTP to another host: whoever sits on the link can"
-          + " read the blocks and change them in flight (a CRC32C detects accidents, not an"
-          + " attacker); use https, or allow plain HTTP");
-    }
-
-    /** Whether a host name or literal address is this host's loopback, without a DNS lookup. */
-    private static boolean loopback(String host) {
-      String h = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
-      return h.equalsIgnoreCase("localhost") || h.matches("127(\\.\\d{1,3}){3}")
-          || h.equals("::1") || h.equals("0:0:0:0:0:0:0:1");
-    }
-
-    private static String hostAndPort(String what, String value) {
-      Objects.requireNonNull(value, what);
-      String v = value.strip();
-      int colon = v.lastIndexOf(':');
-      int port = -1;
-      if (colon > 0) {
-        try {
-          port = Integer.parseInt(v.substring(colon + 1));
-        } catch (NumberFormatException e) {
-          port = -1;
-        }
-      }
-      if (port < 1 || port > 65535) {
-        throw new IllegalArgumentException("the " + what + " must be host:port, got '" + value
-            + "'");
-      }
-      return v;
-    }
-
-    private static String requireText(String what, String value) {
-      Objects.requireNonNull(value, what);
-      if (value.isBlank()) {
-        throw new IllegalArgumentException("the " + what + " must not be blank");
-      }
-      return value;
-    }
-
-    private static Duration requirePositive(String what, Duration d) {
-      Objects.requireNonNull(d, what);
-      if (d.isZero() || d.isNegative()) {
-        throw new IllegalArgumentException("the " + what + " must be positive, got " + d);
-      }
-      return d;
     }
   }
 }

@@ -37,25 +37,21 @@ public final class S3TierFactory implements TierFactory {
   }
 
   /**
-   * Opens the tier with quotas per namespace ({@link S3TierConfig.Builder#quota}).
-   *
-   * @throws IllegalArgumentException also if namespaces are to be sealed: the object tier does not
-   *     seal blocks yet, and would upload theirs as they are
+   * Opens the tier with quotas per namespace ({@link S3TierConfig.Builder#quota}) and sealed
+   * namespaces ({@link S3TierConfig.Builder#sealing}).
    */
   @Override
   public Tier open(TierSettings settings, int maxBlockBytes, TierPolicies policies)
       throws IOException {
-    if (!policies.sealed().isEmpty()) {
-      throw new IllegalArgumentException("the object tier does not seal blocks yet, and "
-          + policies.sealed() + " are to be sealed at rest: their blocks would reach the bucket"
-          + " as they are");
-    }
     Map<Namespace, Long> quotas = policies.quotas();
     String bucket = settings.string("bucket");
     long capacity = settings.bytes("capacity");
     S3TierConfig.Builder b = settings.checked(() -> S3TierConfig.builder(bucket, capacity),
         capacity <= 0 ? "capacity" : "bucket");
     quotas.forEach(b::quota);
+    if (!policies.sealed().isEmpty()) {
+      b.sealing(policies.masterKeys(), policies.sealed());
+    }
     b.maxBlockBytes(maxBlockBytes);
     String endpoint = settings.string("endpoint", "");
     boolean plainHttp = settings.bool("allow-plain-http", false);
@@ -70,7 +66,7 @@ public final class S3TierFactory implements TierFactory {
             "setting '" + settings.name("endpoint") + "': " + e.getMessage(), e);
       }
       if (!plainHttp) {
-        S3TierConfig.Builder.plainHttpRisk(uri).ifPresent(risk -> {
+        SettingChecks.plainHttpRisk(uri).ifPresent(risk -> {
           throw new IllegalArgumentException("setting '" + settings.name("endpoint") + "': "
               + risk + " ('" + settings.name("allow-plain-http") + "' = true) for a store on a"
               + " network you trust");

@@ -10,15 +10,10 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.s3.internal.ObjectNames;
 import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.testkit.S3Store;
-import dev.kvcache.seal.MasterKeys;
-import dev.kvcache.spi.TierPolicies;
-import dev.kvcache.spi.TierSettings;
 import dev.kvcache.testkit.Payloads;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -70,18 +65,6 @@ class S3QuotaTest {
         assertThat(Payloads.verify(key, dst.flip())).isEqualTo(1);
       }
     }
-  }
-
-  @Test
-  void aSealedNamespaceIsRefusedByTheObjectTierWhichWouldStoreItsBlocksAsTheyAre() {
-    MasterKeys keys = MasterKeys.parse("1:" + java.util.Base64.getEncoder()
-        .encodeToString(new byte[32]));
-    assertThatThrownBy(() -> new S3TierFactory().open(TierSettings.of(Map.of("bucket",
-        InProcessS3.BUCKET, "capacity", "1GiB", "endpoint", store.server().endpoint().toString())),
-        1 << 20, new TierPolicies(Map.of(), keys, Set.of(KEPT))))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("the object tier does not seal blocks yet")
-        .hasMessageContaining("would reach the bucket as they are");
   }
 
   @Test

@@ -5,14 +5,18 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.kvcache.KvCache;
+import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.server.cache.CacheSettings;
 import dev.kvcache.server.cache.NamespaceQuotas;
+import dev.kvcache.server.cache.SealedNamespaces;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
 import dev.kvcache.tiered.KvCacheConfig;
 import dev.kvcache.tiered.StackedTierConfig;
 import java.nio.file.Path;
+import java.util.Base64;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -67,13 +71,19 @@ class CacheSettingsTest {
     dev.kvcache.Namespace team = dev.kvcache.Namespace.of("m", "bf16", "tp0of1", "team");
     KvCacheConfig quoted = settings(s -> s.setS3(Map.of("bucket", "kvc", "capacity", "1GiB")))
         .toConfig(new NamespaceQuotas(Map.of(team, 8L << 20), Map.of(team, 128L << 20),
-            Map.of(team, 256L << 20)));
+            Map.of(team, 256L << 20)), SealedNamespaces.NONE);
     assertThat(quoted.ramQuotas()).containsEntry(team, 8L << 20);
     assertThat(quoted.quotas("disk")).containsEntry(team, 128L << 20);
     assertThat(quoted.quotas("s3")).containsEntry(team, 256L << 20);
     assertThatThrownBy(() -> settings(s -> { }).toConfig(new NamespaceQuotas(Map.of(), Map.of(),
-        Map.of(team, 1L << 20))))
+        Map.of(team, 1L << 20)), SealedNamespaces.NONE))
         .hasMessageContaining("settings 'kvcache.quotas.*.object-bytes' need an object tier");
+    SealedNamespaces sealed = new SealedNamespaces(
+        MasterKeys.parse("1:" + Base64.getEncoder().encodeToString(new byte[32])), Set.of(team));
+    assertThat(settings(s -> { }).toConfig(NamespaceQuotas.NONE, sealed).sealed())
+        .containsExactly(team);
+    assertThatThrownBy(() -> settings(s -> s.setDiskDir("")).toConfig(NamespaceQuotas.NONE,
+        sealed)).hasMessageContaining("'kvcache.sealing.namespaces' need a tier below RAM");
 
     KvCacheConfig ramOnly = settings(s -> s.setDiskDir("")).toConfig();
     assertThat(ramOnly.lower()).isEmpty();

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code docs/metrics.md} lists what {@code /prometheus} exports, no more and no less: every
  * metric family, its type and its labels, and when it is there. A server with RAM alone exports
  * the rows marked {@code always}; one with a disk tier, an object tier below it, {@code
- * kvcache.tokens-per-block}, quotas and KV events exports every row.
+ * kvcache.tokens-per-block}, quotas, a sealed namespace and KV events exports every row.
  */
 class MetricsDocTest {
 
@@ -32,7 +32,7 @@ class MetricsDocTest {
   /** When a row's metric is there: the doc's last column. */
   private static final Set<String> WHEN =
       Set.of("always", "lower tier", "disk tier", "object tier", "tokens-per-block", "KV events",
-          "quotas");
+          "quotas", "sealing");
   private static final Pattern ROW = Pattern.compile(
       "^\\| `([a-z0-9_]+\\*?)` \\| (counter|gauge|summary) \\|([^|]*)\\|[^|]+\\|([^|]+)\\|$");
   private static final Pattern TYPE = Pattern.compile("^# TYPE ([a-z0-9_]+) ([a-z]+)$");
@@ -141,6 +141,9 @@ class MetricsDocTest {
       all.put("kvcache.tokens-per-block", "default=16");
       all.put("kvcache.events.endpoint", "tcp://127.0.0.1:*");
       all.put("kvcache.quotas.default.ram-bytes", "16MiB");
+      all.put("kvcache.sealing.namespaces", "other");
+      all.put("kvcache.sealing.master-keys",
+          "1:" + java.util.Base64.getEncoder().encodeToString(new byte[32]));
       Map<String, Family> full;
       try (TestServer server = TestServer.start(dir.resolve("full"), all)) {
         exercise(server);

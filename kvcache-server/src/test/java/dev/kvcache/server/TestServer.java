@@ -109,6 +109,12 @@ public final class TestServer implements AutoCloseable {
    * once it says where it listens.
    */
   public static TestServer startChild(Map<String, String> settings) throws IOException {
+    return startChild(settings, Map.of());
+  }
+
+  /** As {@link #startChild(Map)}, with these variables added to the child's environment. */
+  public static TestServer startChild(Map<String, String> settings, Map<String, String> env)
+      throws IOException {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> command = new ArrayList<>(List.of(java, "-Xmx256m"));
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -121,8 +127,10 @@ public final class TestServer implements AutoCloseable {
         "-Dmicronaut.server.port=-1"));
     settings.forEach((name, value) -> command.add("-D" + name + "=" + value));
     command.add(KvCacheServer.class.getName());
-    Process process = new ProcessBuilder(command)
-        .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    ProcessBuilder builder = new ProcessBuilder(command)
+        .redirectError(ProcessBuilder.Redirect.DISCARD);
+    builder.environment().putAll(env);
+    Process process = builder.start();
     try {
       return new TestServer(null, process, listening(process));
     } catch (IOException | RuntimeException | Error e) {

@@ -14,8 +14,9 @@ import java.io.UncheckedIOException;
 public class CacheFactory {
 
   @Singleton
-  KvCacheConfig cacheConfig(CacheSettings settings, NamespaceQuotas quotas) {
-    return settings.toConfig(quotas);
+  KvCacheConfig cacheConfig(CacheSettings settings, NamespaceQuotas quotas,
+      SealedNamespaces sealed) {
+    return settings.toConfig(quotas, sealed);
   }
 
   /** Opened with the server, not on first use, so a bad setting stops the start. */

@@ -59,15 +59,16 @@ public class CacheSettings {
    * @throws IllegalArgumentException naming the setting
    */
   public KvCacheConfig toConfig() {
-    return toConfig(NamespaceQuotas.NONE);
+    return toConfig(NamespaceQuotas.NONE, SealedNamespaces.NONE);
   }
 
   /**
-   * As {@link #toConfig()}, with these namespaces' quotas ({@code kvcache.quotas.*}).
+   * As {@link #toConfig()}, with these namespaces' quotas ({@code kvcache.quotas.*}) and these
+   * namespaces sealed at rest ({@code kvcache.sealing.*}).
    *
    * @throws IllegalArgumentException naming the setting
    */
-  public KvCacheConfig toConfig(NamespaceQuotas quotas) {
+  public KvCacheConfig toConfig(NamespaceQuotas quotas, SealedNamespaces sealed) {
     Map<Namespace, Long> ramQuotas = quotas.ram();
     Map<String, String> own = new LinkedHashMap<>();
     own.put("ram-bytes", ramBytes);
@@ -123,6 +124,14 @@ public class CacheSettings {
           + " tier ('" + PREFIX + "s3.bucket')");
     }
     quotas.objects().forEach((ns, bytes) -> b.quota("s3", ns, bytes));
+    if (!sealed.namespaces().isEmpty()) {
+      if (!disk && !objects.has("bucket")) {
+        throw new IllegalArgumentException("settings 'kvcache.sealing.namespaces' need a tier"
+            + " below RAM ('" + PREFIX + "disk-dir' or '" + PREFIX + "s3.bucket'): RAM keeps"
+            + " blocks as they are");
+      }
+      b.sealing(sealed.masterKeys(), sealed.namespaces());
+    }
     s.requireAllRead();
     return s.checked(b::config, "max-block-bytes", "ram-bytes");
   }
