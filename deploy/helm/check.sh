@@ -157,6 +157,14 @@ server:
   quotas:
     llama-8b: {objectBytes: 2TiB}
 EOF
+cat > "$work/values/sealing.yaml" <<'EOF'
+# one namespace sealed at rest on the disk and in the bucket, its master keys in a Secret
+server:
+  namespaces: [llama-8b, qwen-72b]
+sealing:
+  namespaces: [llama-8b]
+  existingSecret: kvcache-master-keys
+EOF
 cases=(
   "default:"
   "statefulset:$examples/statefulset.yaml"
@@ -168,6 +176,7 @@ cases=(
   "kv-events:$examples/statefulset.yaml,$work/values/kv-events.yaml"
   "quotas:$examples/statefulset.yaml,$work/values/quotas.yaml"
   "quotas-bucket:$examples/object-tier.yaml,$work/values/quotas-bucket.yaml"
+  "sealing:$examples/object-tier.yaml,$work/values/sealing.yaml"
 )
 
 "$py" "$checker" readme "$chart/values.yaml" "$chart/README.md" || die "the values table of README.md"
@@ -236,6 +245,10 @@ refuse "a quota for a namespace not served" "server.quotas: the namespace \"othe
   --set server.quotas.other.ramBytes=1GiB
 refuse "RAM quotas that leave no RAM to the others" "must leave some of memory.ramBytes" \
   --set server.quotas.default.ramBytes=4GiB
+refuse "a sealed namespace not served" "sealing.namespaces: the namespace \"other\" is not one of" \
+  --set 'sealing.namespaces={other}' --set sealing.existingSecret=keys
+refuse "sealing without master keys" "give sealing.existingSecret" \
+  --set 'sealing.namespaces={default}'
 refuse "disk quotas that leave no disk to the others" "must leave some of disk.capacity" \
   --set disk.enabled=true --set server.quotas.default.diskBytes=100GiB
 refuse "a disk quota without a disk tier" "a disk quota needs the disk tier" \

@@ -237,6 +237,26 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
                     f"server.quotas.{ns}.{key} is {q.get(key)!r}, but the configuration's "
                     f"kvcache.quotas.{ns}.{name} is {got.get(name)!r}")
 
+    # sealing: the namespaces as the values give them, the master keys a mounted Secret's file
+    sealing = values.get("sealing") or {}
+    if sealing.get("namespaces"):
+        got = kv.get("sealing", {})
+        f.check(got.get("namespaces") == sealing["namespaces"],
+                f"sealing.namespaces is {sealing['namespaces']!r}, but the configuration's "
+                f"kvcache.sealing.namespaces is {got.get('namespaces')!r}")
+        keys = str(got.get("master-keys-file", ""))
+        mounted = [m for p, m in mounts.items() if keys.startswith(p.rstrip("/") + "/")]
+        secret = volumes.get(mounted[0]["name"], {}).get("secret", {}) if mounted else {}
+        f.check(secret.get("secretName") == sealing.get("existingSecret")
+                and any(i.get("key") == sealing.get("existingSecretKey", "master-keys")
+                        and keys.endswith("/" + i.get("path", ""))
+                        for i in secret.get("items", [])),
+                f"kvcache.sealing.master-keys-file {keys!r} is not the file of Secret "
+                f"{sealing.get('existingSecret')!r} mounted")
+        f.check("master-keys" not in got, "the master keys are written in the ConfigMap")
+    else:
+        f.check("sealing" not in kv, "kvcache.sealing is set without sealing.namespaces")
+
     # secrets come from Secrets: placeholders in the file, secretKeyRef in the environment
     for name, t in tokens.items():
         f.check(re.fullmatch(r"\$\{[A-Z0-9_]+\}", str(t.get("secret"))),

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the plots package beside this file
 
 from plots import (checksums, clients, codec, disk_tier, engines, object_tier,  # noqa: E402
-                   puts_under_pressure, ram_tier, server, tiered_cache, traces)
+                   puts_under_pressure, ram_tier, sealing, server, tiered_cache, traces)
 from plots.common import load, size_label  # noqa: E402
 
 
@@ -34,6 +34,7 @@ def main():
     disk_tier.cold_read_tables(rows, results_dir, out, img)
     disk_tier.disk_writer_table(rows, out, img)
     disk_tier.seam_tables(results_dir, out, img)
+    sealing.sealing_tables(rows, results_dir, out, img)
     puts_under_pressure.put_path_tables(results_dir, out, img)
     tiered_cache.tiered_tables(rows, out, img)
     tiered_cache.durability_tables(rows, out, img)

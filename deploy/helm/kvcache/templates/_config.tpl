@@ -63,6 +63,9 @@ that come from Secrets. server.config is merged last.
 {{- end }}
 {{- $_ := set $kvcache "quotas" $quotas }}
 {{- end }}
+{{- if $v.sealing.namespaces }}
+{{- $_ := set $kvcache "sealing" (dict "namespaces" $v.sealing.namespaces "master-keys-file" (printf "/etc/kvcache/sealing/%s" $v.sealing.existingSecretKey)) }}
+{{- end }}
 {{- if $v.auth.tokens }}
 {{- $tokens := dict }}
 {{- range $name, $t := $v.auth.tokens }}

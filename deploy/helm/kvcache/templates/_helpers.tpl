@@ -267,6 +267,17 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- if ge (int64 $quoted) (include "kvcache.mebibytes" (dict "value" $v.memory.ramBytes "what" "memory.ramBytes") | int64) }}
 {{- fail (printf "server.quotas: the RAM quotas (%d MiB in all) must leave some of memory.ramBytes (%s) to the other namespaces" (int64 $quoted) $v.memory.ramBytes) }}
 {{- end }}
+{{- range $ns := $v.sealing.namespaces }}
+{{- if not (has $ns $v.server.namespaces) }}
+{{- fail (printf "sealing.namespaces: the namespace %q is not one of server.namespaces %v" $ns $v.server.namespaces) }}
+{{- end }}
+{{- end }}
+{{- if and $v.sealing.namespaces (not $v.sealing.existingSecret) }}
+{{- fail "sealing.namespaces: give sealing.existingSecret, a Secret of yours holding the master keys as id:base64 entries (kubectl create secret generic kvcache-master-keys --from-literal=master-keys=1:$(openssl rand -base64 32))" }}
+{{- end }}
+{{- if and $v.sealing.namespaces (not $v.disk.enabled) (not $v.objectTier.enabled) }}
+{{- fail "sealing.namespaces: sealing needs the disk tier or the object tier: RAM keeps blocks as they are" }}
+{{- end }}
 {{- if $v.tls.enabled }}
 {{- if and (not $v.tls.existingSecret) (not $v.tls.keystoreBase64) }}
 {{- fail "tls.enabled: give tls.existingSecret (a Secret with a PKCS12 key store) or tls.keystoreBase64 and tls.password" }}

@@ -193,6 +193,11 @@ spec:
           mountPath: /etc/kvcache/s3-ca
           readOnly: true
         {{- end }}
+        {{- if $v.sealing.namespaces }}
+        - name: master-keys
+          mountPath: /etc/kvcache/sealing
+          readOnly: true
+        {{- end }}
         {{- if and $daemon $v.daemonset.sharedMemory.enabled }}
         - name: shm
           mountPath: /dev/shm
@@ -231,6 +236,15 @@ spec:
         items:
           - key: {{ $v.objectTier.ca.key }}
             path: ca.pem
+    {{- end }}
+    {{- if $v.sealing.namespaces }}
+    - name: master-keys
+      secret:
+        secretName: {{ $v.sealing.existingSecret }}
+        defaultMode: 0400
+        items:
+          - key: {{ $v.sealing.existingSecretKey }}
+            path: {{ $v.sealing.existingSecretKey }}
     {{- end }}
     {{- if and $daemon $v.daemonset.sharedMemory.enabled }}
     # the node's /dev/shm, mounted at the same path in the engines' pods

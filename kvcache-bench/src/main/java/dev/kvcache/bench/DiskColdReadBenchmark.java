@@ -3,6 +3,7 @@ package dev.kvcache.bench;
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
+import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
@@ -18,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import dev.kvcache.seal.MasterKeys;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -85,6 +87,18 @@ public class DiskColdReadBenchmark {
   @Param({"true"})
   public boolean directReads;
 
+  /**
+   * Whether the blocks' namespace is sealed at rest (AES-256-GCM, {@code dev.kvcache.seal.Sealer}):
+   * its records are read through the mapping and opened into the destination.
+   */
+  @Param({"false"})
+  public boolean sealed;
+
+  /** The blocks' namespace. */
+  private static final Namespace NS = Namespace.of("bench", "bf16", "tp0of1", "disk");
+  /** A master key for the sealed runs: 32 bytes of 7, base64. */
+  private static final String MASTER_KEY = "1:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
   /** Blocks per {@code getAll} of {@code leaseAllBatched}. */
   private static final int BATCH = 16;
 
@@ -108,9 +122,13 @@ public class DiskColdReadBenchmark {
   private long measuredBytes;
 
   private DiskTierConfig config() {
-    return DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
+    DiskTierConfig.Builder b = DiskTierConfig.builder(base.resolve("tier"), 2 * workingSetBytes)
         .maxBlockBytes(blockSizeBytes).minFreeBytes(0).syncPolicy(SyncPolicy.NONE)
-        .scrubBytesPerSecond(0).directReads(directReads).build();
+        .scrubBytesPerSecond(0).directReads(directReads);
+    if (sealed) {
+      b.sealing(MasterKeys.parse(MASTER_KEY), List.of(NS));
+    }
+    return b.build();
   }
 
   @Setup(Level.Trial)
@@ -132,7 +150,7 @@ public class DiskColdReadBenchmark {
     try (DiskTier filling = DiskTier.open(config())) {
       for (int i = 0; i < blocks; i++) {
         src.putInt(0, i);
-        if (filling.put(BlockKey.of(2, i), src) != PutStatus.STORED) {
+        if (filling.put(BlockKey.of(NS, 2, i), src) != PutStatus.STORED) {
           throw new IllegalStateException("put " + i + " was not stored");
         }
         ByteBuffer b = src.duplicate();
@@ -206,7 +224,7 @@ public class DiskColdReadBenchmark {
     long cpu = OS.getProcessCpuTime();
     int hits = 0;
     for (int i : readOrder) {
-      if (tier.getInto(BlockKey.of(2, i), dst.clear()) == GetStatus.HIT) {
+      if (tier.getInto(BlockKey.of(NS, 2, i), dst.clear()) == GetStatus.HIT) {
         hits++;
       }
     }
@@ -225,7 +243,7 @@ public class DiskColdReadBenchmark {
     for (int from = 0; from < readOrder.length; from += BATCH) {
       batch.clear();
       for (int i = from; i < Math.min(readOrder.length, from + BATCH); i++) {
-        batch.add(BlockKey.of(2, readOrder[i]));
+        batch.add(BlockKey.of(NS, 2, readOrder[i]));
       }
       List<BlockLease> leases = tier.getAll(batch);
       try {
@@ -301,8 +319,8 @@ public class DiskColdReadBenchmark {
     if (out != null && measuredBytes > 0) {
       Files.writeString(Path.of(out), String.format(Locale.ROOT,
           "{\"benchmark\":\"%s\",\"blockBytes\":%d,\"order\":\"%s\",\"directReads\":%b,"
-              + "\"cpuSeconds\":%.4f,\"bytes\":%d,\"cpuSecondsPerGiB\":%.4f}%n", benchmark,
-          blockSizeBytes, order, directReads,
+              + "\"sealed\":%b,\"cpuSeconds\":%.4f,\"bytes\":%d,\"cpuSecondsPerGiB\":%.4f}%n",
+          benchmark, blockSizeBytes, order, directReads, sealed,
           cpuNanos / 1e9, measuredBytes, cpuNanos / 1e9 / (measuredBytes / (double) (1L << 30))),
           StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }

@@ -15,6 +15,7 @@ import dev.kvcache.spi.AbstractBlockWriter;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.NamespaceRemoval;
 import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
@@ -68,7 +69,7 @@ import org.slf4j.LoggerFactory;
  * index's entry and its hash table slot; measured in {@code docs/ram-tier.md}. The allocator's
  * own bookkeeping is per 4 KiB of capacity, not per block.
  */
-public final class RamTier extends AbstractTier {
+public final class RamTier extends AbstractTier implements NamespaceRemoval {
 
   private static final Logger log = LoggerFactory.getLogger(RamTier.class);
 
@@ -521,6 +522,26 @@ public final class RamTier extends AbstractTier {
         }
       }
     }
+  }
+
+  /** RAM keeps blocks as they are: it has no salt to destroy. */
+  @Override
+  public boolean shredNamespace(Namespace namespace) {
+    return false;
+  }
+
+  /** Removes the namespace's blocks; leases still open keep their memory until closed. */
+  @Override
+  public Map<String, Long> removeNamespace(Namespace namespace) {
+    Objects.requireNonNull(namespace, "namespace");
+    ensureOpen();
+    long removed = 0;
+    for (BlockKey key : index.keys()) {
+      if (namespace.equals(key.namespace().orElse(null)) && remove(key)) {
+        removed++;
+      }
+    }
+    return Map.of(name(), removed);
   }
 
   /**

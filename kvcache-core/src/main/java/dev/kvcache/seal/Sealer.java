@@ -57,6 +57,7 @@ public final class Sealer {
   private static final ThreadLocal<SecureRandom> RANDOM = ThreadLocal.withInitial(SecureRandom::new);
   private static final ThreadLocal<Cipher> CIPHERS = ThreadLocal.withInitial(Sealer::newCipher);
 
+  private final Provider provider;
   private final MasterKeys masters;
   private final Namespace namespace;
   private final byte[] digest;
@@ -69,6 +70,12 @@ public final class Sealer {
    * @throws IllegalArgumentException if the salt is not {@value #SALT_BYTES} bytes
    */
   public Sealer(MasterKeys masters, Namespace namespace, byte[] salt) {
+    this(masters, namespace, salt, PROVIDER);
+  }
+
+  /** As the public constructor, with AES-GCM through {@code provider} (null: the JDK's). */
+  Sealer(MasterKeys masters, Namespace namespace, byte[] salt, Provider provider) {
+    this.provider = provider;
     this.masters = Objects.requireNonNull(masters, "masters");
     this.namespace = Objects.requireNonNull(namespace, "namespace");
     if (salt.length != SALT_BYTES) {
@@ -122,7 +129,7 @@ public final class Sealer {
     RANDOM.get().nextBytes(nonce);
     dst.put((byte) id).put(nonce);
     try {
-      Cipher c = CIPHERS.get();
+      Cipher c = cipher();
       c.init(Cipher.ENCRYPT_MODE, derivedKey(id), new GCMParameterSpec(TAG_BYTES * 8, nonce));
       c.updateAAD(associatedData(key, id));
       c.doFinal(block, dst);
@@ -157,7 +164,7 @@ public final class Sealer {
     sealed.get(start + KEY_ID_BYTES, nonce);
     int out = dst.position();
     try {
-      Cipher c = CIPHERS.get();
+      Cipher c = cipher();
       c.init(Cipher.DECRYPT_MODE, k, new GCMParameterSpec(TAG_BYTES * 8, nonce));
       c.updateAAD(associatedData(key, id));
       ByteBuffer body = sealed.duplicate().position(start + KEY_ID_BYTES + NONCE_BYTES);
@@ -195,9 +202,18 @@ public final class Sealer {
     });
   }
 
+  /** This thread's cipher of this sealer's provider. */
+  private Cipher cipher() {
+    return provider == PROVIDER ? CIPHERS.get() : newCipher(provider);
+  }
+
   private static Cipher newCipher() {
+    return newCipher(PROVIDER);
+  }
+
+  private static Cipher newCipher(Provider provider) {
     try {
-      return PROVIDER != null ? Cipher.getInstance("AES/GCM/NoPadding", PROVIDER)
+      return provider != null ? Cipher.getInstance("AES/GCM/NoPadding", provider)
           : Cipher.getInstance("AES/GCM/NoPadding");
     } catch (GeneralSecurityException e) {
       throw new IllegalStateException("AES/GCM/NoPadding is missing from this JVM", e);
@@ -205,7 +221,7 @@ public final class Sealer {
   }
 
   /** Conscrypt's provider if it is on the class path and loads here; null otherwise. */
-  private static Provider fastestProvider() {
+  static Provider fastestProvider() {
     try {
       Class<?> conscrypt = Class.forName("org.conscrypt.Conscrypt");
       if (!(Boolean) conscrypt.getMethod("isAvailable").invoke(null)) {

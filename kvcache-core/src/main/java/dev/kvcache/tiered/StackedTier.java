@@ -12,6 +12,7 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.ForwardingBlockWriter;
+import dev.kvcache.spi.NamespaceRemoval;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import dev.kvcache.tiered.StackedTierConfig.Upload;
@@ -399,9 +400,16 @@ public final class StackedTier extends AbstractTier {
     return backing.listen(listener) || upperTells;
   }
 
-  /** The capability of the upper tier, or else of the backing one. */
+  /**
+   * The capability of the upper tier, or else of the backing one; a {@link NamespaceRemoval}
+   * covers both, the uploads under way included.
+   */
   @Override
   public <C> Optional<C> capability(Class<C> type) {
+    if (type == NamespaceRemoval.class) {
+      return StackRemoval.of(upper, () -> awaitUploads(StackRemoval.DRAIN.toMillis()), backing)
+          .map(type::cast);
+    }
     return upper.capability(type).or(() -> backing.capability(type));
   }
 

@@ -14,6 +14,7 @@ import dev.kvcache.ram.RamTierConfig;
 import dev.kvcache.spi.AbstractTier;
 import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.ChecksumMismatchException;
+import dev.kvcache.spi.NamespaceRemoval;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import java.nio.ByteBuffer;
@@ -375,9 +376,15 @@ public final class TieredCache extends AbstractTier {
     return ram.listen(listener);
   }
 
-  /** The capability of RAM, or else of the lower tier. */
+  /**
+   * The capability of RAM, or else of the lower tier; a {@link NamespaceRemoval} covers both, the
+   * blocks RAM is spilling included.
+   */
   @Override
   public <C> Optional<C> capability(Class<C> type) {
+    if (type == NamespaceRemoval.class) {
+      return StackRemoval.of(ram, () -> awaitSpills(StackRemoval.DRAIN), lower).map(type::cast);
+    }
     return ram.capability(type).or(() -> lower.capability(type));
   }
 

@@ -7,6 +7,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvcache.BlockKey;
 import dev.kvcache.Namespace;
 import java.nio.ByteBuffer;
+import java.security.Provider;
+import java.security.Security;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Base64;
@@ -129,6 +131,28 @@ class SealerTest {
     Sealer retired = new Sealer(MasterKeys.parse(key(2, 2)), NS, salt);
     assertThat(opened(retired, KEY, sealedOld)).as("once the old key is gone").isNull();
     assertThat(opened(retired, KEY, sealedNew)).isEqualTo(fresh);
+  }
+
+  @Test
+  void aBlockSealedThroughConscryptOpensThroughTheJdksProviderAndTheOtherWayRound() {
+    Provider conscrypt = Sealer.fastestProvider();
+    assertThat(conscrypt).as("Conscrypt loads here (Linux x86-64)").isNotNull();
+    assertThat(Sealer.providerName()).isEqualTo(conscrypt.getName());
+    Provider jdk = Security.getProvider("SunJCE");
+    MasterKeys keys = MasterKeys.parse(key(1, 1));
+    byte[] salt = Sealer.newSalt();
+    Sealer fast = new Sealer(keys, NS, salt, conscrypt);
+    Sealer own = new Sealer(keys, NS, salt, jdk);
+    for (int length : new int[] {0, 1, 4096, 3 << 20}) {
+      ByteBuffer block = block(length, length);
+      assertThat(opened(own, KEY, sealed(fast, KEY, block))).as("%d bytes", length)
+          .isEqualTo(block);
+      assertThat(opened(fast, KEY, sealed(own, KEY, block))).as("%d bytes", length)
+          .isEqualTo(block);
+      ByteBuffer flipped = sealed(fast, KEY, block);
+      flipped.put(flipped.limit() - 1, (byte) (flipped.get(flipped.limit() - 1) ^ 1));
+      assertThat(opened(own, KEY, flipped)).as("a flipped tag, %d bytes", length).isNull();
+    }
   }
 
   @Test

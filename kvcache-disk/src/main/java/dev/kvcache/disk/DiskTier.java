@@ -21,10 +21,12 @@ import dev.kvcache.spi.BlockEvictionListener;
 import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.LoadRate;
+import dev.kvcache.spi.NamespaceRemoval;
 import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -82,7 +84,7 @@ import org.slf4j.LoggerFactory;
  * evict) and {@code Compactor} (reclamation), over a {@link dev.kvcache.disk.device.StorageDevice} that
  * every file operation goes through.
  */
-public final class DiskTier extends AbstractTier {
+public final class DiskTier extends AbstractTier implements NamespaceRemoval {
 
   private static final Logger log = LoggerFactory.getLogger(DiskTier.class);
 
@@ -336,6 +338,43 @@ public final class DiskTier extends AbstractTier {
   public boolean shred(Namespace namespace) throws IOException {
     space.requireOpen();
     return seals != null && seals.shred(namespace);
+  }
+
+  /** As {@link #shred}, the error unchecked. */
+  @Override
+  public boolean shredNamespace(Namespace namespace) {
+    try {
+      return shred(namespace);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot delete the salt of " + namespace + ": " + e, e);
+    }
+  }
+
+  /**
+   * Shreds the namespace ({@link #shred}), then removes each of its blocks from the index, as a
+   * delete does: the records' bytes stay in their files until their super-blocks are reclaimed.
+   */
+  @Override
+  public Map<String, Long> removeNamespace(Namespace namespace) {
+    shredNamespace(namespace);
+    long removed = 0;
+    for (Map.Entry<BlockKey, Location> e : index.entries()) {
+      SuperBlock sb = superBlocks.get(e.getValue().superBlockId);
+      if (sb == null || !sb.pin()) {
+        continue; // dropped meanwhile
+      }
+      long tag;
+      try {
+        tag = Records.namespaceTag(sb, e.getValue());
+      } finally {
+        sb.unpin();
+      }
+      if (tag == namespace.tag() && delete(e.getKey())) {
+        removed++;
+      }
+    }
+    log.info("removed namespace {} from the disk tier in {}: {} blocks", namespace, dir, removed);
+    return Map.of(name(), removed);
   }
 
   /** Sealed blocks that did not open and were dropped: their tag failed, or their salt is gone. */

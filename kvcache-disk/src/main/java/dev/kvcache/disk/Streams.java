@@ -24,7 +24,8 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * pass its quota drops its own oldest. A stream that needs room under the capacity takes it from
  * the shared stream's oldest: the shared stream borrows what the quotas leave unused, and gives it
  * back when a quota's namespace needs it. It never takes a quota's super-block, unless that
- * quota's stream is over its quota (lowered since it was written).
+ * quota's stream is over its quota (lowered since it was written), nor the shared stream's
+ * while it holds no more than the quotas leave it.
  */
 final class Streams {
 
@@ -33,6 +34,8 @@ final class Streams {
 
   /** The disk quotas by their namespaces' tags. */
   private final Map<Long, Long> quotas = new HashMap<>();
+  /** The bytes of the capacity the quotas leave the shared stream. */
+  private final long sharedShare;
   /** The super-block each stream reserves records in, by owner; null while it has none. */
   private final Map<Long, SuperBlock> actives = new ConcurrentHashMap<>();
   /** The tier's live super-blocks by id, oldest first. */
@@ -43,6 +46,8 @@ final class Streams {
     for (Map.Entry<Namespace, Long> q : config.quotas().entrySet()) {
       quotas.put(q.getKey().tag(), q.getValue());
     }
+    this.sharedShare = config.capacityBytes()
+        - quotas.values().stream().mapToLong(Long::longValue).sum();
   }
 
   /**
@@ -96,16 +101,19 @@ final class Streams {
   /**
    * Which super-block to drop so that {@code stream} can start one of {@code size}: past its
    * quota, its own oldest; otherwise (for room under the capacity or above the free-space floor)
-   * the shared stream's oldest, then the oldest of a quota's stream that is over its quota, and
-   * last, for a quota's stream, its own oldest; null if there is none such.
+   * the shared stream's oldest (for a quota's stream, only while the shared one holds more than
+   * the quotas leave it: what it borrowed), then the oldest of a quota's stream that is over its
+   * quota, and last, for a quota's stream, its own oldest; null if there is none such. A quota's
+   * stream short of room for another reason (dropped super-blocks whose files readers still hold,
+   * the metadata, a file system filled by others) recycles its own, never the others' blocks.
    */
   SuperBlock victimFor(long stream, long size) {
     if (overQuota(stream, size)) {
       return oldestOf(stream);
     }
     SuperBlock shared = oldestOf(SHARED);
-    if (shared != null) {
-      return shared;
+    if (shared != null && (stream == SHARED || bytes(SHARED) > sharedShare)) {
+      return shared; // its own, or what it borrowed of the quotas' room
     }
     SuperBlock over = oldestOverQuota();
     return over != null || stream == SHARED ? over : oldestOf(stream);
@@ -114,9 +122,12 @@ final class Streams {
   /**
    * The super-block background reclamation should free next: the oldest of a quota's stream
    * whose next super-block of {@code size} would pass its quota (so that a quota holds all but
-   * its last super-block of blocks, where the capacity keeps two free ahead of the writers); else, if the files take more than the
-   * {@code capacity} less two super-blocks ({@code used}), the one {@link #victimFor} would give
-   * the shared stream; null if no stream is that close to its limit.
+   * its last super-block of blocks, where the capacity keeps two free ahead of the writers);
+   * else, if the files take more than the {@code capacity} less two super-blocks ({@code used},
+   * without dropped super-blocks that readers still hold),
+   * the shared stream's oldest if the files beside the quotas' take more than the quotas leave
+   * less two super-blocks, or a quota's stream's over its quota; null if no stream is that close
+   * to its limit.
    */
   SuperBlock pressed(long used, long capacity, long size) {
     for (Map.Entry<Long, Long> q : quotas.entrySet()) {
@@ -130,8 +141,12 @@ final class Streams {
     if (used <= capacity - 2 * size) {
       return null;
     }
+    long quoted = 0;
+    for (Long q : quotas.keySet()) {
+      quoted += bytes(q);
+    }
     SuperBlock shared = oldestOf(SHARED);
-    return shared != null ? shared : oldestOverQuota();
+    return shared != null && used - quoted > sharedShare - 2 * size ? shared : oldestOverQuota();
   }
 
   /** The oldest sealed super-block of {@code stream}; null if it has none. */

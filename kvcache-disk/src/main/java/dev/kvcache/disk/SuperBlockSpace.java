@@ -341,7 +341,15 @@ final class SuperBlockSpace {
    * no stream is near its limit.
    */
   SuperBlock pressed() {
-    return streams.pressed(usedBytes(), config.capacityBytes(), config.superBlockBytes());
+    long retired = 0;
+    for (SuperBlock sb : retiring) {
+      if (!sb.isReleased()) {
+        retired += alignUp(sb.end(), PAGE);
+      }
+    }
+    // dropped super-blocks that readers still hold are freed by them, not by dropping more
+    return streams.pressed(usedBytes() - retired, config.capacityBytes(),
+        config.superBlockBytes());
   }
 
   /** Bytes the file system lacks for a new super-block of {@code size} above the floor. */

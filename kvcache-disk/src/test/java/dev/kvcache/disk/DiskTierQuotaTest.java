@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
 import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
@@ -11,6 +12,8 @@ import dev.kvcache.testkit.Payloads;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -117,6 +120,24 @@ class DiskTierQuotaTest {
       assertThat(tier.usedBytesOf(null)).as("without the quota, its super-blocks are shared")
           .isEqualTo(tier.usedBytesOf(FLOOD)).isPositive();
       assertThat(held(tier, KEPT, 0, 40)).isEqualTo(40);
+    }
+  }
+
+  @Test
+  void aFloodWhoseDroppedSuperBlocksReadersStillHoldNeverTakesAnothersRoom() throws IOException {
+    long quota = 4 * SUPER_BLOCK;
+    List<BlockLease> held = new ArrayList<>();
+    try (DiskTier tier = DiskTier.open(builder().quota(FLOOD, quota).build())) {
+      put(tier, KEPT, 0, 40);
+      for (int i = 0; i < 10 * quota / BLOCK; i++) {
+        BlockKey key = key(FLOOD, i);
+        if (tier.put(key, Payloads.of(key, 1, BLOCK)) == PutStatus.STORED) {
+          held.add(tier.get(key)); // keeps its super-block's file while it is dropped
+        }
+      }
+      assertThat(held(tier, KEPT, 0, 40)).as("the kept namespace's blocks").isEqualTo(40);
+    } finally {
+      held.forEach(BlockLease::close);
     }
   }
 

@@ -12,6 +12,8 @@ import dev.kvcache.KvCache;
 import dev.kvcache.Namespace;
 import dev.kvcache.PutStatus;
 import dev.kvcache.seal.MasterKeys;
+import dev.kvcache.spi.NamespaceRemoval;
+import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierSettings;
 import dev.kvcache.tiered.Durability;
 import dev.kvcache.tiered.KvCacheBuilder;
@@ -148,6 +150,45 @@ class DiskTierSealTest {
     assertThat(indexOf(files, java.util.Arrays.copyOfRange(plain, 5000, 5064))).isNotEqualTo(-1);
     try (DiskTier tier = open(masterKey(1))) {
       assertThat(holds(tier, key(SEALED, 0), block)).isTrue();
+    }
+  }
+
+  @Test
+  void aRemovedNamespaceIsGoneFromRamAndDiskItsSaltFirstAndTheOthersStay() throws Exception {
+    Map<String, String> disk = Map.of("dir", temp.resolve("tier").toString(), "capacity",
+        "64MiB", "min-free", "0B", "sync-policy", "none");
+    int blocks = 24; // 6 MiB through 4 MiB of RAM: some in RAM, some only on disk
+    try (Tier cache = KvCacheBuilder.newBuilder().ramBytes(4L << 20).maxBlockBytes(1 << 20)
+        .lower("disk", TierSettings.of(disk))
+        .sealing(MasterKeys.parse(masterKey(1)), List.of(SEALED)).build()) {
+      for (int i = 0; i < blocks; i++) {
+        assertThat(cache.put(key(SEALED, i), ByteBuffer.wrap(random(256 << 10, i))))
+            .isEqualTo(PutStatus.STORED);
+        assertThat(cache.put(key(PLAIN, i), ByteBuffer.wrap(random(256 << 10, 100 + i))))
+            .isEqualTo(PutStatus.STORED);
+      }
+      NamespaceRemoval removal = cache.capability(NamespaceRemoval.class).orElseThrow();
+      Map<String, Long> removed = removal.removeNamespace(SEALED);
+      assertThat(removed.keySet()).containsExactly("ram", "disk");
+      assertThat(removed.get("ram") + removed.get("disk")).isGreaterThanOrEqualTo(blocks);
+      assertThat(removed.get("disk")).isPositive();
+      assertThat(temp.resolve("tier").resolve("salts")).isEmptyDirectory();
+      ByteBuffer dst = ByteBuffer.allocateDirect(256 << 10);
+      for (int i = 0; i < blocks; i++) {
+        assertThat(cache.getInto(key(SEALED, i), dst.clear())).as("removed %d", i)
+            .isEqualTo(GetStatus.MISS);
+      }
+      for (int i = blocks - 4; i < blocks; i++) {
+        assertThat(cache.getInto(key(PLAIN, i), dst.clear())).isEqualTo(GetStatus.HIT);
+        assertThat(dst.flip()).isEqualTo(ByteBuffer.wrap(random(256 << 10, 100 + i)));
+      }
+    }
+    try (DiskTier tier = open(masterKey(1))) {
+      for (int i = 0; i < blocks; i++) {
+        assertThat(holds(tier, key(SEALED, i), random(256 << 10, i))).as("after a restart")
+            .isFalse();
+      }
+      assertThat(holds(tier, key(PLAIN, 0), random(256 << 10, 100))).isTrue();
     }
   }
 

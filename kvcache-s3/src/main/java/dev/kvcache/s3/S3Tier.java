@@ -28,8 +28,8 @@ import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.Crc32c;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceDrop;
+import dev.kvcache.spi.NamespaceRemoval;
 import dev.kvcache.spi.PinnedPrefix;
-import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.TierVisitor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -92,7 +92,7 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
  * holds keeps the object other servers read ({@link #supersede}); only a delete, an eviction by
  * the object's owner, a damaged read or a dropped namespace removes it.
  */
-public final class S3Tier extends AbstractTier implements NamespaceDrop {
+public final class S3Tier extends AbstractTier implements NamespaceDrop, NamespaceRemoval {
 
   private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
   /** The most HEAD requests one lookup has under way at once. */
@@ -113,6 +113,7 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   private final FleetLookup fleet;
   private final HeadLookup heads;
   private final ObjectReads reads;
+  private final S3Meters meters;
   private final ScheduledExecutorService listing;
   private final LoadRate loadRate = new LoadRate();
   private final ObjectSeals seals;
@@ -144,6 +145,8 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
         this::storeFailed, reads::goingAway, deletes, this::evict);
     this.heads = new HeadLookup(s3, config.bucket(), names, index, store, requests,
         config.maxBlockBytes(), reads::goingAway, this::storeFailed, this::evict);
+    this.meters = new S3Meters(name(), config, requests, uploads, reads, seals, deletes, lister,
+        store, index);
     this.listing = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "kvcache-s3-listing");
       t.setDaemon(true);
@@ -432,69 +435,12 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
   @Override
   public void describe(TierVisitor visitor, LongSupplier hits) {
     super.describe(visitor, hits);
-    QuotaGauges.describe(visitor, name(), config.quotas(), ns -> index.ownedBytesOf(
-        ns == null ? null : ObjectNames.folder(ns).id()));
-    for (String op : List.of("GET", "PUT", "HEAD", "DELETE", "LIST")) {
-      visitor.counter("kvcache.s3.requests", "requests sent to the object store, by operation"
-          + " (DELETE: bulk deletes of up to 1000 objects)",
-          () -> requests.sent().getOrDefault(op, 0L), "op", op);
-      visitor.counter("kvcache.s3.request.errors", "requests that failed for the store's reason"
-          + " (unreachable, timed out, throttled, 5xx), by operation",
-          () -> requests.failed().getOrDefault(op, 0L), "op", op);
-      visitor.counter("kvcache.s3.request.seconds", "time requests took, summed, by operation"
-          + " (divide by kvcache_s3_requests for the mean)",
-          () -> requests.seconds().getOrDefault(op, 0.0), "op", op);
-    }
-    if (seals != null) {
-      visitor.counter("kvcache.seal.failures", "sealed blocks that did not open (their tag failed,"
-          + " their namespace's salt or their master key is gone), read as misses and dropped",
-          seals::failures, "tier", name());
-    }
-    visitor.counter("kvcache.s3.bytes", "block bytes moved", uploads::bytesUploaded,
-        "direction", "up");
-    visitor.counter("kvcache.s3.bytes", "block bytes moved", reads::bytesDownloaded,
-        "direction", "down");
-    visitor.counter("kvcache.s3.damaged.blocks", "objects whose bytes did not match their"
-        + " checksum: refused and deleted", reads::damagedBlocks);
-    visitor.counter("kvcache.s3.puts.not.stored", "uploads not stored because the store failed"
-        + " or the tier was backing off", uploads::notStored);
-    visitor.counter("kvcache.s3.objects.deleted", "objects deleted (evicted, deleted, damaged)",
-        deletes::deleted);
-    visitor.counter("kvcache.s3.listings", "complete listings of the bucket", lister::listings);
-    visitor.counter("kvcache.s3.deletes.refused", "refusals of a delete by the store (an object"
-        + " lock, a policy), each try counted", deletes::refused);
-    visitor.counter("kvcache.s3.deletes.abandoned", "deletes given up after repeated refusals:"
-        + " their objects stay in the bucket", deletes::abandoned);
-    visitor.counter("kvcache.s3.pauses", "back-off pauses begun: one per burst of failures, one"
-        + " per failed probe", store::pauses);
-    visitor.gauge("kvcache.s3.paused", "1 while the tier backs off a failing store: its reads miss"
-        + " and its puts are not stored", () -> store.paused() ? 1 : 0);
-    visitor.gauge("kvcache.s3.delete.backlog", "objects waiting to be deleted: growing means"
-        + " deletes fall behind evictions", deletes::backlog);
-    visitor.gauge("kvcache.s3.last.listing.seconds", "how long the last complete listing of the"
-        + " bucket took", lister::lastSeconds);
-    visitor.gauge("kvcache.s3.last.listing.objects", "objects of the tier the last complete"
-        + " listing found", lister::lastObjects);
-    visitor.gauge("kvcache.s3.fleet.servers", "servers sharing the bucket as this one knows them;"
-        + " 0 for a server alone", () -> index.fleet().members().size());
-    visitor.gauge("kvcache.s3.fleet.member", "1 if this server is among the fleet's servers (or"
-        + " alone); 0: it owns and evicts nothing, and the bucket is not held to its capacity",
-        () -> index.fleet().member() ? 1 : 0);
-    visitor.gauge("kvcache.s3.owned.objects", "objects this server owns and evicts",
-        index::ownedSize);
-    visitor.gauge("kvcache.s3.owned.bytes", "bytes of the objects this server owns, held to its"
-        + " share of the capacity", index::ownedBytes);
+    meters.describe(visitor);
   }
 
   /** What the tier has asked of the store, and how it fared. */
   public S3Stats s3Stats() {
-    return new S3Stats(requests.sent(), requests.failed(), requests.seconds(),
-        uploads.bytesUploaded(), reads.bytesDownloaded(), reads.damagedBlocks(),
-        uploads.notStored(),
-        deletes.deleted(), deletes.backlog(), deletes.refused(), deletes.abandoned(),
-        store.pauses(), store.paused(), lister.listings(), lister.lastSeconds(),
-        lister.lastObjects(), lister.lastHeldPeak(), index.fleet().members().size(),
-        index.fleet().member(), index.ownedSize(), index.ownedBytes());
+    return meters.stats();
   }
 
   /**
@@ -565,6 +511,18 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop {
     Objects.requireNonNull(namespace, "namespace");
     ensureOpen();
     return seals != null && seals.seals(ObjectNames.folder(namespace)) && seals.shred(namespace);
+  }
+
+  /** As {@link #shred}. */
+  @Override
+  public boolean shredNamespace(Namespace namespace) {
+    return shred(namespace);
+  }
+
+  /** As {@link #dropNamespace}, which shreds the namespace first. */
+  @Override
+  public Map<String, Long> removeNamespace(Namespace namespace) {
+    return Map.of(name(), dropNamespace(namespace));
   }
 
   /** Sealed objects that did not open (their tag failed, their salt or key is gone). */

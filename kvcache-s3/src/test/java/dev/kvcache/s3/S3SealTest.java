@@ -14,8 +14,13 @@ import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.spi.Crc32c;
+import dev.kvcache.spi.NamespaceRemoval;
+import dev.kvcache.spi.Tier;
+import dev.kvcache.spi.TierSettings;
 import dev.kvcache.testkit.Payloads;
+import dev.kvcache.tiered.KvCacheBuilder;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.HashMap;
@@ -24,9 +29,11 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.IntPredicate;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
 import software.amazon.awssdk.core.ResponseBytes;
@@ -48,6 +55,7 @@ class S3SealTest {
   private static final Namespace SEALED = Namespace.of("m", "bf16", "tp0of1", "sealed");
   private static final Namespace PLAIN = Namespace.of("m", "bf16", "tp0of1", "plain");
   @RegisterExtension static final S3Store store = new S3Store();
+  @TempDir Path temp;
 
   private static String masterKey(int id, int seed) {
     byte[] k = new byte[32];
@@ -198,6 +206,77 @@ class S3SealTest {
       putAll(tier, fresh);
       assertReads(tier, fresh);
     }
+  }
+
+  @Test
+  void aRemovedNamespaceIsGoneFromEveryTierItsSaltFirstAndTheBucketKeepsNoneOfIt()
+      throws Exception {
+    String prefix = "seal-remove/";
+    Map<String, String> stack = store.server().stackSettings(temp.resolve("disk"),
+        store.server().endpoint(), prefix);
+    Map<String, Map<String, String>> tiers = Map.of("disk", new HashMap<>(), "s3", new HashMap<>());
+    stack.forEach((k, v) -> tiers.forEach((kind, m) -> {
+      if (k.startsWith(kind + ".")) {
+        m.put(k.substring(kind.length() + 1), v);
+      }
+    }));
+    List<BlockKey> sealed = keys(SEALED, 0, 12);
+    List<BlockKey> plain = keys(PLAIN, 0, 12);
+    int block = 256 << 10;
+    try (Tier cache = KvCacheBuilder.newBuilder().ramBytes(4L << 20).maxBlockBytes(1 << 20)
+        .lower("disk", TierSettings.of(tiers.get("disk")))
+        .lower("s3", TierSettings.of(tiers.get("s3")))
+        .sealing(MasterKeys.parse(masterKey(1, 1)), List.of(SEALED)).build()) {
+      for (BlockKey key : sealed) {
+        assertThat(cache.put(key, Payloads.of(key, 1, block))).isEqualTo(PutStatus.STORED);
+      }
+      for (BlockKey key : plain) {
+        assertThat(cache.put(key, Payloads.of(key, 1, block))).isEqualTo(PutStatus.STORED);
+      }
+      // blocks uploaded (an upload queue that is full drops some), the descriptor and the salt
+      int uploaded = settled(prefix, SEALED) - 2;
+      assertThat(uploaded).isPositive();
+      int plainObjects = settled(prefix, PLAIN);
+
+      Map<String, Long> removed = cache.capability(NamespaceRemoval.class).orElseThrow()
+          .removeNamespace(SEALED);
+      assertThat(removed.keySet()).containsExactly("ram", "disk", "s3");
+      assertThat(removed.get("s3")).isEqualTo(uploaded);
+      ByteBuffer dst = ByteBuffer.allocateDirect(block);
+      for (BlockKey key : sealed) {
+        assertThat(cache.getInto(key, dst.clear())).as("removed " + key).isEqualTo(GetStatus.MISS);
+      }
+      awaitFolder(prefix, SEALED, n -> n == 0);
+      for (BlockKey key : plain) {
+        assertThat(cache.getInto(key, dst.clear())).isEqualTo(GetStatus.HIT);
+        assertThat(Payloads.verify(key, dst.flip())).isEqualTo(1);
+      }
+      assertThat(folder(prefix, PLAIN)).hasSize(plainObjects);
+    }
+  }
+
+  /** The objects of {@code ns}'s folder once their number has not changed for a second. */
+  private static int settled(String prefix, Namespace ns) throws InterruptedException {
+    int n = -1;
+    int now = folder(prefix, ns).size();
+    for (int i = 0; i < 40 && now != n; i++) {
+      n = now;
+      Thread.sleep(1000);
+      now = folder(prefix, ns).size();
+    }
+    return now;
+  }
+
+  /** Waits up to 20 s for the objects of {@code ns}'s folder to number as {@code wanted} says. */
+  private static void awaitFolder(String prefix, Namespace ns, IntPredicate wanted)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (!wanted.test(folder(prefix, ns).size()) && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    List<String> objects = folder(prefix, ns);
+    assertThat(objects.size()).as("objects in the folder of " + ns + ": " + objects)
+        .matches(wanted::test);
   }
 
   @Test

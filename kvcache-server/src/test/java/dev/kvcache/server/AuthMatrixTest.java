@@ -141,6 +141,7 @@ class AuthMatrixTest {
             l -> NS + "/leases/" + l + "/copy-into", json, copy, 400),
         new Row("DELETE", "/v1/namespaces/{namespace}/leases/{lease}", Need.READ,
             l -> NS + "/leases/" + l, null, null, 204),
+        new Row("DELETE", "/v1/namespaces/{namespace}", Need.WRITE, l -> NS, null, null, 200),
         // this server has no object tier: a caller with the right is told so (404 no-object-tier)
         new Row("DELETE", "/v1/namespaces/{namespace}/objects", Need.WRITE, l -> NS + "/objects",
             null, null, 404),

@@ -6,8 +6,11 @@ import static dev.kvcache.testkit.TestBytes.random;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvcache.seal.Sealer;
 import java.io.IOException;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -101,6 +104,8 @@ class SealingServerTest {
         assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
       }
     }
+    assertThat(Sealer.providerName()).as("the server seals through Conscrypt")
+        .isEqualTo("Conscrypt");
     try (TestServer server = TestServer.start(tier, settings(masterKey(2, 2)))) {
       assertReads(server, "secret", BLOCKS, 2 * BLOCKS);
       for (int i = 0; i < BLOCKS; i++) { // sealed under key 1, which is no longer given
@@ -125,6 +130,45 @@ class SealingServerTest {
       }
       assertThat(server.metrics()).contains("kvcache_seal_failures_total{tier=\"disk\"} "
           + (double) BLOCKS);
+    }
+  }
+
+  @Test
+  void aRemovedNamespaceIsGoneFromEveryTierItsSaltFirstAndTheOthersStay() throws Exception {
+    Path tier = dir.resolve("tier");
+    try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
+      for (int i = 0; i < BLOCKS; i++) {
+        assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
+        assertThat(server.put("default", key(i), random(BLOCK, PLAIN + i)).statusCode())
+            .isEqualTo(201);
+      }
+      HttpResponse<byte[]> removed = server.send(
+          HttpRequest.newBuilder(server.uri("/v1/namespaces/secret")).DELETE());
+      assertThat(removed.statusCode()).isEqualTo(200);
+      assertThat(new String(removed.body(), StandardCharsets.UTF_8)).isEqualTo(
+          "{\"namespace\":\"secret\",\"blocks\":{\"ram\":" + BLOCKS + ",\"disk\":" + BLOCKS
+              + "}}");
+      assertThat(tier.resolve("salts")).isEmptyDirectory();
+      for (int i = 0; i < BLOCKS; i++) {
+        assertThat(server.get("secret", key(i)).statusCode()).as("block " + i).isEqualTo(404);
+      }
+      assertReadsPlain(server);
+      assertThat(server.send(HttpRequest.newBuilder(server.uri("/v1/namespaces/ghost")).DELETE())
+          .statusCode()).isEqualTo(404);
+    }
+    try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
+      for (int i = 0; i < BLOCKS; i++) {
+        assertThat(server.get("secret", key(i)).statusCode()).as("after a restart").isEqualTo(404);
+      }
+      assertReadsPlain(server);
+    }
+  }
+
+  private static void assertReadsPlain(TestServer server) throws Exception {
+    for (int i = 0; i < BLOCKS; i++) {
+      HttpResponse<byte[]> got = server.get("default", key(i));
+      assertThat(got.statusCode()).as("default block " + i).isEqualTo(200);
+      assertThat(got.body()).isEqualTo(random(BLOCK, PLAIN + i));
     }
   }
 
