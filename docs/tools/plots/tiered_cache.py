@@ -60,7 +60,7 @@ def durability_tables(rows, out, img):
     for r in rows:
         if r["file"] == "durability.json" and method(r) == "put":
             tiered[(r["params"]["stack"], int(r["params"]["blockSizeBytes"]))] = gbps(r)
-        elif klass(r) == "ServerDurabilityBenchmark":
+        elif klass(r) == "ServerDurabilityBenchmark" and not r["file"].startswith("seal-cost-"):
             size = int(r["params"]["blockBytes"])
             score, error = r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"]
             server[(r["params"]["durability"], size)] = (score * size / 1e9, error * size / 1e9)

@@ -236,7 +236,7 @@ public final class RamTier extends AbstractTier implements NamespaceRemoval {
       return Optional.of(BlockWriter.rejected(key, length, PutStatus.REJECTED_TOO_LARGE));
     }
     OffHeapBlock block = allocate(key, length, length, false);
-    return block == null ? Optional.empty() : Optional.of(new RamWriter(key, block));
+    return block == null ? Optional.empty() : Optional.of(new RamWriter(this, key, block));
   }
 
   /**
@@ -252,11 +252,11 @@ public final class RamTier extends AbstractTier implements NamespaceRemoval {
       counters().rejection();
       return BlockWriter.rejected(key, length, PutStatus.REJECTED_NO_SPACE);
     }
-    return new RamWriter(key, block);
+    return new RamWriter(this, key, block);
   }
 
   /** Publishes a block whose bytes are all written; the caller holds the writer's reference. */
-  private PutStatus publish(BlockKey key, OffHeapBlock block) {
+  PutStatus publish(BlockKey key, OffHeapBlock block) {
     OffHeapBlock previous = index.put(key, block);
     if (previous != null) {
       previous.releaseOwner();
@@ -279,38 +279,6 @@ public final class RamTier extends AbstractTier implements NamespaceRemoval {
       }
     }
     return admitted ? PutStatus.STORED : PutStatus.NOT_ADMITTED;
-  }
-
-  /** A block being written into its reserved memory, not yet in the index. */
-  private final class RamWriter extends AbstractBlockWriter {
-    private final OffHeapBlock block;
-
-    RamWriter(BlockKey key, OffHeapBlock block) {
-      super(key, block.length());
-      this.block = block;
-    }
-
-    @Override
-    protected void copyIn(ByteBuffer src, int offset) {
-      block.copyFrom(src, offset);
-    }
-
-    @Override
-    public boolean writesMayWait() {
-      return false; // a copy into memory
-    }
-
-    @Override
-    protected PutStatus publish() {
-      crc32c().ifPresent(block::checksum);
-      return RamTier.this.publish(key(), block);
-    }
-
-    @Override
-    protected void discard() {
-      block.release();
-      block.releaseOwner();
-    }
   }
 
   /**

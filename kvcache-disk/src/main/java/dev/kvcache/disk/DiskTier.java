@@ -281,28 +281,19 @@ public final class DiskTier extends AbstractTier implements NamespaceRemoval {
   /** Tells {@code tags} of every indexed block that has an intact tag. */
   private void tellTags(BlockTags tags) {
     long start = System.nanoTime();
-    int told = 0;
-    for (Map.Entry<BlockKey, Location> e : index.entries()) {
-      if (space.closed()) {
-        return;
-      }
-      Location loc = e.getValue();
-      SuperBlock sb = superBlocks.get(loc.superBlockId);
-      if (sb == null || !sb.pin()) {
-        continue; // dropped meanwhile
-      }
-      byte[] tag;
-      try {
-        tag = index.get(e.getKey()) == loc ? Records.tagOf(sb, e.getKey(), loc) : null;
-      } finally {
-        sb.unpin();
-      }
-      if (tag != null) {
-        tags.found(name(), e.getKey(), tag);
-        told++;
-      }
+    int[] told = {0};
+    IndexWalk.forEachRecord(index, superBlocks, space::closed,
+        (key, sb, loc) -> index.get(key) == loc ? Records.tagOf(sb, key, loc) : null,
+        (key, tag) -> {
+          if (tag != null) {
+            tags.found(name(), key, tag);
+            told[0]++;
+          }
+        });
+    if (space.closed()) {
+      return;
     }
-    log.info("the disk tier in {} told the tags of {} of its blocks in {} ms", dir, told,
+    log.info("the disk tier in {} told the tags of {} of its blocks in {} ms", dir, told[0],
         (System.nanoTime() - start) / 1_000_000);
     tags.foundAll(name());
   }
@@ -357,24 +348,16 @@ public final class DiskTier extends AbstractTier implements NamespaceRemoval {
   @Override
   public Map<String, Long> removeNamespace(Namespace namespace) {
     shredNamespace(namespace);
-    long removed = 0;
-    for (Map.Entry<BlockKey, Location> e : index.entries()) {
-      SuperBlock sb = superBlocks.get(e.getValue().superBlockId);
-      if (sb == null || !sb.pin()) {
-        continue; // dropped meanwhile
+    long[] removed = {0};
+    IndexWalk.forEachRecord(index, superBlocks, space::closed,
+        (key, sb, loc) -> Records.namespaceTag(sb, loc), (key, tag) -> {
+      if (tag == namespace.tag() && delete(key)) {
+        removed[0]++;
       }
-      long tag;
-      try {
-        tag = Records.namespaceTag(sb, e.getValue());
-      } finally {
-        sb.unpin();
-      }
-      if (tag == namespace.tag() && delete(e.getKey())) {
-        removed++;
-      }
-    }
-    log.info("removed namespace {} from the disk tier in {}: {} blocks", namespace, dir, removed);
-    return Map.of(name(), removed);
+    });
+    log.info("removed namespace {} from the disk tier in {}: {} blocks", namespace, dir,
+        removed[0]);
+    return Map.of(name(), removed[0]);
   }
 
   /** Sealed blocks that did not open and were dropped: their tag failed, or their salt is gone. */

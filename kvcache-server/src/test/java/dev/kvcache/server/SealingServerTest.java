@@ -69,12 +69,22 @@ class SealingServerTest {
     return false;
   }
 
-  private static void assertReads(TestServer server, String namespace, int from, int to)
+  /** Puts blocks {@code from} to {@code to - 1} of {@code namespace}, block i of seed base + i. */
+  private static void putAll(TestServer server, String namespace, int from, int to, int base)
       throws Exception {
+    for (int i = from; i < to; i++) {
+      assertThat(server.put(namespace, key(i), random(BLOCK, base + i)).statusCode())
+          .as(namespace + " block " + i).isEqualTo(201);
+    }
+  }
+
+  /** Blocks {@code from} to {@code to - 1} of {@code namespace} read back, of seed base + i. */
+  private static void assertReads(TestServer server, String namespace, int from, int to,
+      int base) throws Exception {
     for (int i = from; i < to; i++) {
       HttpResponse<byte[]> got = server.get(namespace, key(i));
       assertThat(got.statusCode()).as(namespace + " block " + i).isEqualTo(200);
-      assertThat(got.body()).isEqualTo(random(BLOCK, i));
+      assertThat(got.body()).isEqualTo(random(BLOCK, base + i));
     }
   }
 
@@ -82,11 +92,8 @@ class SealingServerTest {
   void sealedBlocksAreNeverPlainOnDiskAndReadBackAfterARestartAndARotation() throws Exception {
     Path tier = dir.resolve("tier");
     try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
-      for (int i = 0; i < BLOCKS; i++) {
-        assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
-        assertThat(server.put("default", key(i), random(BLOCK, PLAIN + i)).statusCode())
-            .isEqualTo(201);
-      }
+      putAll(server, "secret", 0, BLOCKS, 0);
+      putAll(server, "default", 0, BLOCKS, PLAIN);
     }
     for (int i = 0; i < BLOCKS; i++) {
       // the search finds a block that is there
@@ -94,20 +101,18 @@ class SealingServerTest {
       assertThat(onDisk(tier, random(BLOCK, i))).as("secret's block " + i).isFalse();
     }
     try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
-      assertReads(server, "secret", 0, BLOCKS); // from disk: RAM starts empty
+      assertReads(server, "secret", 0, BLOCKS, 0); // from disk: RAM starts empty
     }
 
     // a second key seals new blocks; the first still opens what it sealed
     try (TestServer server = TestServer.start(tier,
         settings(masterKey(1, 1) + "\n" + masterKey(2, 2)))) {
-      for (int i = BLOCKS; i < 2 * BLOCKS; i++) {
-        assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
-      }
+      putAll(server, "secret", BLOCKS, 2 * BLOCKS, 0);
     }
     assertThat(Sealer.providerName()).as("the server seals through Conscrypt")
         .isEqualTo("Conscrypt");
     try (TestServer server = TestServer.start(tier, settings(masterKey(2, 2)))) {
-      assertReads(server, "secret", BLOCKS, 2 * BLOCKS);
+      assertReads(server, "secret", BLOCKS, 2 * BLOCKS, 0);
       for (int i = 0; i < BLOCKS; i++) { // sealed under key 1, which is no longer given
         assertThat(server.get("secret", key(i)).statusCode()).as("block " + i).isEqualTo(404);
       }
@@ -120,9 +125,7 @@ class SealingServerTest {
   void aWrongMasterKeyReadsMissesNeverOtherBytes() throws Exception {
     Path tier = dir.resolve("tier");
     try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
-      for (int i = 0; i < BLOCKS; i++) {
-        assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
-      }
+      putAll(server, "secret", 0, BLOCKS, 0);
     }
     try (TestServer server = TestServer.start(tier, settings(masterKey(1, 9)))) {
       for (int i = 0; i < BLOCKS; i++) {
@@ -137,11 +140,8 @@ class SealingServerTest {
   void aRemovedNamespaceIsGoneFromEveryTierItsSaltFirstAndTheOthersStay() throws Exception {
     Path tier = dir.resolve("tier");
     try (TestServer server = TestServer.start(tier, settings(masterKey(1, 1)))) {
-      for (int i = 0; i < BLOCKS; i++) {
-        assertThat(server.put("secret", key(i), random(BLOCK, i)).statusCode()).isEqualTo(201);
-        assertThat(server.put("default", key(i), random(BLOCK, PLAIN + i)).statusCode())
-            .isEqualTo(201);
-      }
+      putAll(server, "secret", 0, BLOCKS, 0);
+      putAll(server, "default", 0, BLOCKS, PLAIN);
       HttpResponse<byte[]> removed = server.send(
           HttpRequest.newBuilder(server.uri("/v1/namespaces/secret")).DELETE());
       assertThat(removed.statusCode()).isEqualTo(200);
@@ -152,7 +152,7 @@ class SealingServerTest {
       for (int i = 0; i < BLOCKS; i++) {
         assertThat(server.get("secret", key(i)).statusCode()).as("block " + i).isEqualTo(404);
       }
-      assertReadsPlain(server);
+      assertReads(server, "default", 0, BLOCKS, PLAIN);
       assertThat(server.send(HttpRequest.newBuilder(server.uri("/v1/namespaces/ghost")).DELETE())
           .statusCode()).isEqualTo(404);
     }
@@ -160,17 +160,10 @@ class SealingServerTest {
       for (int i = 0; i < BLOCKS; i++) {
         assertThat(server.get("secret", key(i)).statusCode()).as("after a restart").isEqualTo(404);
       }
-      assertReadsPlain(server);
+      assertReads(server, "default", 0, BLOCKS, PLAIN);
     }
   }
 
-  private static void assertReadsPlain(TestServer server) throws Exception {
-    for (int i = 0; i < BLOCKS; i++) {
-      HttpResponse<byte[]> got = server.get("default", key(i));
-      assertThat(got.statusCode()).as("default block " + i).isEqualTo(200);
-      assertThat(got.body()).isEqualTo(random(BLOCK, PLAIN + i));
-    }
-  }
 
   @Test
   void masterKeysFromTheEnvironment() throws Exception {
