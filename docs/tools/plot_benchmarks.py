@@ -34,6 +34,7 @@ def main():
     disk_tier.cold_read_tables(rows, results_dir, out, img)
     disk_tier.disk_writer_table(rows, out, img)
     disk_tier.seam_tables(results_dir, out, img)
+    disk_tier.prefix_pin_table(rows, out, img)
     sealing.sealing_tables(rows, results_dir, out, img)
     puts_under_pressure.put_path_tables(results_dir, out, img)
     tiered_cache.tiered_tables(rows, out, img)

@@ -2,8 +2,9 @@
 of the same bytes, warm and cold (disk-vs-raw.png), beside the disk stores a user would pick instead
 (disk-peers.png), reopening a directory against its block count (disk-reopen.png), cold reads past
 the page cache and through the mapping with their CPU cost (disk-cold-reads.png), a block put in
-parts through the tier's writer (disk-writer.png), and the tier before and after the storage device
-seam, alternating in one session (disk-seam-ab.png).
+parts through the tier's writer (disk-writer.png), the tier before and after the storage device
+seam, alternating in one session (disk-seam-ab.png), and a prefix pin on disk beside a lease per
+block (disk-prefix-pin.png).
 """
 import json
 import os
@@ -308,4 +309,40 @@ def seam_tables(results_dir, out, img):
               "before it (same session, alternating)")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "disk-seam-ab.png"), dpi=110)
+    plt.close(fig)
+
+
+def prefix_pin_table(rows, out, img):
+    """A prefix pin of 16 blocks on disk (DiskThroughputBenchmark prefix* in disk-prefix-pin.json):
+    the tier's own pin, which holds the records and reads each when it is read, beside a lease per
+    block (what a pin was before), the lookup alone and with the load."""
+    score = {}
+    for r in rows:
+        if r["file"] == "disk-prefix-pin.json" and klass(r) == "DiskThroughputBenchmark":
+            score[method(r)] = (r["primaryMetric"]["score"], r["primaryMetric"]["scoreError"])
+    if not score:
+        return
+    out.append("\n### A prefix pin of 16 blocks of 2 MiB on disk, page cache hot (pins per second)\n")
+    out.append("| | the tier's pin | a lease per block | pin / leases |")
+    out.append("|---|---:|---:|---:|")
+    labels, ratios = [], []
+    for name, pin, leases in (("the lookup (pin, then let go)", "prefixPin", "prefixLeases"),
+                              ("the lookup and the load (each block copied out)",
+                               "prefixPinLoad", "prefixLeasesLoad")):
+        if pin in score and leases in score:
+            ratio = score[pin][0] / score[leases][0]
+            out.append(f"| {name} | {score[pin][0]:.0f} ± {score[pin][1]:.0f} "
+                       f"| {score[leases][0]:.0f} ± {score[leases][1]:.0f} | **{ratio:.2f}** |")
+            labels.append(f"{name}\n{ratio:.0f}x" if ratio > 10 else f"{name}\n{ratio:.2f}x")
+            ratios.append(ratio)
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.bar(range(len(ratios)), ratios, 0.6, color=["#4c72b0", "#55a868"])
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(ratios)))
+    ax.set_xticklabels(labels, fontsize=8)
+    bar_panel(ax, "pins per second, the tier's pin / a lease per block (log)",
+              "A prefix pin of 16 blocks of 2 MiB on disk (higher is better)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "disk-prefix-pin.png"), dpi=110)
     plt.close(fig)

@@ -5,6 +5,7 @@ import dev.kvcache.BlockLease;
 import dev.kvcache.BlockWriter;
 import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.DiskTier;
 import dev.kvcache.disk.DiskTierConfig;
@@ -18,6 +19,8 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -50,6 +53,11 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *   <li>{@code getInto} copies a stored block into a direct buffer after checking its checksum;
  *       {@code leaseGet} checks the checksum and reads one word through the zero-copy view;
  *       {@code baselineGet} copies the same bytes out of a mapped plain file.
+ *   <li>{@code prefixPin} pins a run of 16 stored blocks ({@code pinPrefix}) and lets it go, the
+ *       lookup of an engine that loads them next; {@code prefixLeases} leases the same blocks one
+ *       {@code get} each, which is what a pin of the tier did before it had its own (each block
+ *       read and checked at the lookup). {@code prefixPinLoad} and {@code prefixLeasesLoad} also
+ *       copy every block into a direct buffer: the lookup and the load together.
  *   <li>With {@code directWrites=true} the tier writes payloads past the page cache; {@code
  *       baselinePut} stays the page cache's.
  *   <li>With {@code sealed=true} the blocks' namespace is sealed ({@link
@@ -95,6 +103,10 @@ public class DiskThroughputBenchmark {
   /** A master key for the sealed runs: 32 bytes of 7, base64. */
   private static final String MASTER_KEY = "1:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
 
+  /** Blocks of the prefixes {@code prefix*} look up. */
+  private static final int PREFIX_BLOCKS = 16;
+  private static final Duration PIN_TIMEOUT = Duration.ofSeconds(30);
+
   /** Parts a block arrives in for {@code writerPut} and {@code gatheredPut}: one HTTP/2 DATA frame. */
   private static final int PART_BYTES = 16 << 10;
 
@@ -138,7 +150,7 @@ public class DiskThroughputBenchmark {
       baselineFiles = new RotatingFiles(base.resolve("baseline"), superBlockBytes, 2 * workingSetBytes);
     }
     if (params.getBenchmark().endsWith("Get") || params.getBenchmark().endsWith("getInto")
-        || params.getBenchmark().endsWith("leaseGet")) {
+        || params.getBenchmark().contains(".prefix")) {
       plainFile = FileChannel.open(base.resolve("plain"), StandardOpenOption.CREATE,
           StandardOpenOption.READ, StandardOpenOption.WRITE);
       plain = plainFile.map(FileChannel.MapMode.READ_WRITE, 0, (long) blocks * blockSizeBytes);
@@ -210,6 +222,64 @@ public class DiskThroughputBenchmark {
   public long leaseGet() {
     try (BlockLease lease = tier.get(BlockKey.of(NS, 2, nextBlock()))) {
       return lease.bytes().getLong(0);
+    }
+  }
+
+  /** The run of {@link #PREFIX_BLOCKS} keys from the next block (wrapping round). */
+  private List<BlockKey> nextPrefix() {
+    BlockKey[] keys = new BlockKey[PREFIX_BLOCKS];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = BlockKey.of(NS, 2, nextBlock());
+    }
+    return List.of(keys);
+  }
+
+  @Benchmark
+  public int prefixPin() {
+    try (PrefixPin pin = tier.pinPrefix(nextPrefix(), PIN_TIMEOUT)) {
+      return pin.blocks();
+    }
+  }
+
+  @Benchmark
+  public int prefixLeases() {
+    int n = 0;
+    for (BlockKey key : nextPrefix()) {
+      try (BlockLease lease = tier.get(key)) {
+        n += lease.status() == GetStatus.HIT ? 1 : 0;
+      }
+    }
+    return n;
+  }
+
+  @Benchmark
+  public int prefixPinLoad() {
+    int n = 0;
+    try (PrefixPin pin = tier.pinPrefix(nextPrefix(), PIN_TIMEOUT)) {
+      for (int i = 0; i < pin.blocks(); i++) {
+        n += pin.getInto(i, dst.clear()) == GetStatus.HIT ? 1 : 0;
+      }
+    }
+    return n;
+  }
+
+  @Benchmark
+  public int prefixLeasesLoad() {
+    List<BlockLease> leases = new ArrayList<>(PREFIX_BLOCKS);
+    try {
+      for (BlockKey key : nextPrefix()) {
+        leases.add(tier.get(key));
+      }
+      int n = 0;
+      for (BlockLease lease : leases) {
+        if (lease.status() == GetStatus.HIT) {
+          dst.clear().put(lease.bytes());
+          n++;
+        }
+      }
+      return n;
+    } finally {
+      leases.forEach(BlockLease::close);
     }
   }
 

@@ -7,6 +7,7 @@ import dev.kvcache.CacheHealth;
 import dev.kvcache.CacheStats;
 import dev.kvcache.GetStatus;
 import dev.kvcache.Namespace;
+import dev.kvcache.PrefixPin;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.disk.internal.DirectoryLock;
@@ -22,6 +23,7 @@ import dev.kvcache.spi.BlockListener;
 import dev.kvcache.spi.BlockTags;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.NamespaceRemoval;
+import dev.kvcache.spi.PinnedPrefix;
 import dev.kvcache.spi.QuotaGauges;
 import dev.kvcache.spi.Tier;
 import dev.kvcache.spi.TierVisitor;
@@ -29,6 +31,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -426,6 +429,21 @@ public final class DiskTier extends AbstractTier implements NamespaceRemoval {
   @Override
   protected boolean holds(BlockKey key) {
     return index.contains(key);
+  }
+
+  /**
+   * Pins the leading keys the tier holds without reading them ({@link DiskPin}): their records
+   * stay whatever happens to the keys, and each is read and checked when read through the pin.
+   * Each pinned block counts as a hit, the first key not found as a miss.
+   */
+  @Override
+  protected PrefixPin pin(List<BlockKey> keys, Duration timeout) {
+    DiskPin pinned = DiskPin.pin(reads, counters(), index, superBlocks, keys);
+    counters().hits(pinned.blocks());
+    if (pinned.blocks() < keys.size()) {
+      counters().miss();
+    }
+    return PinnedPrefix.over(pinned, timeout);
   }
 
   // ---------------------------------------------------------------- state

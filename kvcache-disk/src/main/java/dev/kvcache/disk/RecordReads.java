@@ -295,42 +295,62 @@ final class RecordReads implements AutoCloseable {
       return GetStatus.MISS;
     }
     try {
-      if (dst.remaining() < loc.rawLength) {
-        return GetStatus.BUFFER_TOO_SMALL;
-      }
-      long start = System.nanoTime();
-      if (readsDirect(loc, sb)) {
-        ByteBuffer buffer = direct.take(loc.storedLength);
-        int from = dst.position();
-        try {
-          CRC32C crc = new CRC32C();
-          if (readDirect(key, loc, sb, buffer, chunk -> copyChecking(chunk, dst, crc)) == null
-              || !matches(key, loc, sb, (int) crc.getValue())) {
-            dst.position(from);
-            counters.miss();
-            return GetStatus.MISS;
-          }
-        } finally {
-          direct.give(buffer);
-        }
-      } else if (loc.encoding == ENCODING_RAW) {
-        ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
-        if (!copyIfIntact(key, loc, sb, stored, dst)) {
-          counters.miss();
-          return GetStatus.MISS;
-        }
-      } else if (!decodeInto(key, loc, sb, sb.slice(loc.payloadOffset, loc.storedLength),
-          dst)) {
+      GetStatus status = copyAt(key, loc, sb, dst);
+      if (status == GetStatus.HIT) {
+        loc.hit();
+        counters.hit();
+      } else if (status == GetStatus.MISS) {
         counters.miss();
-        return GetStatus.MISS;
       }
-      loadRate.record(loc.rawLength, System.nanoTime() - start);
-      loc.hit();
-      counters.hit();
-      return GetStatus.HIT;
+      return status;
     } finally {
       sb.unpin();
     }
+  }
+
+  /**
+   * Copies the block whose record a prefix pin holds at {@code loc} of {@code sb} (pinned by the
+   * pin, which keeps its pin) into {@code dst}, checked as {@link #getInto} checks it; counted as
+   * the pin was, not again.
+   */
+  GetStatus readPinned(BlockKey key, Location loc, SuperBlock sb, ByteBuffer dst) {
+    return copyAt(key, loc, sb, dst);
+  }
+
+  /**
+   * Copies the block at {@code loc} of {@code sb}, pinned, into {@code dst}: past the page cache
+   * where it is read that way, else from the mapping, checking its checksum on the way (decoding
+   * or opening an encoded or sealed record); {@link GetStatus#MISS}, {@code dst} as it was, if the
+   * record is damaged (the block is then dropped) or does not open. Counts no hit or miss.
+   */
+  private GetStatus copyAt(BlockKey key, Location loc, SuperBlock sb, ByteBuffer dst) {
+    if (dst.remaining() < loc.rawLength) {
+      return GetStatus.BUFFER_TOO_SMALL;
+    }
+    long start = System.nanoTime();
+    if (readsDirect(loc, sb)) {
+      ByteBuffer buffer = direct.take(loc.storedLength);
+      int from = dst.position();
+      try {
+        CRC32C crc = new CRC32C();
+        if (readDirect(key, loc, sb, buffer, chunk -> copyChecking(chunk, dst, crc)) == null
+            || !matches(key, loc, sb, (int) crc.getValue())) {
+          dst.position(from);
+          return GetStatus.MISS;
+        }
+      } finally {
+        direct.give(buffer);
+      }
+    } else if (loc.encoding == ENCODING_RAW) {
+      ByteBuffer stored = sb.slice(loc.payloadOffset, loc.storedLength);
+      if (!copyIfIntact(key, loc, sb, stored, dst)) {
+        return GetStatus.MISS;
+      }
+    } else if (!decodeInto(key, loc, sb, sb.slice(loc.payloadOffset, loc.storedLength), dst)) {
+      return GetStatus.MISS;
+    }
+    loadRate.record(loc.rawLength, System.nanoTime() - start);
+    return GetStatus.HIT;
   }
 
   /**

@@ -13,10 +13,10 @@ import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreFailure;
 import dev.kvcache.s3.internal.StoreState;
+import dev.kvcache.seal.Sealer;
 import dev.kvcache.spi.BufferLease;
 import dev.kvcache.spi.LoadRate;
 import dev.kvcache.spi.TierCounters;
-import dev.kvcache.seal.Sealer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -256,9 +256,12 @@ final class ObjectReads {
         Fetched fetched = seals != null && seals.seals(folder)
             || ObjectSeals.sealedObject(d.metadata()) ? open(key, folder, name, d, dst)
             : new Fetched(Download.Outcome.INTACT, d.bytes(), OptionalInt.of(d.crc32c()));
-        if (fetched == null || fetched.outcome() == Download.Outcome.TOO_LARGE) {
+        if (fetched == null) {
           count(counted, GetStatus.MISS);
-          return fetched;
+          return null;
+        }
+        if (fetched.outcome() == Download.Outcome.TOO_LARGE) {
+          return fetched; // as a download too large for dst: no hit or miss
         }
         if (timed) {
           loadRate.record(length, System.nanoTime() - start);
@@ -291,17 +294,26 @@ final class ObjectReads {
    * object itself stays, as another server may hold the keys to it.
    */
   private Fetched open(BlockKey key, Folder folder, String name, Download d, ByteBuffer dst) {
+    Sealer sealer;
+    try {
+      sealer = seals != null && seals.seals(folder) && ObjectSeals.sealedObject(d.metadata())
+          ? seals.forRead(folder) : null;
+    } catch (CompletionException e) {
+      d.abandon();
+      return null; // the salt could not be read now: a miss, the object kept in the index
+    }
     ByteBuffer sealed = d.bytes();
     int length = Sealer.openedLength(sealed.remaining());
-    if (dst != null && length > dst.remaining()) {
-      return new Fetched(Download.Outcome.TOO_LARGE, null, OptionalInt.empty());
-    }
-    Sealer sealer = seals != null && seals.seals(folder) && ObjectSeals.sealedObject(d.metadata())
-        ? seals.forRead(folder) : null;
-    ByteBuffer out = dst != null ? dst : ByteBuffer.allocateDirect(Math.max(length, 0));
-    if (sealer != null && length >= 0 && sealer.open(key, sealed, out)) {
-      return new Fetched(Download.Outcome.INTACT, dst != null ? dst : out.flip(),
-          OptionalInt.empty());
+    if (sealer != null && length >= 0) {
+      // a sealed namespace's object was downloaded into a buffer of its own, not into dst
+      if (dst != null && length > dst.remaining()) {
+        return new Fetched(Download.Outcome.TOO_LARGE, null, OptionalInt.empty());
+      }
+      ByteBuffer out = dst != null ? dst : ByteBuffer.allocateDirect(length);
+      if (sealer.open(key, sealed, out)) {
+        return new Fetched(Download.Outcome.INTACT, dst != null ? dst : out.flip(),
+            OptionalInt.empty());
+      }
     }
     d.abandon(); // an object marked sealed in a namespace that is not, downloaded into dst
     if (index.remove(key) != null) {

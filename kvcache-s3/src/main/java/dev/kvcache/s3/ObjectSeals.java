@@ -107,19 +107,16 @@ final class ObjectSeals {
   }
 
   /**
-   * The sealer of the folder's namespace; null if it has no salt (never sealed, or shredded), its
-   * salt is damaged, or the store failed to answer.
+   * The sealer of the folder's namespace; null if it has no salt (never sealed, or shredded).
+   *
+   * @throws CompletionException if the store failed to answer, or the salt is damaged
    */
   Sealer forRead(Folder folder) {
     if (folder.namespace() == null) {
       return null;
     }
-    try {
-      Held h = current(folder);
-      return h == null ? null : h.sealer();
-    } catch (CompletionException e) {
-      return null;
-    }
+    Held h = current(folder);
+    return h == null ? null : h.sealer();
   }
 
   /** Seals {@code block} (position to limit, left as it was) into a new direct buffer. */

@@ -2,6 +2,7 @@ package dev.kvcache.server;
 
 import dev.kvcache.server.access.NamespaceSettings;
 import dev.kvcache.server.cache.CacheSettings;
+import dev.kvcache.server.cache.SealingSettings;
 import dev.kvcache.server.events.EventSettings;
 import java.io.IOException;
 import java.io.InputStream;
@@ -22,7 +23,8 @@ import org.yaml.snakeyaml.Yaml;
 /**
  * The settings the server reads, as its code gives them, for the tests that hold its docs against
  * it: the defaults of {@code @Value("${kvcache...:default}")} in its sources, the properties of
- * {@link CacheSettings} and {@link NamespaceSettings}, and the embedded {@code application.yml},
+ * {@link CacheSettings}, {@link NamespaceSettings}, {@link EventSettings} and {@link
+ * SealingSettings}, and the embedded {@code application.yml},
  * which wins where it sets one.
  */
 public final class ServerSettings {
@@ -57,6 +59,7 @@ public final class ServerSettings {
     settings.remove("kvcache.cache.s3"); // the group kvcache.cache.s3.*
     properties(settings, "kvcache.", new NamespaceSettings());
     properties(settings, "kvcache.events.", new EventSettings());
+    properties(settings, "kvcache.sealing.", new SealingSettings());
     try (InputStream yml = ServerSettings.class.getResourceAsStream("/application.yml")) {
       flatten("", new Yaml().load(yml), settings);
     } catch (IOException e) {
