@@ -35,8 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
 class DirectWritesTest {
 
   /** Lengths around the page and the direct-write chunk, and a few blocks' worth. */
+  /** Lengths around pages and the writes' chunks (a sealed 2 MiB block is 2 MiB + 29 bytes). */
   private static final int[] LENGTHS = {32, 4000, 4032, 4033, 4096, 4097, 65_536 + 3, 1 << 20,
-      (1 << 20) + 1, (3 << 20) + 5};
+      (1 << 20) + 1, (3 << 20) + 5, (2 << 20) + 29, (1 << 20) + 61_440, (1 << 20) + 61_441};
 
   @TempDir Path temp;
 
