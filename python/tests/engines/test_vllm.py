@@ -255,6 +255,20 @@ def gathered(llm, kv_events, enough, timeout=30.0):
             return events + kv_events.take()
 
 
+def settled_puts(server, quiet=1.0, timeout=30.0):
+    """The server's count of puts once none has come for ``quiet`` seconds: the stores of an
+    earlier test's run, which the engine sends after its step, are not taken for this test's."""
+    count = server_metrics(server)["kvcache_puts_total"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = server_metrics(server)["kvcache_puts_total"]
+        if now == count:
+            return count
+        count = now
+    raise AssertionError(f"puts still arriving after {timeout} s")
+
+
 def storage(events, kind):
     """The block hashes of the ``kind`` events of medium ``STORAGE`` (the kvcache tier's; the
     engine's own are ``GPU`` and its host tier's ``CPU``), in order."""
@@ -268,13 +282,16 @@ def test_kv_events_name_the_blocks_the_tier_stored_and_lost(llm, server, shm, kv
     from vllm.v1.kv_offload.base import make_offload_key
 
     tier = engine_tier(llm)
-    kv_events.take()  # earlier tests'
+    # the earlier tests' stores, which the engine sends after its steps, and then their events,
+    # which it publishes at the end of a step: all arrived before this test counts its own
+    settled_puts(server)
+    gathered(llm, kv_events, lambda ev: True)
     p = prompt(6)
     hashes = block_hashes(llm, p)
     keys = [make_offload_key(h, 0) for h in hashes]
     published = [maybe_convert_block_hash(h) for h in hashes]  # as events carry hashes
 
-    puts = server_metrics(server)["kvcache_puts_total"]
+    puts = settled_puts(server)
     first, _ = run_and_store(llm, server, p)
     # the server holds the prompt's blocks, and was sent no others
     assert all(tier.client.head(tier.block_key(k)) is not None for k in keys)
