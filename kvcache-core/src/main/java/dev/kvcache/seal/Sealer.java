@@ -10,6 +10,7 @@ import java.security.SecureRandom;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.zip.CRC32C;
 import javax.crypto.AEADBadTagException;
 import javax.crypto.Cipher;
 import javax.crypto.SecretKey;
@@ -51,6 +52,8 @@ public final class Sealer {
   public static final int OVERHEAD = KEY_ID_BYTES + NONCE_BYTES + TAG_BYTES;
   /** Bytes of a namespace's salt. */
   public static final int SALT_BYTES = 32;
+  /** Bytes of a salt as kept beside the blocks ({@link #saltRecord}): the salt, its CRC32C. */
+  public static final int SALT_RECORD_BYTES = SALT_BYTES + 4;
 
   private static final byte[] INFO = "kvcache seal v1 ".getBytes(StandardCharsets.US_ASCII);
   private static final Provider PROVIDER = fastestProvider();
@@ -91,6 +94,35 @@ public final class Sealer {
     byte[] salt = new byte[SALT_BYTES];
     RANDOM.get().nextBytes(salt);
     return salt;
+  }
+
+  /**
+   * A salt as the tiers keep it, in a file or an object: its {@value #SALT_BYTES} bytes and their
+   * CRC32C (big-endian), {@value #SALT_RECORD_BYTES} bytes ready to be read.
+   */
+  public static ByteBuffer saltRecord(byte[] salt) {
+    if (salt.length != SALT_BYTES) {
+      throw new IllegalArgumentException("a namespace's salt is " + SALT_BYTES + " bytes, got "
+          + salt.length);
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(salt);
+    return ByteBuffer.allocate(SALT_RECORD_BYTES).put(salt).putInt((int) crc.getValue()).flip();
+  }
+
+  /**
+   * The salt a {@link #saltRecord} holds (its remaining bytes); null if it is not one: another
+   * length, or a checksum that fails.
+   */
+  public static byte[] saltOf(ByteBuffer record) {
+    if (record.remaining() != SALT_RECORD_BYTES) {
+      return null;
+    }
+    byte[] salt = new byte[SALT_BYTES];
+    record.get(record.position(), salt);
+    CRC32C crc = new CRC32C();
+    crc.update(salt);
+    return record.getInt(record.position() + SALT_BYTES) == (int) crc.getValue() ? salt : null;
   }
 
   /** The name of the provider AES-GCM goes through: Conscrypt's, or the JDK's. */

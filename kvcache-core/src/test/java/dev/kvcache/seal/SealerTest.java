@@ -156,6 +156,20 @@ class SealerTest {
   }
 
   @Test
+  void aSaltRecordGivesBackItsSaltAndNothingOnceChanged() {
+    byte[] salt = Sealer.newSalt();
+    ByteBuffer record = Sealer.saltRecord(salt);
+    assertThat(record.remaining()).isEqualTo(Sealer.SALT_RECORD_BYTES);
+    assertThat(Sealer.saltOf(record.duplicate())).isEqualTo(salt);
+    for (int i = 0; i < Sealer.SALT_RECORD_BYTES; i++) {
+      ByteBuffer changed = ByteBuffer.allocate(record.remaining()).put(record.duplicate()).flip();
+      changed.put(i, (byte) (changed.get(i) ^ 1));
+      assertThat(Sealer.saltOf(changed)).as("byte %d changed", i).isNull();
+    }
+    assertThat(Sealer.saltOf(record.duplicate().limit(Sealer.SALT_RECORD_BYTES - 1))).isNull();
+  }
+
+  @Test
   void masterKeysAreCheckedAndNeverShown(@TempDir Path dir) throws Exception {
     MasterKeys keys = MasterKeys.parse(key(3, 1) + "\n " + key(7, 2) + "\n");
     assertThat(keys.currentId()).isEqualTo(7);

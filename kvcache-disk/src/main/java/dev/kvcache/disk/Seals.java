@@ -6,7 +6,6 @@ import dev.kvcache.disk.device.DeviceFile;
 import dev.kvcache.disk.device.StorageDevice;
 import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.seal.Sealer;
-import dev.kvcache.spi.Crc32c;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -19,7 +18,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The disk tier's sealed namespaces ({@link DiskTierConfig#sealed()}): the salt of each, kept in
- * {@code salts/<namespace tag in hex>.salt} in the tier's directory (32 bytes and their CRC32C,
+ * {@code salts/<namespace tag in hex>.salt} in the tier's directory ({@link Sealer#saltRecord},
  * written to a temporary file, forced and renamed into place, through the tier's {@link
  * StorageDevice}, in a directory its owner's alone), and a {@link Sealer} per namespace
  * under the master keys. A namespace's salt is made at its first sealed put; {@link #shred}
@@ -29,7 +28,6 @@ import org.slf4j.LoggerFactory;
 final class Seals {
 
   private static final Logger log = LoggerFactory.getLogger(Seals.class);
-  private static final int SALT_FILE_BYTES = Sealer.SALT_BYTES + 4;
 
   private final MasterKeys masters;
   private final Set<Long> sealed = ConcurrentHashMap.newKeySet();
@@ -151,29 +149,26 @@ final class Seals {
     if (!device.exists(file)) {
       return null;
     }
-    ByteBuffer b = ByteBuffer.allocate(SALT_FILE_BYTES);
+    ByteBuffer b = ByteBuffer.allocate(Sealer.SALT_RECORD_BYTES);
     try (DeviceFile f = device.open(file, false)) {
-      if (f.size() != SALT_FILE_BYTES) {
+      if (f.size() != Sealer.SALT_RECORD_BYTES) {
         throw new IOException(file + " is damaged: the blocks sealed under it cannot be opened");
       }
       while (b.hasRemaining() && f.read(b, b.position()) > 0) {
         // until the whole file is read
       }
     }
-    if (b.hasRemaining()
-        || b.getInt(Sealer.SALT_BYTES) != Crc32c.of(b.duplicate().position(0).limit(Sealer.SALT_BYTES))) {
+    byte[] salt = b.hasRemaining() ? null : Sealer.saltOf(b.flip());
+    if (salt == null) {
       throw new IOException(file + " is damaged: the blocks sealed under it cannot be opened");
     }
-    byte[] salt = new byte[Sealer.SALT_BYTES];
-    b.get(0, salt);
     return salt;
   }
 
   /** Writes a namespace's salt: to a temporary file, forced, renamed into place. */
   private void write(long tag, byte[] salt) throws IOException {
     device.prepareDirectory(dir);
-    ByteBuffer b = ByteBuffer.allocate(SALT_FILE_BYTES).put(salt)
-        .putInt(Crc32c.of(ByteBuffer.wrap(salt))).flip();
+    ByteBuffer b = Sealer.saltRecord(salt);
     Path tmp = dir.resolve(file(tag).getFileName() + ".tmp");
     device.delete(tmp); // left by a crash
     try (DeviceFile f = device.create(tmp)) {

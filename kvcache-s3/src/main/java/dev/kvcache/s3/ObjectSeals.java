@@ -9,7 +9,6 @@ import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.StoreFailure;
 import dev.kvcache.seal.MasterKeys;
 import dev.kvcache.seal.Sealer;
-import dev.kvcache.spi.Crc32c;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
@@ -26,7 +25,7 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * The object tier's sealed namespaces ({@link S3TierConfig.Builder#sealing}): the salt of each,
- * kept as the object {@code <prefix><folder>/}{@value #SALT} (32 bytes and their CRC32C) in the
+ * kept as the object {@code <prefix><folder>/}{@value #SALT} ({@link Sealer#saltRecord}) in the
  * namespace's folder, shared by every server of the fleet, and a {@link Sealer} per namespace
  * under the master keys. A namespace's salt is made by the first sealed upload of any server,
  * written only if the folder has none ({@code If-None-Match: *}), so that two servers that race
@@ -44,7 +43,6 @@ final class ObjectSeals {
   static final Duration RECHECK = Duration.ofSeconds(60);
 
   private static final Logger log = LoggerFactory.getLogger(ObjectSeals.class);
-  private static final int SALT_OBJECT_BYTES = Sealer.SALT_BYTES + 4;
 
   private final S3AsyncClient s3;
   private final String bucket;
@@ -195,12 +193,11 @@ final class ObjectSeals {
   /** Writes a new salt if the folder has none, and holds the one the bucket keeps. */
   private Held make(Folder folder) {
     byte[] salt = Sealer.newSalt();
-    ByteBuffer body = ByteBuffer.allocate(SALT_OBJECT_BYTES).put(salt)
-        .putInt(Crc32c.of(ByteBuffer.wrap(salt))).flip();
+    ByteBuffer body = Sealer.saltRecord(salt);
     long start = System.nanoTime();
     try {
       s3.putObject(b -> b.bucket(bucket).key(saltName(folder)).ifNoneMatch("*")
-              .contentType("application/octet-stream").contentLength((long) SALT_OBJECT_BYTES),
+              .contentType("application/octet-stream").contentLength((long) Sealer.SALT_RECORD_BYTES),
           AsyncRequestBody.fromByteBuffer(body)).join();
       requests.sent(Op.PUT, System.nanoTime() - start);
     } catch (CompletionException e) {
@@ -242,12 +239,12 @@ final class ObjectSeals {
       storeFailure.record(e.getCause(), start);
       throw e;
     }
-    if (body.length != SALT_OBJECT_BYTES || ByteBuffer.wrap(body).getInt(Sealer.SALT_BYTES)
-        != Crc32c.of(ByteBuffer.wrap(body, 0, Sealer.SALT_BYTES))) {
+    byte[] salt = Sealer.saltOf(ByteBuffer.wrap(body));
+    if (salt == null) {
       log.warn("the salt {} is damaged: the objects sealed under it cannot be opened", name);
       throw new CompletionException(new IllegalStateException("the salt " + name
           + " is damaged"));
     }
-    return Arrays.copyOf(body, Sealer.SALT_BYTES);
+    return salt;
   }
 }
