@@ -208,7 +208,7 @@ final class ObjectReads {
       count(counted, GetStatus.MISS);
       return PendingDownload.NONE;
     }
-    boolean sealing = seals != null && seals.seals(folder);
+    boolean sealing = sealed(folder);
     GetObjectRequest request = GetObjectRequest.builder()
         .bucket(config.bucket())
         .key(name)
@@ -253,7 +253,7 @@ final class ObjectReads {
         if (known == null) {
           evict.accept(index.add(key, folder, length));
         }
-        Fetched fetched = seals != null && seals.seals(folder)
+        Fetched fetched = sealed(folder)
             || ObjectSeals.sealedObject(d.metadata()) ? open(key, folder, name, d, dst)
             : new Fetched(Download.Outcome.INTACT, d.bytes(), OptionalInt.of(d.crc32c()));
         if (fetched == null) {
@@ -296,7 +296,7 @@ final class ObjectReads {
   private Fetched open(BlockKey key, Folder folder, String name, Download d, ByteBuffer dst) {
     Sealer sealer;
     try {
-      sealer = seals != null && seals.seals(folder) && ObjectSeals.sealedObject(d.metadata())
+      sealer = sealed(folder) && ObjectSeals.sealedObject(d.metadata())
           ? seals.forRead(folder) : null;
     } catch (CompletionException e) {
       d.abandon();
@@ -327,9 +327,14 @@ final class ObjectReads {
     return null;
   }
 
+  /** Whether the namespace of {@code folder} is sealed here. */
+  private boolean sealed(Folder folder) {
+    return seals != null && seals.seals(folder);
+  }
+
   /** The length of the block an indexed object holds: less a sealed one's overhead. */
   int blockLength(Entry known) {
-    return seals != null && seals.seals(known.folder())
+    return sealed(known.folder())
         ? Math.max(0, Sealer.openedLength(known.length())) : known.length();
   }
 
