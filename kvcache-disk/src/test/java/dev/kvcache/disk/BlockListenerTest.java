@@ -109,8 +109,9 @@ class BlockListenerTest {
         assertThat(replay.held("ram")).doesNotContain(key);
         assertThat(replay.held("disk")).doesNotContain(key);
       }
-      for (BlockKey key : keys.subList(0, 6)) { // moved down, then read
-        assertThat(replay.events).containsSubsequence("removed ram " + key, "stored disk " + key);
+      for (BlockKey key : keys.subList(0, 6)) { // moved down (in either order), then read
+        assertThat(replay.events).contains("removed ram " + key);
+        assertThat(replay.events).containsSubsequence("stored ram " + key, "stored disk " + key);
       }
       assertThat(replay.count("stored ram")).isGreaterThan(40); // promotions are stores in RAM
     }
