@@ -172,3 +172,15 @@ def wait_until(condition, timeout: float = 10.0, interval: float = 0.05) -> bool
             return True
         time.sleep(interval)
     return bool(condition())
+
+
+@pytest.fixture(params=["native", "python"])
+def transfers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once with loads through the compiled module (without the interpreter's lock)
+    and once through pure Python, the fallback where the module is not installed."""
+    from kvcache import _native_io
+    if request.param == "python":
+        monkeypatch.setattr(_native_io, "_native", None)
+    elif _native_io.native_transfers() is not None:
+        pytest.fail(f"loads run through pure Python here: {_native_io.native_transfers()}")
+    return str(request.param)

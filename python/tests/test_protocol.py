@@ -13,6 +13,8 @@ import pytest
 
 import kvcache
 
+pytestmark = pytest.mark.usefixtures("transfers")
+
 KEY = "00112233445566778899aabbccddeeff"
 
 

@@ -184,7 +184,8 @@ def damage(server: KvServer, key: kvcache.BlockKey, at: int) -> None:
         f.write(bytes([byte ^ 0x40]))
 
 
-def test_a_block_damaged_in_shared_memory_is_never_reported_read(shm_server, unique_keys, caplog):
+def test_a_block_damaged_in_shared_memory_is_never_reported_read(shm_server, unique_keys, caplog,
+                                                                 transfers):
     """The copy out of shared memory is checked against the block's CRC32C, then read once more
     through the socket (which sends the same damaged bytes with the same checksum): a miss, on
     every path that reads it."""

@@ -23,6 +23,7 @@ from ._errors import (AuthError, BufferTooSmallError, ForbiddenError, KvCacheErr
                       UnknownNamespaceError)
 from ._keys import BlockKey, Namespace, PrefixKeys
 from ._location import PrefixLocation
+from ._native_io import native_transfers
 from ._pin import Pin
 from ._put import PutStatus
 
@@ -32,5 +33,5 @@ __all__ = [
     "AsyncClient", "AsyncPin", "AuthError", "BlockKey", "BufferTooSmallError", "Client",
     "EngineBlock", "ForbiddenError", "KvCacheError", "Namespace", "Pin", "PrefixKeys", "PrefixLocation",
     "ProtocolError", "PutStatus", "RequestError", "ServerError", "ServerUnavailableError",
-    "TooLargeError", "UnknownNamespaceError",
+    "TooLargeError", "UnknownNamespaceError", "native_transfers",
 ]

@@ -8,7 +8,7 @@ from typing import Optional
 from ._checksum import parse_checksum
 from ._errors import BufferTooSmallError, ProtocolError
 from ._http1 import Response
-from ._reads import receive, skip
+from ._reads import receive, receive_all, skip
 from ._session import Session
 from ._transport import ConnectionFailed, ServerLink
 
@@ -72,16 +72,16 @@ def read_batch(session: Session, link: ServerLink, idx: list[int], hexes: list[s
                                                   len(chunk), r.length, session.checksums)
             except ValueError as e:
                 raise ProtocolError(f"{link.name}: {e}") from None
-            for i, length, crc in zip(chunk, lengths, expected):
-                if length > len(views[i]):
-                    skip(r, length)
-                    too_small.append(BufferTooSmallError(length, len(views[i])))
-                elif length and not receive(r, views[i][:length], crc, link, hexes[i]):
+            arrived = _receive_blocks(r, link, [(views[i], n, c, hexes[i])
+                                                for i, n, c in zip(chunk, lengths, expected)],
+                                      too_small)
+            for i, length, intact in zip(chunk, lengths, arrived):
+                if intact is False:
                     damage[i] = damage.get(i, 0) + 1
                     if damage[i] < 2:
                         continue  # asked for again
                     session.count_damaged(link, hexes[i])
-                elif length:
+                elif intact:
                     results[i] = length
                 done.append(i)
             return len(lengths)
@@ -98,3 +98,26 @@ def read_batch(session: Session, link: ServerLink, idx: list[int], hexes: list[s
             continue
         finished = set(done)
         pending = [i for i in chunk[:answered] if i not in finished] + pending[answered:]
+
+
+def _receive_blocks(r: Response, link: ServerLink,
+                    blocks: list[tuple[memoryview, int, Optional[int], str]],
+                    too_small: list[BufferTooSmallError]) -> list[Optional[bool]]:
+    """Reads a batch answer's blocks, each ``(view, length, crc32c, key)``, into their views:
+    whether each arrived intact, ``None`` for a key not cached or a block longer than its view
+    (skipped, and noted in ``too_small``). All in one call without the interpreter's lock where
+    every block fits its view and :meth:`Response.receive` can."""
+    if all(n <= len(v) for v, n, _, _ in blocks):
+        full = [(v[:n], c, key) for v, n, c, key in blocks if n]
+        intact = iter(receive_all(r, [f[0] for f in full], [f[1] for f in full], link,
+                                  [f[2] for f in full]))
+        return [next(intact) if n else None for _, n, _, _ in blocks]
+    arrived: list[Optional[bool]] = []
+    for view, n, crc, key in blocks:
+        if n > len(view):
+            skip(r, n)
+            too_small.append(BufferTooSmallError(n, len(view)))
+            arrived.append(None)
+        else:
+            arrived.append(receive(r, view[:n], crc, link, key) if n else None)
+    return arrived

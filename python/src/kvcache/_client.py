@@ -290,13 +290,20 @@ class Client:
         results: list[Optional[int]] = [None] * len(keys)
         too_small: list[BufferTooSmallError] = []
 
+        by_server = session.servers.by_server(hexes)
+        damage: dict[int, int] = {}  # reads of a key that arrived damaged; each key is one job's
+
         def read_server(link: ServerLink, idx: list[int]) -> None:
-            damage: dict[int, int] = {}  # reads of a key that arrived damaged
-            if session.offers_shared_memory(link):
-                idx = read_shared(session, link, idx, hexes, views, results, too_small, damage)
-            read_batch(session, link, idx, hexes, views, results, too_small, damage)
-        session.run_all([partial(read_server, link, idx)
-                         for link, idx in session.servers.by_server(hexes).items()])
+            by_server[link] = read_shared(session, link, idx, hexes, views, results, too_small,
+                                          damage)
+        shared = [link for link in by_server if session.offers_shared_memory(link)]
+        if shared:
+            session.run_all([partial(read_server, link, by_server[link]) for link in shared])
+        session.run_all([partial(read_batch, session, link, part, hexes, views, results,
+                                 too_small, damage)
+                         for link, idx in by_server.items() if idx
+                         for part in session.connections_for(link, [len(views[i]) for i in idx],
+                                                             idx)])
         if too_small:
             raise too_small[0]
         return results

@@ -11,8 +11,9 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
+from . import _native_io
 #: Bytes read at a time while looking for the end of an answer's head.
 _HEAD_READ = 8192
 #: Bytes of a body sent at a time, between looks for an early answer.
@@ -72,6 +73,27 @@ class Response:
         if self.length is not None:
             self.length -= n
         return n
+
+    def receive(self, views: Sequence[memoryview], check: bool) -> Optional[list[Optional[int]]]:
+        """Fills ``views`` in turn with the next body bytes in one call that lets go of the
+        interpreter's lock (:mod:`._native_io`), checksumming each as it lands.
+
+        Returns:
+            each view's CRC32C (``None`` unless ``check``), or ``None`` if this answer cannot be
+            read so (no compiled module, a TLS connection, a chunked body, too short a body):
+            read it with :meth:`readinto`.
+
+        Raises:
+            ShortRead: the connection ended or was silent past its timeout first.
+        """
+        want = sum(len(v) for v in views)
+        conn = self._conn
+        if (self.chunked or self.length is None or want > self.length
+                or not _native_io.can_receive(conn.sock)):
+            return None
+        crcs = conn._receive(views, check)
+        self.length -= want
+        return crcs
 
     def read(self, limit: Optional[int] = None) -> bytes:
         """The rest of the body (or its first ``limit`` bytes)."""
@@ -224,6 +246,20 @@ class Connection:
                 break
             n += got
         return n
+
+    def _receive(self, views: Sequence[memoryview], check: bool) -> list[Optional[int]]:
+        """:func:`._native_io.receive` from what is buffered, then the socket."""
+        assert self.sock is not None
+        try:
+            used, crcs = _native_io.receive(self.sock, self._timeout,
+                                            memoryview(self._buf)[self._start:self._end], views,
+                                            check)
+        except _native_io.ReceiveEnded as e:
+            raise ShortRead(str(e)) from None
+        self._start += used
+        if self._start == self._end:
+            self._start = self._end = 0
+        return crcs
 
     def _read_until(self, delimiter: bytes, what: str) -> bytes:
         """The bytes of ``what`` up to ``delimiter`` (at most 64 KiB), read past it."""

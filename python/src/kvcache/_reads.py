@@ -2,7 +2,7 @@
 and its bytes checked against their CRC32C as they land in the caller's buffer."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import crc32c as _crc32c
 
@@ -97,7 +97,25 @@ def expected_checksum(session: Session, r: Response, link: ServerLink) -> Option
 def receive(r: Response, out: memoryview, expected: Optional[int], link: ServerLink,
             what: str) -> bool:
     """Reads ``len(out)`` body bytes into ``out`` a slice at a time, each checksummed as it
-    lands (still in the CPU's caches); whether they have ``expected`` (``None``: unchecked)."""
+    lands (still in the CPU's caches); whether they have ``expected`` (``None``: unchecked).
+    Without the interpreter's lock where :meth:`Response.receive` can."""
+    return receive_all(r, [out], [expected], link, [what])[0]
+
+
+def receive_all(r: Response, outs: Sequence[memoryview], expected: Sequence[Optional[int]],
+                link: ServerLink, whats: Sequence[str]) -> list[bool]:
+    """:func:`receive` of consecutive blocks of one answer into ``outs``: in one call without the
+    interpreter's lock where :meth:`Response.receive` can, else one by one; whether each has its
+    ``expected`` CRC32C."""
+    check = any(e is not None for e in expected)
+    crcs = r.receive(outs, check) if outs else []
+    if crcs is None:
+        return [_receive_slices(r, o, e, link, w) for o, e, w in zip(outs, expected, whats)]
+    return [_intact_crc(c or 0, e, link, w) for c, e, w in zip(crcs, expected, whats)]
+
+
+def _receive_slices(r: Response, out: memoryview, expected: Optional[int], link: ServerLink,
+                    what: str) -> bool:
     crc = 0
     for at in range(0, len(out), CHECK_SLICE):
         part = out[at:at + CHECK_SLICE]

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from ._hostfile import HostFiles
 from ._keys import KeyLike, key_hex
+from ._native_io import native_transfers
 from ._servers import ServerSet, is_loopback
 from ._shm import SharedMemory
 from ._transport import ConnectionFailed, ServerLink
@@ -16,6 +17,11 @@ log = logging.getLogger("kvcache")
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+#: Bytes of blocks per connection below which a read from one server is not split across
+#: connections.
+PART_BYTES = 16 << 20
 
 
 class Session:
@@ -64,6 +70,23 @@ class Session:
         shared memory, the server is on this host, and has not answered without it."""
         return (self.shared is not None and link.shared_memory is not False
                 and is_loopback(link.host))
+
+    def connections_for(self, link: ServerLink, sizes: Sequence[int],
+                        idx: list[int]) -> list[list[int]]:
+        """``idx`` (whose blocks take up to ``sizes`` bytes) split into runs of keys that are read
+        from ``link`` at once, each on its own connection: one run per ``PART_BYTES``, up to the
+        worker threads, where blocks are received without the interpreter's lock (which threads
+        reading through pure Python would contend for); one run otherwise."""
+        total = sum(sizes)
+        parts = min(self._max_workers, len(idx), total // PART_BYTES)
+        if parts < 2 or link.tls or native_transfers() is not None:
+            return [idx]
+        runs: list[list[int]] = [[] for _ in range(parts)]
+        at = 0
+        for i, n in zip(idx, sizes):
+            runs[min(parts - 1, at * parts // total)].append(i)
+            at += n
+        return [run for run in runs if run]
 
     def run_all(self, jobs: Sequence[Callable[[], None]]) -> None:
         """Runs ``jobs`` on the worker threads (one in the calling thread) and waits for them;

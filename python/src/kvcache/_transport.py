@@ -62,6 +62,11 @@ class ServerLink:
         #: pinned lookup that found blocks tells).
         self.shared_memory: Optional[bool] = None
 
+    @property
+    def tls(self) -> bool:
+        """Whether the connections to the server are TLS."""
+        return self._tls is not None
+
     # -- health -----------------------------------------------------------------------------
 
     def available(self) -> bool:
