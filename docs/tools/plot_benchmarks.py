@@ -56,6 +56,7 @@ def main():
     server.events_table(results_dir, out, img)
     clients.client_tables(results_dir, out, img)
     clients.python_client_tables(results_dir, out, img)
+    clients.load_floor_tables(results_dir, out, img)
     engines.vllm_ttft_tables(results_dir, out, img)
     codec.wire_tables(results_dir, out, img)
     object_tier.object_tier_tables(rows, results_dir, out, img)

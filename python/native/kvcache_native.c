@@ -22,7 +22,11 @@
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#if defined(__clang__)
+#define KV_HW_TARGET __attribute__((target("sse4.2,crc32")))
+#else
 #define KV_HW_TARGET __attribute__((target("sse4.2")))
+#endif
 #elif defined(__aarch64__)
 #include <arm_acle.h>
 #include <sys/auxv.h>

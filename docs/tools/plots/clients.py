@@ -1,7 +1,8 @@
 """The clients (docs/benchmarks/java-client.md and python-client.md, results in java-client/ and
 python-client/): the Java client beside Jedis (RemoteClientBenchmark; remote-client.png), the Python
-client beside redis-py with the Java client's GB/s for the same sizes (python-client.png), and a RAM
-hit read from Python beside a tmpfs file (python-ram-hit.png).
+client beside redis-py with the Java client's GB/s for the same sizes (python-client.png), a RAM
+hit read from Python beside a tmpfs file (python-ram-hit.png), and Python loads against the floor
+of plain sockets (python-load-floor.png).
 """
 import json
 import os
@@ -147,4 +148,53 @@ def ram_hit_tables(results_dir, out, img):
               "A RAM hit from Python, against reading a tmpfs file (lower is better)")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "python-ram-hit.png"), dpi=110)
+    plt.close(fig)
+
+
+def load_floor_tables(results_dir, out, img):
+    """Python loads against the floor of plain sockets (python/benchmarks/load_floor.py:
+    python-client/load-floor.json): GB/s and CPU s/GiB of the floor, the compiled module and pure
+    Python, with and without a busy thread, first load and warm; python-load-floor.png."""
+    run = read_json(results_dir, "python-client/load-floor.json")
+    if run is None:
+        return
+    paths = ("floor", "native", "python")
+    names = {"floor": "floor (recv_into)", "native": "compiled module", "python": "pure Python"}
+    out.append("\n### Python loads against the floor of plain sockets "
+               f"({run['blocks']} blocks of {size_label(run['block_bytes'])}, "
+               f"{run['connections']} connections; GB/s, median of the runs; "
+               "in brackets the client's and the sender's CPU s/GiB)\n")
+    out.append("| busy thread | load | " + " | ".join(names[p] for p in paths)
+               + " | module / floor |")
+    out.append("|---|---|" + "---:|" * (len(paths) + 1))
+    cases = {(s["path"], s["busy_thread"], s["first"]): s for s in run["summary"]}
+    groups = []
+    for busy in (False, True):
+        for first in (True, False):
+            cells = []
+            for p in paths:
+                s = cases[(p, busy, first)]
+                cells.append(f"{s['gb_s']:.2f} ({s['cpu_s_per_gib']:.2f}; "
+                             f"{s['sender_cpu_s_per_gib']:.2f})")
+            ratio = cases[("native", busy, first)]["vs_floor"]
+            out.append(f"| {'yes' if busy else 'no'} | {'first' if first else 'warm'} | "
+                       + " | ".join(cells) + f" | **{ratio:.2f}** |")
+            groups.append((f"{'busy GIL' if busy else 'idle'}, {'first' if first else 'warm'}",
+                           [cases[(p, busy, first)]["gb_s"] for p in paths]))
+    out.append("")
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.26
+    colors = {"floor": "grey", "native": "#4c72b0", "python": "#dd8452"}
+    for k, p in enumerate(paths):
+        xs = [i + (k - 1) * width for i in range(len(groups))]
+        ax.bar(xs, [g[1][k] for g in groups], width, label=names[p], color=colors[p])
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g[0] for g in groups])
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"Loads of {size_label(run['block_bytes'])} blocks over loopback on "
+                 f"{run['connections']} connections, against the floor", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "python-load-floor.png"), dpi=110)
     plt.close(fig)

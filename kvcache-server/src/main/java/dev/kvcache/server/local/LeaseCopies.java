@@ -53,7 +53,8 @@ import reactor.core.publisher.Mono;
  * server's own directories (its RAM's shared memory, its disk tier), by any name, are refused
  * whatever they hold. The server keeps its mapping of the file for the next requests ({@link
  * ClientFileMaps}).
- * Each block's CRC32C is computed piece by piece as the piece is copied, from the same memory; a
+ * The blocks of a request are copied on {@code kvcache.copy-threads} threads ({@link
+ * CopyThreads}). Each block's CRC32C is computed piece by piece as the piece is copied, from the same memory; a
  * block whose bytes do not have its checksum is answered {@code damaged}, and its place in the
  * file then holds no block.
  */
@@ -95,10 +96,13 @@ public class LeaseCopies {
   private final CopyOutcomes counted;
   private final ClientFileMaps maps;
   private final SameHost sameHost;
+  private final CopyThreads copies;
 
   LeaseCopies(Namespaces namespaces, PinRegistry pins, ServedBlocks served, OffLoop offLoop,
-      CacheSettings settings, CopyOutcomes counted, ClientFileMaps maps, SameHost sameHost) {
+      CacheSettings settings, CopyOutcomes counted, ClientFileMaps maps, SameHost sameHost,
+      CopyThreads copies) {
     this.sameHost = sameHost;
+    this.copies = copies;
     this.namespaces = namespaces;
     this.pins = pins;
     this.served = served;
@@ -168,21 +172,20 @@ public class LeaseCopies {
                   + " last " + TOKEN_BYTES + " bytes of each block's place and at the start of each "
                   + TOKEN_STRIDE + " bytes before those, to show that the place may be written");
         }
-        List<CopyOutcome> outcomes = new ArrayList<>(blocks.size());
-        int newlyServed = 0;
-        for (long[] b : blocks) {
-          int index = (int) b[0];
-          CopyOutcome outcome;
+        List<CopyOutcome> outcomes = copies.copyAll(blocks.size(), i -> {
           try {
-            outcome = copyBlock(pin, index, m, b[1]);
+            return copyBlock(pin, (int) blocks.get(i)[0], m, blocks.get(i)[1]);
           } catch (InternalError e) { // the JVM's answer to a fault in a mapping: the file shrank
             throw new ApiException(HttpStatus.CONFLICT, "file-changed",
-                file + " shrank while block " + index + " was copied into it");
+                file + " shrank while block " + blocks.get(i)[0] + " was copied into it");
           }
-          outcomes.add(outcome);
+        });
+        int newlyServed = 0;
+        for (int i = 0; i < outcomes.size(); i++) {
+          CopyOutcome outcome = outcomes.get(i);
           counted.add(outcome);
           // blocks offered in shared memory counted as served at the lookup
-          if (outcome == CopyOutcome.copied && pin.sharedMemory(index)
+          if (outcome == CopyOutcome.copied && pin.sharedMemory((int) blocks.get(i)[0])
               .filter(s -> s.crc32c().isPresent()).isEmpty()) {
             newlyServed++;
           }

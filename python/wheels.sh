@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the Python package as published: a wheel for Linux x86-64 and one for Linux arm64, each
+# with the compiled module (kvcache._native, Python's stable ABI from 3.11, glibc 2.17 and later,
+# cross-compiled with Zig's C compiler from PyPI), and the sdist, into python/target/dist. Each
+# wheel is checked for its module, its machine and the newest glibc symbol it needs; the wheel of
+# this machine is then installed into a new venv and the tests of the compiled module and of the
+# protocol run against it (a server jar from kvcache-server/target, built first).
+#
+#   python/wheels.sh            # needs python3 (3.11 or later) and the network to PyPI
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+target="$here/target"
+dist="$target/dist"
+tools="$target/wheel-tools"
+python=${PYTHON:-python3}
+
+rm -rf "$dist" "$target/wheel-src"
+mkdir -p "$dist"
+if [ ! -x "$tools/bin/python" ]; then
+  "$python" -m venv "$tools"
+fi
+"$tools/bin/pip" install -q --disable-pip-version-check "ziglang==0.17.1" "setuptools>=77" \
+  "wheel>=0.43" "build>=1.2"
+
+for arch in x86_64 aarch64; do
+  echo "== the wheel for Linux $arch"
+  src="$target/wheel-src/$arch"  # a clean copy: no build directory or module of another machine
+  mkdir -p "$src"
+  (cd "$here" && tar cf - --exclude=./target --exclude=./build --exclude='*.so' \
+    --exclude='*.egg-info' --exclude=__pycache__ .) | (cd "$src" && tar xf -)
+  zig="$tools/bin/python -m ziglang cc -target $arch-linux-gnu.2.17"
+  CC="$zig" LDSHARED="$zig -shared" "$tools/bin/pip" wheel -q --no-deps --no-build-isolation \
+    --disable-pip-version-check -w "$dist" \
+    --config-settings="--build-option=--plat-name=manylinux_2_17_$arch" "$src"
+done
+echo "== the sdist"
+"$tools/bin/python" -m build -q --sdist --no-isolation -o "$dist" "$target/wheel-src/x86_64" \
+  > /dev/null
+
+"$tools/bin/python" - "$dist" <<'EOF'
+"""Each wheel holds the compiled module, built for its machine and glibc 2.17."""
+import re, subprocess, sys, zipfile, pathlib, tempfile
+machines = {"x86_64": "X86-64", "aarch64": "AArch64"}
+for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.whl")):
+    arch = re.search(r"manylinux_2_17_(\w+)\.whl$", wheel.name)
+    if not arch or "-cp311-abi3-" not in wheel.name:
+        sys.exit(f"{wheel.name}: not a cp311-abi3 manylinux_2_17 wheel")
+    with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
+        names = [n for n in z.namelist() if n.startswith("kvcache/_native") and n.endswith(".so")]
+        if names != ["kvcache/_native.abi3.so"]:
+            sys.exit(f"{wheel.name}: the compiled module is missing (it failed to build): {names}")
+        so = z.extract(names[0], tmp)
+        header = subprocess.run(["readelf", "-h", so], capture_output=True, text=True).stdout
+        versions = subprocess.run(["readelf", "-V", so], capture_output=True, text=True).stdout
+        if machines[arch.group(1)] not in header:
+            sys.exit(f"{wheel.name}: the module is not built for {arch.group(1)}")
+        glibc = max((tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([\d.]+)", versions)),
+                    default=(0,))
+        if glibc > (2, 17):
+            sys.exit(f"{wheel.name}: the module needs glibc {glibc}, newer than 2.17")
+    print(f"{wheel.name}: kvcache/_native.abi3.so for {arch.group(1)}, glibc {'.'.join(map(str, glibc))}")
+EOF
+ls "$dist"/*.tar.gz
+
+machine=$(uname -m)
+wheel=$(ls "$dist"/*manylinux_2_17_"$machine".whl)
+echo "== $(basename "$wheel") installed in a new venv: the compiled module's tests and the protocol's"
+venv="$target/wheel-venv"
+rm -rf "$venv"
+"$python" -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check "$wheel" "pytest>=8" "numpy>=1.24"
+cd "$here/tests"  # the tests import the installed package, never the sources
+KVCACHE_SERVER_JAR="${KVCACHE_SERVER_JAR:-$here/../kvcache-server/target/kvcache-server.jar}" \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$here/tests" \
+  -c /dev/null test_native.py test_protocol.py
