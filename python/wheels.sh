@@ -2,11 +2,14 @@
 # Builds the Python package as published: a wheel for Linux x86-64 and one for Linux arm64, each
 # with the compiled module (kvcache._native, Python's stable ABI from 3.11, glibc 2.17 and later,
 # cross-compiled with Zig's C compiler from PyPI), and the sdist, into python/target/dist. Each
-# wheel is checked for its module, its machine and the newest glibc symbol it needs; the wheel of
+# wheel is checked for its module, its machine and the newest glibc symbol it needs. The module's
+# CRC32C is checked on each machine by native/selftest.c, built with the same compiler: on x86-64
+# with its CPU instruction and, under qemu, on a CPU without it; on arm64 under qemu. The wheel of
 # this machine is then installed into a new venv and the tests of the compiled module and of the
 # protocol run against it (a server jar from kvcache-server/target, built first).
 #
-#   python/wheels.sh            # needs python3 (3.11 or later) and the network to PyPI
+#   python/wheels.sh    # needs python3 (3.11 or later), the network to PyPI, and qemu-user
+#                       # (installed with apt-get when missing)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 target="$here/target"
@@ -61,6 +64,24 @@ for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.whl")):
     print(f"{wheel.name}: kvcache/_native.abi3.so for {arch.group(1)}, glibc {'.'.join(map(str, glibc))}")
 EOF
 ls "$dist"/*.tar.gz
+
+echo "== the module's CRC32C on each machine (native/selftest.c)"
+if ! command -v qemu-aarch64 > /dev/null || ! command -v qemu-x86_64 > /dev/null; then
+  if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q qemu-user > "$target/qemu-install.log" 2>&1 \
+      || { echo "installing qemu-user failed: $target/qemu-install.log" >&2; exit 1; }
+  else
+    echo "qemu-user is missing (qemu-aarch64, qemu-x86_64): install it to check the arm64 wheel" >&2
+    exit 1
+  fi
+fi
+for arch in x86_64 aarch64; do
+  "$tools/bin/python" -m ziglang cc -target "$arch-linux-musl" -O2 -std=c11 -D_GNU_SOURCE -Wall \
+    -Werror -static -o "$target/selftest-$arch" "$here/native/selftest.c"
+done
+qemu-x86_64 -cpu max "$target/selftest-x86_64"
+qemu-x86_64 -cpu qemu64 "$target/selftest-x86_64"   # no SSE 4.2: the tables
+qemu-aarch64 -cpu max "$target/selftest-aarch64"
 
 machine=$(uname -m)
 wheel=$(ls "$dist"/*manylinux_2_17_"$machine".whl)
