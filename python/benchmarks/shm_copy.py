@@ -23,7 +23,7 @@ import time
 from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vllm_ttft import start_server  # noqa: E402
+from vllm_ttft import SERVER_OPTIONS, start_server  # noqa: E402
 
 import crc32c  # noqa: E402
 
@@ -93,8 +93,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jar", required=True)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--server-option", action="append", default=[],
+                    help="a -D option of the server (kvcache.copy-threads=1), repeatable")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    SERVER_OPTIONS.extend(f"-D{o}" for o in args.server_option)
     server, port = start_server(args.jar, "ram-shm", "")
     try:
         client = kvcache.Client(f"127.0.0.1:{port}", shared_memory=True)

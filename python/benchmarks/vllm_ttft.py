@@ -49,6 +49,10 @@ KIND_OPTIONS: dict[str, dict[str, Any]] = {"ram": {"shared_memory": False},
                                            "ram-shm": {"server_copies": False}}
 
 
+#: Further -D options of every server started (--server-option).
+SERVER_OPTIONS: list[str] = []
+
+
 def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
                  s3_endpoint: str = "") -> tuple[subprocess.Popen[bytes], int]:
     port = port or free_port()
@@ -74,7 +78,7 @@ def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
                        # default 50ms on two busy cores
                        "-Dkvcache.cache.s3.lookup-budget=1s"]}[kind]
     p = subprocess.Popen(["java", "-Xmx512m", "-XX:MaxDirectMemorySize=5g",
-                          f"-Dmicronaut.server.port={port}", *settings, "-jar", jar],
+                          f"-Dmicronaut.server.port={port}", *settings, *SERVER_OPTIONS, "-jar", jar],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, p, f"kvcache-server ({kind})")
@@ -318,16 +322,20 @@ def main() -> None:
     ap.add_argument("--rclone", default=RCLONE,
                     help="the rclone binary that serves the bucket of --servers s3 (default: the "
                          "one the build installs into kvcache-s3/target/s3-servers)")
+    ap.add_argument("--server-option", action="append", default=[],
+                    help="a -D option of every server (kvcache.copy-threads=1), repeatable")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    SERVER_OPTIONS.extend(f"-D{o}" for o in args.server_option)
     if len(args.servers) > 1:  # one engine per process: each server kind in a process of its own
         runs: list[Any] = []
         for kind in args.servers:
             part = f"{args.out}.{kind}"
             extra = [] if args.switch_interval is None else ["--switch-interval",
                                                              str(args.switch_interval)]
+            options = [x for o in args.server_option for x in ("--server-option", o)]
             subprocess.run([sys.executable, __file__, "--jar", args.jar, "--servers", kind,
-                            "--rclone", args.rclone, *extra,
+                            "--rclone", args.rclone, *extra, *options,
                             "--out", part, "--tokens", *map(str, args.tokens)], check=True)
             with open(part) as f:
                 merged = json.load(f)

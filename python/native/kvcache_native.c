@@ -222,14 +222,17 @@ static void *copy_part(void *arg) {
 
 /*
  * Copies len(out) bytes from ``address`` (memory the caller keeps mapped for the call) into
- * ``out`` on up to ``threads`` threads, each copying and checksumming its own part. Returns the
- * CRC32C of the bytes copied, or None when not checking.
+ * ``out`` on up to ``threads`` threads, each copying and checksumming its own part, the GIL let
+ * go; with ``threads`` 0, in this thread, the GIL kept (a copy shorter than a switch interval,
+ * which would wait up to one to take the GIL back). Returns the CRC32C of the bytes copied, or
+ * None when not checking.
  */
 static PyObject *py_copy(PyObject *self, PyObject *args) {
   Py_buffer out;
   unsigned long long address;
   int threads, check;
   if (!PyArg_ParseTuple(args, "w*Kip", &out, &address, &threads, &check)) return NULL;
+  int keep_gil = threads == 0;
   if (threads < 1) threads = 1;
   if (threads > MAX_THREADS) threads = MAX_THREADS;
   size_t len = (size_t)out.len;
@@ -246,7 +249,7 @@ static PyObject *py_copy(PyObject *self, PyObject *args) {
     count++;
     if (at + k >= len) break;
   }
-  Py_BEGIN_ALLOW_THREADS
+  PyThreadState *saved = keep_gil ? NULL : PyEval_SaveThread();
   for (int i = 1; i < count; i++) {
     if (pthread_create(&ids[i], NULL, copy_part, &parts[i]) != 0) break;
     started = i;
@@ -254,7 +257,7 @@ static PyObject *py_copy(PyObject *self, PyObject *args) {
   copy_part(&parts[0]);
   for (int i = started + 1; i < count; i++) copy_part(&parts[i]); /* threads that did not start */
   for (int i = 1; i <= started; i++) pthread_join(ids[i], NULL);
-  Py_END_ALLOW_THREADS
+  if (saved) PyEval_RestoreThread(saved);
   PyBuffer_Release(&out);
   if (!check) Py_RETURN_NONE;
   uint32_t crc = parts[0].crc;
@@ -271,7 +274,8 @@ static PyMethodDef methods[] = {
     {"receive", py_receive, METH_VARARGS,
      "receive(fd, timeout_ms, head, views, check): fills each view from head, then the socket."},
     {"copy", py_copy, METH_VARARGS,
-     "copy(out, address, threads, check): copies into out from address on several threads."},
+     "copy(out, address, threads, check): copies into out from address on several threads "
+     "(0: this one, the GIL kept)."},
     {"hardware_crc", py_hardware, METH_NOARGS, "Whether CRC32C runs on the CPU's instruction."},
     {NULL, NULL, 0, NULL}};
 

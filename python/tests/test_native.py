@@ -43,7 +43,7 @@ def test_crc32c_is_the_crc32c_packages(length):
     assert native().crc32c(b"123456789") == 0xE3069283  # the check value of CRC-32C
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("threads", [0, 1, 2, 3, 8])
 def test_a_copy_on_several_threads_is_exact_and_checksummed_whole(threads):
     data = os.urandom(LENGTHS[-1])
     source = mmap.mmap(-1, len(data))

@@ -74,7 +74,8 @@ def receive(sock: socket.socket, timeout: Optional[float], head: memoryview,
 
 def copy(out: memoryview, address: int, threads: int, check: bool) -> Optional[int]:
     """Copies ``len(out)`` bytes from ``address`` (memory the caller keeps mapped) into ``out`` on
-    up to ``threads`` threads, without the interpreter's lock; their CRC32C if ``check``."""
+    up to ``threads`` threads, without the interpreter's lock (0: in this thread, with it); their
+    CRC32C if ``check``."""
     crc: Optional[int] = _native.copy(out, address, threads, check)
     return crc
 

@@ -2,6 +2,7 @@
 documented ``--l2-adapter`` JSON (and from the former ``module_path`` ``kvcache.lmcache``) and
 wraps it in its native-connector bridge; the bridge's contract (store, lookup and lock, load,
 unlock, delete) runs against a real server with LMCache's memory objects."""
+import contextlib
 import hashlib
 import json
 import time
@@ -23,12 +24,12 @@ from lmcache.v1.memory_management import MemoryObjMetadata, TensorMemoryObj  # n
 CHUNK = 64 << 10
 
 
-def adapter(server, module="kvcache.integrations.lmcache"):
+def adapter(server, module="kvcache.integrations.lmcache", **params):
     """What ``lmcache server --l2-adapter '<json>'`` makes of the documented configuration, the
-    adapter loaded from ``module``."""
+    adapter loaded from ``module``; ``params`` more of its ``adapter_params``."""
     doc = json.dumps({"type": "native_plugin", "module_path": module,
                       "class_name": "KvcacheNativeConnector",
-                      "adapter_params": {"servers": [server.address], "timeout": 5}})
+                      "adapter_params": {"servers": [server.address], "timeout": 5, **params}})
     return create_l2_adapter(NativePluginL2AdapterConfig.from_dict(json.loads(doc)))
 
 
@@ -104,6 +105,25 @@ def test_the_factory_loads_it_and_chunks_round_trip(server):
         a.close()
 
 
+def test_chunks_estimated_faster_to_prefill_than_to_load_are_not_found(server):
+    slow = adapter(server, prefill_tokens_per_s=1.0)  # a token a second: loading is faster
+    fast = adapter(server, prefill_tokens_per_s=1e15)  # nothing loads faster than that
+    try:
+        ks = keys(4, salt=b"prefill-or-load")
+        data = [torch.randint(0, 256, (CHUNK,), dtype=torch.uint8) for _ in ks]
+        assert stored(slow, slow.submit_store_task(ks, [memory_obj(d) for d in data])).is_successful()
+        found = wait(slow.query_lookup_and_lock_result, slow.submit_lookup_and_lock_task(ks, {}))
+        assert bits(found, 4) == [True] * 4
+        assert slow._client.load_or_prefill.recomputed == 0
+        slow.submit_unlock(ks)
+        found = wait(fast.query_lookup_and_lock_result, fast.submit_lookup_and_lock_task(ks, {}))
+        assert bits(found, 4) == [False] * 4
+        assert fast._client.load_or_prefill.recomputed == 4
+    finally:
+        slow.close()
+        fast.close()
+
+
 def test_the_former_module_path_loads_the_same_classes(server):
     import kvcache.integrations.lmcache
     import kvcache.lmcache
@@ -174,11 +194,11 @@ def test_a_server_that_goes_away_is_misses():
 LAYERS, CHUNK_TOKENS, KV_HEADS, HEAD = 2, 16, 2, 64
 
 
-@pytest.fixture
-def plugin_backends(server, tmp_path):
-    """LMCache's own storage-backend factory, given the documented configuration file: the
-    local CPU backend and the remote backend of the ``kvcache`` plugin, on an event loop of its
-    own as LMCache's storage manager runs them."""
+@contextlib.contextmanager
+def backends_of(server, tmp_path, **options):
+    """LMCache's own storage-backend factory, given the documented configuration file (and
+    ``options``, more of the plugin's options): the local CPU backend and the remote backend of
+    the ``kvcache`` plugin, on an event loop of its own as LMCache's storage manager runs them."""
     import asyncio
     import threading
 
@@ -186,7 +206,8 @@ def plugin_backends(server, tmp_path):
     from lmcache.v1.metadata import LMCacheMetadata
     from lmcache.v1.storage_backend import CreateStorageBackends
 
-    path = tmp_path / "lmcache.yaml"
+    path = tmp_path / f"lmcache-{len(list(tmp_path.iterdir()))}.yaml"
+    more = "".join(f"  remote_storage_plugin.kvcache.{k}: {v}\n" for k, v in options.items())
     path.write_text(f"""chunk_size: {CHUNK_TOKENS}
 local_cpu: true
 max_local_cpu_size: 0.05
@@ -196,7 +217,7 @@ extra_config:
   remote_storage_plugin.kvcache.class_name: KvcacheConnectorAdapter
   remote_storage_plugin.kvcache.servers: "{server.address}"
   remote_storage_plugin.kvcache.timeout: 5
-""")
+""" + more)
     config = LMCacheEngineConfig.from_file(str(path))
     metadata = LMCacheMetadata(model_name="tiny-llama", world_size=1, local_world_size=1,
                                worker_id=0, local_worker_id=0, kv_dtype=torch.bfloat16,
@@ -205,11 +226,19 @@ extra_config:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     backends = CreateStorageBackends(config, metadata, loop)
-    yield backends
-    for b in reversed(list(backends.values())):
-        b.close()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
+    try:
+        yield backends
+    finally:
+        for b in reversed(list(backends.values())):
+            b.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
+@pytest.fixture
+def plugin_backends(server, tmp_path):
+    with backends_of(server, tmp_path) as backends:
+        yield backends
 
 
 def engine_keys(n, salt=b""):
@@ -265,6 +294,22 @@ def test_the_plugin_loads_and_chunks_round_trip(plugin_backends):
     assert remote.remove(ks[0])
     assert remote.batched_contains(ks) == 0
     assert remote.get_blocking(ks[0]) is None
+
+
+def test_the_plugin_leaves_to_prefill_what_is_estimated_faster_to_prefill(server, tmp_path):
+    with backends_of(server, tmp_path, prefill_tokens_per_s=1.0) as slow, \
+            backends_of(server, tmp_path, prefill_tokens_per_s=1e15) as fast:
+        remote = slow["RemoteBackend-kvcache"]
+        ks = engine_keys(3, b"prefill-or-load")
+        remote.batched_submit_put_task(ks, [kv_chunk(slow["LocalCPUBackend"], seed=i)
+                                            for i in range(3)])
+        assert wait_until(lambda: remote.batched_contains(ks) == 3)  # a token a second: load
+        for o in remote.batched_get_blocking(ks):
+            o.ref_count_down()
+        assert remote.connection._connector.load_or_prefill.recomputed == 0
+        quick = fast["RemoteBackend-kvcache"]
+        assert quick.batched_contains(ks) == 0  # 10^15 tokens a second: prefill
+        assert quick.connection._connector.load_or_prefill.recomputed == 3
 
 
 def test_the_plugin_without_its_server_is_misses(plugin_backends, server):

@@ -38,16 +38,16 @@ def host_pool(layout="page_first"):
                                 device_capacity_tokens=CAPACITY, start_layer=0, end_layer=LAYERS)
 
 
-def backend(server, host, tp_rank=0, v1=True, module="kvcache.integrations.sglang"):
+def backend(server, host, tp_rank=0, v1=True, module="kvcache.integrations.sglang", **extra):
     """The backend as SGLang's HiCache controller makes it from ``module``: the factory, then the
-    host pool."""
+    host pool; ``extra`` more keys of its extra config."""
     config = HiCacheStorageConfig(
         tp_rank=tp_rank, tp_size=2, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
         is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
         model_name="tiny-llama",
         extra_config={"backend_name": "kvcache", "module_path": module,
                       "class_name": "KvcacheHiCacheStorage", "interface_v1": 1 if v1 else 0,
-                      "servers": [server.address], "timeout": 5})
+                      "servers": [server.address], "timeout": 5, **extra})
     b = StorageBackendFactory.create_backend("dynamic", config, host)
     b.register_mem_pool_host(host)
     return b
@@ -95,6 +95,25 @@ def test_the_factory_loads_it_and_pages_round_trip_in_place(server):
     b.client.delete(b._keys([keys[2]])[1])
     assert b.batch_exists(keys) == 2
     assert b.batch_get_v1(keys, dst)[:3] == [True, True, False]
+
+
+def test_pages_estimated_faster_to_prefill_than_to_load_are_left_to_prefill(server):
+    host = host_pool()
+    # an engine that prefills a token a second: loading pages from RAM is faster
+    slow = backend(server, host, prefill_tokens_per_s=1.0)
+    # an engine that prefills 10^15 tokens a second: nothing loads faster than that
+    fast = backend(server, host, prefill_tokens_per_s=1e15)
+    keys = page_hashes(4, b"prefill-or-load")
+    host.kv_buffer.copy_(torch.randn(host.kv_buffer.shape).to(torch.bfloat16))
+    assert slow.batch_set_v1(keys, slots(4)) == [True] * 4
+    assert slow.batch_get_v1(keys, slots(4, first=8)) == [True] * 4  # a load, timed
+    assert slow.client.locate_prefix(slow._keys(keys)).load_s is not None
+
+    assert slow.batch_exists(keys) == 4
+    assert slow.load_or_prefill.recomputed == 0
+    assert fast.batch_exists(keys) == 0
+    assert fast.load_or_prefill.recomputed == 8  # 4 pages of a K and a V block
+    assert backend(server, host).batch_exists(keys) == 4  # without the option: always load
 
 
 def test_the_former_module_path_loads_the_same_backend(server):

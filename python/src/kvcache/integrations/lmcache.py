@@ -25,12 +25,14 @@ import itertools
 import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from lmcache.v1.storage_backend.connector import ConnectorAdapter, ConnectorContext
 from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
 
+from ._prefill import LoadOrPrefill
 from .. import BlockKey, Client, KvCacheError, Namespace, PutStatus
 
 __all__ = ["KvcacheNativeConnector", "KvcacheConnectorAdapter", "KvcacheRemoteConnector"]
@@ -62,13 +64,20 @@ class KvcacheNativeConnector:
             with ``dns``, False unless set).
         allow_cleartext_token: send the token over plain HTTP to servers beyond loopback, on a
             network that is private by other means (refused otherwise).
+        prefill_tokens_per_s: the engine's prefill speed in tokens per second: ``exists``
+            answers False for the chunks a lookup found when the servers' read estimate plus the
+            chunks at this connector's recent load speed would take longer than prefilling their
+            tokens (``docs/engines.md``, "Loading or recomputing"). 0 (the default) always loads.
+        tokens_per_chunk: the tokens of one of LMCache's chunks (its ``chunk_size``, 256).
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None] = None, namespace: str = "default",
                  token: Optional[str] = None, tenant: str = "", workers: int = 4,
                  timeout: float = 30.0, ca_file: Optional[str] = None,
                  dns: Optional[str] = None, tls: Optional[bool] = None,
-                 allow_cleartext_token: bool = False) -> None:
+                 allow_cleartext_token: bool = False, prefill_tokens_per_s: float = 0.0,
+                 tokens_per_chunk: int = 256) -> None:
+        self.load_or_prefill = LoadOrPrefill(prefill_tokens_per_s, tokens_per_chunk)
         self.client = Client(servers, namespace=namespace,
                              token=token or os.environ.get("KVCACHE_TOKEN"), timeout=timeout,
                              ca_file=ca_file, dns=dns, tls=tls,
@@ -150,8 +159,11 @@ class KvcacheNativeConnector:
         return [BlockKey.of_raw(self.key_namespace, k) for k in keys]
 
     def _get(self, keys: List[str], views: List[memoryview]) -> List[bool]:
+        start = time.monotonic()
         got = self.client.get_many_into(self._keys(keys), views)
-        return [n == len(v) for n, v in zip(got, views)]
+        ok = [n == len(v) for n, v in zip(got, views)]
+        self.load_or_prefill.loaded(sum(ok), time.monotonic() - start)
+        return ok
 
     def _set(self, keys: List[str], views: List[memoryview]) -> List[bool]:
         statuses = self.client.put_many(zip(self._keys(keys), views))
@@ -165,7 +177,8 @@ class KvcacheNativeConnector:
             end = start + 1
             while end < len(keys) and _row(keys[end]) == row:
                 end += 1
-            present = self.client.lookup_prefix(self._keys(keys[start:end]))
+            where = self.client.locate_prefix(self._keys(keys[start:end]))
+            present = self.load_or_prefill.to_load(where)
             found[start:start + present] = [True] * present
             start = end
         return found
@@ -204,7 +217,8 @@ def _flag(value: Any) -> bool:
 
 _OPTIONS: dict[str, Callable[[Any], Any]] = {
     "servers": str, "dns": str, "namespace": str, "token": str, "tenant": str, "workers": int,
-    "timeout": float, "ca_file": str, "tls": _flag, "allow_cleartext_token": _flag}
+    "timeout": float, "ca_file": str, "tls": _flag, "allow_cleartext_token": _flag,
+    "prefill_tokens_per_s": float}
 
 
 class KvcacheConnectorAdapter(ConnectorAdapter):  # type: ignore[misc]
@@ -233,7 +247,11 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
     Its options are ``remote_storage_plugin.<plugin name>.<option>`` keys of LMCache's
     ``extra_config``: ``servers`` (``host:port``, comma-separated), or ``dns``; ``namespace``;
     ``token`` (default: ``KVCACHE_TOKEN`` from the environment); ``tenant``; ``workers`` (4);
-    ``timeout``; ``ca_file``; ``tls`` and ``allow_cleartext_token`` (``true`` or ``false``).
+    ``timeout``; ``ca_file``; ``tls`` and ``allow_cleartext_token`` (``true`` or ``false``);
+    ``prefill_tokens_per_s`` (0: always load), with which a lookup answers no chunks when the
+    servers' read estimate plus the chunks at this connector's recent load speed would take longer
+    than prefilling their tokens (LMCache's ``chunk_size`` each; ``docs/engines.md``, "Loading or
+    recomputing").
 
     Keys: :meth:`kvcache.BlockKey.of_raw` of LMCache's key string (model, world size, worker,
     chunk hash, dtype) under ``Namespace("lmcache", <dtype and chunk shape>, "inproc", tenant)``.
@@ -258,6 +276,8 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
         workers = options.pop("workers", 4)
         tenant = options.pop("tenant", "")
         token = options.pop("token", None) or os.environ.get("KVCACHE_TOKEN")
+        self.load_or_prefill = LoadOrPrefill(options.pop("prefill_tokens_per_s", 0.0),
+                                             int(config.chunk_size))
         self.client = Client(servers or None, token=token, max_workers=workers, **options)
         self.loop = context.loop
         self.local_cpu_backend = backend
@@ -309,7 +329,8 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
     def batched_contains(self, keys: List[Any]) -> int:
         """How many leading keys are stored: one prefix lookup."""
         try:
-            return self.client.lookup_prefix([self._key(k) for k in keys])
+            return self.load_or_prefill.to_load(self.client.locate_prefix(
+                [self._key(k) for k in keys]))
         except KvCacheError as e:
             log.warning("kvcache: lookup of %d keys failed: %s", len(keys), e)
             return 0
@@ -333,12 +354,14 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
         miss (or when LMCache's memory is full)."""
         objs = [self._allocate() for _ in keys]
         want = [i for i, o in enumerate(objs) if o is not None]
+        start = time.monotonic()
         try:
             got = await self._call(self.client.get_many_into, [self._key(keys[i]) for i in want],
                                    [objs[i].byte_array for i in want])
         except KvCacheError as e:
             log.warning("kvcache: read of %d chunks failed: %s", len(want), e)
             got = [None] * len(want)
+        self.load_or_prefill.loaded(sum(1 for n in got if n), time.monotonic() - start)
         out: List[Any] = [None] * len(keys)
         for i, n in zip(want, got):
             out[i] = self._filled(objs[i], n)

@@ -38,11 +38,13 @@ import ctypes
 import logging
 import os
 import string
+import time
 from typing import Any, List, Optional
 
 from sglang.srt.mem_cache.hicache_storage import (HiCacheStorage, HiCacheStorageConfig,
                                                   HiCacheStorageExtraInfo)
 
+from ._prefill import LoadOrPrefill
 from .. import BlockKey, Client, EngineBlock, KvCacheError, Namespace, PutStatus
 
 __all__ = ["KvcacheHiCacheStorage"]
@@ -76,6 +78,9 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
         self.mem_pool_host: Any = None
         self.namespace: Optional[Namespace] = None
         self.parts = 1  # blocks per page
+        self._prefill_tokens_per_s = float(extra.get("prefill_tokens_per_s", 0.0))
+        #: Set with the host pool: whether a lookup's pages are loaded or left to prefill.
+        self.load_or_prefill = LoadOrPrefill(self._prefill_tokens_per_s, 1)
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -101,6 +106,8 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
             first = torch.arange(mem_pool_host.page_size, dtype=torch.int64)
             ptrs, _ = mem_pool_host.get_page_buffer_meta(first)
             self.parts = len(ptrs)
+        self.load_or_prefill = LoadOrPrefill(self._prefill_tokens_per_s,
+                                             max(1, mem_pool_host.page_size // self.parts))
 
     def _keys(self, page_hashes: List[str]) -> List[BlockKey]:
         if self.namespace is None:
@@ -142,9 +149,11 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
 
     def batch_exists(self, keys: List[str],
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> int:
-        """How many leading pages are stored: one prefix lookup."""
+        """How many leading pages are stored: one prefix lookup. None when prefilling them is
+        estimated faster than loading them (``prefill_tokens_per_s``)."""
         try:
-            return self.client.lookup_prefix(self._keys(keys)) // self.parts
+            return self.load_or_prefill.to_load(
+                self.client.locate_prefix(self._keys(keys))) // self.parts
         except KvCacheError as e:
             log.warning("kvcache: lookup of %d pages failed: %s", len(keys), e)
             return 0
@@ -158,7 +167,7 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         """Reads each page's blocks straight into the host pool."""
         try:
-            got = self.client.get_many_into(self._keys(keys), self._buffers(host_indices))
+            got = self._read(keys, self._buffers(host_indices))
         except KvCacheError as e:
             log.warning("kvcache: read of %d pages failed: %s", len(keys), e)
             return [False] * len(keys)
@@ -174,6 +183,14 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
             log.warning("kvcache: write of %d pages failed: %s", len(keys), e)
             return [False] * len(keys)
         return self._per_page(keys, [s is PutStatus.STORED for s in statuses])
+
+    def _read(self, keys: List[str], buffers: List[Any]) -> List[Optional[int]]:
+        """The blocks of pages ``keys`` read into ``buffers``; the load's speed is told to
+        :attr:`load_or_prefill`."""
+        start = time.monotonic()
+        got = self.client.get_many_into(self._keys(keys), buffers)
+        self.load_or_prefill.loaded(sum(1 for n in got if n is not None), time.monotonic() - start)
+        return got
 
     def _per_page(self, keys: List[str], ok: List[bool]) -> List[bool]:
         p = self.parts
@@ -193,7 +210,7 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
         targets = list(target_locations) if target_locations is not None else [
             self.mem_pool_host.get_dummy_flat_data_page() for _ in keys]
         try:
-            got = self.client.get_many_into(self._keys(keys), targets)
+            got = self._read(keys, targets)
         except KvCacheError as e:
             log.warning("kvcache: read of %d pages failed: %s", len(keys), e)
             return [None] * len(keys)

@@ -36,6 +36,7 @@ from vllm.v1.kv_offload.base import (Locality, LookupResult, Medium, OffloadingE
 from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 
+from ._prefill import LoadOrPrefill
 from .. import (BlockKey, Client, EngineBlock, KvCacheError, Namespace, Pin, PrefixLocation,
                PutStatus, RequestError)
 
@@ -143,14 +144,9 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         self.server_copies = server_copies
         self.key_namespace = key_namespace(offloading_spec.config, self.block_size_bytes, tenant)
         self.pin_ms = pin_ms
-        if prefill_tokens_per_s < 0:
-            raise ValueError(f"prefill_tokens_per_s must be 0 or more, got {prefill_tokens_per_s}")
-        self.prefill_tokens_per_s = prefill_tokens_per_s
         cache = offloading_spec.config.cache
         self.tokens_per_chunk = int(cache.tokens_per_hash) * int(cache.blocks_per_chunk)
-        #: Chunks found but recomputed, as loading them was estimated slower.
-        self.recomputed_chunks = 0
-        self._load_bytes_per_s = 0.0  # moving average over this tier's loads; 0 until one ends
+        self.load_or_prefill = LoadOrPrefill(prefill_tokens_per_s, self.tokens_per_chunk)
         self._bytes = primary_kv_view.cast("B")
         self._jobs = ThreadPoolExecutor(workers, thread_name_prefix="kvcache-vllm")
         self._pending: set[Future[None]] = set()
@@ -297,10 +293,8 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
             raised = True
         done = [k for k, good in zip(keys, ok) if good]
         elapsed = time.monotonic() - start
-        if job.is_promotion and done and elapsed > 0:
-            rate = len(done) * self.block_size_bytes / elapsed
-            self._load_bytes_per_s = rate if not self._load_bytes_per_s else (
-                self._load_bytes_per_s + 0.1 * (rate - self._load_bytes_per_s))
+        if job.is_promotion:
+            self.load_or_prefill.loaded(len(done), elapsed)
         failed = [k for k, good in zip(keys, ok) if not good] if job.is_promotion else []
         result = JobResult(job_id=job.job_id, success=all(ok),
                            successful_keys=tuple(done) if failed and done else None,
@@ -315,16 +309,10 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                 lost = [k for k in failed if self.client.answering(self.block_key(k))]
         self._finished.put(_Finished(result, failed, stored, lost))
 
-    def recompute_is_faster(self, location: PrefixLocation) -> bool:
-        """Whether prefilling the chunks ``location`` found beats loading them: the servers' read
-        estimate plus their bytes at this tier's recent load speed (none before a load has
-        ended), against their tokens at ``prefill_tokens_per_s``. False if either is unknown."""
-        if not self.prefill_tokens_per_s or location.load_s is None or not location.present:
-            return False
-        transfer = (location.present * self.block_size_bytes / self._load_bytes_per_s
-                    if self._load_bytes_per_s else 0.0)
-        prefill = location.present * self.tokens_per_chunk / self.prefill_tokens_per_s
-        return location.load_s + transfer > prefill
+    @property
+    def recomputed_chunks(self) -> int:
+        """Chunks found but recomputed, as loading them was estimated slower."""
+        return self.load_or_prefill.recomputed
 
     def _store(self, job: TransferJob, keys: list[OffloadKey]) -> list[bool]:
         names = self._engine_blocks(job, keys)
@@ -453,12 +441,7 @@ class _PinnedLookup(AsyncLookupManager):  # type: ignore[misc]
 
     def _recomputed(self, location: PrefixLocation) -> bool:
         """Whether the chunks found are left to prefill, as loading them is estimated slower."""
-        if not self._tier.recompute_is_faster(location):
-            return False
-        log.debug("kvcache: %d chunks recomputed: loading them is estimated slower (%s)",
-                  location.present, location)
-        self._tier.recomputed_chunks += location.present
-        return True
+        return self._tier.load_or_prefill.to_load(location) == 0 and location.present > 0
 
 
 class _Finished:
