@@ -36,6 +36,7 @@ from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_port  # noqa: E402
+from shm_copy import Busy  # noqa: E402
 from vllm_ttft import start_server  # noqa: E402
 
 BLOCK = 2 << 20
@@ -69,18 +70,8 @@ def timed(load: Callable[[], None]) -> tuple[float, float]:
 def with_busy_thread(busy: bool, fn: Callable[[], tuple[float, float]]) -> tuple[float, float]:
     if not busy:
         return fn()
-    stop = threading.Event()
-
-    def spin() -> None:
-        while not stop.is_set():
-            pass
-    t = threading.Thread(target=spin)
-    t.start()
-    try:
+    with Busy():
         return fn()
-    finally:
-        stop.set()
-        t.join()
 
 
 # -- the floor: a sender process and recv_into here ---------------------------------------------

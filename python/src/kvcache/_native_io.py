@@ -40,7 +40,7 @@ class ReceiveEnded(ConnectionError):
 def native_transfers() -> Optional[str]:
     """``None`` when loads run without the interpreter's lock (the compiled module is installed
     and not turned off); otherwise why not."""
-    return _WHY_NOT
+    return None if _native is not None else _WHY_NOT or "the compiled module is turned off"
 
 
 def can_receive(sock: Optional[socket.socket]) -> bool:
