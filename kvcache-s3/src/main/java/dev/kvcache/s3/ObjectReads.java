@@ -9,6 +9,7 @@ import dev.kvcache.s3.internal.ObjectIndex.Entry;
 import dev.kvcache.s3.internal.ObjectIndex;
 import dev.kvcache.s3.internal.ObjectNames.Folder;
 import dev.kvcache.s3.internal.ObjectNames;
+import dev.kvcache.s3.internal.RangedDownload;
 import dev.kvcache.s3.internal.Requests.Op;
 import dev.kvcache.s3.internal.Requests;
 import dev.kvcache.s3.internal.StoreFailure;
@@ -39,14 +40,20 @@ import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 /**
  * An object tier's reads: downloads straight into their destination, checked against the CRC32C
  * each object was stored with, a damaged object refused (a miss) and deleted on its ETag; several
- * at once for {@link S3Tier#getAll}. The presence index learns the objects read, and forgets those
- * found missing.
+ * at once for {@link S3Tier#getAll}. A plain object the index knows to hold {@value #RANGE_BYTES}
+ * bytes or more is read by ranged GETs of that many bytes at once ({@link RangedDownload}). The
+ * presence index learns the objects read, and forgets those found missing.
  */
 final class ObjectReads {
 
   private static final Logger log = LoggerFactory.getLogger(S3Tier.class);
   /** The most downloads one {@link #getAll} has under way at once. */
   static final int READ_AHEAD = 8;
+  /**
+   * Bytes of each ranged GET of a large object; objects of twice this or more are read so, the
+   * ranges under way at once.
+   */
+  static final int RANGE_BYTES = 8 << 20;
 
   private final S3TierConfig config;
   private final S3AsyncClient s3;
@@ -65,6 +72,7 @@ final class ObjectReads {
   private final ObjectSeals seals;
   private final LongAdder bytesDownloaded = new LongAdder();
   private final LongAdder damaged = new LongAdder();
+  private final LongAdder ranged = new LongAdder();
   /** Names of damaged objects whose deletion is under way: reads and lookups pass them by. */
   private final Set<String> refused = ConcurrentHashMap.newKeySet();
 
@@ -99,6 +107,11 @@ final class ObjectReads {
   /** Block bytes read and checked. */
   long bytesDownloaded() {
     return bytesDownloaded.sum();
+  }
+
+  /** Objects read whole by ranged GETs. */
+  long rangedReads() {
+    return ranged.sum();
   }
 
   /** Objects refused because their bytes did not match their checksum. */
@@ -152,7 +165,7 @@ final class ObjectReads {
       for (int i = 0; i < keys.size(); i++) {
         for (int ahead = i; ahead < Math.min(keys.size(), i + READ_AHEAD); ahead++) {
           if (pending[ahead] == null) {
-            pending[ahead] = startDownload(keys.get(ahead), null, true, false, true);
+            pending[ahead] = startDownload(keys.get(ahead), null, true, false, true, true);
           }
         }
         Fetched d = pending[i].finish();
@@ -188,7 +201,7 @@ final class ObjectReads {
    * caller counted already ({@code counted} false) counts no hit or miss.
    */
   private Fetched download(BlockKey key, ByteBuffer dst, boolean counted) {
-    return startDownload(key, dst, counted, true, true).finish();
+    return startDownload(key, dst, counted, true, true, true).finish();
   }
 
   /**
@@ -196,10 +209,11 @@ final class ObjectReads {
    * time goes into the load rate (not for downloads that overlap); {@code again}: a GET whose
    * connection failed under it without an answer is sent once more. The first GET asks the
    * store's state whether it may be sent (it may be the probe after a pause, and reports how it
-   * fared); the one sent again does not ask, as the first's report is its own.
+   * fared); the one sent again does not ask, as the first's report is its own. {@code ranged}:
+   * a large plain object the index knows may be read by ranged GETs.
    */
   private PendingDownload startDownload(BlockKey key, ByteBuffer dst, boolean counted,
-      boolean timed, boolean again) {
+      boolean timed, boolean again, boolean ranged) {
     Entry known = index.use(key);
     Folder folder = known != null ? known.folder() : ObjectNames.folder(key);
     String name = names.block(folder, key);
@@ -209,6 +223,9 @@ final class ObjectReads {
       return PendingDownload.NONE;
     }
     boolean sealing = sealed(folder);
+    if (ranged && !sealing && known != null && known.length() >= 2 * RANGE_BYTES) {
+      return startRanged(key, known, name, dst, counted, timed, again, start);
+    }
     GetObjectRequest request = GetObjectRequest.builder()
         .bucket(config.bucket())
         .key(name)
@@ -219,8 +236,61 @@ final class ObjectReads {
     Download d = sealing ? new Download(null, Sealer.sealedLength(config.maxBlockBytes()))
         : new Download(dst, config.maxBlockBytes());
     CompletableFuture<Download> answer = s3.getObject(request, d);
-    return new PendingDownload(d, () -> finishDownload(key, known, folder, name, dst, counted,
-        timed, again, d, answer, start));
+    return new PendingDownload(d::abandon, () -> finishDownload(key, known, folder, name, dst,
+        counted, timed, again, d, answer, start));
+  }
+
+  /**
+   * Sends the ranged GETs of a large plain object the index knows, as {@link #startDownload}
+   * does a single GET. The ranges' answers are checked together: an object changed under them
+   * (or a store that does not answer ranges) is read again by a single GET, a damaged one
+   * refused.
+   */
+  private PendingDownload startRanged(BlockKey key, Entry known, String name, ByteBuffer dst,
+      boolean counted, boolean timed, boolean again, long start) {
+    int length = known.length();
+    if (dst != null && length > dst.remaining()) {
+      return new PendingDownload(() -> { },
+          () -> new Fetched(Download.Outcome.TOO_LARGE, null, OptionalInt.empty()));
+    }
+    GetObjectRequest request = GetObjectRequest.builder().bucket(config.bucket()).key(name).build();
+    RangedDownload r = RangedDownload.start(s3, request, dst, length, RANGE_BYTES);
+    return new PendingDownload(r::abandon, () -> {
+      RangedDownload.Outcome outcome;
+      try {
+        outcome = r.finish();
+        requests.sent(Op.GET, System.nanoTime() - start);
+        store.succeeded();
+      } catch (CompletionException e) {
+        requests.sent(Op.GET, System.nanoTime() - start);
+        if (missing(e.getCause())) {
+          if (index.remove(key) != null) {
+            gone.accept(key);
+          }
+          count(counted, GetStatus.MISS);
+          return null;
+        }
+        outcome = RangedDownload.Outcome.CHANGED; // a range refused, a connection broken
+      }
+      if (outcome == RangedDownload.Outcome.DAMAGED) {
+        refuseDamaged(key, name, r.eTag());
+        count(counted, GetStatus.MISS);
+        return null;
+      }
+      if (outcome == RangedDownload.Outcome.CHANGED
+          || ObjectSeals.sealedObject(r.metadata())) { // a single GET opens or refuses it
+        r.abandon();
+        return startDownload(key, dst, counted, timed, again, false).finish();
+      }
+      if (timed) {
+        loadRate.record(length, System.nanoTime() - start);
+      }
+      bytesDownloaded.add(length);
+      ranged.increment();
+      readTag.accept(key, r.metadata());
+      count(counted, GetStatus.HIT);
+      return new Fetched(Download.Outcome.INTACT, r.bytes(), OptionalInt.of(r.crc32c()));
+    });
   }
 
   /** Waits for a download {@link #startDownload} sent and checks it, as {@link #download} does. */
@@ -236,7 +306,7 @@ final class ObjectReads {
       requests.sent(Op.GET, System.nanoTime() - start);
       if (again && S3Clients.connectionFailed(e.getCause())) {
         // the SDK's own retry may not start a streamed answer afresh: a new download, once
-        return startDownload(key, dst, counted, timed, false).finish();
+        return startDownload(key, dst, counted, timed, false, false).finish();
       }
       if (missing(e.getCause()) && index.remove(key) != null) {
         gone.accept(key);
@@ -250,7 +320,7 @@ final class ObjectReads {
     switch (d.outcome()) {
       case INTACT -> {
         int length = d.length();
-        if (known == null) {
+        if (known == null || known.length() != length) { // new here, or overwritten since
           evict.accept(index.add(key, folder, length));
         }
         Fetched fetched = sealed(folder)
@@ -273,7 +343,7 @@ final class ObjectReads {
       }
       case DAMAGED -> {
         d.abandon();
-        refuseDamaged(key, name, d);
+        refuseDamaged(key, name, d.response().eTag());
       }
       case TOO_LARGE -> {
         d.abandon();
@@ -346,9 +416,9 @@ final class ObjectReads {
   private record Fetched(Download.Outcome outcome, ByteBuffer bytes, OptionalInt crc32c) {}
 
   /** A download under way: {@link #finish} waits for it and checks it. */
-  private record PendingDownload(Download download, Supplier<Fetched> finisher) {
+  private record PendingDownload(Runnable abandoner, Supplier<Fetched> finisher) {
     /** No download: a miss. */
-    static final PendingDownload NONE = new PendingDownload(null, () -> null);
+    static final PendingDownload NONE = new PendingDownload(() -> { }, () -> null);
 
     Fetched finish() {
       return finisher.get();
@@ -356,9 +426,7 @@ final class ObjectReads {
 
     /** Stops writing into the download's buffer; its answer is let go of. */
     void abandon() {
-      if (download != null) {
-        download.abandon();
-      }
+      abandoner.run();
     }
   }
 
@@ -375,13 +443,12 @@ final class ObjectReads {
     return deletes.pending(name) || refused.contains(name);
   }
 
-  private void refuseDamaged(BlockKey key, String name, Download d) {
+  private void refuseDamaged(BlockKey key, String name, String etag) {
     damaged.increment();
     if (index.remove(key) != null) {
       gone.accept(key);
     }
     refused.add(name);
-    String etag = d.response().eTag();
     log.warn("object {} does not match its checksum (or has none): refused as a miss and deleted",
         name);
     long start = System.nanoTime();

@@ -438,6 +438,11 @@ public final class S3Tier extends AbstractTier implements NamespaceDrop, Namespa
     meters.describe(visitor);
   }
 
+  /** Objects read whole by ranged GETs under way at once. */
+  long rangedReads() {
+    return reads.rangedReads();
+  }
+
   /** What the tier has asked of the store, and how it fared. */
   public S3Stats s3Stats() {
     return meters.stats();

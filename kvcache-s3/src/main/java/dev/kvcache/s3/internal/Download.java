@@ -46,6 +46,8 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   private long expected;
   private Outcome outcome;
   private boolean abandoned;
+  /** One range of an object ({@link #range}): checked for its length, its CRC32C left to the caller. */
+  private boolean range;
 
   /**
    * @param destination where the bytes go, from its position; null: a direct buffer of the
@@ -56,6 +58,17 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
     this.destination = destination;
     this.maxBytes = maxBytes;
     this.start = destination == null ? 0 : destination.position();
+  }
+
+  /**
+   * A download of one range of an object into {@code slice} (from its position to its limit),
+   * for {@link RangedDownload}: intact when the answer fills the slice exactly. Its CRC32C is
+   * that of the range, which the caller combines with the others' to check the object.
+   */
+  static Download range(ByteBuffer slice) {
+    Download d = new Download(slice, slice.remaining());
+    d.range = true;
+    return d;
   }
 
   @Override
@@ -146,8 +159,8 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
   private synchronized void finish() {
     if (outcome == null && !abandoned) {
       long received = received();
-      outcome = (expected < 0 || received == expected) && matches()
-          ? Outcome.INTACT : Outcome.DAMAGED;
+      boolean whole = range ? received == destination.limit() - start : matches();
+      outcome = (expected < 0 || received == expected) && whole ? Outcome.INTACT : Outcome.DAMAGED;
     }
     future.complete(this);
   }
@@ -168,18 +181,11 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
    * disagree. Metadata keys are matched without regard to case (rclone capitalises them).
    */
   public static Integer storedChecksum(GetObjectResponse response) {
-    Integer ours = null;
-    Map<String, String> meta = response.metadata();
-    if (meta != null) {
-      for (Map.Entry<String, String> e : meta.entrySet()) {
-        if (e.getKey().equalsIgnoreCase(CRC_METADATA)) {
-          try {
-            ours = Integer.parseUnsignedInt(e.getValue().strip(), 16);
-          } catch (NumberFormatException bad) {
-            return null;
-          }
-        }
-      }
+    Integer ours;
+    try {
+      ours = metadataChecksum(response);
+    } catch (NumberFormatException bad) {
+      return null;
     }
     Integer stores = null;
     if (response.checksumCRC32C() != null) {
@@ -193,6 +199,24 @@ public final class Download implements AsyncResponseTransformer<GetObjectRespons
       return null;
     }
     return ours != null ? ours : stores;
+  }
+
+  /**
+   * The CRC32C the tier wrote in an object's metadata when it uploaded it; null if there is none.
+   * Metadata keys are matched without regard to case (rclone capitalises them).
+   *
+   * @throws NumberFormatException if the value is not 8 hex digits' worth
+   */
+  static Integer metadataChecksum(GetObjectResponse response) {
+    Map<String, String> meta = response.metadata();
+    if (meta != null) {
+      for (Map.Entry<String, String> e : meta.entrySet()) {
+        if (e.getKey().equalsIgnoreCase(CRC_METADATA)) {
+          return Integer.parseUnsignedInt(e.getValue().strip(), 16);
+        }
+      }
+    }
+    return null;
   }
 
   @Override
