@@ -60,6 +60,7 @@ def main():
     engines.vllm_ttft_tables(results_dir, out, img)
     codec.wire_tables(results_dir, out, img)
     object_tier.object_tier_tables(rows, results_dir, out, img)
+    object_tier.ranged_get_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

@@ -77,3 +77,67 @@ def object_tier_tables(rows, results_dir, out, img):
     fig.tight_layout()
     fig.savefig(os.path.join(img, "object-tier.png"), dpi=110)
     plt.close(fig)
+
+
+def ranged_get_tables(results_dir, out, img):
+    """GETs of 2 and 32 MiB blocks, the tier reading blocks of 16 MiB and more by ranged GETs at
+    once, beside the SDK's stock clients and boto3 in one run (object-tier-ranged-t<n>.json,
+    -cpu.jsonl, -boto3.jsonl; object-tier-ranged.png)."""
+    base = os.path.join(results_dir, "object-tier")
+    table = defaultdict(dict)  # (threads, size) -> client -> (GB/s, error, CPU s/GiB)
+    cpu = {}
+    path = os.path.join(base, "object-tier-ranged-cpu.jsonl")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        for line in f:
+            c = json.loads(line)
+            cpu[(c["client"], c["blockBytes"], c["threads"])] = c["cpuSecondsPerGiB"]
+    for threads in (1, 4):
+        p = os.path.join(base, f"object-tier-ranged-t{threads}.json")
+        if not os.path.exists(p):
+            continue
+        with open(p) as f:
+            for r in json.load(f):
+                size, client = int(r["params"]["blockBytes"]), r["params"]["client"]
+                m = r["primaryMetric"]
+                table[(threads, size)][client] = (m["score"] * size / 1e9,
+                                                  m["scoreError"] * size / 1e9,
+                                                  cpu.get((client, size, threads)))
+    with open(os.path.join(base, "object-tier-ranged-boto3.jsonl")) as f:
+        for line in f:
+            b = json.loads(line)
+            if b["op"] == "get" and (b["threads"], b["blockBytes"]) in table:
+                size = b["blockBytes"]
+                table[(b["threads"], size)]["boto3"] = (
+                    b["opsPerSecond"] * size / 1e9, b["opsPerSecondStdev"] * size / 1e9,
+                    b["cpuSecondsPerGiB"])
+    clients = ["tier", "tier-crt", "sdk-netty", "sdk-crt", "boto3"]
+    names = {"tier": "object tier (Netty)", "tier-crt": "object tier (CRT)",
+             "sdk-netty": "SDK, Netty", "sdk-crt": "SDK, CRT S3 client", "boto3": "boto3"}
+    out.append("\n### GETs with ranged reads of large blocks, beside the stock clients and boto3 "
+               "(GB/s ± error; CPU s/GiB)\n")
+    out.append("| threads | block | " + " | ".join(names[c] for c in clients)
+               + " | tier / boto3 | tier / best stock |")
+    out.append("|---|---|" + "---:|" * (len(clients) + 2))
+    for (threads, size), by in sorted(table.items()):
+        cells = [f"{by[c][0]:.3f} ± {by[c][1]:.3f}; {by[c][2]:.2f}" if c in by else ""
+                 for c in clients]
+        best = max((by[c][0] for c in ("sdk-netty", "sdk-crt", "boto3") if c in by), default=0)
+        vs_boto3 = f"**{by['tier'][0] / by['boto3'][0]:.2f}**" if "boto3" in by else ""
+        out.append(f"| {threads} | {size_label(size)} | " + " | ".join(cells)
+                   + f" | {vs_boto3} | {by['tier'][0] / best:.2f} |")
+    out.append("")
+    groups = sorted(table)
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for i, c in enumerate(clients):
+        vals = [table[g].get(c, (0, 0, None)) for g in groups]
+        ax.bar([x + (i - 2) * 0.16 for x in range(len(groups))], [v[0] for v in vals], 0.16,
+               yerr=[v[1] for v in vals], label=names[c])
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{size_label(s)}, {t} thread{'s' if t > 1 else ''}" for t, s in groups])
+    bar_panel(ax, "GB/s", "GETs against rclone on tmpfs; the tier reads 32 MiB by 4 ranges at once")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "object-tier-ranged.png"), dpi=110)
+    plt.close(fig)
