@@ -9,7 +9,9 @@ import dev.kvcache.PutStatus;
 import dev.kvcache.s3.testkit.InProcessS3;
 import dev.kvcache.s3.testkit.S3Store;
 import dev.kvcache.testkit.Payloads;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
@@ -32,16 +34,17 @@ class RangedReadsTest {
   private static final int LARGE = 3 * ObjectReads.RANGE_BYTES + 4099;
   @RegisterExtension static final S3Store store = new S3Store();
 
-  private S3Tier first;
-  private S3Tier second;
+  private final List<S3Tier> opened = new ArrayList<>();
 
   @AfterEach
   void closeTiers() {
-    for (S3Tier t : new S3Tier[] {first, second}) {
-      if (t != null) {
-        t.close();
-      }
-    }
+    opened.forEach(S3Tier::close);
+  }
+
+  private S3Tier open(S3TierConfig config) throws IOException {
+    S3Tier tier = S3Tier.open(config);
+    opened.add(tier);
+    return tier;
   }
 
   private S3TierConfig config() {
@@ -57,7 +60,7 @@ class RangedReadsTest {
   @Test
   void aLargeBlockReadsWholeOnEveryPathInRangesAtOnce() throws Exception {
     S3TierConfig config = config();
-    first = S3Tier.open(config);
+    S3Tier first = open(config);
     BlockKey key = Payloads.key(1);
     BlockKey small = Payloads.key(2);
     assertThat(first.put(key, Payloads.of(key, 3, LARGE))).isEqualTo(PutStatus.STORED);
@@ -88,7 +91,7 @@ class RangedReadsTest {
   @Test
   void aByteDamagedInAnyRangeIsRefusedCountedAndDeleted() throws Exception {
     S3TierConfig config = config();
-    first = S3Tier.open(config);
+    S3Tier first = open(config);
     BlockKey key = Payloads.key(3);
     first.put(key, Payloads.of(key, 5, LARGE));
     String name = objectName(config, key);
@@ -116,8 +119,8 @@ class RangedReadsTest {
   @Test
   void anObjectOverwrittenWithAnotherLengthIsReadWholeAsItIsNow() throws Exception {
     S3TierConfig config = config();
-    first = S3Tier.open(config);
-    second = S3Tier.open(config);
+    S3Tier first = open(config);
+    S3Tier second = open(config);
     BlockKey key = Payloads.key(4);
     first.put(key, Payloads.of(key, 1, LARGE));
     int shorter = LARGE - ObjectReads.RANGE_BYTES; // still read by ranges, by the old length
