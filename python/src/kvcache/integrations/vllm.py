@@ -37,6 +37,7 @@ from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 
 from ._prefill import LoadOrPrefill
+from ._vllm_pins import LookupPins, release_pins
 from .. import (BlockKey, Client, EngineBlock, KvCacheError, Namespace, Pin, PrefixLocation,
                PutStatus, RequestError)
 
@@ -152,7 +153,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
         self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
-        self._pins = _Pins()
+        self._pins = LookupPins()
         if event_blocks < 1:
             raise ValueError(f"event_blocks must be 1 or more, got {event_blocks}")
         #: The tier's KV events, or None when it reports none.
@@ -254,7 +255,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
         self._lookups.cleanup(req_context.req_id)
         pins = self._pins.end_request(req_context.req_id)
         if pins:
-            self._jobs.submit(_release, pins)
+            self._jobs.submit(release_pins, pins)
 
     def drain_jobs(self) -> None:
         with self._pending_lock:
@@ -264,7 +265,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
     def shutdown(self) -> None:
         self._lookups.shutdown()
         self._jobs.shutdown(wait=True)
-        _release(self._pins.end_all())
+        release_pins(self._pins.end_all())
         self.client.close()
         self._bytes.release()  # lets vLLM unmap the host tier
 
@@ -378,7 +379,7 @@ class KvcacheTier(SecondaryTierManager):  # type: ignore[misc]
                 h = held[i]
                 if not ok[i] and h is not None and not h[0].in_shared_memory_at(h[1]):
                     ok[i] = h[0].get_into(h[1], slots[i]) == size
-        _release(self._pins.spent())
+        release_pins(self._pins.spent())
         return ok
 
 
@@ -517,75 +518,6 @@ class _Events:
             if not self.dropped:
                 log.warning("kvcache: KV events are not being taken; dropping the oldest")
             self.dropped += len(old.keys)
-
-
-class _Pins:
-    """The pins of each request's lookups and, for each pinned key, its pin and place in it. A pin
-    is released once all of its blocks are taken for loading, or when its request ends."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_key: dict[OffloadKey, tuple[Pin, int]] = {}
-        self._by_request: dict[str, list[Pin]] = defaultdict(list)
-        self._keys: dict[Pin, list[OffloadKey]] = {}
-        self._unread: dict[Pin, int] = {}
-        self._spent: list[Pin] = []
-
-    def add(self, req_id: str, keys: list[OffloadKey], pin: Pin) -> None:
-        with self._lock:
-            for j, key in enumerate(keys):
-                self._by_key[key] = (pin, j)
-            self._by_request[req_id].append(pin)
-            self._keys[pin] = keys
-            self._unread[pin] = len(keys)
-
-    def take(self, key: OffloadKey) -> Optional[tuple[Pin, int]]:
-        """The pin holding ``key``'s block and its place in the pin, if one does."""
-        with self._lock:
-            held = self._by_key.pop(key, None)
-            if held is not None:
-                pin = held[0]
-                self._unread[pin] -= 1
-                if self._unread[pin] == 0:
-                    self._spent.append(pin)
-            return held
-
-    def spent(self) -> list[Pin]:
-        """The pins all of whose blocks were taken (to release once read)."""
-        with self._lock:
-            spent, self._spent = self._spent, []
-            for pin in spent:
-                self._forget(pin)
-            return spent
-
-    def end_request(self, req_id: str) -> list[Pin]:
-        """The request's pins not yet released (to release now)."""
-        with self._lock:
-            pins = [p for p in self._by_request.pop(req_id, []) if p in self._keys]
-            for pin in pins:
-                self._forget(pin)
-            return pins
-
-    def end_all(self) -> list[Pin]:
-        with self._lock:
-            pins = list(self._keys)
-            for pin in pins:
-                self._forget(pin)
-            return pins
-
-    def _forget(self, pin: Pin) -> None:
-        self._unread.pop(pin, None)
-        for key in self._keys.pop(pin, []):
-            if self._by_key.get(key, (None, 0))[0] is pin:
-                del self._by_key[key]
-
-
-def _release(pins: list[Pin]) -> None:
-    for pin in pins:
-        try:
-            pin.release()
-        except KvCacheError as e:
-            log.debug("kvcache: releasing a pin failed (it ends by its time): %s", e)
 
 
 def _model_name(config: Any) -> Optional[str]:
