@@ -282,13 +282,8 @@ final class ObjectReads {
         r.abandon();
         return startDownload(key, dst, counted, timed, again, false).finish();
       }
-      if (timed) {
-        loadRate.record(length, System.nanoTime() - start);
-      }
-      bytesDownloaded.add(length);
       ranged.increment();
-      readTag.accept(key, r.metadata());
-      count(counted, GetStatus.HIT);
+      delivered(key, length, r.metadata(), counted, timed, start);
       return new Fetched(Download.Outcome.INTACT, r.bytes(), OptionalInt.of(r.crc32c()));
     });
   }
@@ -333,12 +328,7 @@ final class ObjectReads {
         if (fetched.outcome() == Download.Outcome.TOO_LARGE) {
           return fetched; // as a download too large for dst: no hit or miss
         }
-        if (timed) {
-          loadRate.record(length, System.nanoTime() - start);
-        }
-        bytesDownloaded.add(length);
-        readTag.accept(key, d.metadata());
-        count(counted, GetStatus.HIT);
+        delivered(key, length, d.metadata(), counted, timed, start);
         return fetched;
       }
       case DAMAGED -> {
@@ -395,6 +385,20 @@ final class ObjectReads {
     log.debug("block {}: the object {} does not open ({})", key, name, sealer == null
         ? "not sealed as its namespace is here, or no salt" : "its tag fails");
     return null;
+  }
+
+  /**
+   * Counts an object read whole and intact: its time in the load rate ({@code timed}), its
+   * bytes, its tag from {@code metadata}, and a hit ({@code counted}).
+   */
+  private void delivered(BlockKey key, int length, Map<String, String> metadata, boolean counted,
+      boolean timed, long start) {
+    if (timed) {
+      loadRate.record(length, System.nanoTime() - start);
+    }
+    bytesDownloaded.add(length);
+    readTag.accept(key, metadata);
+    count(counted, GetStatus.HIT);
   }
 
   /** Whether the namespace of {@code folder} is sealed here. */
