@@ -38,11 +38,6 @@ public class CopyThreads {
     });
   }
 
-  /** The threads a request's blocks are copied on. */
-  public int threads() {
-    return threads;
-  }
-
   /**
    * {@code copy} of each index from 0 to {@code count - 1}, in runs on the copy threads; returns
    * each result in index order. The first exception a run throws is thrown once every run has
