@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from typing import Optional, Sequence
 
+from .._buffers import Buffer
+from .._client import Client
+from .._keys import KeyLike
 from .._location import PrefixLocation
 
 log = logging.getLogger("kvcache")
@@ -19,7 +24,8 @@ class LoadOrPrefill:
 
     Args:
         prefill_tokens_per_s: the engine's prefill speed in tokens per second; 0 always loads.
-        tokens_per_block: the prompt tokens one block holds.
+        tokens_per_block: the prompt tokens one block holds (:attr:`tokens_per_block`, which an
+            adapter that learns it later sets then).
     """
 
     def __init__(self, prefill_tokens_per_s: float, tokens_per_block: int) -> None:
@@ -42,6 +48,15 @@ class LoadOrPrefill:
         with self._lock:
             self._blocks_per_s = rate if not self._blocks_per_s else (
                 self._blocks_per_s + 0.1 * (rate - self._blocks_per_s))
+
+    def get_many_into(self, client: Client, keys: Sequence[KeyLike],
+                      buffers: Sequence[Buffer]) -> list[Optional[int]]:
+        """``client.get_many_into(keys, buffers)``, its blocks read and its time told to
+        :meth:`loaded`."""
+        start = time.monotonic()
+        got = client.get_many_into(keys, buffers)
+        self.loaded(sum(1 for n in got if n is not None), time.monotonic() - start)
+        return got
 
     def prefill_is_faster(self, location: PrefixLocation) -> bool:
         """Whether prefilling the blocks ``location`` found beats loading them; False when either

@@ -25,7 +25,6 @@ import itertools
 import logging
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -159,11 +158,8 @@ class KvcacheNativeConnector:
         return [BlockKey.of_raw(self.key_namespace, k) for k in keys]
 
     def _get(self, keys: List[str], views: List[memoryview]) -> List[bool]:
-        start = time.monotonic()
-        got = self.client.get_many_into(self._keys(keys), views)
-        ok = [n == len(v) for n, v in zip(got, views)]
-        self.load_or_prefill.loaded(sum(ok), time.monotonic() - start)
-        return ok
+        got = self.load_or_prefill.get_many_into(self.client, self._keys(keys), views)
+        return [n == len(v) for n, v in zip(got, views)]
 
     def _set(self, keys: List[str], views: List[memoryview]) -> List[bool]:
         statuses = self.client.put_many(zip(self._keys(keys), views))
@@ -354,14 +350,13 @@ class KvcacheRemoteConnector(RemoteConnector):  # type: ignore[misc]
         miss (or when LMCache's memory is full)."""
         objs = [self._allocate() for _ in keys]
         want = [i for i, o in enumerate(objs) if o is not None]
-        start = time.monotonic()
         try:
-            got = await self._call(self.client.get_many_into, [self._key(keys[i]) for i in want],
+            got = await self._call(self.load_or_prefill.get_many_into, self.client,
+                                   [self._key(keys[i]) for i in want],
                                    [objs[i].byte_array for i in want])
         except KvCacheError as e:
             log.warning("kvcache: read of %d chunks failed: %s", len(want), e)
             got = [None] * len(want)
-        self.load_or_prefill.loaded(sum(1 for n in got if n), time.monotonic() - start)
         out: List[Any] = [None] * len(keys)
         for i, n in zip(want, got):
             out[i] = self._filled(objs[i], n)

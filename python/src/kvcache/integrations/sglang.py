@@ -38,7 +38,6 @@ import ctypes
 import logging
 import os
 import string
-import time
 from typing import Any, List, Optional
 
 from sglang.srt.mem_cache.hicache_storage import (HiCacheStorage, HiCacheStorageConfig,
@@ -78,9 +77,9 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
         self.mem_pool_host: Any = None
         self.namespace: Optional[Namespace] = None
         self.parts = 1  # blocks per page
-        self._prefill_tokens_per_s = float(extra.get("prefill_tokens_per_s", 0.0))
-        #: Set with the host pool: whether a lookup's pages are loaded or left to prefill.
-        self.load_or_prefill = LoadOrPrefill(self._prefill_tokens_per_s, 1)
+        #: Whether a lookup's pages are loaded or left to prefill (its tokens per block set with
+        #: the host pool).
+        self.load_or_prefill = LoadOrPrefill(float(extra.get("prefill_tokens_per_s", 0.0)), 1)
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -106,8 +105,7 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
             first = torch.arange(mem_pool_host.page_size, dtype=torch.int64)
             ptrs, _ = mem_pool_host.get_page_buffer_meta(first)
             self.parts = len(ptrs)
-        self.load_or_prefill = LoadOrPrefill(self._prefill_tokens_per_s,
-                                             max(1, mem_pool_host.page_size // self.parts))
+        self.load_or_prefill.tokens_per_block = max(1, mem_pool_host.page_size // self.parts)
 
     def _keys(self, page_hashes: List[str]) -> List[BlockKey]:
         if self.namespace is None:
@@ -167,7 +165,8 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         """Reads each page's blocks straight into the host pool."""
         try:
-            got = self._read(keys, self._buffers(host_indices))
+            got = self.load_or_prefill.get_many_into(self.client, self._keys(keys),
+                                                     self._buffers(host_indices))
         except KvCacheError as e:
             log.warning("kvcache: read of %d pages failed: %s", len(keys), e)
             return [False] * len(keys)
@@ -183,14 +182,6 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
             log.warning("kvcache: write of %d pages failed: %s", len(keys), e)
             return [False] * len(keys)
         return self._per_page(keys, [s is PutStatus.STORED for s in statuses])
-
-    def _read(self, keys: List[str], buffers: List[Any]) -> List[Optional[int]]:
-        """The blocks of pages ``keys`` read into ``buffers``; the load's speed is told to
-        :attr:`load_or_prefill`."""
-        start = time.monotonic()
-        got = self.client.get_many_into(self._keys(keys), buffers)
-        self.load_or_prefill.loaded(sum(1 for n in got if n is not None), time.monotonic() - start)
-        return got
 
     def _per_page(self, keys: List[str], ok: List[bool]) -> List[bool]:
         p = self.parts
@@ -210,7 +201,7 @@ class KvcacheHiCacheStorage(HiCacheStorage):  # type: ignore[misc, unused-ignore
         targets = list(target_locations) if target_locations is not None else [
             self.mem_pool_host.get_dummy_flat_data_page() for _ in keys]
         try:
-            got = self._read(keys, targets)
+            got = self.load_or_prefill.get_many_into(self.client, self._keys(keys), targets)
         except KvCacheError as e:
             log.warning("kvcache: read of %d pages failed: %s", len(keys), e)
             return [None] * len(keys)
