@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import matplotlib.pyplot as plt
 
-from .common import method, klass, size_label, bar_panel
+from .common import method, klass, read_json, size_label, bar_panel
 
 
 def object_tier_tables(rows, results_dir, out, img):
@@ -94,16 +94,12 @@ def ranged_get_tables(results_dir, out, img):
             c = json.loads(line)
             cpu[(c["client"], c["blockBytes"], c["threads"])] = c["cpuSecondsPerGiB"]
     for threads in (1, 4):
-        p = os.path.join(base, f"object-tier-ranged-t{threads}.json")
-        if not os.path.exists(p):
-            continue
-        with open(p) as f:
-            for r in json.load(f):
-                size, client = int(r["params"]["blockBytes"]), r["params"]["client"]
-                m = r["primaryMetric"]
-                table[(threads, size)][client] = (m["score"] * size / 1e9,
-                                                  m["scoreError"] * size / 1e9,
-                                                  cpu.get((client, size, threads)))
+        for r in read_json(results_dir, f"object-tier/object-tier-ranged-t{threads}.json") or []:
+            size, client = int(r["params"]["blockBytes"]), r["params"]["client"]
+            m = r["primaryMetric"]
+            table[(threads, size)][client] = (m["score"] * size / 1e9,
+                                              m["scoreError"] * size / 1e9,
+                                              cpu.get((client, size, threads)))
     with open(os.path.join(base, "object-tier-ranged-boto3.jsonl")) as f:
         for line in f:
             b = json.loads(line)
