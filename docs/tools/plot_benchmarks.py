@@ -37,6 +37,7 @@ def main():
     disk_tier.prefix_pin_table(rows, out, img)
     sealing.sealing_tables(rows, results_dir, out, img)
     puts_under_pressure.put_path_tables(results_dir, out, img)
+    puts_under_pressure.put_path_tables(results_dir, out, img, "put-path-in-place")
     tiered_cache.tiered_tables(rows, out, img)
     tiered_cache.durability_tables(rows, out, img)
     puts_under_pressure.spill_tables(rows, out, img)

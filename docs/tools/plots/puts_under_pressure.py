@@ -13,15 +13,17 @@ import matplotlib.pyplot as plt
 from .common import read_json, klass, size_label, bar_panel, median_range
 
 
-def put_path_tables(results_dir, out, img):
+def put_path_tables(results_dir, out, img, result="put-path"):
     """Sustained PUTs through kvcache-server over its disk tier beside the floor program, from
-    python/benchmarks/put_path.py (put-path.json): medians over the rounds, GB/s and the server's
-    CPU seconds per GiB, per RAM size and block size."""
-    doc = read_json(results_dir, "puts-under-pressure/put-path.json")
+    python/benchmarks/put_path.py (puts-under-pressure/<result>.json, plotted as <result>.png):
+    medians over the rounds, GB/s and the server's CPU seconds per GiB, per RAM size and block
+    size."""
+    doc = read_json(results_dir, f"puts-under-pressure/{result}.json")
     if doc is None:
         return
     runs = doc["runs"]
-    names = {"kvcache": "kvcache, page cache", "kvcache-direct": "kvcache, HTTP/1.1 (Python)",
+    names = {"kvcache-copied": "kvcache, spills copied (before), HTTP/1.1 (Python)",
+             "kvcache": "kvcache, page cache", "kvcache-direct": "kvcache, HTTP/1.1 (Python)",
              "floor": "floor, page cache", "floor-direct": "floor, HTTP/1.1 (Python)",
              "kvcache-direct-h2": "kvcache, HTTP/2 (Java)", "floor-direct-h2": "floor, HTTP/2 (Java)"}
     systems = [s for s in names if any(r["system"] == s for r in runs)]
@@ -30,7 +32,7 @@ def put_path_tables(results_dir, out, img):
     def values(ram, size, system, field):
         return [r[field] for r in runs if (r["ram_bytes"], r["block_bytes"], r["system"]) == (ram, size, system)]
 
-    out.append("\n### A PUT, socket to device: kvcache-server beside the floor program (medians)\n")
+    out.append(f"\n### A PUT, socket to device: kvcache-server beside the floor program ({result}, medians)\n")
     out.append("| RAM | block | system | GB/s | server CPU s/GiB | p50 ms | p95 ms |")
     out.append("|---|---|---|---|---|---|---|")
     for ram, size in cases:
@@ -55,7 +57,7 @@ def put_path_tables(results_dir, out, img):
     fig.suptitle("PUTs (4 threads) through kvcache-server over its disk tier, beside the floor "
                  "program driven by the same client")
     fig.tight_layout()
-    fig.savefig(os.path.join(img, "put-path.png"), dpi=110)
+    fig.savefig(os.path.join(img, f"{result}.png"), dpi=110)
     plt.close(fig)
 
 

@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * The disk tier's writes: a put writes the caller's bytes straight to their place in a
  * reservation in the active super-block with a positional write (no staging copy for direct
  * buffers), or, with {@link DiskTierConfig#directWrites()}, past the page cache through aligned
- * buffers ({@link DirectWrites}); then its header, and commits the record (journal entry and
+ * buffers ({@link DirectWrites}), or from the caller's memory itself where a whole block lies on
+ * pages (the RAM tier's, spilled); then its header, and commits the record (journal entry and
  * index, under the sync policy's forces); a writer does the same for a block that arrives in
  * parts; a delete writes a tombstone record and journals it. A write that fails loses only the
  * block being written: the put is refused, counted, and the tier reports itself degraded until a
@@ -209,8 +210,9 @@ final class RecordWrites {
   /** This thread's buffer for a sealed block of {@code bytes}, cleared; grown when too small. */
   private ByteBuffer sealedBuffer(int bytes) {
     ByteBuffer b = sealedBuffers.get();
-    if (b == null || b.capacity() < bytes) {
-      b = ByteBuffer.allocateDirect(bytes);
+    if (b == null || b.capacity() < bytes) { // on a page: a direct write takes it in place
+      int pages = (int) RecordLayout.alignUp(bytes, RecordLayout.PAGE);
+      b = ByteBuffer.allocateDirect(pages + RecordLayout.PAGE).alignedSlice(RecordLayout.PAGE);
       sealedBuffers.set(b);
     }
     return b.clear().limit(bytes);
@@ -234,7 +236,7 @@ final class RecordWrites {
       return;
     }
     try {
-      stream.write(data);
+      stream.writeInPlace(data); // data stays as it is until the put returns
       stream.finish();
     } catch (IOException | RuntimeException e) {
       stream.abandon();

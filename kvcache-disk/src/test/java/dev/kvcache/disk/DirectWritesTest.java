@@ -2,6 +2,7 @@ package dev.kvcache.disk;
 
 import static dev.kvcache.testkit.TierAssertions.assertHolds;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.BlockKey;
 import dev.kvcache.BlockLease;
@@ -10,6 +11,8 @@ import dev.kvcache.GetStatus;
 import dev.kvcache.PutStatus;
 import dev.kvcache.disk.device.FaultyDevice;
 import dev.kvcache.disk.internal.RecordLayout;
+import dev.kvcache.spi.ChecksumMismatchException;
+import dev.kvcache.spi.Crc32c;
 import dev.kvcache.testkit.Payloads;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -30,11 +33,11 @@ import org.junit.jupiter.api.io.TempDir;
  * leases and a reopen see is what was put, whatever the length; every record larger than a page
  * has its pages to itself; mapped reads and leases held across direct writes into the same
  * super-block stay right; where the device takes no direct writes, or a direct write fails, the
- * tier goes on through the page cache or refuses that one put.
+ * tier goes on through the page cache or refuses that one put; a block that lies on pages is
+ * written from its own memory, and refused if its bytes no longer have their checksum.
  */
 class DirectWritesTest {
 
-  /** Lengths around the page and the direct-write chunk, and a few blocks' worth. */
   /** Lengths around pages and the writes' chunks (a sealed 2 MiB block is 2 MiB + 29 bytes). */
   private static final int[] LENGTHS = {32, 4000, 4032, 4033, 4096, 4097, 65_536 + 3, 1 << 20,
       (1 << 20) + 1, (3 << 20) + 5, (2 << 20) + 29, (1 << 20) + 61_440, (1 << 20) + 61_441};
@@ -208,6 +211,53 @@ class DirectWritesTest {
       assertHolds(tier, Payloads.key(2), 1, 2 << 20);
       assertThat(tier.contains(Payloads.key(1))).isFalse();
     }
+  }
+
+  @Test
+  void aBlockOnPagesIsWrittenFromItsOwnMemoryAndDamageInItIsRefused() throws Exception {
+    FaultyDevice device = new FaultyDevice(1L << 30, 3);
+    Map<FaultyDevice.Op, AtomicInteger> ops = countOps(device);
+    int length = (3 << 20) + 5;
+    Path dir = temp.resolve("tier");
+    BlockKey onPages = Payloads.key(1);
+    BlockKey copied = Payloads.key(2);
+    try (DiskTier tier = DiskTier.open(config(dir).device(device.session()).build())) {
+      ByteBuffer src = pageAligned(onPages, 1, length);
+      int crc = Crc32c.of(src.duplicate());
+      assertThat(tier.putChecked(onPages, src, crc)).isEqualTo(PutStatus.STORED);
+      // its 3 MiB of whole pages in one write from where they are, the 5 bytes left padded
+      assertThat(ops.remove(FaultyDevice.Op.WRITE_DIRECT)).hasValue(2);
+      // the same bytes not on a page: copied, a write per 1 MiB buffer
+      ByteBuffer off = Payloads.of(copied, 1, length);
+      assertThat(off.alignmentOffset(0, RecordLayout.PAGE)).isNotZero();
+      assertThat(tier.put(copied, off)).isEqualTo(PutStatus.STORED);
+      assertThat(ops.remove(FaultyDevice.Op.WRITE_DIRECT)).hasValue(4);
+
+      // a byte of the block damaged after its checksum was taken: refused, nothing else lost
+      BlockKey damaged = Payloads.key(3);
+      ByteBuffer bad = pageAligned(damaged, 1, length);
+      int badCrc = Crc32c.of(bad.duplicate());
+      bad.put(2 << 20, (byte) (bad.get(2 << 20) ^ 1));
+      assertThatThrownBy(() -> tier.putChecked(damaged, bad, badCrc))
+          .isInstanceOf(ChecksumMismatchException.class);
+      assertThat(tier.contains(damaged)).isFalse();
+      assertHolds(tier, onPages, 1, length);
+      assertHolds(tier, copied, 1, length);
+    }
+    try (DiskTier tier = DiskTier.open(config(dir).device(device.session()).build())) {
+      assertHolds(tier, onPages, 1, length);
+      assertHolds(tier, copied, 1, length);
+      assertThat(tier.contains(Payloads.key(3))).isFalse();
+    }
+  }
+
+  /** The payload of (key, version) in direct memory that starts on a page, as RAM's blocks do. */
+  private static ByteBuffer pageAligned(BlockKey key, long version, int length) {
+    int pages = (int) RecordLayout.alignUp(length, RecordLayout.PAGE);
+    ByteBuffer b = ByteBuffer.allocateDirect(pages + RecordLayout.PAGE)
+        .alignedSlice(RecordLayout.PAGE).limit(length).slice();
+    Payloads.fill(b, key, version);
+    return b.flip();
   }
 
   /** Counts each kind of operation the device runs from now on. */

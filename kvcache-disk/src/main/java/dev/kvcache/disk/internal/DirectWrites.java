@@ -22,6 +22,10 @@ import java.util.zip.CRC32C;
  * <p>A stream opened with a checksum computes the CRC32C of the bytes it copied, piece by piece
  * right after copying each piece ({@link #PIECE_BYTES}), while the piece is still in the CPU's
  * cache: it checks what goes to the device without reading the payload from memory twice.
+ *
+ * <p>A whole payload already in page-aligned direct memory (a block of the RAM tier, whose blocks
+ * start on pages, on its way down) need not be copied: {@link Stream#writeInPlace} writes its
+ * whole pages straight from where they are, and copies only the last part page to pad it.
  */
 public final class DirectWrites implements AutoCloseable {
 
@@ -31,6 +35,8 @@ public final class DirectWrites implements AutoCloseable {
   public static final int QUEUE_DEPTH = 4;
   /** Bytes copied, then checksummed, at a time: small enough to stay in the CPU's cache. */
   static final int PIECE_BYTES = 64 << 10;
+  /** Bytes per direct write from a caller's own memory ({@link Stream#writeInPlace}). */
+  static final int IN_PLACE_CHUNK_BYTES = 4 << 20;
   private static final int POOLED_BUFFERS = 16;
   private static final int BUFFER_ALIGNMENT = RecordLayout.PAGE;
 
@@ -101,7 +107,7 @@ public final class DirectWrites implements AutoCloseable {
     }
 
     /**
-     * The CRC32C of the bytes taken so far, as they were copied for the device.
+     * The CRC32C of the bytes taken so far, as they went to the device (copied or in place).
      *
      * @throws IllegalStateException if the stream was opened without a checksum
      */
@@ -115,6 +121,33 @@ public final class DirectWrites implements AutoCloseable {
     /** Bytes taken so far. */
     public long written() {
       return written;
+    }
+
+    /**
+     * Takes {@code part}'s remaining bytes as {@link #write} does, but writes its whole pages
+     * straight from {@code part}'s memory when it is direct, starts on a page and nothing is
+     * buffered before it: no copy. The IO threads read {@code part} until {@link #finish} or
+     * {@link #abandon} returns, so its bytes must stay as they are until then.
+     */
+    public void writeInPlace(ByteBuffer part) throws IOException {
+      throwFailure();
+      int at = part.position();
+      int end = part.limit();
+      if (filling == null && part.isDirect()
+          && part.alignmentOffset(at, BUFFER_ALIGNMENT) == 0) {
+        int pages = (end - at) / BUFFER_ALIGNMENT * BUFFER_ALIGNMENT;
+        for (int stop = at + pages; at < stop; ) {
+          int n = Math.min(stop - at, IN_PLACE_CHUNK_BYTES);
+          ByteBuffer chunk = part.slice(at, n);
+          if (crc != null) {
+            crc.update(chunk.duplicate());
+          }
+          at += n;
+          written += n;
+          submit(chunk, false);
+        }
+      }
+      write(part.duplicate().position(at));
     }
 
     /** Takes {@code part}'s remaining bytes, leaving its position alone. */
@@ -139,7 +172,7 @@ public final class DirectWrites implements AutoCloseable {
         at += n;
         written += n;
         if (!filling.hasRemaining()) {
-          submit();
+          submitFilling();
         }
       }
     }
@@ -157,7 +190,7 @@ public final class DirectWrites implements AutoCloseable {
           while (filling.position() < padded) {
             filling.put((byte) 0);
           }
-          submit();
+          submitFilling();
         }
       } finally {
         awaitAll();
@@ -176,9 +209,17 @@ public final class DirectWrites implements AutoCloseable {
     }
 
     /** Hands the full buffer to an IO thread, once fewer than the queue depth are in flight. */
-    private void submit() throws IOException {
+    private void submitFilling() throws IOException {
       ByteBuffer b = filling.flip();
       filling = null;
+      submit(b, true);
+    }
+
+    /**
+     * Hands {@code b} to an IO thread, once fewer than the queue depth are in flight; {@code
+     * pooled}: it is one of the stream's buffers, returned to the pool once written.
+     */
+    private void submit(ByteBuffer b, boolean pooled) throws IOException {
       long at = position;
       position += b.remaining();
       inFlight.acquireUninterruptibly();
@@ -193,13 +234,17 @@ public final class DirectWrites implements AutoCloseable {
           } catch (RuntimeException e) {
             failure = new IOException("direct write at " + at + " of " + sb.path() + " failed", e);
           } finally {
-            give(b);
+            if (pooled) {
+              give(b);
+            }
             inFlight.release();
           }
         });
       } catch (RejectedExecutionException e) {
         inFlight.release();
-        give(b);
+        if (pooled) {
+          give(b);
+        }
         throw new IOException("the disk tier is closed", e);
       }
     }
