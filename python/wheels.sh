@@ -6,10 +6,13 @@
 # CRC32C is checked on each machine by native/selftest.c, built with the same compiler: on x86-64
 # with its CPU instruction and, under qemu, on a CPU without it; on arm64 under qemu. The wheel of
 # this machine is then installed into a new venv and the tests of the compiled module and of the
-# protocol run against it (a server jar from kvcache-server/target, built first).
+# protocol run against it (a server jar from kvcache-server/target, built first). The same tests
+# then run against the arm64 wheel in an arm64 CPython: Debian 12's Python 3.11 (the oldest the
+# wheel supports) for arm64, its packages fetched from Debian's archive, under qemu.
 #
-#   python/wheels.sh    # needs python3 (3.11 or later), the network to PyPI, and qemu-user
-#                       # (installed with apt-get when missing)
+#   python/wheels.sh    # needs python3 (3.11 or later), the network to PyPI and to Debian's
+#                       # archive, apt-get and dpkg-deb, and qemu-user (installed with apt-get
+#                       # when missing)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 target="$here/target"
@@ -94,3 +97,31 @@ cd "$here/tests"  # the tests import the installed package, never the sources
 KVCACHE_SERVER_JAR="${KVCACHE_SERVER_JAR:-$here/../kvcache-server/target/kvcache-server.jar}" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$here/tests" \
   -c /dev/null test_native.py test_protocol.py
+
+echo "== the arm64 wheel in Debian 12's arm64 CPython 3.11, under qemu: the same tests"
+arm="$target/arm64-python"  # Debian's packages, fetched without changing this machine's apt
+if [ ! -x "$arm/root/usr/bin/python3.11" ]; then
+  command -v apt-get > /dev/null && command -v dpkg-deb > /dev/null \
+    || { echo "apt-get and dpkg-deb are needed to fetch an arm64 Python" >&2; exit 1; }
+  rm -rf "$arm"
+  mkdir -p "$arm/lists/partial" "$arm/cache/archives/partial" "$arm/debs" "$arm/root"
+  echo "deb [arch=arm64] http://deb.debian.org/debian bookworm main" > "$arm/sources.list"
+  apt=(-q -o APT::Architecture=arm64 -o APT::Architectures::=arm64
+       -o Dir::State::Lists="$arm/lists" -o Dir::Cache="$arm/cache"
+       -o Dir::Etc::SourceList="$arm/sources.list" -o Dir::Etc::SourceParts=/dev/null
+       -o Dir::State::status=/dev/null)
+  { apt-get "${apt[@]}" update \
+    && (cd "$arm/debs" && apt-get "${apt[@]}" download python3.11-minimal libpython3.11-minimal \
+      libpython3.11-stdlib libc6 zlib1g libexpat1 libssl3 libffi8 libbz2-1.0 liblzma5 \
+      libsqlite3-0 libuuid1 libncursesw6 libtinfo6 libcrypt1 libtirpc3 libnsl2); } \
+    > "$arm/apt.log" 2>&1 || { echo "fetching Debian's arm64 Python failed: $arm/apt.log" >&2; exit 1; }
+  for deb in "$arm"/debs/*.deb; do dpkg-deb -x "$deb" "$arm/root"; done
+fi
+rm -rf "$arm/site"
+"$tools/bin/pip" install -q --disable-pip-version-check --target "$arm/site" --only-binary=:all: \
+  --platform manylinux_2_17_aarch64 --platform manylinux2014_aarch64 --python-version 3.11 \
+  --implementation cp --abi cp311 --abi abi3 --abi none \
+  "$(ls "$dist"/*manylinux_2_17_aarch64.whl)" "pytest>=8" "numpy>=1.24"
+KVCACHE_SERVER_JAR="${KVCACHE_SERVER_JAR:-$here/../kvcache-server/target/kvcache-server.jar}" \
+  PYTHONPATH="$arm/site" qemu-aarch64 -L "$arm/root" "$arm/root/usr/bin/python3.11" \
+  -m pytest -q -p no:cacheprovider --rootdir "$here/tests" -c /dev/null test_native.py test_protocol.py
