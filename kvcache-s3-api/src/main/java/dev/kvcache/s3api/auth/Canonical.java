@@ -1,0 +1,131 @@
+package dev.kvcache.s3api.auth;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The canonical forms of SigV4 for S3: the URI encoding, the path (not normalized, encoded once),
+ * the query (parameters sorted) and header values (trimmed, inner runs of spaces made one).
+ */
+final class Canonical {
+
+  private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+  private Canonical() {}
+
+  /**
+   * {@code raw} percent-decoded to its bytes: {@code %XX} becomes the byte, every other character
+   * its UTF-8 bytes; a {@code %} not followed by two hex digits stays as it is.
+   */
+  static byte[] percentDecode(String raw) {
+    byte[] in = raw.getBytes(StandardCharsets.UTF_8);
+    ByteArrayOutputStream out = new ByteArrayOutputStream(in.length);
+    for (int i = 0; i < in.length; i++) {
+      int hi;
+      int lo;
+      if (in[i] == '%' && i + 2 < in.length && (hi = Character.digit(in[i + 1], 16)) >= 0
+          && (lo = Character.digit(in[i + 2], 16)) >= 0) {
+        out.write(hi << 4 | lo);
+        i += 2;
+      } else {
+        out.write(in[i]);
+      }
+    }
+    return out.toByteArray();
+  }
+
+  /**
+   * SigV4's URI encoding of {@code bytes}: the unreserved characters ({@code A-Z a-z 0-9 - _ .
+   * ~}) as they are, {@code /} as it is if {@code keepSlash}, every other byte {@code %XX}.
+   */
+  static String uriEncode(byte[] bytes, boolean keepSlash) {
+    StringBuilder b = new StringBuilder(bytes.length + 16);
+    for (byte x : bytes) {
+      int c = x & 0xff;
+      if (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
+          || c == '_' || c == '.' || c == '~' || c == '/' && keepSlash) {
+        b.append((char) c);
+      } else {
+        b.append('%').append(HEX[c >>> 4]).append(HEX[c & 15]);
+      }
+    }
+    return b.toString();
+  }
+
+  /** The canonical path of S3: the decoded path encoded once, {@code /} kept; "/" if empty. */
+  static String path(String rawPath) {
+    return rawPath.isEmpty() ? "/" : uriEncode(percentDecode(rawPath), true);
+  }
+
+  /**
+   * The query's parameters, decoded, in the order sent; a parameter without {@code =} has the
+   * empty value. A name given twice keeps its last value here; {@link #query} keeps every one.
+   */
+  static Map<String, String> parameters(String rawQuery) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (String[] p : pairs(rawQuery)) {
+      out.put(p[0], p[1]);
+    }
+    return out;
+  }
+
+  /**
+   * The canonical query: each parameter's name and value decoded and encoded again, sorted by name
+   * then value, joined with {@code &}; parameters named {@code skip} left out.
+   */
+  static String query(String rawQuery, String skip) {
+    List<String[]> encoded = new ArrayList<>();
+    for (String[] p : pairs(rawQuery)) {
+      if (!p[0].equals(skip)) {
+        encoded.add(new String[] {uriEncode(p[0].getBytes(StandardCharsets.UTF_8), false),
+            uriEncode(p[1].getBytes(StandardCharsets.UTF_8), false)});
+      }
+    }
+    encoded.sort((a, b) -> {
+      int c = a[0].compareTo(b[0]);
+      return c != 0 ? c : a[1].compareTo(b[1]);
+    });
+    StringBuilder b = new StringBuilder();
+    for (String[] p : encoded) {
+      if (b.length() > 0) {
+        b.append('&');
+      }
+      b.append(p[0]).append('=').append(p[1]);
+    }
+    return b.toString();
+  }
+
+  /** The values of one header as signed: each trimmed, inner runs of spaces made one, joined. */
+  static String headerValue(List<String> values) {
+    StringBuilder b = new StringBuilder();
+    for (String v : values) {
+      if (b.length() > 0) {
+        b.append(',');
+      }
+      b.append(v.strip().replaceAll(" {2,}", " "));
+    }
+    return b.toString();
+  }
+
+  private static List<String[]> pairs(String rawQuery) {
+    List<String[]> out = new ArrayList<>();
+    for (String part : rawQuery.split("&")) {
+      if (part.isEmpty()) {
+        continue;
+      }
+      int eq = part.indexOf('=');
+      String name = eq < 0 ? part : part.substring(0, eq);
+      String value = eq < 0 ? "" : part.substring(eq + 1);
+      out.add(new String[] {decode(name), decode(value)});
+    }
+    return out;
+  }
+
+  private static String decode(String raw) {
+    return new String(percentDecode(raw), StandardCharsets.UTF_8);
+  }
+}

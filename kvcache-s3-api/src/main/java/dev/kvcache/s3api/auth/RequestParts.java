@@ -1,0 +1,19 @@
+package dev.kvcache.s3api.auth;
+
+import java.util.List;
+
+/** What {@link SigV4Verifier} reads of an HTTP request: its line as sent, and its headers. */
+public interface RequestParts {
+
+  /** The method, upper case: {@code GET}, {@code PUT}. */
+  String method();
+
+  /** The path as on the request line, percent-encoded as the client sent it, without the query. */
+  String rawPath();
+
+  /** The query as on the request line, after the {@code ?}; empty if there is none. */
+  String rawQuery();
+
+  /** The values of the header {@code name} (given in lower case), in order; empty if absent. */
+  List<String> header(String name);
+}

@@ -1,0 +1,70 @@
+package dev.kvcache.s3api.body;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.checksums.DefaultChecksumAlgorithm;
+import software.amazon.awssdk.checksums.SdkChecksum;
+
+/**
+ * Each checksum gives its catalogued check value for "123456789" and the AWS SDK's value for the
+ * same random bytes (the SDK's CRC64NVME needs its native CRT library: the check values and two
+ * ways of feeding the same bytes stand for it), whatever pieces the bytes come in.
+ */
+class ChecksumAlgorithmTest {
+
+  private static final byte[] CHECK = "123456789".getBytes(StandardCharsets.US_ASCII);
+
+  @Test
+  void theCatalogueCheckValues() {
+    assertThat(hex(ChecksumAlgorithm.CRC32, CHECK)).isEqualTo("cbf43926");
+    assertThat(hex(ChecksumAlgorithm.CRC32C, CHECK)).isEqualTo("e3069283");
+    assertThat(hex(ChecksumAlgorithm.CRC64NVME, CHECK)).isEqualTo("ae8b14860a799888");
+    assertThat(hex(ChecksumAlgorithm.SHA256, new byte[0]))
+        .isEqualTo("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  }
+
+  @Test
+  void theSdksValuesForRandomBytesInPiecesOfAnySize() {
+    byte[] data = new byte[1_000_003];
+    new Random(7).nextBytes(data);
+    for (var pair : new Object[][] {{ChecksumAlgorithm.CRC32, DefaultChecksumAlgorithm.CRC32},
+        {ChecksumAlgorithm.CRC32C, DefaultChecksumAlgorithm.CRC32C},
+        {ChecksumAlgorithm.SHA1, DefaultChecksumAlgorithm.SHA1},
+        {ChecksumAlgorithm.SHA256, DefaultChecksumAlgorithm.SHA256}}) {
+      SdkChecksum sdk = SdkChecksum.forAlgorithm((software.amazon.awssdk.checksums.spi.ChecksumAlgorithm) pair[1]);
+      sdk.update(data, 0, data.length);
+      String expected = Base64.getEncoder().encodeToString(sdk.getChecksumBytes());
+      assertThat(inPieces((ChecksumAlgorithm) pair[0], data, 1_000)).as(pair[0].toString())
+          .isEqualTo(expected);
+    }
+    assertThat(inPieces(ChecksumAlgorithm.CRC64NVME, data, 13))
+        .isEqualTo(inPieces(ChecksumAlgorithm.CRC64NVME, data, data.length));
+  }
+
+  @Test
+  void algorithmsAreFoundByTheirNamesAndHeaders() {
+    assertThat(ChecksumAlgorithm.named("CRC64NVME")).contains(ChecksumAlgorithm.CRC64NVME);
+    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-crc32c")).contains(ChecksumAlgorithm.CRC32C);
+    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-md5")).isEmpty();
+    assertThat(ChecksumAlgorithm.SHA1.header()).isEqualTo("x-amz-checksum-sha1");
+  }
+
+  private static String inPieces(ChecksumAlgorithm a, byte[] data, int piece) {
+    ChecksumAlgorithm.Running r = a.start();
+    for (int at = 0; at < data.length; at += piece) {
+      r.update(ByteBuffer.wrap(data, at, Math.min(piece, data.length - at)));
+    }
+    return r.base64();
+  }
+
+  private static String hex(ChecksumAlgorithm a, byte[] data) {
+    ChecksumAlgorithm.Running r = a.start();
+    r.update(ByteBuffer.wrap(data));
+    return java.util.HexFormat.of().formatHex(Base64.getDecoder().decode(r.base64()));
+  }
+}
