@@ -26,7 +26,39 @@ public enum S3Error {
   /** A request the API does not understand. */
   INVALID_REQUEST("InvalidRequest", 400),
   /** An argument out of its range or of the wrong form. */
-  INVALID_ARGUMENT("InvalidArgument", 400);
+  INVALID_ARGUMENT("InvalidArgument", 400),
+  /** An object key longer than S3 allows. */
+  KEY_TOO_LONG("KeyTooLongError", 400),
+  /** A method the resource does not take. */
+  METHOD_NOT_ALLOWED("MethodNotAllowed", 405),
+  /** An S3 feature the API does not provide (ACLs, versioning, copies, ...). */
+  NOT_IMPLEMENTED("NotImplemented", 501),
+  /** No object under the key: never stored, deleted, or evicted by the cache. */
+  NO_SUCH_KEY("NoSuchKey", 404),
+  /** No bucket of that name. */
+  NO_SUCH_BUCKET("NoSuchBucket", 404),
+  /** No multipart upload of that id: never created, completed, aborted or expired. */
+  NO_SUCH_UPLOAD("NoSuchUpload", 404),
+  /** A bucket name S3 would not take. */
+  INVALID_BUCKET_NAME("InvalidBucketName", 400),
+  /** A condition ({@code If-Match}, {@code If-None-Match}) does not hold. */
+  PRECONDITION_FAILED("PreconditionFailed", 412),
+  /** A range that starts past the object's end. */
+  INVALID_RANGE("InvalidRange", 416),
+  /** An object larger than the largest block the server stores. */
+  ENTITY_TOO_LARGE("EntityTooLarge", 400),
+  /** A part of a multipart upload, other than the last, smaller than allowed. */
+  ENTITY_TOO_SMALL("EntityTooSmall", 400),
+  /** A part named in a completion that was not uploaded, or with another ETag. */
+  INVALID_PART("InvalidPart", 400),
+  /** The parts of a completion not in ascending order. */
+  INVALID_PART_ORDER("InvalidPartOrder", 400),
+  /** A request body that is not the XML the operation takes. */
+  MALFORMED_XML("MalformedXML", 400),
+  /** The server could not take the request now: retry later. */
+  SLOW_DOWN("SlowDown", 503),
+  /** A failure of the server's own. */
+  INTERNAL_ERROR("InternalError", 500);
 
   private final String code;
   private final int status;

@@ -1,11 +1,9 @@
 package dev.kvcache.s3api.auth;
 
-import java.io.ByteArrayOutputStream;
+import dev.kvcache.s3api.PercentEncoding;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The canonical forms of SigV4 for S3: the URI encoding, the path (not normalized, encoded once),
@@ -16,27 +14,6 @@ final class Canonical {
   private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
   private Canonical() {}
-
-  /**
-   * {@code raw} percent-decoded to its bytes: {@code %XX} becomes the byte, every other character
-   * its UTF-8 bytes; a {@code %} not followed by two hex digits stays as it is.
-   */
-  static byte[] percentDecode(String raw) {
-    byte[] in = raw.getBytes(StandardCharsets.UTF_8);
-    ByteArrayOutputStream out = new ByteArrayOutputStream(in.length);
-    for (int i = 0; i < in.length; i++) {
-      int hi;
-      int lo;
-      if (in[i] == '%' && i + 2 < in.length && (hi = Character.digit(in[i + 1], 16)) >= 0
-          && (lo = Character.digit(in[i + 2], 16)) >= 0) {
-        out.write(hi << 4 | lo);
-        i += 2;
-      } else {
-        out.write(in[i]);
-      }
-    }
-    return out.toByteArray();
-  }
 
   /**
    * SigV4's URI encoding of {@code bytes}: the unreserved characters ({@code A-Z a-z 0-9 - _ .
@@ -58,19 +35,7 @@ final class Canonical {
 
   /** The canonical path of S3: the decoded path encoded once, {@code /} kept; "/" if empty. */
   static String path(String rawPath) {
-    return rawPath.isEmpty() ? "/" : uriEncode(percentDecode(rawPath), true);
-  }
-
-  /**
-   * The query's parameters, decoded, in the order sent; a parameter without {@code =} has the
-   * empty value. A name given twice keeps its last value here; {@link #query} keeps every one.
-   */
-  static Map<String, String> parameters(String rawQuery) {
-    Map<String, String> out = new LinkedHashMap<>();
-    for (String[] p : pairs(rawQuery)) {
-      out.put(p[0], p[1]);
-    }
-    return out;
+    return rawPath.isEmpty() ? "/" : uriEncode(PercentEncoding.decodeToBytes(rawPath), true);
   }
 
   /**
@@ -126,6 +91,6 @@ final class Canonical {
   }
 
   private static String decode(String raw) {
-    return new String(percentDecode(raw), StandardCharsets.UTF_8);
+    return PercentEncoding.decode(raw);
   }
 }

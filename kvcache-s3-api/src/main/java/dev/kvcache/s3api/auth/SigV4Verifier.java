@@ -1,5 +1,6 @@
 package dev.kvcache.s3api.auth;
 
+import dev.kvcache.s3api.PercentEncoding;
 import dev.kvcache.s3api.S3Error;
 import dev.kvcache.s3api.S3Exception;
 import java.nio.charset.StandardCharsets;
@@ -73,7 +74,7 @@ public final class SigV4Verifier {
     if (!authorization.isEmpty()) {
       return verifyHeader(request, authorization.get(0));
     }
-    Map<String, String> query = Canonical.parameters(request.rawQuery());
+    Map<String, String> query = PercentEncoding.queryParameters(request.rawQuery());
     if (query.containsKey("X-Amz-Signature") || query.containsKey("X-Amz-Credential")) {
       return verifyQuery(request, query);
     }
