@@ -72,21 +72,11 @@ public final class SdkSigned implements RequestParts {
         .putProperty(AwsV4HttpSigner.PAYLOAD_SIGNING_ENABLED, false);
   }
 
-  public static Consumer<SignRequest.Builder<AwsCredentialsIdentity>> payloadSigned(boolean chunked,
-      ChecksumAlgorithm checksum) {
+  /** The payload signed or not, in aws-chunked frames or not, with a trailing checksum or none. */
+  public static Consumer<SignRequest.Builder<AwsCredentialsIdentity>> payload(boolean signed,
+      boolean chunked, ChecksumAlgorithm checksum) {
     return r -> {
-      r.putProperty(AwsV4HttpSigner.PAYLOAD_SIGNING_ENABLED, true)
-          .putProperty(AwsV4HttpSigner.CHUNK_ENCODING_ENABLED, chunked);
-      if (checksum != null) {
-        r.putProperty(AwsV4HttpSigner.CHECKSUM_ALGORITHM, checksum);
-      }
-    };
-  }
-
-  public static Consumer<SignRequest.Builder<AwsCredentialsIdentity>> unsignedPayload(boolean chunked,
-      ChecksumAlgorithm checksum) {
-    return r -> {
-      r.putProperty(AwsV4HttpSigner.PAYLOAD_SIGNING_ENABLED, false)
+      r.putProperty(AwsV4HttpSigner.PAYLOAD_SIGNING_ENABLED, signed)
           .putProperty(AwsV4HttpSigner.CHUNK_ENCODING_ENABLED, chunked);
       if (checksum != null) {
         r.putProperty(AwsV4HttpSigner.CHECKSUM_ALGORITHM, checksum);

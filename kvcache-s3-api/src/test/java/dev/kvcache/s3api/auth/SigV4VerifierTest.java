@@ -33,7 +33,7 @@ class SigV4VerifierTest {
   @Test
   void aRequestSignedInItsHeaderWithAnUnsignedPayloadIsVerified() throws Exception {
     SdkSigned r = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK, SdkHttpMethod.PUT,
-        KEY_URI, bytes("block"), SdkSigned.unsignedPayload(false, null));
+        KEY_URI, bytes("block"), SdkSigned.payload(false, false, null));
     Verified v = VERIFIER.verify(r);
     assertThat(v.accessKey()).isEqualTo("AKIDKVCACHE");
     assertThat(v.payload()).isEqualTo(Payload.UNSIGNED);
@@ -44,7 +44,7 @@ class SigV4VerifierTest {
   void aRequestWithASignedPayloadHashAndAQueryIsVerifiedAndTellsTheHash() throws Exception {
     SdkSigned r = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK, SdkHttpMethod.GET,
         "http://kv.example:9000/bucket?list-type=2&prefix=model%40&max-keys=10&start-after=",
-        null, SdkSigned.payloadSigned(false, null));
+        null, SdkSigned.payload(true, false, null));
     Verified v = VERIFIER.verify(r);
     assertThat(v.payload()).isEqualTo(Payload.SIGNED);
     assertThat(v.payloadSha256()).isEqualTo(Hashes.EMPTY_SHA256);
@@ -66,13 +66,13 @@ class SigV4VerifierTest {
   void streamedBodiesTellTheirFormAndSignedChunksGetASignerSeededWithTheRequestsSignature()
       throws Exception {
     SdkSigned signed = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK,
-        SdkHttpMethod.PUT, KEY_URI, new byte[100_000], SdkSigned.payloadSigned(true, null));
+        SdkHttpMethod.PUT, KEY_URI, new byte[100_000], SdkSigned.payload(true, true, null));
     Verified v = VERIFIER.verify(signed);
     assertThat(v.payload()).isEqualTo(Payload.STREAMING_SIGNED);
     assertThat(signed.header("authorization").get(0)).endsWith("Signature=" + v.chunks().seed());
 
     SdkSigned unsigned = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK,
-        SdkHttpMethod.PUT, KEY_URI, new byte[100_000], SdkSigned.unsignedPayload(true,
+        SdkHttpMethod.PUT, KEY_URI, new byte[100_000], SdkSigned.payload(false, true,
             software.amazon.awssdk.checksums.DefaultChecksumAlgorithm.CRC32));
     Verified u = VERIFIER.verify(unsigned);
     assertThat(u.payload()).isEqualTo(Payload.STREAMING_UNSIGNED_TRAILER);
@@ -82,13 +82,13 @@ class SigV4VerifierTest {
   @Test
   void aWrongSecretAnUnknownKeyAndAChangedRequestAreRefused() {
     assertRefused(() -> VERIFIER.verify(SdkSigned.sign("AKIDKVCACHE", "not-the-secret", CLOCK,
-            SdkHttpMethod.GET, KEY_URI, null, SdkSigned.unsignedPayload(false, null))),
+            SdkHttpMethod.GET, KEY_URI, null, SdkSigned.payload(false, false, null))),
         S3Error.SIGNATURE_DOES_NOT_MATCH, "does not match");
     assertRefused(() -> VERIFIER.verify(SdkSigned.sign("AKIDOTHER", "s3cr3t/key+with=signs",
-            CLOCK, SdkHttpMethod.GET, KEY_URI, null, SdkSigned.unsignedPayload(false, null))),
+            CLOCK, SdkHttpMethod.GET, KEY_URI, null, SdkSigned.payload(false, false, null))),
         S3Error.INVALID_ACCESS_KEY_ID, "AKIDOTHER");
     SdkSigned r = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK, SdkHttpMethod.GET,
-        KEY_URI, null, SdkSigned.unsignedPayload(false, null));
+        KEY_URI, null, SdkSigned.payload(false, false, null));
     assertRefused(() -> VERIFIER.verify(new Changed(r, "GET", r.rawPath() + "x", r.rawQuery())),
         S3Error.SIGNATURE_DOES_NOT_MATCH, "does not match");
     assertRefused(() -> VERIFIER.verify(new Changed(r, "DELETE", r.rawPath(), r.rawQuery())),
@@ -101,14 +101,14 @@ class SigV4VerifierTest {
   void aClockMoreThanFifteenMinutesAwayIsRefusedAsSkewed() {
     Clock early = Clock.fixed(NOW.minus(Duration.ofMinutes(16)), ZoneOffset.UTC);
     assertRefused(() -> VERIFIER.verify(SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs",
-            early, SdkHttpMethod.GET, KEY_URI, null, SdkSigned.unsignedPayload(false, null))),
+            early, SdkHttpMethod.GET, KEY_URI, null, SdkSigned.payload(false, false, null))),
         S3Error.REQUEST_TIME_TOO_SKEWED, "960 s");
   }
 
   @Test
   void anUnsignedRequestAndSignatureVersion2AreRefusedSayingWhy() {
     SdkSigned r = SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK, SdkHttpMethod.GET,
-        KEY_URI, null, SdkSigned.unsignedPayload(false, null));
+        KEY_URI, null, SdkSigned.payload(false, false, null));
     assertRefused(() -> VERIFIER.verify(new Changed(r, "GET", r.rawPath(), "") {
       @Override
       public java.util.List<String> header(String name) {

@@ -40,7 +40,7 @@ class AwsChunkedDecoderTest {
   void signedChunksDecodeToTheBytesPutInPiecesOfAnySize(int length) throws Exception {
     byte[] payload = random(length);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI.replace("https", "http"),
-        payload, SdkSigned.payloadSigned(true, null));
+        payload, SdkSigned.payload(true, true, null));
     assertThat(decode(r, r.body, 1 + length % 977)).isEqualTo(payload);
     assertThat(decode(r, r.body, r.body.length)).isEqualTo(payload);
   }
@@ -49,7 +49,7 @@ class AwsChunkedDecoderTest {
   void signedChunksWithATrailingCrc32DecodeAndCheckIt() throws Exception {
     byte[] payload = random(300_000);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI.replace("https", "http"),
-        payload, SdkSigned.payloadSigned(true, DefaultChecksumAlgorithm.CRC32));
+        payload, SdkSigned.payload(true, true, DefaultChecksumAlgorithm.CRC32));
     assertThat(r.header("x-amz-content-sha256"))
         .containsExactly("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
     assertThat(decode(r, r.body, 4096)).isEqualTo(payload);
@@ -59,7 +59,7 @@ class AwsChunkedDecoderTest {
   void unsignedChunksWithATrailingCrc32DecodeAndCheckIt() throws Exception {
     byte[] payload = random(300_000);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI, payload,
-        SdkSigned.unsignedPayload(true, DefaultChecksumAlgorithm.CRC32));
+        SdkSigned.payload(false, true, DefaultChecksumAlgorithm.CRC32));
     assertThat(r.header("x-amz-content-sha256"))
         .containsExactly("STREAMING-UNSIGNED-PAYLOAD-TRAILER");
     assertThat(decode(r, r.body, 777)).isEqualTo(payload);
@@ -69,7 +69,7 @@ class AwsChunkedDecoderTest {
   void aByteChangedInASignedChunkItsSignatureOrItsTrailerIsRefused() throws Exception {
     byte[] payload = random(200_000);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI.replace("https", "http"),
-        payload, SdkSigned.payloadSigned(true, DefaultChecksumAlgorithm.CRC32));
+        payload, SdkSigned.payload(true, true, DefaultChecksumAlgorithm.CRC32));
     String text = new String(r.body, StandardCharsets.ISO_8859_1);
     int inData = text.indexOf("\r\n") + 1000;
     int inSignature = text.indexOf("chunk-signature=") + 20;
@@ -86,7 +86,7 @@ class AwsChunkedDecoderTest {
   void aByteChangedInAnUnsignedBodyFailsItsTrailingChecksum() throws Exception {
     byte[] payload = random(200_000);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI, payload,
-        SdkSigned.unsignedPayload(true, DefaultChecksumAlgorithm.CRC32));
+        SdkSigned.payload(false, true, DefaultChecksumAlgorithm.CRC32));
     int inData = new String(r.body, StandardCharsets.ISO_8859_1).indexOf("\r\n") + 5000;
     assertRefused(() -> decode(r, flipped(r.body, inData), 8192), S3Error.BAD_DIGEST);
   }
@@ -95,7 +95,7 @@ class AwsChunkedDecoderTest {
   void aBodyCutShortOrLongerThanItsDecodedLengthIsIncomplete() throws Exception {
     byte[] payload = random(100_000);
     SdkSigned r = SdkSigned.sign("AK", "SK", CLOCK, SdkHttpMethod.PUT, URI, payload,
-        SdkSigned.unsignedPayload(true, DefaultChecksumAlgorithm.CRC32));
+        SdkSigned.payload(false, true, DefaultChecksumAlgorithm.CRC32));
     byte[] cut = java.util.Arrays.copyOf(r.body, r.body.length - 10);
     assertRefused(() -> decode(r, cut, 8192), S3Error.INCOMPLETE_BODY);
     assertRefused(() -> decode(r, r.body, 8192, 99_999), S3Error.INCOMPLETE_BODY);
