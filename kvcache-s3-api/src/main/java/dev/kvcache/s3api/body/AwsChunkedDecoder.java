@@ -16,8 +16,8 @@ import java.util.Map;
  * Decodes a body sent {@code Content-Encoding: aws-chunked}, as it arrives in pieces of any size:
  * chunks of {@code <hex length>[;chunk-signature=<sig>]\r\n<bytes>\r\n}, a last chunk of length 0,
  * then trailer lines ({@code x-amz-checksum-crc32:<base64>}, {@code x-amz-trailer-signature:<sig>})
- * and an empty line. The decoded bytes go to a {@link Sink} as slices of the pieces fed, never
- * copied.
+ * and an empty line. The decoded bytes are told to a {@link Sink} as ranges of the pieces fed,
+ * never copied.
  *
  * <p>With a {@link ChunkSigner}, each chunk's signature is checked once its bytes have come (and
  * the trailer's, if the body is signed with a trailer), before the next chunk's bytes are given
@@ -30,8 +30,11 @@ public final class AwsChunkedDecoder {
 
   /** Where the decoded bytes go. */
   public interface Sink {
-    /** Takes {@code bytes}' remaining bytes; they are valid only during the call. */
-    void accept(ByteBuffer bytes) throws S3Exception;
+    /**
+     * The {@code length} bytes at {@code offset} of the piece being fed (from its position) are
+     * decoded bytes, the next in order.
+     */
+    void accept(int offset, int length) throws S3Exception;
   }
 
   /** The longest chunk header or trailer line taken. */
@@ -72,9 +75,13 @@ public final class AwsChunkedDecoder {
     this.chunkSha256 = signer == null ? null : sha256();
   }
 
-  /** Takes the next bytes of the body, giving what they decode to to {@code sink}. */
+  /**
+   * Takes {@code piece}'s remaining bytes, the next of the body, telling {@code sink} which of them
+   * are decoded bytes; leaves its position alone.
+   */
   public void feed(ByteBuffer piece, Sink sink) throws S3Exception {
     ByteBuffer b = piece.duplicate();
+    int start = b.position();
     while (b.hasRemaining()) {
       switch (state) {
         case HEADER -> {
@@ -82,7 +89,7 @@ public final class AwsChunkedDecoder {
             chunkHeader(takeLine());
           }
         }
-        case DATA -> data(b, sink);
+        case DATA -> data(b, start, sink);
         case DATA_END -> {
           if (readLine(b)) {
             if (!takeLine().isEmpty()) {
@@ -120,7 +127,7 @@ public final class AwsChunkedDecoder {
     return decoded;
   }
 
-  private void data(ByteBuffer b, Sink sink) throws S3Exception {
+  private void data(ByteBuffer b, int start, Sink sink) throws S3Exception {
     int n = (int) Math.min(chunkRemaining, b.remaining());
     ByteBuffer bytes = b.slice(b.position(), n);
     if (chunkSha256 != null) {
@@ -134,12 +141,13 @@ public final class AwsChunkedDecoder {
       throw incomplete("the body decodes to more than its x-amz-decoded-content-length, "
           + decodedLength + " bytes");
     }
+    int offset = b.position() - start;
     b.position(b.position() + n);
     chunkRemaining -= n;
     if (chunkRemaining == 0) {
       checkChunkSignature(); // before the last bytes of a chunk go out
     }
-    sink.accept(bytes);
+    sink.accept(offset, n);
     if (chunkRemaining == 0) {
       state = State.DATA_END;
     }
