@@ -4,6 +4,7 @@ import dev.kvcache.server.access.NamespaceSettings;
 import dev.kvcache.server.cache.CacheSettings;
 import dev.kvcache.server.cache.SealingSettings;
 import dev.kvcache.server.events.EventSettings;
+import dev.kvcache.server.s3.S3Settings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -23,8 +24,8 @@ import org.yaml.snakeyaml.Yaml;
 /**
  * The settings the server reads, as its code gives them, for the tests that hold its docs against
  * it: the defaults of {@code @Value("${kvcache...:default}")} in its sources, the properties of
- * {@link CacheSettings}, {@link NamespaceSettings}, {@link EventSettings} and {@link
- * SealingSettings}, and the embedded {@code application.yml},
+ * {@link CacheSettings}, {@link NamespaceSettings}, {@link EventSettings}, {@link
+ * SealingSettings} and {@link S3Settings}, and the embedded {@code application.yml},
  * which wins where it sets one.
  */
 public final class ServerSettings {
@@ -60,6 +61,7 @@ public final class ServerSettings {
     properties(settings, "kvcache.", new NamespaceSettings());
     properties(settings, "kvcache.events.", new EventSettings());
     properties(settings, "kvcache.sealing.", new SealingSettings());
+    properties(settings, "kvcache.s3.", new S3Settings());
     try (InputStream yml = ServerSettings.class.getResourceAsStream("/application.yml")) {
       flatten("", new Yaml().load(yml), settings);
     } catch (IOException e) {

@@ -146,4 +146,23 @@ class StartupTest {
           .contains("curl --http2-prior-knowledge " + server.server.getURL() + "/v1/namespaces/default/blocks/");
     }
   }
+
+  @Test
+  void withTheS3ApiTheWelcomeNamesBothPorts() throws Exception {
+    int main;
+    int s3;
+    try (java.net.ServerSocket a = new java.net.ServerSocket(0);
+        java.net.ServerSocket b = new java.net.ServerSocket(0)) {
+      main = a.getLocalPort();
+      s3 = b.getLocalPort();
+    }
+    try (TestServer server = TestServer.start(dir, Map.of("micronaut.server.port", main,
+        "kvcache.s3.port", s3))) {
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+      KvCacheServer.printWelcome(server.server, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+      assertThat(bytes.toString(StandardCharsets.UTF_8))
+          .contains("listening on http://127.0.0.1:" + main + " ")
+          .contains("S3 API: http://127.0.0.1:" + s3 + " ");
+    }
+  }
 }

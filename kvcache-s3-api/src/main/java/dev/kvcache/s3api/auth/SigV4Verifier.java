@@ -18,7 +18,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
-import java.util.regex.Pattern;
 
 /**
  * Checks that a request is signed with AWS Signature Version 4 by a key it knows: in the {@code
@@ -43,12 +42,6 @@ public final class SigV4Verifier {
   private static final String ALGORITHM = "AWS4-HMAC-SHA256";
   private static final DateTimeFormatter AMZ_DATE =
       DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.ROOT);
-  private static final Pattern HEX_SHA256 = Pattern.compile("[0-9a-fA-F]{64}");
-  private static final Map<String, Payload> STREAMING = Map.of(
-      "UNSIGNED-PAYLOAD", Payload.UNSIGNED,
-      "STREAMING-UNSIGNED-PAYLOAD-TRAILER", Payload.STREAMING_UNSIGNED_TRAILER,
-      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", Payload.STREAMING_SIGNED,
-      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", Payload.STREAMING_SIGNED_TRAILER);
 
   private final Function<String, String> secrets;
   private final Clock clock;
@@ -109,7 +102,7 @@ public final class SigV4Verifier {
       throw new S3Exception(S3Error.INVALID_REQUEST,
           "missing required header for this request: x-amz-content-sha256");
     }
-    Payload payload = payloadOf(contentSha256);
+    Payload payload = Payload.of(contentSha256);
     Scope scope = Scope.parse(credential, amzDate, malformed);
     Instant at = parseDate(amzDate, malformed);
     Duration skew = Duration.between(at, clock.instant()).abs();
@@ -158,24 +151,12 @@ public final class SigV4Verifier {
     byte[] key = signingKey(scope);
     String contentSha256 = first(r, "x-amz-content-sha256");
     String hash = contentSha256 != null ? contentSha256 : "UNSIGNED-PAYLOAD";
-    Payload payload = payloadOf(hash);
+    Payload payload = Payload.of(hash);
     check(key, amzDate, scope, r, Canonical.query(r.rawQuery(), "X-Amz-Signature"),
         signedHeaders, hash, signature, malformed);
     return new Verified(scope.accessKey, payload,
         payload == Payload.SIGNED ? hash.toLowerCase(Locale.ROOT) : null,
         payload.chunksSigned() ? new ChunkSigner(key, amzDate, scope.text(), signature) : null);
-  }
-
-  private static Payload payloadOf(String contentSha256) throws S3Exception {
-    Payload p = STREAMING.get(contentSha256);
-    if (p != null) {
-      return p;
-    }
-    if (HEX_SHA256.matcher(contentSha256).matches()) {
-      return Payload.SIGNED;
-    }
-    throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-content-sha256 must be a hex SHA-256, "
-        + "UNSIGNED-PAYLOAD or one of " + STREAMING.keySet() + ", not " + contentSha256);
   }
 
   /**

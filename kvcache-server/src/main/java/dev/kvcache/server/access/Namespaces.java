@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -77,6 +78,11 @@ public class Namespaces {
   /** The names of the namespaces served, in no order. */
   public Set<String> names() {
     return Set.copyOf(byName.keySet());
+  }
+
+  /** The namespace of this name, if it is served. */
+  public Optional<Namespace> find(String namespace) {
+    return Optional.ofNullable(byName.get(namespace));
   }
 
   /** @throws ApiException 404 if {@code namespace} is not configured */

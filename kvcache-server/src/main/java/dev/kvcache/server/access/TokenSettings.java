@@ -7,7 +7,9 @@ import java.util.List;
 /**
  * One bearer token, from {@code kvcache.auth.tokens.<name>.*}: its secret, the namespaces it may
  * read ({@code GET}, {@code HEAD}, lookups) and write ({@code PUT}, {@code DELETE}), and whether
- * it may read the server's metrics and health details ({@code metrics}).
+ * it may read the server's metrics and health details ({@code metrics}); with an {@code
+ * access-key}, S3 clients sign with that key and the secret (AWS Signature Version 4) on the S3
+ * port, with the same rights on the buckets of those names.
  */
 @EachProperty("kvcache.auth.tokens")
 public class TokenSettings {
@@ -17,6 +19,7 @@ public class TokenSettings {
   private List<String> read = List.of();
   private List<String> write = List.of();
   private boolean metrics;
+  private String accessKey;
 
   TokenSettings(@Parameter String name) {
     this.name = name;
@@ -48,6 +51,15 @@ public class TokenSettings {
 
   public void setWrite(List<String> write) {
     this.write = write;
+  }
+
+  /** The access key S3 clients sign with, beside the secret; null for none. */
+  public String getAccessKey() {
+    return accessKey;
+  }
+
+  public void setAccessKey(String accessKey) {
+    this.accessKey = accessKey;
   }
 
   /** Whether the token may read {@code /prometheus} and {@code /health}'s details. */

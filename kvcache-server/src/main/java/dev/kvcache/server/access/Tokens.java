@@ -41,6 +41,16 @@ public class Tokens {
         : null;
   }
 
+  /** The token whose S3 access key is {@code accessKey}, or null. */
+  public TokenSettings byAccessKey(String accessKey) {
+    for (TokenSettings t : tokens) {
+      if (accessKey.equals(t.getAccessKey())) {
+        return t;
+      }
+    }
+    return null;
+  }
+
   /** The token with this secret, compared in constant time, or null. */
   TokenSettings find(String secret) {
     byte[] presented = secret.getBytes(StandardCharsets.UTF_8);

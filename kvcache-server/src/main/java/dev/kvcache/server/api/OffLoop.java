@@ -39,7 +39,7 @@ public class OffLoop {
   }
 
   /** The server's blocking executor, as a scheduler for work that must not run on a loop. */
-  Scheduler scheduler() {
+  public Scheduler scheduler() {
     return blocking;
   }
 

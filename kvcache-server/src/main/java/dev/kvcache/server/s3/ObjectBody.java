@@ -1,0 +1,142 @@
+package dev.kvcache.server.s3;
+
+import dev.kvcache.s3api.S3Error;
+import dev.kvcache.s3api.S3Exception;
+import dev.kvcache.s3api.auth.Payload;
+import dev.kvcache.s3api.auth.RequestParts;
+import dev.kvcache.s3api.auth.Verified;
+import dev.kvcache.s3api.body.AwsChunkedDecoder;
+import dev.kvcache.s3api.body.ChecksumAlgorithm;
+import io.netty.buffer.ByteBuf;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.zip.CRC32C;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * A PutObject's body on its way into the cache: decoded from aws-chunked frames where it comes in
+ * them (signatures and trailing checksum checked by the decoder), its CRC32C computed for its
+ * ETag, and checked against what the client sent: a checksum header ({@code x-amz-checksum-*}),
+ * and the SHA-256 it signed. A check that fails ends the body with the error before its end, so
+ * the cache's writer never commits: nothing is stored.
+ */
+final class ObjectBody {
+
+  private final AwsChunkedDecoder decoder;
+  private final ChecksumAlgorithm headerAlgorithm;
+  private final String headerValue;
+  private final ChecksumAlgorithm.Running headerChecksum;
+  private final String signedSha256;
+  private final MessageDigest sha256;
+  private final CRC32C crc = new CRC32C();
+
+  ObjectBody(RequestParts parts, Payload payload, Verified signed, long length)
+      throws S3Exception {
+    ChecksumAlgorithm found = null;
+    String value = null;
+    for (ChecksumAlgorithm a : ChecksumAlgorithm.values()) {
+      List<String> v = parts.header(a.header());
+      if (!v.isEmpty()) {
+        found = a;
+        value = v.get(0).strip();
+      }
+    }
+    this.headerAlgorithm = found;
+    this.headerValue = value;
+    this.headerChecksum = found == null ? null : found.start();
+    if (payload.chunked()) {
+      List<String> trailer = parts.header("x-amz-trailer");
+      ChecksumAlgorithm trailing = null;
+      if (!trailer.isEmpty()) {
+        trailing = ChecksumAlgorithm.ofHeader(trailer.get(0).strip().toLowerCase(Locale.ROOT))
+            .orElseThrow(() -> new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-trailer names "
+                + trailer.get(0) + ", not a checksum this server knows"));
+      }
+      this.decoder = new AwsChunkedDecoder(signed == null ? null : signed.chunks(),
+          payload.trailerSigned(), trailing, length);
+    } else {
+      this.decoder = null;
+    }
+    String hash = payload == Payload.SIGNED
+        ? signed != null ? signed.payloadSha256()
+            : parts.header("x-amz-content-sha256").get(0).toLowerCase(Locale.ROOT)
+        : null;
+    this.signedSha256 = hash;
+    this.sha256 = hash == null ? null : newSha256();
+  }
+
+  /** The body's bytes as the block's: decoded, checked, ending in an error if a check fails. */
+  Flux<ByteBuf> decode(Flux<ByteBuf> received) {
+    Flux<ByteBuf> bytes = decoder == null ? received : received.concatMap(this::decoded);
+    return bytes.doOnNext(this::take).concatWith(Mono.defer(this::checked));
+  }
+
+  /** The CRC32C of the bytes taken. */
+  int crc32c() {
+    return (int) crc.getValue();
+  }
+
+  private Flux<ByteBuf> decoded(ByteBuf in) {
+    List<ByteBuf> out = new ArrayList<>(2);
+    try {
+      int base = in.readerIndex();
+      decoder.feed(in.nioBuffer(), (offset, length) ->
+          out.add(in.retainedSlice(base + offset, length)));
+      return Flux.fromIterable(out);
+    } catch (S3Exception e) {
+      out.forEach(ByteBuf::release);
+      return Flux.error(e);
+    } finally {
+      in.release();
+    }
+  }
+
+  private void take(ByteBuf b) {
+    for (ByteBuffer piece : b.nioBuffers()) {
+      crc.update(piece.duplicate());
+      if (headerChecksum != null) {
+        headerChecksum.update(piece);
+      }
+      if (sha256 != null) {
+        sha256.update(piece.duplicate());
+      }
+    }
+  }
+
+  private Mono<ByteBuf> checked() {
+    try {
+      if (decoder != null) {
+        decoder.finish();
+      }
+      if (headerChecksum != null && !headerChecksum.base64().equals(headerValue)) {
+        throw new S3Exception(S3Error.BAD_DIGEST, "the " + headerAlgorithm.header()
+            + " of the body is " + headerChecksum.base64() + ", not the " + headerValue
+            + " sent");
+      }
+      if (sha256 != null) {
+        String got = HexFormat.of().formatHex(sha256.digest());
+        if (!got.equals(signedSha256)) {
+          throw new S3Exception(S3Error.X_AMZ_CONTENT_SHA256_MISMATCH, "the body's SHA-256 is "
+              + got + ", not the " + signedSha256 + " signed");
+        }
+      }
+      return Mono.empty();
+    } catch (S3Exception e) {
+      return Mono.error(e);
+    }
+  }
+
+  private static MessageDigest newSha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JDK has no SHA-256", e);
+    }
+  }
+}

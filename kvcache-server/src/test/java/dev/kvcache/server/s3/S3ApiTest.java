@@ -1,0 +1,233 @@
+package dev.kvcache.server.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvcache.server.TestServer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import java.util.zip.CRC32;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.core.async.AsyncRequestBody;
+import software.amazon.awssdk.core.async.AsyncResponseTransformer;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.ContentStreamProvider;
+import software.amazon.awssdk.http.SdkHttpMethod;
+import software.amazon.awssdk.http.SdkHttpRequest;
+import software.amazon.awssdk.http.auth.aws.signer.AwsV4HttpSigner;
+import software.amazon.awssdk.http.auth.spi.signer.SignedRequest;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.identity.spi.AwsCredentialsIdentity;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3Configuration;
+import software.amazon.awssdk.services.s3.presigner.S3Presigner;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.PutObjectResponse;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+/**
+ * The S3 port, driven by the AWS SDK for Java as users drive it (its default checksums, its
+ * synchronous and asynchronous clients, its presigner): objects round-trip byte for byte, whole
+ * and by ranges, over HTTP/1.1 and HTTP/2, are found by HEAD and gone after DELETE; requests signed with a wrong secret, objects over the
+ * largest block, unknown buckets and a body whose checksum does not match are refused with S3's
+ * errors, and the refused body is not stored; the server's own port works as before beside it.
+ */
+class S3ApiTest {
+
+  private static final String ACCESS_KEY = "AKIDKVCACHETEST";
+  private static final String SECRET = "0123456789abcdef0123456789abcdef-s3";
+
+  @TempDir static Path dir;
+  private static TestServer server;
+  private static int s3Port;
+  private static S3Client s3;
+
+  @BeforeAll
+  static void start() throws IOException {
+    s3Port = freePort();
+    Map<String, Object> extra = new HashMap<>();
+    extra.put("micronaut.server.port", freePort());
+    extra.put("kvcache.s3.port", s3Port);
+    extra.put("kvcache.auth.tokens.engine.secret", SECRET);
+    extra.put("kvcache.auth.tokens.engine.access-key", ACCESS_KEY);
+    extra.put("kvcache.auth.tokens.engine.read", "default");
+    extra.put("kvcache.auth.tokens.engine.write", "default");
+    server = TestServer.start(dir, extra);
+    s3 = client(SECRET);
+  }
+
+  @AfterAll
+  static void stop() {
+    s3.close();
+    server.close();
+  }
+
+  @Test
+  void objectsRoundTripWholeAndByRangesAndAreGoneAfterDelete() {
+    for (int length : new int[] {1, 65_537, 3 << 20}) {
+      String key = "model@ws@worker/" + length + "/a b+c.bin";
+      byte[] data = random(length);
+      PutObjectResponse put = s3.putObject(b -> b.bucket("default").key(key),
+          RequestBody.fromBytes(data));
+      ResponseBytes<GetObjectResponse> got = s3.getObjectAsBytes(b -> b.bucket("default").key(key));
+      assertThat(got.asByteArray()).isEqualTo(data);
+      assertThat(got.response().eTag()).isEqualTo(put.eTag());
+      assertThat(s3.headObject(b -> b.bucket("default").key(key)).contentLength())
+          .isEqualTo(length);
+      if (length > 200) {
+        assertThat(s3.getObjectAsBytes(b -> b.bucket("default").key(key).range("bytes=100-199"))
+            .asByteArray()).isEqualTo(Arrays.copyOfRange(data, 100, 200));
+        assertThat(s3.getObjectAsBytes(b -> b.bucket("default").key(key).range("bytes=-10"))
+            .asByteArray()).isEqualTo(Arrays.copyOfRange(data, length - 10, length));
+      }
+      s3.deleteObject(b -> b.bucket("default").key(key));
+      assertThatThrownBy(() -> s3.getObjectAsBytes(b -> b.bucket("default").key(key)))
+          .isInstanceOf(NoSuchKeyException.class);
+      assertThatThrownBy(() -> s3.headObject(b -> b.bucket("default").key(key)))
+          .isInstanceOfSatisfying(S3Exception.class, e -> assertThat(e.statusCode()).isEqualTo(404));
+    }
+  }
+
+  @Test
+  void theAsynchronousClientRoundTripsToo() throws Exception {
+    try (S3AsyncClient async = S3AsyncClient.builder().region(Region.US_EAST_1)
+        .endpointOverride(URI.create("http://127.0.0.1:" + s3Port)).forcePathStyle(true)
+        .credentialsProvider(StaticCredentialsProvider.create(
+            AwsBasicCredentials.create(ACCESS_KEY, SECRET))).build()) {
+      byte[] data = random(2 << 20);
+      async.putObject(b -> b.bucket("default").key("async"), AsyncRequestBody.fromBytes(data))
+          .get();
+      assertThat(async.getObject(b -> b.bucket("default").key("async"),
+          AsyncResponseTransformer.toBytes()).get().asByteArray()).isEqualTo(data);
+    }
+  }
+
+  @Test
+  void aPresignedUrlReadsTheObjectOverHttp2() throws Exception {
+    byte[] data = random(1 << 20);
+    s3.putObject(b -> b.bucket("default").key("presigned"), RequestBody.fromBytes(data));
+    try (S3Presigner presigner = S3Presigner.builder().region(Region.US_EAST_1)
+        .endpointOverride(URI.create("http://127.0.0.1:" + s3Port))
+        .serviceConfiguration(S3Configuration.builder().pathStyleAccessEnabled(true).build())
+        .credentialsProvider(StaticCredentialsProvider.create(
+            AwsBasicCredentials.create(ACCESS_KEY, SECRET))).build()) {
+      URI url = presigner.presignGetObject(p -> p.signatureDuration(Duration.ofMinutes(5))
+          .getObjectRequest(g -> g.bucket("default").key("presigned"))).url().toURI();
+      HttpClient h2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
+      h2.send(HttpRequest.newBuilder(url).build(), HttpResponse.BodyHandlers.discarding());
+      HttpResponse<byte[]> got = h2.send(HttpRequest.newBuilder(url).build(),
+          HttpResponse.BodyHandlers.ofByteArray()); // the connection upgraded by the first
+      assertThat(got.version()).isEqualTo(HttpClient.Version.HTTP_2);
+      assertThat(got.body()).isEqualTo(data);
+      HttpResponse<String> tampered = h2.send(HttpRequest.newBuilder(
+          URI.create(url.toString().replace("presigned", "presigneD"))).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(tampered.statusCode()).isEqualTo(403);
+      assertThat(tampered.body()).contains("<Code>SignatureDoesNotMatch</Code>");
+    }
+  }
+
+  @Test
+  void aWrongSecretAnUnknownBucketAndAnObjectOverTheLargestBlockAreRefused() {
+    try (S3Client wrong = client("not-the-secret-not-the-secret-00")) {
+      assertThatThrownBy(() -> wrong.putObject(b -> b.bucket("default").key("k"),
+          RequestBody.fromBytes(random(10)))).isInstanceOfSatisfying(S3Exception.class,
+              e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("SignatureDoesNotMatch"));
+    }
+    assertThatThrownBy(() -> s3.putObject(b -> b.bucket("nope").key("k"),
+        RequestBody.fromBytes(random(10)))).isInstanceOf(NoSuchBucketException.class);
+    assertThatThrownBy(() -> s3.putObject(b -> b.bucket("other").key("k"),
+        RequestBody.fromBytes(random(10)))).isInstanceOfSatisfying(S3Exception.class,
+            e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("AccessDenied"));
+    assertThatThrownBy(() -> s3.putObject(b -> b.bucket("default").key("big"),
+        RequestBody.fromBytes(random(TestServer.MAX_BLOCK_BYTES + 1))))
+        .isInstanceOfSatisfying(S3Exception.class,
+            e -> assertThat(e.awsErrorDetails().errorCode()).as(e.toString()).isEqualTo("EntityTooLarge"));
+  }
+
+  @Test
+  void aBodyWhoseChecksumDoesNotMatchIsRefusedAndNotStored() throws Exception {
+    byte[] data = random(100_000);
+    CRC32 crc = new CRC32();
+    crc.update(data);
+    crc.update(new byte[] {1}); // the checksum of other bytes
+    String wrong = Base64.getEncoder().encodeToString(
+        java.nio.ByteBuffer.allocate(4).putInt((int) crc.getValue()).array());
+    SdkHttpRequest put = SdkHttpRequest.builder().method(SdkHttpMethod.PUT)
+        .uri(URI.create("http://127.0.0.1:" + s3Port + "/default/damaged"))
+        .putHeader("x-amz-checksum-crc32", wrong)
+        .putHeader("Content-Length", Integer.toString(data.length)).build();
+    SignedRequest signed = AwsV4HttpSigner.create().sign(r -> r
+        .identity(AwsCredentialsIdentity.create(ACCESS_KEY, SECRET)).request(put)
+        .payload(ContentStreamProvider.fromByteArray(data))
+        .putProperty(AwsV4HttpSigner.SERVICE_SIGNING_NAME, "s3")
+        .putProperty(AwsV4HttpSigner.REGION_NAME, "us-east-1")
+        .putProperty(AwsV4HttpSigner.PAYLOAD_SIGNING_ENABLED, false));
+    HttpRequest.Builder send = HttpRequest.newBuilder(signed.request().getUri())
+        .PUT(HttpRequest.BodyPublishers.ofByteArray(data));
+    signed.request().forEachHeader((k, v) -> {
+      if (!k.equalsIgnoreCase("host") && !k.equalsIgnoreCase("content-length")) {
+        v.forEach(value -> send.header(k, value));
+      }
+    });
+    HttpResponse<String> answer = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+        .build().send(send.build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
+    assertThat(answer.body()).contains("<Code>BadDigest</Code>");
+    assertThat(answer.headers().firstValue("x-amz-request-id")).isPresent();
+    assertThatThrownBy(() -> s3.headObject(b -> b.bucket("default").key("damaged")))
+        .isInstanceOfSatisfying(S3Exception.class, e -> assertThat(e.statusCode()).isEqualTo(404));
+  }
+
+  @Test
+  void theServersOwnPortWorksAsBeforeAndItsPathsAreS3KeysOnTheS3Port() throws Exception {
+    HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+        server.base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(health.statusCode()).isEqualTo(200);
+    // on the S3 port, /v1/... names the bucket "v1", which is no namespace
+    assertThatThrownBy(() -> s3.getObjectAsBytes(b -> b.bucket("v1").key("namespaces/x")))
+        .isInstanceOf(NoSuchBucketException.class);
+  }
+
+  private static S3Client client(String secret) {
+    return S3Client.builder().region(Region.US_EAST_1)
+        .endpointOverride(URI.create("http://127.0.0.1:" + s3Port)).forcePathStyle(true)
+        .httpClient(UrlConnectionHttpClient.create())
+        .credentialsProvider(StaticCredentialsProvider.create(
+            AwsBasicCredentials.create(ACCESS_KEY, secret)))
+        .build();
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static byte[] random(int length) {
+    byte[] b = new byte[length];
+    new Random(length).nextBytes(b);
+    return b;
+  }
+}
