@@ -71,6 +71,11 @@ public final class SigV4Verifier {
     if (query.containsKey("X-Amz-Signature") || query.containsKey("X-Amz-Credential")) {
       return verifyQuery(request, query);
     }
+    if (query.containsKey("AWSAccessKeyId") && query.containsKey("Signature")) {
+      throw new S3Exception(S3Error.ACCESS_DENIED, "the URL is presigned with Signature Version "
+          + "2, which is not supported: presign it with AWS Signature Version 4 (boto3: "
+          + "Config(signature_version='s3v4'))");
+    }
     throw new S3Exception(S3Error.ACCESS_DENIED,
         "the request is not signed: sign it with AWS Signature Version 4 and an access key");
   }

@@ -117,6 +117,13 @@ class SigV4VerifierTest {
     }), S3Error.ACCESS_DENIED, "not signed");
     assertRefused(() -> VERIFIER.verify(r.withHeader("authorization", "AWS AKIDKVCACHE:abc=")),
         S3Error.AUTHORIZATION_HEADER_MALFORMED, "Version 2");
+    assertRefused(() -> VERIFIER.verify(new Changed(r, "GET", r.rawPath(),
+        "AWSAccessKeyId=AKIDKVCACHE&Signature=abc%3D&Expires=1796046746") {
+      @Override
+      public java.util.List<String> header(String name) {
+        return name.equals("authorization") ? java.util.List.of() : super.header(name);
+      }
+    }), S3Error.ACCESS_DENIED, "signature_version='s3v4'");
   }
 
   private static void assertRefused(ThrowingCallable call, S3Error error, String message) {
