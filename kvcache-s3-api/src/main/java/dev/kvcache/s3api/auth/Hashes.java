@@ -9,14 +9,15 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /** SHA-256 and HMAC-SHA256 as SigV4 uses them. */
-final class Hashes {
+public final class Hashes {
 
   /** The hex SHA-256 of no bytes. */
   static final String EMPTY_SHA256 = hex(sha256(new byte[0]));
 
   private Hashes() {}
 
-  static MessageDigest newSha256() {
+  /** A new SHA-256 digest. */
+  public static MessageDigest newSha256() {
     try {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {

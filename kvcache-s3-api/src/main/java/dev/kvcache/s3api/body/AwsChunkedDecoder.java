@@ -3,10 +3,10 @@ package dev.kvcache.s3api.body;
 import dev.kvcache.s3api.S3Error;
 import dev.kvcache.s3api.S3Exception;
 import dev.kvcache.s3api.auth.ChunkSigner;
+import dev.kvcache.s3api.auth.Hashes;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -72,7 +72,7 @@ public final class AwsChunkedDecoder {
     this.checksum = trailerChecksum == null ? null : trailerChecksum.start();
     this.decodedLength = decodedLength;
     this.previousSignature = signer == null ? null : signer.seed();
-    this.chunkSha256 = signer == null ? null : sha256();
+    this.chunkSha256 = signer == null ? null : Hashes.newSha256();
   }
 
   /**
@@ -223,7 +223,7 @@ public final class AwsChunkedDecoder {
       StringBuilder canonical = new StringBuilder();
       trailers.forEach((k, v) -> canonical.append(k).append(':').append(v).append('\n'));
       String expected = signer.trailer(previousSignature,
-          sha256().digest(canonical.toString().getBytes(StandardCharsets.UTF_8)));
+          Hashes.newSha256().digest(canonical.toString().getBytes(StandardCharsets.UTF_8)));
       if (!ChunkSigner.matches(expected, trailerSignature)) {
         throw new S3Exception(S3Error.SIGNATURE_DOES_NOT_MATCH,
             "the trailer's signature does not match its lines");
@@ -279,13 +279,5 @@ public final class AwsChunkedDecoder {
 
   private static S3Exception incomplete(String message) {
     return new S3Exception(S3Error.INCOMPLETE_BODY, message);
-  }
-
-  private static MessageDigest sha256() {
-    try {
-      return MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK has no SHA-256", e);
-    }
   }
 }

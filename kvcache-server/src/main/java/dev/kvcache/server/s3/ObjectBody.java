@@ -2,6 +2,7 @@ package dev.kvcache.server.s3;
 
 import dev.kvcache.s3api.S3Error;
 import dev.kvcache.s3api.S3Exception;
+import dev.kvcache.s3api.auth.Hashes;
 import dev.kvcache.s3api.auth.Payload;
 import dev.kvcache.s3api.auth.RequestParts;
 import dev.kvcache.s3api.auth.Verified;
@@ -10,7 +11,6 @@ import dev.kvcache.s3api.body.ChecksumAlgorithm;
 import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -68,7 +68,7 @@ final class ObjectBody {
             : parts.header("x-amz-content-sha256").get(0).toLowerCase(Locale.ROOT)
         : null;
     this.signedSha256 = hash;
-    this.sha256 = hash == null ? null : newSha256();
+    this.sha256 = hash == null ? null : Hashes.newSha256();
   }
 
   /** The body's bytes as the block's: decoded, checked, ending in an error if a check fails. */
@@ -129,14 +129,6 @@ final class ObjectBody {
       return Mono.empty();
     } catch (S3Exception e) {
       return Mono.error(e);
-    }
-  }
-
-  private static MessageDigest newSha256() {
-    try {
-      return MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK has no SHA-256", e);
     }
   }
 }
