@@ -27,6 +27,7 @@ import io.netty.handler.codec.http2.Http2RemoteFlowController;
 import io.netty.handler.codec.http2.WeightedFairQueueByteDistributor;
 import jakarta.inject.Singleton;
 import java.lang.reflect.Field;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,12 +84,16 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final FastPut fastPut;
   private final long drainLimit;
   private final long closeLimitNanos;
+  /** The S3 API's port, whose connections get none of the block API's fast paths; 0: none. */
+  private final int s3Port;
 
   ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
       @Value("${kvcache.http2-connection-window:64MiB}") String windowBytes,
       @Value("${kvcache.http2-write-quantum:256KiB}") String writeQuantum,
       @Value("${kvcache.write-buffer-bytes:640KiB}") String writeBufferBytes,
-      @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod) {
+      @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod,
+      @Value("${kvcache.s3.port:0}") int s3Port) {
+    this.s3Port = s3Port;
     int bufferBytes = SizeSetting.intBytes("kvcache.write-buffer-bytes", writeBufferBytes, 2);
     this.fastGet = fastGet;
     this.fastPut = fastPut;
@@ -152,10 +157,18 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     if (!setWriteQuantum(connection)) {
       log.debug("HTTP/2 connection {} keeps Netty's write turns", pipeline.channel());
     }
-    fastGet.install(handler);
-    Http2PutListener.install(fastPut, handler);
+    if (!onS3Port(pipeline.channel())) {
+      fastGet.install(handler);
+      Http2PutListener.install(fastPut, handler);
+    }
     UnreadBody.install(handler, pipeline.context(handler), drainLimit);
     ExpectContinue.install(handler);
+  }
+
+  /** Whether {@code channel} is a connection to the S3 API's port. */
+  private boolean onS3Port(Channel channel) {
+    return s3Port > 0 && channel.localAddress() instanceof InetSocketAddress a
+        && a.getPort() == s3Port;
   }
 
   /**
@@ -233,7 +246,7 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
     @Override
     public void onStreamPipelineBuilt() {
       if (channel != null) {
-        Http1Requests.install(fastPut, channel.pipeline());
+        Http1Requests.install(fastPut, channel.pipeline(), !onS3Port(channel));
       }
     }
 

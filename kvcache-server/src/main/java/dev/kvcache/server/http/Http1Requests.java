@@ -65,6 +65,8 @@ public final class Http1Requests extends ChannelDuplexHandler {
   private static final AsciiString PUT_HEADER = AsciiString.cached(Wire.PUT_STATUS);
 
   private final FastPut puts;
+  /** Whether PUTs of blocks are taken here at all. */
+  private final boolean takePuts;
   /** Requests passed on to Micronaut whose final answer has not been written whole yet. */
   private int answersDue;
   /** Whether the answer being written is a final one (not {@code 100 Continue}). */
@@ -89,6 +91,14 @@ public final class Http1Requests extends ChannelDuplexHandler {
    * pipeline without the codec, one that has it already, or an HTTP/2 one.
    */
   static void install(FastPut puts, ChannelPipeline pipeline) {
+    install(puts, pipeline, true);
+  }
+
+  /**
+   * As {@link #install(FastPut, ChannelPipeline)}; without {@code takePuts}, every request goes on
+   * to Micronaut, in order (the S3 API's port, whose paths are not the block API's).
+   */
+  static void install(FastPut puts, ChannelPipeline pipeline, boolean takePuts) {
     if (pipeline.get(Http1Requests.class) != null
         || pipeline.get(Http2ConnectionHandler.class) != null) {
       return;
@@ -98,12 +108,13 @@ public final class Http1Requests extends ChannelDuplexHandler {
       after = pipeline.context(HttpServerCodec.class);
     }
     if (after != null) {
-      pipeline.addAfter(after.name(), "kvcache-http1-requests", new Http1Requests(puts));
+      pipeline.addAfter(after.name(), "kvcache-http1-requests", new Http1Requests(puts, takePuts));
     }
   }
 
-  Http1Requests(FastPut puts) {
+  Http1Requests(FastPut puts, boolean takePuts) {
     this.puts = puts;
+    this.takePuts = takePuts;
   }
 
   /** A body on its way into a writer. */
@@ -155,7 +166,7 @@ public final class Http1Requests extends ChannelDuplexHandler {
   /** Whether the request is taken here: then its writer is open and its body is awaited. */
   private boolean take(ChannelHandlerContext ctx, HttpRequest request) {
     HttpHeaders headers = request.headers();
-    if (!puts.enabled() || !request.decoderResult().isSuccess()
+    if (!takePuts || !puts.enabled() || !request.decoderResult().isSuccess()
         || request.protocolVersion() != HttpVersion.HTTP_1_1
         || headers.contains(HttpHeaderNames.TRANSFER_ENCODING)
         || headers.contains(HttpHeaderNames.UPGRADE)) {

@@ -51,7 +51,8 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  * synchronous and asynchronous clients, its presigner): objects round-trip byte for byte, whole
  * and by ranges, over HTTP/1.1 and HTTP/2, are found by HEAD and gone after DELETE; requests signed with a wrong secret, objects over the
  * largest block, unknown buckets and a body whose checksum does not match are refused with S3's
- * errors, and the refused body is not stored; the server's own port works as before beside it.
+ * errors, and the refused body is not stored; the server's own port works as before beside it,
+ * and its block API's fast paths take nothing on the S3 port.
  */
 class S3ApiTest {
 
@@ -208,6 +209,30 @@ class S3ApiTest {
     // on the S3 port, /v1/... names the bucket "v1", which is no namespace
     assertThatThrownBy(() -> s3.getObjectAsBytes(b -> b.bucket("v1").key("namespaces/x")))
         .isInstanceOf(NoSuchBucketException.class);
+  }
+
+  @Test
+  void theBlockApisFastPathsTakeNothingOnTheS3Port() throws Exception {
+    String block = "/v1/namespaces/default/blocks/000102030405060708090a0b0c0d0e0f";
+    URI onS3 = URI.create("http://127.0.0.1:" + s3Port + block);
+    for (HttpClient.Version version : HttpClient.Version.values()) {
+      HttpClient http = HttpClient.newBuilder().version(version).build();
+      http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s3Port + "/")).build(),
+          HttpResponse.BodyHandlers.discarding()); // an HTTP/2 connection, upgraded by the first
+      HttpResponse<String> put = http.send(HttpRequest.newBuilder(onS3)
+          .header("Authorization", "Bearer " + SECRET)
+          .header("Content-Type", "application/octet-stream")
+          .PUT(HttpRequest.BodyPublishers.ofByteArray(random(4096))).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(put.version()).isEqualTo(version);
+      assertThat(put.body()).as(version.toString()).contains("<Code>AuthorizationHeaderMalformed");
+      HttpResponse<String> get = http.send(HttpRequest.newBuilder(onS3)
+          .header("Authorization", "Bearer " + SECRET).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(get.body()).as(version.toString()).contains("<Code>AuthorizationHeaderMalformed");
+      HttpResponse<String> onMain = http.send(HttpRequest.newBuilder(server.base.resolve(block))
+          .header("Authorization", "Bearer " + SECRET).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(onMain.statusCode()).as("the block was not stored").isEqualTo(404);
+    }
   }
 
   private static S3Client client(String secret) {
