@@ -2,7 +2,8 @@
 body, the payload's SHA-256 signed over plain HTTP): objects round-trip byte for byte, whole and
 by ranges, are found by HEAD and gone after DELETE; a presigned URL reads one with no client at
 all; a wrong secret, an unknown bucket and a body damaged after it was checksummed are refused
-with S3's errors, and the damaged body is not stored."""
+with S3's errors, and the damaged body is not stored; DeleteObjects deletes every key it
+names."""
 from __future__ import annotations
 
 import io
@@ -74,6 +75,21 @@ def test_objects_round_trip_whole_and_by_ranges_and_are_gone_after_delete(
     with pytest.raises(botocore.exceptions.ClientError) as missing:
         s3.get_object(Bucket="default", Key=key)
     assert error_code(missing.value) == "NoSuchKey"
+
+
+def test_delete_objects_deletes_every_key_it_names(s3_endpoint: str) -> None:
+    s3 = s3_client(s3_endpoint)
+    keys = ["batch/1", "batch/2", "batch/never-stored"]
+    for key in keys[:2]:
+        s3.put_object(Bucket="default", Key=key, Body=os.urandom(1000))
+    answer = s3.delete_objects(Bucket="default",
+                               Delete={"Objects": [{"Key": k} for k in keys]})
+    assert sorted(d["Key"] for d in answer["Deleted"]) == sorted(keys)
+    assert not answer.get("Errors")
+    for key in keys:
+        with pytest.raises(botocore.exceptions.ClientError) as missing:
+            s3.head_object(Bucket="default", Key=key)
+        assert missing.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
 
 def test_a_presigned_url_reads_the_object_with_no_client(s3_endpoint: str) -> None:

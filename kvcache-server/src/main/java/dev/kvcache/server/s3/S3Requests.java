@@ -16,6 +16,7 @@ import dev.kvcache.s3api.auth.Payload;
 import dev.kvcache.s3api.auth.RequestParts;
 import dev.kvcache.s3api.auth.SigV4Verifier;
 import dev.kvcache.s3api.auth.Verified;
+import dev.kvcache.s3api.xml.RequestXml;
 import dev.kvcache.s3api.xml.S3Xml;
 import dev.kvcache.server.access.Namespaces;
 import dev.kvcache.server.access.TokenSettings;
@@ -35,6 +36,7 @@ import io.micronaut.http.MutableHttpResponse;
 import io.micronaut.http.ServerHttpRequest;
 import io.netty.buffer.ByteBuf;
 import jakarta.inject.Singleton;
+import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -136,13 +138,15 @@ final class S3Requests {
             + route.bucket());
       }
     }
-    if (route.operation() != Operation.PUT_OBJECT) {
+    if (route.operation() != Operation.PUT_OBJECT
+        && route.operation() != Operation.DELETE_OBJECTS) {
       request.byteBody().allowDiscard();
     }
     return switch (route.operation()) {
       case HEAD_BUCKET, CREATE_BUCKET -> Mono.just(HttpResponse.ok());
       case PUT_OBJECT -> put(request, parts, signed, objectKey(namespace, route.key()));
       case GET_OBJECT, HEAD_OBJECT -> get(request, route, objectKey(namespace, route.key()));
+      case DELETE_OBJECTS -> deleteObjects(request, parts, signed, namespace);
       case DELETE_OBJECT -> {
         BlockKey key = objectKey(namespace, route.key());
         yield offLoop.answer(() -> {
@@ -157,9 +161,7 @@ final class S3Requests {
 
   private Mono<MutableHttpResponse<?>> put(ServerHttpRequest<?> request, RequestParts parts,
       Verified signed, BlockKey key) throws S3Exception {
-    String contentSha256 = first(parts, "x-amz-content-sha256");
-    Payload payload = signed != null ? signed.payload()
-        : contentSha256 == null ? Payload.UNSIGNED : Payload.of(contentSha256);
+    Payload payload = payload(parts, signed);
     long length;
     if (payload.chunked()) {
       String decoded = first(parts, "x-amz-decoded-content-length");
@@ -188,6 +190,49 @@ final class S3Requests {
     return BodyWriter.store(cache, key, body.decode(bytes), length, maxBlockBytes, blocking, null,
             UnaryOperator.identity())
         .flatMap(status -> stored(status, body.crc32c(), length));
+  }
+
+  /**
+   * DeleteObjects: each key named in the body deleted, whether it was there or not; the body
+   * checked as a PutObject's is (its checksum, its signed hash) before any key is deleted.
+   */
+  private Mono<MutableHttpResponse<?>> deleteObjects(ServerHttpRequest<?> request,
+      RequestParts parts, Verified signed, Namespace namespace) throws S3Exception {
+    long length = request.getContentLength();
+    if (length < 1 || length > MAX_DELETE_BODY_BYTES) {
+      throw new S3Exception(S3Error.MALFORMED_XML, "a DeleteObjects body is 1 to "
+          + MAX_DELETE_BODY_BYTES + " bytes with its Content-Length, not " + length);
+    }
+    Payload payload = payload(parts, signed);
+    ObjectBody body = new ObjectBody(parts, payload, signed, payload.chunked() ? -1 : length);
+    return body.decode(Flux.from(request.byteBody().toByteBufferPublisher())
+            .map(b -> (ByteBuf) b.asNativeBuffer()))
+        .collect(ByteArrayOutputStream::new, (out, b) -> {
+          try {
+            byte[] bytes = new byte[b.readableBytes()];
+            b.readBytes(bytes);
+            out.write(bytes, 0, bytes.length);
+          } finally {
+            b.release();
+          }
+        })
+        .flatMap(out -> offLoop.answer(() -> {
+          RequestXml.Delete delete = RequestXml.delete(out.toByteArray());
+          for (String name : delete.keys()) {
+            cache.delete(objectKey(namespace, name));
+          }
+          return HttpResponse.ok(S3Xml.deleted(delete.keys(), List.of(), delete.quiet())
+              .getBytes(StandardCharsets.UTF_8)).contentType(MediaType.APPLICATION_XML_TYPE);
+        }));
+  }
+
+  /** The largest DeleteObjects body taken: 1000 keys of 1024 bytes, escaped, and their XML. */
+  private static final int MAX_DELETE_BODY_BYTES = 8 << 20;
+
+  private static Payload payload(RequestParts parts, Verified signed) throws S3Exception {
+    String contentSha256 = first(parts, "x-amz-content-sha256");
+    return signed != null ? signed.payload()
+        : contentSha256 == null ? Payload.UNSIGNED : Payload.of(contentSha256);
   }
 
   private Mono<MutableHttpResponse<?>> stored(PutStatus status, int crc32c, long length) {

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.zip.CRC32;
@@ -40,9 +41,12 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.presigner.S3Presigner;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.DeletedObject;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
@@ -106,6 +110,23 @@ class S3ApiTest {
       assertThatThrownBy(() -> s3.getObjectAsBytes(b -> b.bucket("default").key(key)))
           .isInstanceOf(NoSuchKeyException.class);
       assertThatThrownBy(() -> s3.headObject(b -> b.bucket("default").key(key)))
+          .isInstanceOfSatisfying(S3Exception.class, e -> assertThat(e.statusCode()).isEqualTo(404));
+    }
+  }
+
+  @Test
+  void deleteObjectsDeletesEveryKeyItNames() {
+    List<String> keys = List.of("batch/1", "batch/2", "batch/never-stored");
+    for (String k : keys.subList(0, 2)) {
+      s3.putObject(b -> b.bucket("default").key(k), RequestBody.fromBytes(random(1000)));
+    }
+    DeleteObjectsResponse deleted = s3.deleteObjects(b -> b.bucket("default").delete(d -> d
+        .objects(keys.stream().map(k -> ObjectIdentifier.builder().key(k).build()).toList())));
+    assertThat(deleted.deleted()).extracting(DeletedObject::key)
+        .containsExactlyInAnyOrderElementsOf(keys);
+    assertThat(deleted.errors()).isEmpty();
+    for (String k : keys) {
+      assertThatThrownBy(() -> s3.headObject(b -> b.bucket("default").key(k)))
           .isInstanceOfSatisfying(S3Exception.class, e -> assertThat(e.statusCode()).isEqualTo(404));
     }
   }
