@@ -43,17 +43,18 @@ public final class KvCacheServer {
     Optional<Integer> s3 = server.getApplicationContext().getProperty("kvcache.s3.port",
         Integer.class);
     // with the S3 API the server has two listeners, and its URL may be either's
+    String host = server.getScheme() + "://" + server.getHost() + ":";
     String base = s3.isEmpty() ? server.getURL().toString()
-        : server.getScheme() + "://" + server.getHost() + ":" + server.getApplicationContext()
-            .getProperty("micronaut.server.port", Integer.class).orElse(server.getPort());
+        : host + server.getApplicationContext().getProperty("micronaut.server.port",
+            Integer.class).orElse(server.getPort());
     String block = base + Wire.NAMESPACES + "default/blocks/000102030405060708090a0b0c0d0e0f";
     out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2 cleartext)");
     out.println("  try: curl -X PUT -H 'Content-Type: application/octet-stream'"
         + " --data-binary @README.md " + block);
     out.println("       curl --http2-prior-knowledge " + block);
     out.println("  metrics: " + base + "/prometheus   health: " + base + "/health");
-    s3.ifPresent(port -> out.println("  S3 API: " + server.getScheme() + "://" + server.getHost()
-        + ":" + port + " (buckets: the namespaces; path-style, /<namespace>/<key>)"));
+    s3.ifPresent(port -> out.println("  S3 API: " + host + port
+        + " (buckets: the namespaces; path-style, /<namespace>/<key>)"));
   }
 
   private static String rootMessage(Throwable e) {

@@ -85,12 +85,8 @@ final class Canonical {
       int eq = part.indexOf('=');
       String name = eq < 0 ? part : part.substring(0, eq);
       String value = eq < 0 ? "" : part.substring(eq + 1);
-      out.add(new String[] {decode(name), decode(value)});
+      out.add(new String[] {PercentEncoding.decode(name), PercentEncoding.decode(value)});
     }
     return out;
-  }
-
-  private static String decode(String raw) {
-    return PercentEncoding.decode(raw);
   }
 }

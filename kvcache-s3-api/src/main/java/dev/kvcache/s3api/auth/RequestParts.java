@@ -16,4 +16,10 @@ public interface RequestParts {
 
   /** The values of the header {@code name} (given in lower case), in order; empty if absent. */
   List<String> header(String name);
+
+  /** The first value of the header {@code name} (lower case), stripped; null if absent. */
+  default String first(String name) {
+    List<String> v = header(name);
+    return v.isEmpty() ? null : v.get(0).strip();
+  }
 }

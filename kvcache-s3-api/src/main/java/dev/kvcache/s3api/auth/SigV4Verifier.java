@@ -97,12 +97,12 @@ public final class SigV4Verifier {
     String credential = required(fields, "Credential", malformed);
     String signedHeaders = required(fields, "SignedHeaders", malformed);
     String signature = required(fields, "Signature", malformed);
-    String amzDate = first(r, "x-amz-date");
+    String amzDate = r.first("x-amz-date");
     if (amzDate == null) {
       throw new S3Exception(S3Error.ACCESS_DENIED,
           "a request signed in its Authorization header needs an x-amz-date header");
     }
-    String contentSha256 = first(r, "x-amz-content-sha256");
+    String contentSha256 = r.first("x-amz-content-sha256");
     if (contentSha256 == null) {
       throw new S3Exception(S3Error.INVALID_REQUEST,
           "missing required header for this request: x-amz-content-sha256");
@@ -119,9 +119,7 @@ public final class SigV4Verifier {
     byte[] key = signingKey(scope);
     check(key, amzDate, scope, r, Canonical.query(r.rawQuery(), null), signedHeaders,
         contentSha256, signature, malformed);
-    return new Verified(scope.accessKey, payload,
-        payload == Payload.SIGNED ? contentSha256.toLowerCase(Locale.ROOT) : null,
-        payload.chunksSigned() ? new ChunkSigner(key, amzDate, scope.text(), signature) : null);
+    return verified(scope, key, amzDate, signature, payload, contentSha256);
   }
 
   private Verified verifyQuery(RequestParts r, Map<String, String> q) throws S3Exception {
@@ -154,13 +152,19 @@ public final class SigV4Verifier {
       throw new S3Exception(S3Error.ACCESS_DENIED, "the presigned URL is not valid before " + at);
     }
     byte[] key = signingKey(scope);
-    String contentSha256 = first(r, "x-amz-content-sha256");
+    String contentSha256 = r.first("x-amz-content-sha256");
     String hash = contentSha256 != null ? contentSha256 : "UNSIGNED-PAYLOAD";
     Payload payload = Payload.of(hash);
     check(key, amzDate, scope, r, Canonical.query(r.rawQuery(), "X-Amz-Signature"),
         signedHeaders, hash, signature, malformed);
+    return verified(scope, key, amzDate, signature, payload, hash);
+  }
+
+  /** A checked request: its signed hash if its payload is signed, its chunks' signer if they are. */
+  private static Verified verified(Scope scope, byte[] key, String amzDate, String signature,
+      Payload payload, String contentSha256) {
     return new Verified(scope.accessKey, payload,
-        payload == Payload.SIGNED ? hash.toLowerCase(Locale.ROOT) : null,
+        payload == Payload.SIGNED ? contentSha256.toLowerCase(Locale.ROOT) : null,
         payload.chunksSigned() ? new ChunkSigner(key, amzDate, scope.text(), signature) : null);
   }
 
@@ -226,11 +230,6 @@ public final class SigV4Verifier {
       throw new S3Exception(malformed, "the request's date must be yyyyMMddTHHmmssZ, not "
           + amzDate);
     }
-  }
-
-  private static String first(RequestParts r, String name) {
-    List<String> v = r.header(name);
-    return v.isEmpty() ? null : v.get(0).strip();
   }
 
   private static String required(Map<String, String> fields, String name, S3Error malformed)

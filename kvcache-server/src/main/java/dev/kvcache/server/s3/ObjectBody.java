@@ -41,22 +41,22 @@ final class ObjectBody {
     ChecksumAlgorithm found = null;
     String value = null;
     for (ChecksumAlgorithm a : ChecksumAlgorithm.values()) {
-      List<String> v = parts.header(a.header());
-      if (!v.isEmpty()) {
+      String v = parts.first(a.header());
+      if (v != null) {
         found = a;
-        value = v.get(0).strip();
+        value = v;
       }
     }
     this.headerAlgorithm = found;
     this.headerValue = value;
     this.headerChecksum = found == null ? null : found.start();
     if (payload.chunked()) {
-      List<String> trailer = parts.header("x-amz-trailer");
+      String trailer = parts.first("x-amz-trailer");
       ChecksumAlgorithm trailing = null;
-      if (!trailer.isEmpty()) {
-        trailing = ChecksumAlgorithm.ofHeader(trailer.get(0).strip().toLowerCase(Locale.ROOT))
+      if (trailer != null) {
+        trailing = ChecksumAlgorithm.ofHeader(trailer.toLowerCase(Locale.ROOT))
             .orElseThrow(() -> new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-trailer names "
-                + trailer.get(0) + ", not a checksum this server knows"));
+                + trailer + ", not a checksum this server knows"));
       }
       this.decoder = new AwsChunkedDecoder(signed == null ? null : signed.chunks(),
           payload.trailerSigned(), trailing, length);
@@ -65,7 +65,7 @@ final class ObjectBody {
     }
     String hash = payload == Payload.SIGNED
         ? signed != null ? signed.payloadSha256()
-            : parts.header("x-amz-content-sha256").get(0).toLowerCase(Locale.ROOT)
+            : parts.first("x-amz-content-sha256").toLowerCase(Locale.ROOT)
         : null;
     this.signedSha256 = hash;
     this.sha256 = hash == null ? null : Hashes.newSha256();

@@ -107,8 +107,7 @@ final class S3Requests {
       // refused from its headers: answered once its body is read and dropped, since over HTTP/1.1
       // an answer sent while the client still sends can be lost to the connection's reset
       MutableHttpResponse<?> refused = error(request, asS3(e), resource, id);
-      answer = Flux.from(request.byteBody().toByteBufferPublisher())
-          .doOnNext(b -> ((ByteBuf) b.asNativeBuffer()).release())
+      answer = body(request).doOnNext(ByteBuf::release)
           .onErrorResume(ignored -> Mono.empty())
           .then(Mono.just(refused));
     }
@@ -164,7 +163,7 @@ final class S3Requests {
     Payload payload = payload(parts, signed);
     long length;
     if (payload.chunked()) {
-      String decoded = first(parts, "x-amz-decoded-content-length");
+      String decoded = parts.first("x-amz-decoded-content-length");
       if (decoded == null) {
         throw new S3Exception(S3Error.INVALID_REQUEST, "an aws-chunked body needs "
             + "x-amz-decoded-content-length");
@@ -185,9 +184,7 @@ final class S3Requests {
           + "(kvcache.cache.max-block-bytes)");
     }
     ObjectBody body = new ObjectBody(parts, payload, signed, length);
-    Flux<ByteBuf> bytes = Flux.from(request.byteBody().toByteBufferPublisher())
-        .map(b -> (ByteBuf) b.asNativeBuffer());
-    return BodyWriter.store(cache, key, body.decode(bytes), length, maxBlockBytes, blocking, null,
+    return BodyWriter.store(cache, key, body.decode(body(request)), length, maxBlockBytes, blocking, null,
             UnaryOperator.identity())
         .flatMap(status -> stored(status, body.crc32c(), length));
   }
@@ -205,8 +202,7 @@ final class S3Requests {
     }
     Payload payload = payload(parts, signed);
     ObjectBody body = new ObjectBody(parts, payload, signed, payload.chunked() ? -1 : length);
-    return body.decode(Flux.from(request.byteBody().toByteBufferPublisher())
-            .map(b -> (ByteBuf) b.asNativeBuffer()))
+    return body.decode(body(request))
         .collect(ByteArrayOutputStream::new, (out, b) -> {
           try {
             byte[] bytes = new byte[b.readableBytes()];
@@ -230,7 +226,7 @@ final class S3Requests {
   private static final int MAX_DELETE_BODY_BYTES = 8 << 20;
 
   private static Payload payload(RequestParts parts, Verified signed) throws S3Exception {
-    String contentSha256 = first(parts, "x-amz-content-sha256");
+    String contentSha256 = parts.first("x-amz-content-sha256");
     return signed != null ? signed.payload()
         : contentSha256 == null ? Payload.UNSIGNED : Payload.of(contentSha256);
   }
@@ -370,9 +366,10 @@ final class S3Requests {
     }
   }
 
-  private static String first(RequestParts parts, String name) {
-    List<String> v = parts.header(name);
-    return v.isEmpty() ? null : v.get(0);
+  /** The request's body as the Netty buffers it arrives in, each to be released by its taker. */
+  private static Flux<ByteBuf> body(ServerHttpRequest<?> request) {
+    return Flux.from(request.byteBody().toByteBufferPublisher())
+        .map(b -> (ByteBuf) b.asNativeBuffer());
   }
 
   private static RequestParts parts(ServerHttpRequest<?> request) {
