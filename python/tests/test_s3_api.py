@@ -3,7 +3,10 @@ body, the payload's SHA-256 signed over plain HTTP): objects round-trip byte for
 by ranges, are found by HEAD and gone after DELETE; a presigned URL reads one with no client at
 all; a wrong secret, an unknown bucket and a body damaged after it was checksummed are refused
 with S3's errors, and the damaged body is not stored; DeleteObjects deletes every key it
-names."""
+names. boto3's managed transfers (multipart uploads, ranged downloads) and virtual-host
+addressing work, empty objects and what an object keeps (type, metadata, checksum) come back,
+and awscrt, the client of LMCache's S3 back ends, uploads in parts and downloads by ranges as
+it does against S3."""
 from __future__ import annotations
 
 import io
@@ -13,7 +16,13 @@ import urllib.error
 import urllib.request
 from typing import Any, Iterator
 
+import awscrt.auth
+import awscrt.exceptions
+import awscrt.http
+import awscrt.io
+import awscrt.s3
 import boto3
+import boto3.s3.transfer
 import botocore.config
 import botocore.exceptions
 import pytest
@@ -31,11 +40,16 @@ def free_port() -> int:
         return port
 
 
+BASE_DOMAIN = "s3.kvcache.test"
+MIB = 1 << 20
+
+
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     port = free_port()
     server = KvServer(ram_only(**{
         "kvcache.s3.port": str(port),
+        "kvcache.s3.base-domains": BASE_DOMAIN,
         "kvcache.auth.tokens.engine.secret": SECRET,
         "kvcache.auth.tokens.engine.access-key": ACCESS_KEY,
         "kvcache.auth.tokens.engine.read": "default",
@@ -137,3 +151,93 @@ def test_a_body_damaged_after_its_checksum_is_refused_and_not_stored(s3_endpoint
     with pytest.raises(botocore.exceptions.ClientError) as missing:
         s3_client(s3_endpoint).head_object(Bucket="default", Key="damaged")
     assert missing.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_boto3_transfers_upload_in_parts_and_download_by_ranges(s3_endpoint: str) -> None:
+    s3 = s3_client(s3_endpoint)
+    data = os.urandom(13 * MIB + 5)
+    config = boto3.s3.transfer.TransferConfig(multipart_threshold=5 * MIB,
+                                              multipart_chunksize=5 * MIB, max_concurrency=3)
+    s3.upload_fileobj(io.BytesIO(data), "default", "transfer/chunk.bin", Config=config)
+    assert s3.head_object(Bucket="default", Key="transfer/chunk.bin")["ContentLength"] == len(data)
+    out = io.BytesIO()
+    s3.download_fileobj("default", "transfer/chunk.bin", out, Config=config)
+    assert out.getvalue() == data
+
+
+def test_empty_objects_and_what_an_object_keeps_come_back(s3_endpoint: str) -> None:
+    s3 = s3_client(s3_endpoint)
+    s3.put_object(Bucket="default", Key="empty", Body=b"")
+    assert s3.get_object(Bucket="default", Key="empty")["Body"].read() == b""
+    data = os.urandom(70_000)
+    put = s3.put_object(Bucket="default", Key="kept", Body=data, ContentType="application/x-kv",
+                        Metadata={"model": "llama-8b"})
+    got = s3.get_object(Bucket="default", Key="kept", ChecksumMode="ENABLED")
+    assert got["Body"].read() == data  # boto3 checks the bytes against the checksum returned
+    assert got["ChecksumCRC32"] == put["ChecksumCRC32"]
+    assert got["ContentType"] == "application/x-kv"
+    assert got["Metadata"] == {"model": "llama-8b"}
+
+
+def test_virtual_host_addressing_names_the_bucket_in_the_host(
+        s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    resolve = socket.getaddrinfo
+
+    def loopback(host: Any, *args: Any, **kwargs: Any) -> Any:  # *.s3.kvcache.test: this host
+        return resolve("127.0.0.1" if str(host).endswith(BASE_DOMAIN) else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", loopback)
+    port = s3_endpoint.rsplit(":", 1)[1]
+    s3 = s3_client(f"http://{BASE_DOMAIN}:{port}", s3={"addressing_style": "virtual"})
+    sent: list[str] = []
+    s3.meta.events.register("before-send.s3.*",
+                            lambda request, **_: sent.append(request.url))
+    s3.put_object(Bucket="default", Key="virtual/key", Body=b"by host")
+    assert sent[-1] == f"http://default.{BASE_DOMAIN}:{port}/virtual/key"
+    assert s3_client(s3_endpoint).get_object(
+        Bucket="default", Key="virtual/key")["Body"].read() == b"by host"
+
+
+def crt_request(client: awscrt.s3.S3Client, kind: awscrt.s3.S3RequestType, method: str,
+                host: str, path: str, body: bytes | None = None,
+                into: bytearray | None = None) -> int:
+    """One of awscrt's meta-requests, as LMCache makes them: its status."""
+    headers = [("Host", host)]
+    if body is not None:
+        headers += [("Content-Length", str(len(body))),
+                    ("Content-Type", "application/octet-stream")]
+    request = awscrt.http.HttpRequest(method, path, awscrt.http.HttpHeaders(headers),
+                                      io.BytesIO(body) if body is not None else None)
+    status: list[int] = []
+
+    def on_body(chunk: bytes, offset: int, **_: Any) -> None:
+        assert into is not None
+        into[offset:offset + len(chunk)] = chunk
+
+    made = client.make_request(
+        type=kind, request=request,
+        on_headers=lambda status_code, headers, **_: status.append(status_code),
+        on_body=on_body if into is not None else None)
+    made.finished_future.result(60)
+    return status[-1]
+
+
+def test_awscrt_uploads_in_parts_and_downloads_by_ranges(s3_endpoint: str) -> None:
+    group = awscrt.io.EventLoopGroup(2)
+    bootstrap = awscrt.io.ClientBootstrap(group, awscrt.io.DefaultHostResolver(group))
+    client = awscrt.s3.S3Client(
+        bootstrap=bootstrap, region="us-east-1", tls_mode=awscrt.s3.S3RequestTlsMode.DISABLED,
+        credential_provider=awscrt.auth.AwsCredentialsProvider.new_static(ACCESS_KEY, SECRET))
+    host = s3_endpoint.removeprefix("http://")
+    data = os.urandom(20 * MIB + 7)  # over awscrt's 8 MiB: three parts, then ranges
+    assert crt_request(client, awscrt.s3.S3RequestType.PUT_OBJECT, "PUT", host,
+                       "/default/crt/chunk%40hash", body=data) == 200
+    received = bytearray(len(data))
+    assert crt_request(client, awscrt.s3.S3RequestType.GET_OBJECT, "GET", host,
+                       "/default/crt/chunk%40hash", into=received) in (200, 206)
+    assert bytes(received) == data
+    assert s3_client(s3_endpoint).get_object(
+        Bucket="default", Key="crt/chunk@hash")["Body"].read() == data
+    with pytest.raises(awscrt.exceptions.AwsCrtError):
+        crt_request(client, awscrt.s3.S3RequestType.GET_OBJECT, "GET", host,
+                    "/default/crt/never-stored", into=bytearray(1))

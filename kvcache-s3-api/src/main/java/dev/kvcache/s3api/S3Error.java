@@ -29,6 +29,12 @@ public enum S3Error {
   INVALID_ARGUMENT("InvalidArgument", 400),
   /** An object key longer than S3 allows. */
   KEY_TOO_LONG("KeyTooLongError", 400),
+  /** A body of an object or a part without its length. */
+  MISSING_CONTENT_LENGTH("MissingContentLength", 411),
+  /** {@code x-amz-meta-*} headers longer in all than S3 keeps. */
+  METADATA_TOO_LARGE("MetadataTooLarge", 400),
+  /** A GET of a part the object does not have. */
+  INVALID_PART_NUMBER("InvalidPartNumber", 416),
   /** A method the resource does not take. */
   METHOD_NOT_ALLOWED("MethodNotAllowed", 405),
   /** An S3 feature the API does not provide (ACLs, versioning, copies, ...). */

@@ -16,18 +16,25 @@ import java.util.zip.Checksum;
  * a trailer, base64 of the big-endian value), each computed as the bytes arrive ({@link Running}).
  */
 public enum ChecksumAlgorithm {
-  CRC32("crc32", () -> checksum(new CRC32(), 4)),
-  CRC32C("crc32c", () -> checksum(new CRC32C(), 4)),
-  CRC64NVME("crc64nvme", () -> checksum(new Crc64Nvme(), 8)),
-  SHA1("sha1", () -> digest("SHA-1")),
-  SHA256("sha256", () -> digest("SHA-256"));
+  CRC32("crc32", 4, () -> checksum(new CRC32(), 4)),
+  CRC32C("crc32c", 4, () -> checksum(new CRC32C(), 4)),
+  CRC64NVME("crc64nvme", 8, () -> checksum(new Crc64Nvme(), 8)),
+  SHA1("sha1", 20, () -> digest("SHA-1")),
+  SHA256("sha256", 32, () -> digest("SHA-256"));
 
   private final String name;
+  private final int bytes;
   private final Supplier<Running> start;
 
-  ChecksumAlgorithm(String name, Supplier<Running> start) {
+  ChecksumAlgorithm(String name, int bytes, Supplier<Running> start) {
     this.name = name;
+    this.bytes = bytes;
     this.start = start;
+  }
+
+  /** The length of a value as S3 writes it, in base64 characters (with padding). */
+  public int base64Length() {
+    return (bytes + 2) / 3 * 4;
   }
 
   /** The header (and trailer) that carries it: {@code x-amz-checksum-crc32} and so on. */

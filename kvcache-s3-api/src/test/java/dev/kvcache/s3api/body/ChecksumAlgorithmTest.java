@@ -41,7 +41,10 @@ class ChecksumAlgorithmTest {
       String expected = Base64.getEncoder().encodeToString(sdk.getChecksumBytes());
       assertThat(inPieces((ChecksumAlgorithm) pair[0], data, 1_000)).as(pair[0].toString())
           .isEqualTo(expected);
+      assertThat(((ChecksumAlgorithm) pair[0]).base64Length()).isEqualTo(expected.length());
     }
+    assertThat(ChecksumAlgorithm.CRC64NVME.base64Length())
+        .isEqualTo(inPieces(ChecksumAlgorithm.CRC64NVME, data, 13).length());
     assertThat(inPieces(ChecksumAlgorithm.CRC64NVME, data, 13))
         .isEqualTo(inPieces(ChecksumAlgorithm.CRC64NVME, data, data.length));
   }

@@ -30,7 +30,7 @@ final class ByteRange {
       String last = spec.substring(dash + 1).strip();
       if (first.isEmpty()) { // the last n bytes
         long n = Long.parseLong(last);
-        if (n <= 0) {
+        if (n <= 0 || length == 0) {
           throw unsatisfiable(header, length);
         }
         return new long[] {Math.max(0, length - n), length};

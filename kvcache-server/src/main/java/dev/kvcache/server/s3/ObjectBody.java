@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.zip.CRC32C;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -29,12 +30,14 @@ import reactor.core.publisher.Mono;
 final class ObjectBody {
 
   private final AwsChunkedDecoder decoder;
+  private final ChecksumAlgorithm trailingAlgorithm;
   private final ChecksumAlgorithm headerAlgorithm;
   private final String headerValue;
   private final ChecksumAlgorithm.Running headerChecksum;
   private final String signedSha256;
   private final MessageDigest sha256;
   private final CRC32C crc = new CRC32C();
+  private String trailingValue;
 
   ObjectBody(RequestParts parts, Payload payload, Verified signed, long length)
       throws S3Exception {
@@ -60,8 +63,10 @@ final class ObjectBody {
       }
       this.decoder = new AwsChunkedDecoder(signed == null ? null : signed.chunks(),
           payload.trailerSigned(), trailing, length);
+      this.trailingAlgorithm = trailing;
     } else {
       this.decoder = null;
+      this.trailingAlgorithm = null;
     }
     String hash = payload == Payload.SIGNED
         ? signed != null ? signed.payloadSha256()
@@ -80,6 +85,19 @@ final class ObjectBody {
   /** The CRC32C of the bytes taken. */
   int crc32c() {
     return (int) crc.getValue();
+  }
+
+  /**
+   * The checksum the client sends with the body, kept with the object so that a GET returns it:
+   * the one in a header, else the one its trailer will carry; null if it sends none.
+   */
+  ChecksumAlgorithm keptAlgorithm() {
+    return headerAlgorithm != null ? headerAlgorithm : trailingAlgorithm;
+  }
+
+  /** The value of {@link #keptAlgorithm()}'s checksum, checked; known once the body has ended. */
+  String keptChecksum() {
+    return headerAlgorithm != null ? headerValue : trailingValue;
   }
 
   private Flux<ByteBuf> decoded(ByteBuf in) {
@@ -112,7 +130,8 @@ final class ObjectBody {
   private Mono<ByteBuf> checked() {
     try {
       if (decoder != null) {
-        decoder.finish();
+        Map<String, String> trailer = decoder.finish();
+        trailingValue = trailingAlgorithm == null ? null : trailer.get(trailingAlgorithm.header());
       }
       if (headerChecksum != null && !headerChecksum.base64().equals(headerValue)) {
         throw new S3Exception(S3Error.BAD_DIGEST, "the " + headerAlgorithm.header()

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvcache.server.TestServer;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -14,17 +13,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseBytes;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
@@ -34,7 +29,6 @@ import software.amazon.awssdk.http.SdkHttpMethod;
 import software.amazon.awssdk.http.SdkHttpRequest;
 import software.amazon.awssdk.http.auth.aws.signer.AwsV4HttpSigner;
 import software.amazon.awssdk.http.auth.spi.signer.SignedRequest;
-import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.identity.spi.AwsCredentialsIdentity;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
@@ -60,32 +54,26 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  */
 class S3ApiTest {
 
-  private static final String ACCESS_KEY = "AKIDKVCACHETEST";
-  private static final String SECRET = "0123456789abcdef0123456789abcdef-s3";
+  private static final String ACCESS_KEY = S3Fixture.ACCESS_KEY;
+  private static final String SECRET = S3Fixture.SECRET;
 
   @TempDir static Path dir;
+  private static S3Fixture fixture;
   private static TestServer server;
   private static int s3Port;
   private static S3Client s3;
 
   @BeforeAll
   static void start() throws IOException {
-    s3Port = freePort();
-    Map<String, Object> extra = new HashMap<>();
-    extra.put("micronaut.server.port", freePort());
-    extra.put("kvcache.s3.port", s3Port);
-    extra.put("kvcache.auth.tokens.engine.secret", SECRET);
-    extra.put("kvcache.auth.tokens.engine.access-key", ACCESS_KEY);
-    extra.put("kvcache.auth.tokens.engine.read", "default");
-    extra.put("kvcache.auth.tokens.engine.write", "default");
-    server = TestServer.start(dir, extra);
-    s3 = client(SECRET);
+    fixture = S3Fixture.start(dir, Map.of());
+    server = fixture.server;
+    s3Port = fixture.s3Port;
+    s3 = fixture.s3;
   }
 
   @AfterAll
   static void stop() {
-    s3.close();
-    server.close();
+    fixture.close();
   }
 
   @Test
@@ -135,8 +123,7 @@ class S3ApiTest {
   void theAsynchronousClientRoundTripsToo() throws Exception {
     try (S3AsyncClient async = S3AsyncClient.builder().region(Region.US_EAST_1)
         .endpointOverride(URI.create("http://127.0.0.1:" + s3Port)).forcePathStyle(true)
-        .credentialsProvider(StaticCredentialsProvider.create(
-            AwsBasicCredentials.create(ACCESS_KEY, SECRET))).build()) {
+        .credentialsProvider(S3Fixture.credentials(SECRET)).build()) {
       byte[] data = random(2 << 20);
       async.putObject(b -> b.bucket("default").key("async"), AsyncRequestBody.fromBytes(data))
           .get();
@@ -152,8 +139,7 @@ class S3ApiTest {
     try (S3Presigner presigner = S3Presigner.builder().region(Region.US_EAST_1)
         .endpointOverride(URI.create("http://127.0.0.1:" + s3Port))
         .serviceConfiguration(S3Configuration.builder().pathStyleAccessEnabled(true).build())
-        .credentialsProvider(StaticCredentialsProvider.create(
-            AwsBasicCredentials.create(ACCESS_KEY, SECRET))).build()) {
+        .credentialsProvider(S3Fixture.credentials(SECRET)).build()) {
       URI url = presigner.presignGetObject(p -> p.signatureDuration(Duration.ofMinutes(5))
           .getObjectRequest(g -> g.bucket("default").key("presigned"))).url().toURI();
       HttpClient h2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
@@ -257,23 +243,10 @@ class S3ApiTest {
   }
 
   private static S3Client client(String secret) {
-    return S3Client.builder().region(Region.US_EAST_1)
-        .endpointOverride(URI.create("http://127.0.0.1:" + s3Port)).forcePathStyle(true)
-        .httpClient(UrlConnectionHttpClient.create())
-        .credentialsProvider(StaticCredentialsProvider.create(
-            AwsBasicCredentials.create(ACCESS_KEY, secret)))
-        .build();
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return fixture.client(secret);
   }
 
   private static byte[] random(int length) {
-    byte[] b = new byte[length];
-    new Random(length).nextBytes(b);
-    return b;
+    return S3Fixture.random(length);
   }
 }

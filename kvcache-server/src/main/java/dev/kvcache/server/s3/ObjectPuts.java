@@ -1,0 +1,285 @@
+package dev.kvcache.server.s3;
+
+import dev.kvcache.BlockKey;
+import dev.kvcache.BlockLease;
+import dev.kvcache.BlockWriter;
+import dev.kvcache.GetStatus;
+import dev.kvcache.KvCache;
+import dev.kvcache.Namespace;
+import dev.kvcache.PutStatus;
+import dev.kvcache.s3api.Route;
+import dev.kvcache.s3api.S3Error;
+import dev.kvcache.s3api.S3Exception;
+import dev.kvcache.s3api.auth.Payload;
+import dev.kvcache.s3api.auth.RequestParts;
+import dev.kvcache.s3api.auth.Verified;
+import dev.kvcache.s3api.body.ChecksumAlgorithm;
+import dev.kvcache.s3api.xml.RequestXml;
+import dev.kvcache.s3api.xml.S3Xml;
+import dev.kvcache.server.api.BodyWriter;
+import dev.kvcache.spi.Crc32c;
+import io.micronaut.http.HttpHeaders;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.MutableHttpResponse;
+import io.micronaut.http.ServerHttpRequest;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import java.nio.ByteBuffer;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.UnaryOperator;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * The S3 operations that store objects: PutObject, its conditions, and multipart uploads. An
+ * object's block is its bytes followed by its {@link StoredObject} record, written once into the
+ * cache's writer as the body arrives; a multipart upload's parts wait in the buffers they arrived
+ * in ({@link MultipartUploads}) and are copied into the object's block when it is completed.
+ */
+final class ObjectPuts {
+
+  /** The largest CompleteMultipartUpload body taken: 10,000 parts, each well under 200 bytes. */
+  private static final int MAX_COMPLETION_BYTES = 2 << 20;
+
+  private final KvCache cache;
+  private final int maxBlockBytes;
+  private final Scheduler blocking;
+  private final MultipartUploads uploads;
+  private final Clock clock;
+
+  ObjectPuts(KvCache cache, int maxBlockBytes, Scheduler blocking, MultipartUploads uploads,
+      Clock clock) {
+    this.cache = cache;
+    this.maxBlockBytes = maxBlockBytes;
+    this.blocking = blocking;
+    this.uploads = uploads;
+    this.clock = clock;
+  }
+
+  /**
+   * PutObject: the body, checked as it arrives, then the object's record, into the block's writer;
+   * its {@code If-None-Match: *} or {@code If-Match} checked first, against what the cache holds
+   * then (not atomically with the write).
+   */
+  Mono<MutableHttpResponse<?>> put(ServerHttpRequest<?> request, RequestParts parts,
+      Verified signed, Namespace namespace, String key) throws S3Exception {
+    Payload payload = S3Messages.payload(parts, signed);
+    long length = S3Messages.objectLength(request, parts, payload);
+    String type = request.getHeaders().get(HttpHeaders.CONTENT_TYPE);
+    Map<String, String> meta = S3Messages.userMetadata(request);
+    ObjectBody body = new ObjectBody(parts, payload, signed, length);
+    ChecksumAlgorithm kept = body.keptAlgorithm();
+    long blockLength = blockLength(length, StoredObject.recordBytes(key, type, kept, meta));
+    BlockKey block = StoredObject.blockKey(namespace, key);
+    Instant now = clock.instant();
+    return conditions(parts, block, key)
+        .onErrorResume(e -> S3Messages.drain(request).then(Mono.error(e)))
+        .then(Mono.defer(() -> BodyWriter.store(cache, block,
+            body.decode(S3Messages.body(request)).concatWith(Mono.fromCallable(() ->
+                Unpooled.wrappedBuffer(new StoredObject(key, length, body.crc32c(), now, type,
+                    kept, body.keptChecksum(), meta).encode()))),
+            blockLength, maxBlockBytes, blocking, null, UnaryOperator.identity())))
+        .flatMap(status -> Mono.fromCallable(() -> {
+          checkStored(status, length);
+          MutableHttpResponse<?> ok = HttpResponse.ok().header(HttpHeaders.ETAG,
+              StoredObject.etag(body.crc32c(), length));
+          return kept == null ? ok : ok.header(kept.header(), body.keptChecksum());
+        }));
+  }
+
+  /** CreateMultipartUpload: a new upload, whose object will keep the type and metadata sent. */
+  MutableHttpResponse<?> create(ServerHttpRequest<?> request, Route route) throws S3Exception {
+    MultipartUploads.Upload u = uploads.create(route.bucket(), route.key(),
+        request.getHeaders().get(HttpHeaders.CONTENT_TYPE), S3Messages.userMetadata(request));
+    return S3Messages.xml(S3Xml.multipartUploadCreated(route.bucket(), route.key(), u.id));
+  }
+
+  /**
+   * UploadPart: the body, checked as a PutObject's, kept in the buffers it arrives in until its
+   * upload ends; its ETag is an object's of the same bytes.
+   */
+  Mono<MutableHttpResponse<?>> uploadPart(ServerHttpRequest<?> request, RequestParts parts,
+      Verified signed, Route route) throws S3Exception {
+    int number = partNumber(route.query().get("partNumber"));
+    MultipartUploads.Upload upload =
+        uploads.find(route.query().get("uploadId"), route.bucket(), route.key());
+    Payload payload = S3Messages.payload(parts, signed);
+    long length = S3Messages.objectLength(request, parts, payload);
+    blockLength(length, 0);
+    ObjectBody body = new ObjectBody(parts, payload, signed, length);
+    uploads.reserve(length);
+    AtomicBoolean kept = new AtomicBoolean();
+    return Mono.<MutableHttpResponse<?>, CompositeByteBuf>using(
+            () -> ByteBufAllocator.DEFAULT.compositeDirectBuffer(Integer.MAX_VALUE),
+            whole -> body.decode(S3Messages.body(request))
+                .<Void>handle((b, sink) -> {
+                  if (whole.readableBytes() + (long) b.readableBytes() > length) {
+                    b.release();
+                    sink.error(new S3Exception(S3Error.INCOMPLETE_BODY, "the part is longer "
+                        + "than its length, " + length + " bytes"));
+                  } else {
+                    whole.addComponent(true, b);
+                  }
+                })
+                .then(Mono.fromCallable(() -> {
+                  if (whole.readableBytes() != length) {
+                    throw new S3Exception(S3Error.INCOMPLETE_BODY, "the part ended after "
+                        + whole.readableBytes() + " of its " + length + " bytes");
+                  }
+                  MultipartUploads.Part part =
+                      new MultipartUploads.Part(number, whole.retain(), body.crc32c());
+                  kept.set(true);
+                  upload.put(part);
+                  return HttpResponse.ok().header(HttpHeaders.ETAG, part.etag());
+                })),
+            CompositeByteBuf::release)
+        .doFinally(signal -> {
+          if (!kept.get()) {
+            uploads.unreserve(length);
+          }
+        });
+  }
+
+  /**
+   * CompleteMultipartUpload: the parts the body names, checked (uploaded, with those ETags, in
+   * order, large enough), copied into the object's block with its record; the CRC32C of what was
+   * written must be that of the parts as they arrived, or nothing is stored. The upload ends when
+   * its object is stored; one that could not be stored (no room now) may be completed again.
+   */
+  Mono<MutableHttpResponse<?>> complete(ServerHttpRequest<?> request, RequestParts parts,
+      Verified signed, Namespace namespace, Route route) throws S3Exception {
+    MultipartUploads.Upload upload =
+        uploads.find(route.query().get("uploadId"), route.bucket(), route.key());
+    BlockKey block = StoredObject.blockKey(namespace, route.key());
+    return S3Messages.xmlBody(request, parts, signed, MAX_COMPLETION_BYTES)
+        .flatMap(xml -> Mono.fromCallable(() -> {
+          List<MultipartUploads.Part> taken = upload.take(RequestXml.completion(xml));
+          try {
+            return completed(upload, block, taken);
+          } finally {
+            taken.forEach(p -> p.bytes().release());
+          }
+        }).subscribeOn(blocking));
+  }
+
+  private MutableHttpResponse<?> completed(MultipartUploads.Upload upload, BlockKey block,
+      List<MultipartUploads.Part> taken) throws S3Exception {
+    long length = 0;
+    int crc = 0;
+    for (MultipartUploads.Part p : taken) {
+      crc = Crc32c.combine(crc, p.crc32c(), p.length());
+      length += p.length();
+    }
+    byte[] record = new StoredObject(upload.key, length, crc, clock.instant(), upload.contentType,
+        null, null, upload.meta).encode();
+    try (BlockWriter writer = cache.writer(block, (int) blockLength(length, record.length))) {
+      if (writer.rejection().isPresent()) {
+        checkStored(writer.rejection().get(), length);
+      }
+      for (MultipartUploads.Part p : taken) {
+        for (ByteBuffer piece : p.bytes().nioBuffers()) {
+          writer.write(piece);
+        }
+      }
+      writer.write(ByteBuffer.wrap(record));
+      int expected = Crc32c.combine(crc, Crc32c.of(ByteBuffer.wrap(record)), record.length);
+      if (writer.crc32c().isPresent() && writer.crc32c().getAsInt() != expected) {
+        throw new IllegalStateException("the parts of " + upload.key + " changed as they were "
+            + "copied into its block; nothing was stored");
+      }
+      checkStored(writer.commit(), length);
+      uploads.end(upload);
+      String etag = StoredObject.etag(crc, length);
+      return S3Messages.xml(S3Xml.multipartUploadCompleted("/" + upload.bucket + "/" + upload.key,
+          upload.bucket, upload.key, etag)).header(HttpHeaders.ETAG, etag);
+    }
+  }
+
+  /** AbortMultipartUpload: the upload and its parts dropped. */
+  MutableHttpResponse<?> abort(Route route) throws S3Exception {
+    uploads.end(uploads.find(route.query().get("uploadId"), route.bucket(), route.key()));
+    return HttpResponse.noContent();
+  }
+
+  /**
+   * Nothing if the request sets no condition; else an error if its condition does not hold: {@code
+   * If-None-Match: *} where the cache holds the object, {@code If-Match} where it does not hold
+   * one with that ETag ({@code 404} if none).
+   */
+  private Mono<Void> conditions(RequestParts parts, BlockKey block, String key)
+      throws S3Exception {
+    String ifNoneMatch = parts.first("If-None-Match");
+    String ifMatch = parts.first("If-Match");
+    if (ifNoneMatch == null && ifMatch == null) {
+      return Mono.empty();
+    }
+    if (ifNoneMatch != null && !ifNoneMatch.strip().equals("*")) {
+      throw new S3Exception(S3Error.NOT_IMPLEMENTED, "If-None-Match on a PutObject takes * "
+          + "only, not " + ifNoneMatch);
+    }
+    Mono<Void> check = Mono.fromCallable(() -> {
+      try (BlockLease lease = cache.get(block)) {
+        boolean held = lease.status() == GetStatus.HIT;
+        if (ifNoneMatch != null && held) {
+          throw new S3Exception(S3Error.PRECONDITION_FAILED,
+              "the object " + key + " exists, and the request has If-None-Match: *");
+        }
+        if (ifMatch != null) {
+          if (!held) {
+            throw new S3Exception(S3Error.NO_SUCH_KEY, "no object " + key + " to match If-Match "
+                + ifMatch);
+          }
+          String etag = StoredObject.decode(lease.bytes()).etag();
+          if (!StoredObject.matches(ifMatch, etag)) {
+            throw new S3Exception(S3Error.PRECONDITION_FAILED,
+                "the object's ETag is " + etag + ", not " + ifMatch);
+          }
+        }
+      }
+      return null;
+    });
+    return cache.readsMayWait() ? check.subscribeOn(blocking) : check;
+  }
+
+  /** The length of an object's block, checked against the largest block. */
+  private long blockLength(long objectLength, int recordBytes) throws S3Exception {
+    long n = objectLength + recordBytes;
+    if (n > maxBlockBytes) {
+      throw new S3Exception(S3Error.ENTITY_TOO_LARGE, "an object of " + objectLength
+          + " bytes, with the " + recordBytes + " of its record, is larger than this server's "
+          + "largest block, " + maxBlockBytes + " bytes (kvcache.cache.max-block-bytes)");
+    }
+    return n;
+  }
+
+  /** Throws S3's error for a block the cache refused; returns for one it took. */
+  private void checkStored(PutStatus status, long length) throws S3Exception {
+    switch (status) {
+      case STORED, NOT_ADMITTED -> { }
+      case REJECTED_TOO_LARGE -> throw new S3Exception(S3Error.ENTITY_TOO_LARGE, "an object of "
+          + length + " bytes is larger than the cache's largest block");
+      case REJECTED_NO_SPACE, REJECTED_NOT_DURABLE -> throw new S3Exception(S3Error.SLOW_DOWN,
+          "the object was not stored: no room for it now ("
+              + String.join("; ", cache.health().problems()) + ")");
+      default -> throw new IllegalStateException(status.toString());
+    }
+  }
+
+  private static int partNumber(String text) throws S3Exception {
+    try {
+      int n = Integer.parseInt(text == null ? "" : text.strip());
+      if (n >= 1 && n <= RequestXml.MAX_PARTS) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // refused below
+    }
+    throw new S3Exception(S3Error.INVALID_ARGUMENT, "partNumber must be from 1 to "
+        + RequestXml.MAX_PARTS + ", not " + text);
+  }
+}

@@ -1,0 +1,165 @@
+package dev.kvcache.server.s3;
+
+import dev.kvcache.s3api.S3Error;
+import dev.kvcache.s3api.S3Exception;
+import dev.kvcache.s3api.auth.Payload;
+import dev.kvcache.s3api.auth.RequestParts;
+import dev.kvcache.s3api.auth.Verified;
+import io.micronaut.http.HttpResponse;
+import io.micronaut.http.MediaType;
+import io.micronaut.http.MutableHttpResponse;
+import io.micronaut.http.ServerHttpRequest;
+import io.netty.buffer.ByteBuf;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** The parts of S3 requests and answers that every operation reads or writes alike. */
+final class S3Messages {
+
+  private S3Messages() {}
+
+  /** The prefix of the headers that carry an object's own metadata. */
+  static final String USER_METADATA = "x-amz-meta-";
+
+  /** The request's body as the Netty buffers it arrives in, each to be released by its taker. */
+  static Flux<ByteBuf> body(ServerHttpRequest<?> request) {
+    return Flux.from(request.byteBody().toByteBufferPublisher())
+        .map(b -> (ByteBuf) b.asNativeBuffer());
+  }
+
+  /** The request's body read and dropped, for an answer sent once the client has sent it all. */
+  static Mono<Void> drain(ServerHttpRequest<?> request) {
+    return body(request).doOnNext(ByteBuf::release).onErrorResume(ignored -> Mono.empty()).then();
+  }
+
+  /** How the request's payload is sent: as its signature says, or as its header says. */
+  static Payload payload(RequestParts parts, Verified signed) throws S3Exception {
+    String contentSha256 = parts.first("x-amz-content-sha256");
+    return signed != null ? signed.payload()
+        : contentSha256 == null ? Payload.UNSIGNED : Payload.of(contentSha256);
+  }
+
+  /**
+   * The length of the object a body carries: its {@code x-amz-decoded-content-length} if it is
+   * aws-chunked, else its {@code Content-Length}.
+   */
+  static long objectLength(ServerHttpRequest<?> request, RequestParts parts, Payload payload)
+      throws S3Exception {
+    if (payload.chunked()) {
+      String decoded = parts.first("x-amz-decoded-content-length");
+      if (decoded == null) {
+        throw new S3Exception(S3Error.INVALID_REQUEST, "an aws-chunked body needs "
+            + "x-amz-decoded-content-length");
+      }
+      try {
+        long v = Long.parseLong(decoded.strip());
+        if (v >= 0) {
+          return v;
+        }
+      } catch (NumberFormatException e) {
+        // refused below
+      }
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-decoded-content-length must be a "
+          + "length, not " + decoded);
+    }
+    long length = request.getContentLength();
+    if (length < 0) {
+      throw new S3Exception(S3Error.MISSING_CONTENT_LENGTH, "a body of an object or a part "
+          + "needs its Content-Length");
+    }
+    return length;
+  }
+
+  /**
+   * A body of XML (DeleteObjects, CompleteMultipartUpload), checked as an object's body is (its
+   * checksum, its signed hash), whole.
+   */
+  static Mono<byte[]> xmlBody(ServerHttpRequest<?> request, RequestParts parts, Verified signed,
+      int maxBytes) throws S3Exception {
+    long length = request.getContentLength();
+    Payload payload = payload(parts, signed);
+    long declared = payload.chunked() ? objectLength(request, parts, payload) : length;
+    if (declared < 1 || declared > maxBytes) {
+      throw new S3Exception(S3Error.MALFORMED_XML, "this request's body is XML of 1 to "
+          + maxBytes + " bytes, with its length, not " + declared);
+    }
+    ObjectBody body = new ObjectBody(parts, payload, signed, payload.chunked() ? declared : -1);
+    return body.decode(body(request))
+        .collect(ByteArrayOutputStream::new, (out, b) -> {
+          try {
+            byte[] bytes = new byte[b.readableBytes()];
+            b.readBytes(bytes);
+            out.write(bytes, 0, bytes.length);
+          } finally {
+            b.release();
+          }
+        })
+        .map(ByteArrayOutputStream::toByteArray);
+  }
+
+  /**
+   * An object's own metadata, from its {@code x-amz-meta-*} headers: names without the prefix, in
+   * lower case.
+   *
+   * @throws S3Exception {@code MetadataTooLarge} past {@link StoredObject#MAX_USER_METADATA_BYTES}
+   */
+  static Map<String, String> userMetadata(ServerHttpRequest<?> request) throws S3Exception {
+    Map<String, String> meta = new LinkedHashMap<>();
+    int bytes = 0;
+    for (String name : request.getHeaders().names()) {
+      String lower = name.toLowerCase(Locale.ROOT);
+      if (lower.startsWith(USER_METADATA)) {
+        String key = lower.substring(USER_METADATA.length());
+        String value = String.join(",", request.getHeaders().getAll(name));
+        meta.put(key, value);
+        bytes += key.getBytes(StandardCharsets.UTF_8).length
+            + value.getBytes(StandardCharsets.UTF_8).length;
+      }
+    }
+    if (bytes > StoredObject.MAX_USER_METADATA_BYTES) {
+      throw new S3Exception(S3Error.METADATA_TOO_LARGE, "the x-amz-meta-* headers have " + bytes
+          + " bytes; an object keeps at most " + StoredObject.MAX_USER_METADATA_BYTES);
+    }
+    return meta;
+  }
+
+  /** An answer of XML. */
+  static MutableHttpResponse<?> xml(String xml) {
+    return HttpResponse.ok(xml.getBytes(StandardCharsets.UTF_8))
+        .contentType(MediaType.APPLICATION_XML_TYPE);
+  }
+
+  /** The request as the SigV4 verifier reads it. */
+  static RequestParts parts(ServerHttpRequest<?> request) {
+    String rawPath = request.getUri().getRawPath();
+    String rawQuery = Optional.ofNullable(request.getUri().getRawQuery()).orElse("");
+    return new RequestParts() {
+      @Override
+      public String method() {
+        return request.getMethodName();
+      }
+
+      @Override
+      public String rawPath() {
+        return rawPath;
+      }
+
+      @Override
+      public String rawQuery() {
+        return rawQuery;
+      }
+
+      @Override
+      public List<String> header(String name) {
+        return request.getHeaders().getAll(name);
+      }
+    };
+  }
+}
