@@ -241,3 +241,19 @@ def test_awscrt_uploads_in_parts_and_downloads_by_ranges(s3_endpoint: str) -> No
     with pytest.raises(awscrt.exceptions.AwsCrtError):
         crt_request(client, awscrt.s3.S3RequestType.GET_OBJECT, "GET", host,
                     "/default/crt/never-stored", into=bytearray(1))
+
+
+def test_boto3_lists_keys_of_any_characters_by_page(s3_endpoint: str) -> None:
+    s3 = s3_client(s3_endpoint)
+    keys = ["list/model@1@0@abc", "list/a b+c.bin", "list/sub/é%25", "list/z"]
+    for key in keys:
+        s3.put_object(Bucket="default", Key=key, Body=key.encode())
+    pages = list(s3.get_paginator("list_objects_v2").paginate(
+        Bucket="default", Prefix="list/", PaginationConfig={"PageSize": 2}))
+    listed = [o["Key"] for page in pages for o in page.get("Contents", [])]
+    assert listed == sorted(keys)  # boto3 asks for url encoding and decodes the keys
+    assert len(pages) == 2
+    sizes = {o["Key"]: o["Size"] for page in pages for o in page["Contents"]}
+    assert sizes == {k: len(k.encode()) for k in keys}
+    rolled = s3.list_objects_v2(Bucket="default", Prefix="list/", Delimiter="/")
+    assert [p["Prefix"] for p in rolled["CommonPrefixes"]] == ["list/sub/"]

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** Percent-decoding of paths and query parameters as S3 clients encode them. */
+/** Percent-encoding as S3 and SigV4 write it, and decoding of paths and query parameters. */
 public final class PercentEncoding {
 
   private PercentEncoding() {}
@@ -52,4 +52,30 @@ public final class PercentEncoding {
   public static String decode(String raw) {
     return new String(decodeToBytes(raw), StandardCharsets.UTF_8);
   }
+
+  /**
+   * SigV4's URI encoding of {@code bytes}, which S3 uses for keys too: the unreserved characters
+   * ({@code A-Z a-z 0-9 - _ . ~}) as they are, {@code /} as it is if {@code keepSlash}, every
+   * other byte {@code %XX}.
+   */
+  public static String encode(byte[] bytes, boolean keepSlash) {
+    StringBuilder b = new StringBuilder(bytes.length + 16);
+    for (byte x : bytes) {
+      int c = x & 0xff;
+      if (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
+          || c == '_' || c == '.' || c == '~' || c == '/' && keepSlash) {
+        b.append((char) c);
+      } else {
+        b.append('%').append(HEX[c >>> 4]).append(HEX[c & 15]);
+      }
+    }
+    return b.toString();
+  }
+
+  /** {@link #encode(byte[], boolean)} of {@code text}'s UTF-8. */
+  public static String encode(String text, boolean keepSlash) {
+    return encode(text.getBytes(StandardCharsets.UTF_8), keepSlash);
+  }
+
+  private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 }

@@ -11,31 +11,11 @@ import java.util.List;
  */
 final class Canonical {
 
-  private static final char[] HEX = "0123456789ABCDEF".toCharArray();
-
   private Canonical() {}
-
-  /**
-   * SigV4's URI encoding of {@code bytes}: the unreserved characters ({@code A-Z a-z 0-9 - _ .
-   * ~}) as they are, {@code /} as it is if {@code keepSlash}, every other byte {@code %XX}.
-   */
-  static String uriEncode(byte[] bytes, boolean keepSlash) {
-    StringBuilder b = new StringBuilder(bytes.length + 16);
-    for (byte x : bytes) {
-      int c = x & 0xff;
-      if (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
-          || c == '_' || c == '.' || c == '~' || c == '/' && keepSlash) {
-        b.append((char) c);
-      } else {
-        b.append('%').append(HEX[c >>> 4]).append(HEX[c & 15]);
-      }
-    }
-    return b.toString();
-  }
 
   /** The canonical path of S3: the decoded path encoded once, {@code /} kept; "/" if empty. */
   static String path(String rawPath) {
-    return rawPath.isEmpty() ? "/" : uriEncode(PercentEncoding.decodeToBytes(rawPath), true);
+    return rawPath.isEmpty() ? "/" : PercentEncoding.encode(PercentEncoding.decodeToBytes(rawPath), true);
   }
 
   /**
@@ -46,8 +26,8 @@ final class Canonical {
     List<String[]> encoded = new ArrayList<>();
     for (String[] p : pairs(rawQuery)) {
       if (!p[0].equals(skip)) {
-        encoded.add(new String[] {uriEncode(p[0].getBytes(StandardCharsets.UTF_8), false),
-            uriEncode(p[1].getBytes(StandardCharsets.UTF_8), false)});
+        encoded.add(new String[] {PercentEncoding.encode(p[0].getBytes(StandardCharsets.UTF_8), false),
+            PercentEncoding.encode(p[1].getBytes(StandardCharsets.UTF_8), false)});
       }
     }
     encoded.sort((a, b) -> {

@@ -43,12 +43,15 @@ public final class S3Xml {
    * ListBucketResult of ListObjectsV2.
    *
    * @param next the continuation token of the next page; null on the last
+   * @param encodingType {@code url} if the keys and prefixes given are percent-encoded; null if
+   *     not
    */
   public static String listObjectsV2(String bucket, String prefix, String delimiter,
       int maxKeys, String startAfter, String continuationToken, String next,
-      List<ListedObject> objects, List<String> commonPrefixes) {
+      List<ListedObject> objects, List<String> commonPrefixes, String encodingType) {
     Xml x = new Xml().open("ListBucketResult", true).element("Name", bucket)
         .element("Prefix", prefix == null ? "" : prefix).element("Delimiter", delimiter)
+        .element("EncodingType", encodingType)
         .element("MaxKeys", maxKeys).element("KeyCount", objects.size() + commonPrefixes.size())
         .element("IsTruncated", next != null).element("StartAfter", startAfter)
         .element("ContinuationToken", continuationToken).element("NextContinuationToken", next);

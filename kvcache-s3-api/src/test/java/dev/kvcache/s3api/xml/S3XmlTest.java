@@ -30,7 +30,7 @@ class S3XmlTest {
 
     Document l = parse(S3Xml.listObjectsV2("b", ODD, "/", 2, null, null, "next",
         List.of(new S3Xml.ListedObject(ODD, Instant.parse("2026-11-30T12:00:00.123456Z"),
-            "\"abc\"", 5)), List.of(ODD + "/")));
+            "\"abc\"", 5)), List.of(ODD + "/"), null));
     assertThat(l.getDocumentElement().getNamespaceURI()).isEqualTo(Xml.NAMESPACE);
     assertThat(text(l, "Key")).isEqualTo(ODD);
     assertThat(text(l, "LastModified")).isEqualTo("2026-11-30T12:00:00.123Z");

@@ -1,6 +1,5 @@
 package dev.kvcache.server.events;
 
-import dev.kvcache.spi.Tier;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -27,20 +26,18 @@ class EventsFactory {
     return new EngineBlocks(settings.enabled());
   }
 
-  /** Started with the server, so that a bad endpoint stops the start. */
+  /**
+   * Started with the server, so that a bad endpoint stops the start; handed to the tiers with
+   * the server's other listeners ({@code TierListeners}).
+   */
   @Context
   @Requires(property = "kvcache.events.endpoint")
   @Bean(preDestroy = "close")
-  KvEventFeed feed(EventSettings settings, EngineBlocks blocks, Tier cache) {
+  KvEventFeed feed(EventSettings settings, EngineBlocks blocks) {
     KvEventPublisher publisher = new KvEventPublisher(settings.getEndpoint(),
         settings.getReplayEndpoint(), settings.getQueueEvents(), settings.getKeptBatches(),
         settings.getHighWaterMark(), settings.getInterval());
     KvEventFeed feed = new KvEventFeed(blocks, publisher, settings.getPool());
-    if (!cache.listen(feed)) {
-      publisher.close();
-      throw new IllegalStateException("the cache's tiers (" + cache.name() + ") tell no"
-          + " listener what they store: kvcache.events cannot be told");
-    }
     log.info("KV events on {}{}, topics kv@{}@<model>", publisher.endpoint(),
         publisher.replayEndpoint() == null ? "" : " (replays on " + publisher.replayEndpoint()
             + ")", settings.getPool());

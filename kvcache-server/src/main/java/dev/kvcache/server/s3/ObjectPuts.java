@@ -31,6 +31,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -50,11 +51,13 @@ final class ObjectPuts {
   private final int maxBlockBytes;
   private final Scheduler blocking;
   private final MultipartUploads uploads;
+  private final ObjectNames names;
   private final Clock clock;
 
   ObjectPuts(KvCache cache, int maxBlockBytes, Scheduler blocking, MultipartUploads uploads,
-      Clock clock) {
+      ObjectNames names, Clock clock) {
     this.cache = cache;
+    this.names = names;
     this.maxBlockBytes = maxBlockBytes;
     this.blocking = blocking;
     this.uploads = uploads;
@@ -67,7 +70,7 @@ final class ObjectPuts {
    * then (not atomically with the write).
    */
   Mono<MutableHttpResponse<?>> put(ServerHttpRequest<?> request, RequestParts parts,
-      Verified signed, Namespace namespace, String key) throws S3Exception {
+      Verified signed, Namespace namespace, String bucket, String key) throws S3Exception {
     Payload payload = S3Messages.payload(parts, signed);
     long length = S3Messages.objectLength(request, parts, payload);
     String type = request.getHeaders().get(HttpHeaders.CONTENT_TYPE);
@@ -77,13 +80,22 @@ final class ObjectPuts {
     long blockLength = blockLength(length, StoredObject.recordBytes(key, type, kept, meta));
     BlockKey block = StoredObject.blockKey(namespace, key);
     Instant now = clock.instant();
+    AtomicReference<ObjectNames.Listed> listed = new AtomicReference<>();
     return conditions(parts, block, key)
         .onErrorResume(e -> S3Messages.drain(request).then(Mono.error(e)))
         .then(Mono.defer(() -> BodyWriter.store(cache, block,
-            body.decode(S3Messages.body(request)).concatWith(Mono.fromCallable(() ->
-                Unpooled.wrappedBuffer(new StoredObject(key, length, body.crc32c(), now, type,
-                    kept, body.keptChecksum(), meta).encode()))),
+            body.decode(S3Messages.body(request)).concatWith(Mono.fromCallable(() -> {
+              StoredObject object = new StoredObject(key, length, body.crc32c(), now, type, kept,
+                  body.keptChecksum(), meta);
+              listed.set(names.writing(block, bucket, object));
+              return Unpooled.wrappedBuffer(object.encode());
+            })),
             blockLength, maxBlockBytes, blocking, null, UnaryOperator.identity())))
+        .doFinally(signal -> {
+          if (listed.get() != null) {
+            names.written(block, listed.get());
+          }
+        })
         .flatMap(status -> Mono.fromCallable(() -> {
           checkStored(status, length);
           MutableHttpResponse<?> ok = HttpResponse.ok().header(HttpHeaders.ETAG,
@@ -175,8 +187,9 @@ final class ObjectPuts {
       crc = Crc32c.combine(crc, p.crc32c(), p.length());
       length += p.length();
     }
-    byte[] record = new StoredObject(upload.key, length, crc, clock.instant(), upload.contentType,
-        null, null, upload.meta).encode();
+    StoredObject object = new StoredObject(upload.key, length, crc, clock.instant(),
+        upload.contentType, null, null, upload.meta);
+    byte[] record = object.encode();
     try (BlockWriter writer = cache.writer(block, (int) blockLength(length, record.length))) {
       if (writer.rejection().isPresent()) {
         checkStored(writer.rejection().get(), length);
@@ -192,7 +205,12 @@ final class ObjectPuts {
         throw new IllegalStateException("the parts of " + upload.key + " changed as they were "
             + "copied into its block; nothing was stored");
       }
-      checkStored(writer.commit(), length);
+      ObjectNames.Listed listed = names.writing(block, upload.bucket, object);
+      try {
+        checkStored(writer.commit(), length);
+      } finally {
+        names.written(block, listed);
+      }
       uploads.end(upload);
       String etag = StoredObject.etag(crc, length);
       return S3Messages.xml(S3Xml.multipartUploadCompleted("/" + upload.bucket + "/" + upload.key,

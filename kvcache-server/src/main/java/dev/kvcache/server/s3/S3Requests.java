@@ -59,6 +59,7 @@ final class S3Requests {
   private final OffLoop offLoop;
   private final ObjectGets gets;
   private final ObjectPuts puts;
+  private final ObjectNames names;
   /** When the buckets, the server's namespaces, were made: its start. */
   private static final Instant STARTED = Instant.now();
 
@@ -66,7 +67,7 @@ final class S3Requests {
   private final String idPrefix = Long.toHexString(System.nanoTime() & 0xffffff);
 
   S3Requests(KvCache cache, KvCacheConfig config, Namespaces namespaces, Tokens tokens,
-      S3Settings settings, OffLoop offLoop, ServedBlocks served) {
+      S3Settings settings, OffLoop offLoop, ServedBlocks served, ObjectNames names) {
     this.cache = cache;
     this.namespaces = namespaces;
     this.tokens = tokens;
@@ -80,7 +81,8 @@ final class S3Requests {
     Clock clock = Clock.systemUTC();
     this.puts = new ObjectPuts(cache, config.maxBlockBytes(), offLoop.scheduler(),
         new MultipartUploads(settings.multipartStagingBytes(), settings.getMultipartIdleTimeout(),
-            clock), clock);
+            clock), names, clock);
+    this.names = names;
   }
 
   /** The answer to {@code request}, as S3 gives it. */
@@ -127,7 +129,9 @@ final class S3Requests {
     }
     return switch (route.operation()) {
       case HEAD_BUCKET, CREATE_BUCKET -> Mono.just(HttpResponse.ok());
-      case PUT_OBJECT -> puts.put(request, parts, signed, namespace, route.key());
+      case PUT_OBJECT -> puts.put(request, parts, signed, namespace, route.bucket(), route.key());
+      case LIST_OBJECTS_V2 -> Mono.just(S3Messages.xml(ObjectListing.list(route.bucket(),
+          names.bucket(route.bucket()), route.query())));
       case GET_OBJECT, HEAD_OBJECT -> gets.get(request, namespace, route);
       case DELETE_OBJECTS -> deleteObjects(request, parts, signed, namespace);
       case DELETE_OBJECT -> {
