@@ -43,7 +43,7 @@ cp "$work/tree/kvcache-server/target/kvcache-server.jar" "$work/$rev.jar"
 for s in 262144 2097152 33554432; do head -c "$s" /dev/urandom > "$work/blk-$s"; done
 
 puts() { # jar size connections streams: requests per second, server and h2load CPU us per request
-  java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
+  java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port -Dkvcache.s3.enabled=false \
       -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= -jar "$1" > "$work/server.log" 2>&1 &
   server=$!
   for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.5; done

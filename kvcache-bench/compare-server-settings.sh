@@ -92,7 +92,7 @@ for s in "${sizes[@]}"; do head -c "$s" /dev/urandom > "$work/blk-$s"; done
 url() { printf 'http://127.0.0.1:%d/v1/namespaces/default/blocks/%032x' "$port" "$1"; }
 
 start_server() { # system properties...: a RAM-only server on $port, once it answers
-  "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port \
+  "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g -Dmicronaut.server.port=$port -Dkvcache.s3.enabled=false \
       -Dkvcache.cache.ram-bytes=2GiB -Dkvcache.cache.disk-dir= "$@" \
       -jar kvcache-server/target/kvcache-server.jar > "$work/server.log" 2>&1 &
   server=$!

@@ -93,7 +93,7 @@ nginx_pid=$!
     --proto-max-bulk-len 64mb > "$work/redis.log" 2>&1 & pids+=($!)
 redis_pid=$!
 (cd "$work" && exec "${on_server[@]}" java -XX:MaxDirectMemorySize=6g -Xmx1g \
-    -Dmicronaut.server.port=$kv_port -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= \
+    -Dmicronaut.server.port=$kv_port -Dkvcache.s3.enabled=false -Dkvcache.cache.ram-bytes=4GiB -Dkvcache.cache.disk-dir= \
     -jar "$root/kvcache-server/target/kvcache-server.jar" > "$work/kvcache.log" 2>&1) & pids+=($!)
 kv_pid=$!
 for i in $(seq 1 60); do

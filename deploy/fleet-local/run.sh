@@ -209,6 +209,8 @@ start_server() { # index
     "-Xmx$JAVA_HEAP" -XX:MaxDirectMemorySize=256m -XX:+UseSerialGC
     "${newjdk[@]}"
     "-Dmicronaut.server.port=$port"
+    # the S3 API's port apart from the servers' own, which follow each other
+    "-Dkvcache.s3.port=$((port + 100))"
     # one event-loop thread: three servers share two cores here
     -Dmicronaut.netty.event-loops.default.num-threads=1
     "-Dkvcache.cache.ram-bytes=$RAM_BYTES"

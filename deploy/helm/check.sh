@@ -144,6 +144,13 @@ kvEvents:
 networkPolicy:
   enabled: true
 EOF
+cat > "$work/values/no-s3-api.yaml" <<'EOF'
+# the S3 API off, with the NetworkPolicy: its port is in no manifest
+s3Api:
+  enabled: false
+networkPolicy:
+  enabled: true
+EOF
 cat > "$work/values/quotas.yaml" <<'EOF'
 # a RAM and a disk quota for one namespace, a disk quota alone for the other
 server:
@@ -174,6 +181,7 @@ cases=(
   "daemonset-loopback:$examples/daemonset.yaml,$work/values/daemonset-loopback.yaml"
   "inline-secrets:$examples/tls-tokens.yaml,$work/values/inline-secrets.yaml"
   "kv-events:$examples/statefulset.yaml,$work/values/kv-events.yaml"
+  "no-s3-api:$examples/statefulset.yaml,$work/values/no-s3-api.yaml"
   "quotas:$examples/statefulset.yaml,$work/values/quotas.yaml"
   "quotas-bucket:$examples/object-tier.yaml,$work/values/quotas-bucket.yaml"
   "sealing:$examples/object-tier.yaml,$work/values/sealing.yaml"
@@ -262,6 +270,7 @@ refuse "a ServiceMonitor with a token that may not read the metrics" \
 refuse "plain http to the store" "needs objectTier.allowPlainHttp" --set objectTier.enabled=true \
   --set objectTier.bucket=kv-fleet --set objectTier.capacity=1TiB --set objectTier.endpoint=http://s3.internal:9000
 refuse "an unknown shape" "is neither statefulset nor daemonset" --set shape=deployment
+refuse "the S3 API on the server's port" "is already the port of the server" --set s3Api.port=7070
 refuse "a grace period shorter than the stop" "is shorter than a stop can take, 94 s" \
   --set memory.ramBytes=64GiB --set terminationGracePeriodSeconds=60
 refuse "a bucket name S3 does not take" "is not an S3 bucket name" --set objectTier.enabled=true \

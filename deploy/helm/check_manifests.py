@@ -324,7 +324,14 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
 
     # probes
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if not p["name"].startswith("kv-")}
-    f.check(list(ports.values()) == [port], f"container ports {ports}, server port {port}")
+    s3_api = values["s3Api"]
+    s3_port = [int(s3_api["port"])] if s3_api["enabled"] else []
+    f.check(list(ports.values()) == [port] + s3_port,
+            f"container ports {ports}, server port {port}, S3 API {s3_port}")
+    s3_config = config.get("kvcache", {}).get("s3", {})
+    f.check(s3_config.get("enabled") == s3_api["enabled"] and s3_config.get("port") == s3_api["port"]
+            and s3_config.get("base-domains") == s3_api["baseDomains"],
+            f"kvcache.s3 {s3_config} is not s3Api {s3_api}")
     for probe, path in (("readinessProbe", "/health/readiness"), ("livenessProbe", "/health/liveness"),
                         ("startupProbe", "/health/liveness")):
         get = c.get(probe, {}).get("httpGet", {})
@@ -350,8 +357,8 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
         f.check(h["spec"].get("publishNotReadyAddresses") is False,
                 "the headless Service publishes servers that are not ready")
         f.check(selects(h["spec"]["selector"], labels), "the headless Service does not select the servers")
-        f.check([p["port"] for p in h["spec"]["ports"] if not p["name"].startswith("kv-")] == [port],
-                "the headless Service's port")
+        f.check([p["port"] for p in h["spec"]["ports"] if not p["name"].startswith("kv-")]
+                == [port] + s3_port, "the headless Service's ports")
     namespace = values.get("_namespace", "default")
     fqdn = f"{headless[0]['metadata']['name']}.{namespace}.svc.{values['clusterDomain']}" if headless else ""
 
@@ -361,6 +368,8 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
         normal = [s for s in services if s["spec"].get("clusterIP") != "None"]
         f.check(len(normal) == 1 and selects(normal[0]["spec"]["selector"], labels),
                 "no normal Service over the servers")
+        f.check(len(normal) == 1 and [p["port"] for p in normal[0]["spec"]["ports"]]
+                == [port] + s3_port, "the Service's ports")
         claims = w["spec"].get("volumeClaimTemplates", [])
         if values["disk"]["enabled"] and values["disk"]["volume"].get("type", "") in ("", "pvc"):
             f.check([t["metadata"]["name"] for t in claims] == ["data"]
@@ -465,8 +474,11 @@ def check_chart(docs: list[dict], values: dict, f: Failures) -> None:
         f.check("events" not in kv, "kvcache.events is set with kvEvents off")
     for np in by_kind(docs, "NetworkPolicy"):
         f.check(selects(np["spec"]["podSelector"]["matchLabels"], labels), "the NetworkPolicy misses the servers")
-        f.check(all(p["port"] in {port} | event_ports for r in np["spec"]["ingress"] for p in r.get("ports", [])),
+        f.check(all(p["port"] in {port} | event_ports | set(s3_port)
+                    for r in np["spec"]["ingress"] for p in r.get("ports", [])),
                 "the NetworkPolicy opens another port")
+        f.check(set(s3_port) <= {p["port"] for r in np["spec"]["ingress"] for p in r.get("ports", [])},
+                "the NetworkPolicy closes the S3 API's port")
         f.check(event_ports <= {p["port"] for r in np["spec"]["ingress"] for p in r.get("ports", [])},
                 "the NetworkPolicy closes the KV events' ports")
     f.check(bool(by_kind(docs, "NetworkPolicy")) == values["networkPolicy"]["enabled"], "NetworkPolicy")

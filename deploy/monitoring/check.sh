@@ -239,7 +239,7 @@ start_server() {
   # shellcheck disable=SC2054 # the commas are inside -D values
   local opts=(
     "-Xmx$JAVA_HEAP" -XX:MaxDirectMemorySize=64m -XX:+UseSerialGC "${newjdk[@]}"
-    -Dmicronaut.server.host=127.0.0.1 "-Dmicronaut.server.port=$server_port"
+    -Dmicronaut.server.host=127.0.0.1 "-Dmicronaut.server.port=$server_port" -Dkvcache.s3.port=-1
     -Dmicronaut.netty.event-loops.default.num-threads=1
     -Dkvcache.namespaces=default,llama-8b
     -Dkvcache.tokens-per-block=default=16,llama-8b=512

@@ -57,7 +57,7 @@ def cpu_seconds(pid: int) -> float:
 def start_kvcache(jar: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     p = subprocess.Popen(["java", "-Xmx512m", "-XX:MaxDirectMemorySize=3g",
-                          f"-Dmicronaut.server.port={port}", "-Dkvcache.cache.ram-bytes=2GiB",
+                          f"-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", "-Dkvcache.cache.ram-bytes=2GiB",
                           "-Dkvcache.cache.disk-dir=", "-jar", jar],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, p, "kvcache-server")

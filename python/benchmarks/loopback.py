@@ -41,7 +41,7 @@ def shm_server(jar: str, shm: str, name: str) -> Iterator[tuple[str, str]]:
     os.makedirs(work)
     port = free_port()
     server = subprocess.Popen(
-        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}",
+        ["java", "-Xmx512m", "-XX:MaxDirectMemorySize=1g", f"-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false",
          "-Dkvcache.cache.ram-bytes=512MiB", "-Dkvcache.cache.disk-dir=",
          f"-Dkvcache.cache.ram-shared-memory-dir={work}", "-jar", jar],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

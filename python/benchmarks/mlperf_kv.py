@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> None:
 def start_server(jar: str, port: int, ram: str, data: str, shm: str,
                  log: str) -> subprocess.Popen[bytes]:
     p = subprocess.Popen(["java", "-Xmx1g", "-XX:MaxDirectMemorySize=6g",
-                          f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
+                          f"-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", f"-Dkvcache.cache.ram-bytes={ram}",
                           f"-Dkvcache.cache.ram-shared-memory-dir={shm}",
                           f"-Dkvcache.cache.disk-dir={data}", "-Dkvcache.cache.disk-capacity=8GiB",
                           "-jar", jar], stdout=open(log, "wb"), stderr=subprocess.STDOUT)

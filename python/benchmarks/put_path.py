@@ -103,7 +103,7 @@ def start(system: str, a: argparse.Namespace, ram: int, size: int, work: str) ->
     if system.startswith("kvcache"):
         direct = system.removesuffix("-h2") != "kvcache"
         cmd = ["java", "-Xmx1g", f"-XX:MaxDirectMemorySize={(ram >> 20) + 2048}m",
-               f"-Dmicronaut.server.port={port}", f"-Dkvcache.cache.ram-bytes={ram}",
+               f"-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", f"-Dkvcache.cache.ram-bytes={ram}",
                f"-Dkvcache.cache.disk-dir={work}", f"-Dkvcache.cache.disk-capacity={a.capacity}",
                "-Dkvcache.cache.disk-min-free=0B", f"-Dkvcache.cache.max-block-bytes={max(size, 1 << 20)}",
                f"-Dkvcache.cache.disk-direct-writes={'true' if direct else 'false'}",

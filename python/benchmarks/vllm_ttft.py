@@ -78,7 +78,7 @@ def start_server(jar: str, kind: str, data: str, port: Optional[int] = None,
                        # default 50ms on two busy cores
                        "-Dkvcache.cache.s3.lookup-budget=1s"]}[kind]
     p = subprocess.Popen(["java", "-Xmx512m", "-XX:MaxDirectMemorySize=5g",
-                          f"-Dmicronaut.server.port={port}", *settings, *SERVER_OPTIONS, "-jar", jar],
+                          f"-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", *settings, *SERVER_OPTIONS, "-jar", jar],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, p, f"kvcache-server ({kind})")

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 JAR = Path(os.environ.get("KVCACHE_SERVER_JAR", REPO / "kvcache-server" / "target" / "kvcache-server.jar"))
 JAVA = os.environ.get("KVCACHE_JAVA") or shutil.which("java") or "java"
 LISTENING = re.compile(r"listening on (https?)://([^:/\s]+):(\d+)")
+S3_LISTENING = re.compile(r"S3 API: (https?://[^:/\s]+:\d+)")
 
 
 class KvServer:
@@ -36,9 +37,9 @@ class KvServer:
 
     def start(self, timeout: float = 60.0) -> "KvServer":
         command = [JAVA, "-Xmx256m", "-XX:MaxDirectMemorySize=1g",
-                   f"-Dmicronaut.server.port={self.port}"]
+                   f"-Dmicronaut.server.port={self.port}", "-Dkvcache.s3.port=-1"]
         if "micronaut.server.ssl.enabled" in self.settings:
-            command[-1] = "-Dmicronaut.server.port=-1"
+            command[3] = "-Dmicronaut.server.port=-1"
             command.append(f"-Dmicronaut.server.ssl.port={self.port}")
         command += [f"-D{k}={v}" for k, v in self.settings.items()]
         command += ["-jar", str(JAR)]
@@ -66,6 +67,19 @@ class KvServer:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def s3_url(self) -> str:
+        """Where the server's S3 API listens (any free port, unless ``kvcache.s3.port`` is set),
+        as its welcome says."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for line in self.log:
+                m = S3_LISTENING.search(line)
+                if m:
+                    return m.group(1)
+            time.sleep(0.05)
+        pytest.fail("kvcache-server named no S3 API:\n" + "".join(self.log[-40:]))
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process and self.process.poll() is None:

@@ -33,29 +33,32 @@ ACCESS_KEY = "AKIDKVCACHEPYTEST"
 SECRET = "0123456789abcdef0123456789abcdef-py"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 BASE_DOMAIN = "s3.kvcache.test"
 MIB = 1 << 20
 
 
+TOKEN = {"kvcache.auth.tokens.engine.secret": SECRET,
+         "kvcache.auth.tokens.engine.access-key": ACCESS_KEY,
+         "kvcache.auth.tokens.engine.read": "default",
+         "kvcache.auth.tokens.engine.write": "default"}
+
+
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = KvServer(ram_only(**{
-        "kvcache.s3.port": str(port),
-        "kvcache.s3.base-domains": BASE_DOMAIN,
-        "kvcache.auth.tokens.engine.secret": SECRET,
-        "kvcache.auth.tokens.engine.access-key": ACCESS_KEY,
-        "kvcache.auth.tokens.engine.read": "default",
-        "kvcache.auth.tokens.engine.write": "default"}), port=free_port()).start()
+    server = KvServer(ram_only(**{"kvcache.s3.base-domains": BASE_DOMAIN, **TOKEN})).start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield server.s3_url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_tls_endpoint() -> Iterator[str]:
+    server = KvServer(ram_only(**{"micronaut.server.ssl.enabled": "true",
+                                  "micronaut.server.ssl.build-self-signed": "true",
+                                  **TOKEN})).start()
+    try:
+        yield server.s3_url
     finally:
         server.stop()
 
@@ -257,3 +260,27 @@ def test_boto3_lists_keys_of_any_characters_by_page(s3_endpoint: str) -> None:
     assert sizes == {k: len(k.encode()) for k in keys}
     rolled = s3.list_objects_v2(Bucket="default", Prefix="list/", Delimiter="/")
     assert [p["Prefix"] for p in rolled["CommonPrefixes"]] == ["list/sub/"]
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_boto3_over_tls_streams_bodies_with_trailing_checksums(s3_tls_endpoint: str) -> None:
+    assert s3_tls_endpoint.startswith("https://")
+    # verify off: the server's certificate is a throwaway it made itself
+    s3 = boto3.client("s3", endpoint_url=s3_tls_endpoint, region_name="us-east-1",
+                      aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET, verify=False,
+                      config=botocore.config.Config(retries={"max_attempts": 1}))
+    headers: list[dict[str, str]] = []
+
+    def keep(request: Any, **_: Any) -> None:
+        headers.append({k.lower(): v.decode() if isinstance(v, bytes) else v
+                        for k, v in request.headers.items()})
+
+    s3.meta.events.register("before-send.s3.PutObject", keep)
+    for length in (0, 1, 3 * MIB + 1):
+        data = os.urandom(length)
+        s3.put_object(Bucket="default", Key=f"tls/{length}", Body=data)
+        got = s3.get_object(Bucket="default", Key=f"tls/{length}", ChecksumMode="ENABLED")
+        assert got["Body"].read() == data
+    # over TLS boto3 sends aws-chunked bodies with a trailing CRC32 and an unsigned payload
+    assert headers[-1]["x-amz-content-sha256"] == "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+    assert headers[-1]["x-amz-trailer"] == "x-amz-checksum-crc32"

@@ -51,6 +51,7 @@ class Container:
         settings = {
             "MICRONAUT_SERVER_HOST": host,
             "MICRONAUT_SERVER_PORT": str(port),
+            "KVCACHE_S3_PORT": "-1",  # any free port: containers share the host's network
             "KVCACHE_CACHE_RAM_BYTES": "256MiB",
             "KVCACHE_CACHE_MAX_BLOCK_BYTES": "8MiB",
             "KVCACHE_CACHE_DISK_CAPACITY": "1GiB",

@@ -69,7 +69,11 @@ that come from Secrets. server.config is merged last.
 {{- if $v.auth.tokens }}
 {{- $tokens := dict }}
 {{- range $name, $t := $v.auth.tokens }}
-{{- $_ := set $tokens $name (dict "secret" (printf "${%s}" (include "kvcache.tokenEnv" $name)) "read" ($t.read | default list) "write" ($t.write | default list) "metrics" ($t.metrics | default false)) }}
+{{- $token := dict "secret" (printf "${%s}" (include "kvcache.tokenEnv" $name)) "read" ($t.read | default list) "write" ($t.write | default list) "metrics" ($t.metrics | default false) }}
+{{- if $t.accessKey }}
+{{- $_ := set $token "access-key" $t.accessKey }}
+{{- end }}
+{{- $_ := set $tokens $name $token }}
 {{- end }}
 {{- $_ := set $kvcache "auth" (dict "tokens" $tokens) }}
 {{- end }}
@@ -80,6 +84,7 @@ that come from Secrets. server.config is merged last.
 {{- end }}
 {{- $_ := set $kvcache "events" $events }}
 {{- end }}
+{{- $_ := set $kvcache "s3" (dict "enabled" $v.s3Api.enabled "port" (int $v.s3Api.port) "base-domains" $v.s3Api.baseDomains) }}
 {{- $config := dict "micronaut" (dict "server" $server) "kvcache" $kvcache }}
 {{- toYaml (mustMergeOverwrite $config (deepCopy $v.server.config)) }}
 {{- end }}

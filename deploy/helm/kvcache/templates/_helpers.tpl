@@ -201,6 +201,9 @@ docs/deployment.md), and with the object tier up to 30 s for queued uploads (s3.
 {{- if or (empty $v.server.namespaces) (gt (len $v.server.namespaces) 64) }}
 {{- fail "server.namespaces: the server serves 1 to 64 namespaces" }}
 {{- end }}
+{{- if and $v.s3Api.enabled (or (eq (int $v.s3Api.port) (int $v.server.port)) (and $v.kvEvents.enabled (has (int $v.s3Api.port) (list (int $v.kvEvents.port) (int $v.kvEvents.replayPort))))) }}
+{{- fail (printf "s3Api.port: %d is already the port of the server or of its KV events" (int $v.s3Api.port)) }}
+{{- end }}
 {{- $stop := include "kvcache.stopSeconds" . | int64 }}
 {{- if and (ne (toString $v.terminationGracePeriodSeconds) "") (lt (int64 $v.terminationGracePeriodSeconds) $stop) }}
 {{- fail (printf "terminationGracePeriodSeconds: %v s is shorter than a stop can take, %d s (30 s for the requests under way%s%s; docs/deployment.md, \"Stopping within the grace period\"): raise it, leave it empty for the chart to compute, or set cache.spillOnClose: false" $v.terminationGracePeriodSeconds $stop (ternary (printf ", about 1 s per GiB of memory.ramBytes %s written to disk" $v.memory.ramBytes) "" (and $v.disk.enabled $v.cache.spillOnClose)) (ternary ", 30 s for queued uploads" "" $v.objectTier.enabled)) }}

@@ -63,6 +63,11 @@ spec:
         - name: {{ $portName }}
           containerPort: {{ $v.server.port }}
           protocol: TCP
+        {{- if $v.s3Api.enabled }}
+        - name: s3
+          containerPort: {{ $v.s3Api.port }}
+          protocol: TCP
+        {{- end }}
         {{- if $v.kvEvents.enabled }}
         - name: kv-events
           containerPort: {{ $v.kvEvents.port }}

@@ -1,12 +1,13 @@
 package dev.kvcache.server;
 
 import dev.kvcache.ram.RamTier;
+import dev.kvcache.server.s3.S3Settings;
 import dev.kvcache.wire.Wire;
 import io.micronaut.context.ApplicationContext;
+import io.micronaut.http.server.netty.NettyHttpServer;
 import io.micronaut.runtime.Micronaut;
 import io.micronaut.runtime.server.EmbeddedServer;
 import java.io.PrintStream;
-import java.util.Optional;
 
 /**
  * Starts the server: {@code java -jar kvcache-server.jar}. Settings come from the embedded
@@ -40,21 +41,33 @@ public final class KvCacheServer {
   }
 
   static void printWelcome(EmbeddedServer server, PrintStream out) {
-    Optional<Integer> s3 = server.getApplicationContext().getProperty("kvcache.s3.port",
-        Integer.class);
+    S3Settings s3 = server.getApplicationContext().getBean(S3Settings.class);
     // with the S3 API the server has two listeners, and its URL may be either's
     String host = server.getScheme() + "://" + server.getHost() + ":";
-    String base = s3.isEmpty() ? server.getURL().toString()
-        : host + server.getApplicationContext().getProperty("micronaut.server.port",
-            Integer.class).orElse(server.getPort());
+    String base = s3.port() == 0 ? server.getURL().toString() : host + mainPort(server, s3);
     String block = base + Wire.NAMESPACES + "default/blocks/000102030405060708090a0b0c0d0e0f";
-    out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2 cleartext)");
+    out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2"
+        + (server.getScheme().equals("https") ? ")" : " cleartext)"));
     out.println("  try: curl -X PUT -H 'Content-Type: application/octet-stream'"
         + " --data-binary @README.md " + block);
     out.println("       curl --http2-prior-knowledge " + block);
     out.println("  metrics: " + base + "/prometheus   health: " + base + "/health");
-    s3.ifPresent(port -> out.println("  S3 API: " + host + port
-        + " (buckets: the namespaces; path-style, /<namespace>/<key>)"));
+    if (s3.port() != 0) {
+      out.println("  S3 API: " + host + s3.port()
+          + " (buckets: the namespaces; path-style, /<namespace>/<key>)");
+    }
+  }
+
+  /** The server's own port: the one of its listeners that is not the S3 API's. */
+  private static int mainPort(EmbeddedServer server, S3Settings s3) {
+    if (server instanceof NettyHttpServer netty) {
+      for (int port : netty.getBoundPorts()) {
+        if (port != s3.port()) {
+          return port;
+        }
+      }
+    }
+    return server.getPort();
   }
 
   private static String rootMessage(Throwable e) {

@@ -73,7 +73,10 @@ public final class ServerSettings {
   /** The properties of a settings bean, named as the server's configuration names them. */
   private static void properties(Map<String, String> settings, String prefix, Object bean) {
     for (Method getter : bean.getClass().getDeclaredMethods()) {
-      if (getter.getName().startsWith("get") && getter.getParameterCount() == 0) {
+      String property = getter.getName().startsWith("get") ? getter.getName().substring(3)
+          : getter.getName().startsWith("is") && getter.getReturnType() == boolean.class
+              ? getter.getName().substring(2) : null;
+      if (property != null && getter.getParameterCount() == 0) {
         Object value;
         try {
           getter.setAccessible(true);
@@ -83,7 +86,7 @@ public final class ServerSettings {
         }
         String text = value instanceof List<?> list ? String.join(",",
             list.stream().map(String::valueOf).toList()) : String.valueOf(value);
-        String name = getter.getName().substring(3).replaceAll("([a-z0-9])([A-Z])", "$1-$2")
+        String name = property.replaceAll("([a-z0-9])([A-Z])", "$1-$2")
             .toLowerCase(Locale.ROOT);
         settings.put(prefix + name, value instanceof Map || value == null ? "" : text);
       }

@@ -148,21 +148,33 @@ class StartupTest {
   }
 
   @Test
-  void withTheS3ApiTheWelcomeNamesBothPorts() throws Exception {
-    int main;
-    int s3;
-    try (java.net.ServerSocket a = new java.net.ServerSocket(0);
-        java.net.ServerSocket b = new java.net.ServerSocket(0)) {
-      main = a.getLocalPort();
-      s3 = b.getLocalPort();
+  void theS3ApiIsOnByDefaultAndTheWelcomeNamesBothPorts() throws Exception {
+    // both ports -1: any free ones, which the welcome names
+    try (TestServer server = TestServer.start(dir, Map.of())) {
+      String welcome = welcome(server);
+      java.util.regex.Matcher m = java.util.regex.Pattern
+          .compile("listening on (http://127.0.0.1:\\d+) .*S3 API: (http://127.0.0.1:\\d+) ",
+              java.util.regex.Pattern.DOTALL).matcher(welcome);
+      assertThat(m.find()).as(welcome).isTrue();
+      java.net.http.HttpResponse<String> health = server.http.send(java.net.http.HttpRequest
+          .newBuilder(java.net.URI.create(m.group(1) + "/health")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(health.body()).contains("UP");
+      java.net.http.HttpResponse<String> buckets = server.http.send(java.net.http.HttpRequest
+          .newBuilder(java.net.URI.create(m.group(2) + "/")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(buckets.body()).contains("<ListAllMyBucketsResult").contains("<Name>default</Name>");
     }
-    try (TestServer server = TestServer.start(dir, Map.of("micronaut.server.port", main,
-        "kvcache.s3.port", s3))) {
-      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-      KvCacheServer.printWelcome(server.server, new PrintStream(bytes, true, StandardCharsets.UTF_8));
-      assertThat(bytes.toString(StandardCharsets.UTF_8))
-          .contains("listening on http://127.0.0.1:" + main + " ")
-          .contains("S3 API: http://127.0.0.1:" + s3 + " ");
+    try (TestServer server = TestServer.start(dir, Map.of("kvcache.s3.enabled", false))) {
+      assertThat(welcome(server)).doesNotContain("S3 API");
+      assertThat(((io.micronaut.http.server.netty.NettyHttpServer) server.server).getBoundPorts())
+          .hasSize(1);
     }
+  }
+
+  private static String welcome(TestServer server) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    KvCacheServer.printWelcome(server.server, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    return bytes.toString(StandardCharsets.UTF_8);
   }
 }

@@ -86,11 +86,13 @@ public final class TestServer implements AutoCloseable {
   /**
    * The settings of a server in the test's JVM: any free port, 64 MiB of RAM taking blocks of up
    * to {@link #MAX_BLOCK_BYTES}, over a 512 MiB disk tier in {@code dir} (none if {@code dir} is
-   * null), the namespaces {@code default} and {@code other}; then {@code extra}.
+   * null), the namespaces {@code default} and {@code other}, the S3 API on any free port; then
+   * {@code extra}.
    */
   public static Map<String, Object> properties(Path dir, Map<String, ?> extra) {
     Map<String, Object> p = new HashMap<>();
     p.put("micronaut.server.port", -1);
+    p.put("kvcache.s3.port", -1);
     p.put("kvcache.cache.ram-bytes", "64MiB");
     p.put("kvcache.cache.max-block-bytes", MAX_BLOCK_BYTES + "B");
     p.put("kvcache.cache.disk-dir", dir == null ? "" : dir.toString());
@@ -124,7 +126,7 @@ public final class TestServer implements AutoCloseable {
       }
     }
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-        "-Dmicronaut.server.port=-1"));
+        "-Dmicronaut.server.port=-1", "-Dkvcache.s3.port=-1"));
     settings.forEach((name, value) -> command.add("-D" + name + "=" + value));
     command.add(KvCacheServer.class.getName());
     ProcessBuilder builder = new ProcessBuilder(command)

@@ -61,7 +61,7 @@ public class EndToEndChecksumBenchmark {
       throw new IllegalStateException("set -Dkvcache.server.jar and -Dkvcache.server.jar.before");
     }
     server = ChildProcess.start("kvcache-server", List.of("java", "-XX:MaxDirectMemorySize=2g",
-        "-Dmicronaut.server.port={port}", "-Dkvcache.cache.ram-bytes=1GiB",
+        "-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", "-Dkvcache.cache.ram-bytes=1GiB",
         "-Dkvcache.cache.disk-dir=", "-jar", jar));
     remote = new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", server.port)
         .maxBlockBytes(blockBytes).checksums(on).build());

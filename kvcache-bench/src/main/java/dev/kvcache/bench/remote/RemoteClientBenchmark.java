@@ -67,7 +67,7 @@ public class RemoteClientBenchmark {
     public void start() throws IOException {
       String jar = System.getProperty("kvcache.server.jar", "kvcache-server/target/kvcache-server.jar");
       kvcache = ChildProcess.start("kvcache-server", List.of("java", "-XX:MaxDirectMemorySize=6g",
-          "-Dmicronaut.server.port={port}", "-Dkvcache.cache.ram-bytes=4GiB",
+          "-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", "-Dkvcache.cache.ram-bytes=4GiB",
           "-Dkvcache.cache.disk-dir=", "-jar", jar));
       redis = ChildProcess.start("redis-server", List.of("redis-server", "--port", "{port}",
           "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

@@ -74,7 +74,7 @@ public class ServerDurabilityBenchmark {
     Files.createDirectories(dir);
     String jar = System.getProperty("kvcache.server.jar", "kvcache-server/target/kvcache-server.jar");
     server = ChildProcess.start("kvcache-server", List.of("java", "-XX:MaxDirectMemorySize=3g",
-        "-Dmicronaut.server.port={port}", "-Dkvcache.cache.ram-bytes=" + ramBytes,
+        "-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", "-Dkvcache.cache.ram-bytes=" + ramBytes,
         "-Dkvcache.cache.disk-dir=" + dir.resolve("data"), "-Dkvcache.cache.disk-capacity=8GiB",
         "-Dkvcache.cache.disk-min-free=0B", "-Dkvcache.cache.disk-sync-policy=" + syncPolicy,
         "-Dkvcache.cache.durability=" + durability,

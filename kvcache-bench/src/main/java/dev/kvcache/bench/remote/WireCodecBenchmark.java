@@ -71,7 +71,7 @@ public class WireCodecBenchmark {
   public void start() throws IOException {
     String jar = System.getProperty("kvcache.server.jar", "kvcache-server/target/kvcache-server.jar");
     server = ChildProcess.start("kvcache-server", List.of("java", "-XX:MaxDirectMemorySize=2g",
-        "-Dmicronaut.server.port={port}", "-Dkvcache.cache.ram-bytes=1GiB",
+        "-Dmicronaut.server.port={port}", "-Dkvcache.s3.enabled=false", "-Dkvcache.cache.ram-bytes=1GiB",
         "-Dkvcache.cache.disk-dir=", "-Dkvcache.wire-codec=lz4",
         "-Dkvcache.wire-codec-filter=" + filter.name().toLowerCase(Locale.ROOT), "-jar", jar));
     BlockCodec codec = BlockCodec.builder().filter(filter).build();

@@ -3,6 +3,7 @@ package dev.kvcache.server.http;
 import static io.netty.handler.codec.http2.Http2CodecUtil.DEFAULT_WINDOW_SIZE;
 
 import dev.kvcache.server.cache.SizeSetting;
+import dev.kvcache.server.s3.S3Settings;
 import dev.kvcache.tiered.KvCacheConfig;
 import io.micronaut.context.annotation.Value;
 import io.micronaut.context.event.BeanCreatedEvent;
@@ -84,16 +85,16 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
   private final FastPut fastPut;
   private final long drainLimit;
   private final long closeLimitNanos;
-  /** The S3 API's port, whose connections get none of the block API's fast paths; 0: none. */
-  private final int s3Port;
+  /** The S3 API's settings: its port's connections get none of the block API's fast paths. */
+  private final S3Settings s3;
 
   ConnectionTuning(FastGet fastGet, FastPut fastPut, KvCacheConfig cacheConfig,
       @Value("${kvcache.http2-connection-window:64MiB}") String windowBytes,
       @Value("${kvcache.http2-write-quantum:256KiB}") String writeQuantum,
       @Value("${kvcache.write-buffer-bytes:640KiB}") String writeBufferBytes,
       @Value("${micronaut.lifecycle.graceful-shutdown.grace-period:30s}") Duration gracePeriod,
-      @Value("${kvcache.s3.port:0}") int s3Port) {
-    this.s3Port = s3Port;
+      S3Settings s3) {
+    this.s3 = s3;
     int bufferBytes = SizeSetting.intBytes("kvcache.write-buffer-bytes", writeBufferBytes, 2);
     this.fastGet = fastGet;
     this.fastPut = fastPut;
@@ -167,8 +168,9 @@ class ConnectionTuning implements BeanCreatedEventListener<NettyServerCustomizer
 
   /** Whether {@code channel} is a connection to the S3 API's port. */
   private boolean onS3Port(Channel channel) {
-    return s3Port > 0 && channel.localAddress() instanceof InetSocketAddress a
-        && a.getPort() == s3Port;
+    int port = s3.port();
+    return port > 0 && channel.localAddress() instanceof InetSocketAddress a
+        && a.getPort() == port;
   }
 
   /**

@@ -25,7 +25,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * server has read them.
  */
 @Singleton
-@Requires(property = "kvcache.s3.port")
+@Requires(property = "kvcache.s3.enabled", notEquals = "false")
 final class ObjectNames implements BlockTags {
 
   /** The first byte of an object's tag: its format, apart from the engine blocks' (1). */

@@ -16,14 +16,14 @@ import org.reactivestreams.Publisher;
  * port go on as before.
  */
 @Filter(Filter.MATCH_ALL_PATTERN)
-@Requires(property = "kvcache.s3.port")
+@Requires(property = "kvcache.s3.enabled", notEquals = "false")
 final class S3Endpoint implements HttpServerFilter {
 
-  private final int port;
+  private final S3Settings settings;
   private final S3Requests requests;
 
   S3Endpoint(S3Settings settings, S3Requests requests) {
-    this.port = settings.getPort();
+    this.settings = settings;
     this.requests = requests;
   }
 
@@ -35,7 +35,7 @@ final class S3Endpoint implements HttpServerFilter {
   @Override
   public Publisher<MutableHttpResponse<?>> doFilter(HttpRequest<?> request,
       ServerFilterChain chain) {
-    if (request.getServerAddress().getPort() != port
+    if (request.getServerAddress().getPort() != settings.port()
         || !(request instanceof ServerHttpRequest<?> server)) {
       return chain.proceed(request);
     }

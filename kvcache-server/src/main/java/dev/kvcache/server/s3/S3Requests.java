@@ -48,7 +48,7 @@ import reactor.core.publisher.Mono;
  * everything and signatures are not checked.
  */
 @Singleton
-@Requires(property = "kvcache.s3.port")
+@Requires(property = "kvcache.s3.enabled", notEquals = "false")
 final class S3Requests {
 
   private final KvCache cache;
