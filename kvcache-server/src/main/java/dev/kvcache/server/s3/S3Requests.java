@@ -36,6 +36,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 
@@ -60,6 +61,7 @@ final class S3Requests {
   private final ObjectGets gets;
   private final ObjectPuts puts;
   private final ObjectNames names;
+  private final S3Meters meters;
   /** When the buckets, the server's namespaces, were made: its start. */
   private static final Instant STARTED = Instant.now();
 
@@ -67,7 +69,8 @@ final class S3Requests {
   private final String idPrefix = Long.toHexString(System.nanoTime() & 0xffffff);
 
   S3Requests(KvCache cache, KvCacheConfig config, Namespaces namespaces, Tokens tokens,
-      S3Settings settings, OffLoop offLoop, ServedBlocks served, ObjectNames names) {
+      S3Settings settings, OffLoop offLoop, ServedBlocks served, ObjectNames names,
+      S3Meters meters) {
     this.cache = cache;
     this.namespaces = namespaces;
     this.tokens = tokens;
@@ -83,15 +86,18 @@ final class S3Requests {
         new MultipartUploads(settings.multipartStagingBytes(), settings.getMultipartIdleTimeout(),
             clock), names, clock);
     this.names = names;
+    this.meters = meters;
   }
 
   /** The answer to {@code request}, as S3 gives it. */
   Publisher<MutableHttpResponse<?>> handle(ServerHttpRequest<?> request) {
+    long start = System.nanoTime();
     String id = idPrefix + "-" + Long.toHexString(requestIds.incrementAndGet());
     String resource = request.getUri().getRawPath();
+    AtomicReference<Operation> operation = new AtomicReference<>();
     Mono<MutableHttpResponse<?>> answer;
     try {
-      answer = route(request);
+      answer = route(request, operation);
     } catch (S3Exception | RuntimeException e) {
       // refused from its headers: answered once its body is read and dropped, since over HTTP/1.1
       // an answer sent while the client still sends can be lost to the connection's reset
@@ -100,13 +106,18 @@ final class S3Requests {
     }
     return answer
         .onErrorResume(e -> Mono.just(error(request, asS3(e), resource, id)))
-        .map(a -> a.header("x-amz-request-id", id));
+        .map(a -> {
+          meters.record(operation.get(), System.nanoTime() - start, a.code());
+          return a.header("x-amz-request-id", id);
+        });
   }
 
-  private Mono<MutableHttpResponse<?>> route(ServerHttpRequest<?> request) throws S3Exception {
+  private Mono<MutableHttpResponse<?>> route(ServerHttpRequest<?> request,
+      AtomicReference<Operation> operation) throws S3Exception {
     RequestParts parts = S3Messages.parts(request);
     Route route = Route.of(parts.method(), request.getHeaders().get(HttpHeaders.HOST),
         parts.rawPath(), PercentEncoding.queryParameters(parts.rawQuery()), baseDomains);
+    operation.set(route.operation());
     Verified signed = tokens.enabled() ? verifier.verify(parts) : null;
     TokenSettings token = signed == null ? null : tokens.byAccessKey(signed.accessKey());
     if (route.operation() == Operation.LIST_BUCKETS) {

@@ -103,6 +103,26 @@ class S3ApiTest {
   }
 
   @Test
+  void requestsAndErrorsAreCountedByOperation() throws Exception {
+    double puts = count("kvcache_s3_requests_seconds_count", "PutObject");
+    double gets = count("kvcache_s3_requests_seconds_count", "GetObject");
+    double missing = count("kvcache_s3_errors_total", "GetObject");
+    s3.putObject(b -> b.bucket("default").key("counted"), RequestBody.fromBytes(random(100)));
+    s3.getObjectAsBytes(b -> b.bucket("default").key("counted"));
+    assertThatThrownBy(() -> s3.getObjectAsBytes(b -> b.bucket("default").key("never-stored")))
+        .isInstanceOf(NoSuchKeyException.class);
+    assertThat(count("kvcache_s3_requests_seconds_count", "PutObject")).isEqualTo(puts + 1);
+    assertThat(count("kvcache_s3_requests_seconds_count", "GetObject")).isEqualTo(gets + 2);
+    assertThat(count("kvcache_s3_errors_total", "GetObject")).isEqualTo(missing + 1);
+  }
+
+  private static double count(String name, String operation) throws Exception {
+    Double v = fixture.metric(name, operation);
+    assertThat(v).as(name + " of " + operation).isNotNull();
+    return v;
+  }
+
+  @Test
   void deleteObjectsDeletesEveryKeyItNames() {
     List<String> keys = List.of("batch/1", "batch/2", "batch/never-stored");
     for (String k : keys.subList(0, 2)) {

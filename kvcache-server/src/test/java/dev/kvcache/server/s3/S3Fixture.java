@@ -15,13 +15,16 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * A server in the test's JVM with its S3 port, and one token that signs as {@link #ACCESS_KEY}
- * and may read and write the bucket {@code default}; the AWS SDK's synchronous client on it.
+ * A server in the test's JVM with its S3 port, one token that signs as {@link #ACCESS_KEY} and
+ * may read and write the bucket {@code default}, and one that reads the metrics; the AWS SDK's
+ * synchronous client on it.
  */
 final class S3Fixture implements AutoCloseable {
 
   static final String ACCESS_KEY = "AKIDKVCACHETEST";
   static final String SECRET = "0123456789abcdef0123456789abcdef-s3";
+  /** The secret of a token that may read the metrics. */
+  static final String METRICS_SECRET = "0123456789abcdef0123456789abcdef-metrics";
 
   final TestServer server;
   final int s3Port;
@@ -43,6 +46,8 @@ final class S3Fixture implements AutoCloseable {
     settings.put("kvcache.auth.tokens.engine.access-key", ACCESS_KEY);
     settings.put("kvcache.auth.tokens.engine.read", "default");
     settings.put("kvcache.auth.tokens.engine.write", "default");
+    settings.put("kvcache.auth.tokens.prometheus.secret", METRICS_SECRET);
+    settings.put("kvcache.auth.tokens.prometheus.metrics", true);
     settings.putAll(extra);
     return new S3Fixture(TestServer.start(dir, settings), s3Port);
   }
@@ -76,6 +81,17 @@ final class S3Fixture implements AutoCloseable {
     byte[] b = new byte[length];
     new Random(length).nextBytes(b);
     return b;
+  }
+
+  /** The value of {@code name}'s series whose {@code operation} is {@code operation}, or null. */
+  Double metric(String name, String operation) throws Exception {
+    java.net.http.HttpResponse<String> r = server.http.send(java.net.http.HttpRequest
+        .newBuilder(server.uri("/prometheus"))
+        .header("Authorization", "Bearer " + METRICS_SECRET).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + name
+        + "\\{[^}]*operation=\"" + operation + "\"[^}]*\\} (\\S+)$").matcher(r.body());
+    return m.find() ? Double.parseDouble(m.group(1)) : null;
   }
 
   @Override
