@@ -1,5 +1,6 @@
-"""The example of docs/python.md runs as written (against a test server's address), and the pages
-under docs/ link only to what exists: files, headings, results and images."""
+"""The examples of docs/python.md and docs/s3-api.md run as written (against a test server's
+address), and the pages under docs/ link only to what exists: files, headings, results and
+images."""
 import fnmatch
 import glob
 import re
@@ -14,6 +15,15 @@ def test_the_documented_example_runs(server):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert '"127.0.0.1:7070"' in code
     exec(compile(code.replace('"127.0.0.1:7070"', repr(server.address)), "docs/python.md", "exec"), {})
+
+
+def test_the_s3_example_runs_against_a_server_without_tokens(server, capsys):
+    text = (REPO / "docs" / "s3-api.md").read_text("utf-8")
+    code = re.search(r"python3 - <<'PY'\n(.*?)\nPY\n", text, re.S).group(1)
+    assert '"http://127.0.0.1:7071"' in code
+    exec(compile(code.replace('"http://127.0.0.1:7071"', repr(server.s3_url)), "docs/s3-api.md",
+                 "exec"), {})
+    assert capsys.readouterr().out.strip() == "b'kv bytes'"
 
 
 # ---------------------------------------------------------------- links, images and results
