@@ -5,6 +5,7 @@ public enum Operation {
   LIST_BUCKETS("ListBuckets"),
   HEAD_BUCKET("HeadBucket"),
   CREATE_BUCKET("CreateBucket"),
+  DELETE_BUCKET("DeleteBucket"),
   LIST_OBJECTS_V2("ListObjectsV2"),
   DELETE_OBJECTS("DeleteObjects"),
   PUT_OBJECT("PutObject"),
@@ -30,7 +31,7 @@ public enum Operation {
   /** Whether it stores or deletes, and so needs the right to write the bucket. */
   public boolean writes() {
     return switch (this) {
-      case CREATE_BUCKET, DELETE_OBJECTS, PUT_OBJECT, DELETE_OBJECT, CREATE_MULTIPART_UPLOAD,
+      case CREATE_BUCKET, DELETE_BUCKET, DELETE_OBJECTS, PUT_OBJECT, DELETE_OBJECT, CREATE_MULTIPART_UPLOAD,
           UPLOAD_PART, COMPLETE_MULTIPART_UPLOAD, ABORT_MULTIPART_UPLOAD -> true;
       default -> false;
     };

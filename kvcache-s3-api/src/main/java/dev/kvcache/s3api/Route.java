@@ -97,6 +97,7 @@ public record Route(Operation operation, String bucket, String key, Map<String, 
       }
       case "HEAD" -> Operation.HEAD_BUCKET;
       case "PUT" -> Operation.CREATE_BUCKET;
+      case "DELETE" -> Operation.DELETE_BUCKET;
       case "POST" -> {
         if (!query.containsKey("delete")) {
           throw new S3Exception(S3Error.NOT_IMPLEMENTED, "POST on a bucket is DeleteObjects "

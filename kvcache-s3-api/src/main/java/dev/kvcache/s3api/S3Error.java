@@ -45,6 +45,8 @@ public enum S3Error {
   NO_SUCH_BUCKET("NoSuchBucket", 404),
   /** No multipart upload of that id: never created, completed, aborted or expired. */
   NO_SUCH_UPLOAD("NoSuchUpload", 404),
+  /** A bucket that still holds objects. */
+  BUCKET_NOT_EMPTY("BucketNotEmpty", 409),
   /** A bucket name S3 would not take. */
   INVALID_BUCKET_NAME("InvalidBucketName", 400),
   /** A condition ({@code If-Match}, {@code If-None-Match}) does not hold. */

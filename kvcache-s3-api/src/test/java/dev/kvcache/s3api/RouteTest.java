@@ -44,6 +44,7 @@ class RouteTest {
     assertThat(op("GET", "/b/k", Map.of("partNumber", "1"))).isEqualTo(Operation.GET_OBJECT);
     assertThat(op("HEAD", "/b/k", Map.of())).isEqualTo(Operation.HEAD_OBJECT);
     assertThat(op("DELETE", "/b/k", Map.of())).isEqualTo(Operation.DELETE_OBJECT);
+    assertThat(op("DELETE", "/b", Map.of())).isEqualTo(Operation.DELETE_BUCKET);
     assertThat(op("POST", "/b/k", Map.of("uploads", "")))
         .isEqualTo(Operation.CREATE_MULTIPART_UPLOAD);
     assertThat(op("PUT", "/b/k", Map.of("uploadId", "u", "partNumber", "2")))

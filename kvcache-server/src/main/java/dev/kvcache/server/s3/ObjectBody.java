@@ -41,14 +41,38 @@ final class ObjectBody {
 
   ObjectBody(RequestParts parts, Payload payload, Verified signed, long length)
       throws S3Exception {
+    this(parts, payload, signed, length, true);
+  }
+
+  /**
+   * @param headerChecksums whether the request's {@code x-amz-checksum-*} headers are its body's
+   *     (not so for a CompleteMultipartUpload, where they are the object's)
+   */
+  ObjectBody(RequestParts parts, Payload payload, Verified signed, long length,
+      boolean headerChecksums) throws S3Exception {
     ChecksumAlgorithm found = null;
     String value = null;
-    for (ChecksumAlgorithm a : ChecksumAlgorithm.values()) {
+    for (ChecksumAlgorithm a : headerChecksums ? ChecksumAlgorithm.values()
+        : new ChecksumAlgorithm[0]) {
       String v = parts.first(a.header());
       if (v != null) {
+        if (found != null) {
+          throw new S3Exception(S3Error.INVALID_REQUEST, "a request takes one checksum, not "
+              + found.header() + " and " + a.header());
+        }
+        if (v.length() != a.base64Length() || !isBase64(v)) {
+          throw new S3Exception(S3Error.INVALID_REQUEST, "the value of " + a.header() + " is "
+              + "not a " + a + " checksum in base64: " + v);
+        }
         found = a;
         value = v;
       }
+    }
+    String named = headerChecksums ? parts.first("x-amz-sdk-checksum-algorithm") : null;
+    if (found != null && named != null
+        && ChecksumAlgorithm.named(named).orElse(null) != found) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "x-amz-sdk-checksum-algorithm names "
+          + named + ", and the request sends " + found.header());
     }
     this.headerAlgorithm = found;
     this.headerValue = value;
@@ -74,6 +98,15 @@ final class ObjectBody {
         : null;
     this.signedSha256 = hash;
     this.sha256 = hash == null ? null : Hashes.newSha256();
+  }
+
+  private static boolean isBase64(String v) {
+    try {
+      java.util.Base64.getDecoder().decode(v);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   /** The body's bytes as the block's: decoded, checked, ending in an error if a check fails. */

@@ -79,10 +79,11 @@ final class S3Messages {
 
   /**
    * A body of XML (DeleteObjects, CompleteMultipartUpload), checked as an object's body is (its
-   * checksum, its signed hash), whole.
+   * signed hash, its trailing checksum, and its {@code x-amz-checksum-*} header if {@code
+   * headerChecksums}), whole.
    */
   static Mono<byte[]> xmlBody(ServerHttpRequest<?> request, RequestParts parts, Verified signed,
-      int maxBytes) throws S3Exception {
+      int maxBytes, boolean headerChecksums) throws S3Exception {
     long length = request.getContentLength();
     Payload payload = payload(parts, signed);
     long declared = payload.chunked() ? objectLength(request, parts, payload) : length;
@@ -90,7 +91,8 @@ final class S3Messages {
       throw new S3Exception(S3Error.MALFORMED_XML, "this request's body is XML of 1 to "
           + maxBytes + " bytes, with its length, not " + declared);
     }
-    ObjectBody body = new ObjectBody(parts, payload, signed, payload.chunked() ? declared : -1);
+    ObjectBody body = new ObjectBody(parts, payload, signed, payload.chunked() ? declared : -1,
+        headerChecksums);
     return body.decode(body(request))
         .collect(ByteArrayOutputStream::new, (out, b) -> {
           try {

@@ -140,6 +140,14 @@ final class S3Requests {
     }
     return switch (route.operation()) {
       case HEAD_BUCKET, CREATE_BUCKET -> Mono.just(HttpResponse.ok());
+      case DELETE_BUCKET -> {
+        // a bucket is a namespace of the server's settings: it stays, and must be empty
+        if (!names.bucket(route.bucket()).isEmpty()) {
+          throw new S3Exception(S3Error.BUCKET_NOT_EMPTY, "the bucket " + route.bucket()
+              + " holds objects; a bucket here is one of the server's namespaces, which stays");
+        }
+        yield Mono.just(HttpResponse.noContent());
+      }
       case PUT_OBJECT -> puts.put(request, parts, signed, namespace, route.bucket(), route.key());
       case LIST_OBJECTS_V2 -> Mono.just(S3Messages.xml(ObjectListing.list(route.bucket(),
           names.bucket(route.bucket()), route.query())));
@@ -171,7 +179,7 @@ final class S3Requests {
    */
   private Mono<MutableHttpResponse<?>> deleteObjects(ServerHttpRequest<?> request,
       RequestParts parts, Verified signed, Namespace namespace) throws S3Exception {
-    return S3Messages.xmlBody(request, parts, signed, MAX_DELETE_BODY_BYTES)
+    return S3Messages.xmlBody(request, parts, signed, MAX_DELETE_BODY_BYTES, true)
         .flatMap(xml -> offLoop.answer(() -> {
           RequestXml.Delete delete = RequestXml.delete(xml);
           for (String name : delete.keys()) {

@@ -20,11 +20,11 @@ import java.util.Map;
  * (its ETag, time, type, metadata and checksum) is checked as its bytes are. An empty object is a
  * block of its record alone.
  *
- * <p>The record, big-endian: a version byte (1); the object's length (8 bytes) and CRC32C (4);
- * its time in milliseconds since 1970 (8); its key, its {@code Content-Type} and the checksum its
- * client sent (each a 2-byte length and UTF-8), that checksum's algorithm (a byte: 0 for none,
- * else 1 + its {@link ChecksumAlgorithm} ordinal); the count of its {@code x-amz-meta-*} headers
- * (2 bytes) and each one's name and value.
+ * <p>The record, big-endian, each text a 2-byte length (0xffff for none) and UTF-8: a version
+ * byte (1); the object's length (8 bytes) and CRC32C (4); its time in milliseconds since 1970 (8);
+ * its key and {@code Content-Type}; the algorithm of the checksum its client sent (a byte: 0 for
+ * none, else 1 + its {@link ChecksumAlgorithm} ordinal) and that checksum; the count of its {@code
+ * x-amz-meta-*} headers (2 bytes) and each one's name and value.
  *
  * @param key the object's key
  * @param length the object's length in bytes
@@ -181,13 +181,20 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
   private static final byte[] OBJECT_DOMAIN =
       "kvcache S3 object\0".getBytes(StandardCharsets.US_ASCII);
 
+  /** The length of a text that is absent (null), apart from an empty one. */
+  private static final int NO_TEXT = 0xffff;
+
   private static int text(String s) {
     return 2 + (s == null ? 0 : s.getBytes(StandardCharsets.UTF_8).length);
   }
 
   private static void putText(ByteBuffer out, String s) {
-    byte[] b = s == null ? new byte[0] : s.getBytes(StandardCharsets.UTF_8);
-    if (b.length > 0xffff) {
+    if (s == null) {
+      out.putShort((short) NO_TEXT);
+      return;
+    }
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    if (b.length >= NO_TEXT) {
       throw new IllegalArgumentException("a text of " + b.length + " bytes in an object's record");
     }
     out.putShort((short) b.length).put(b);
@@ -195,7 +202,7 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
 
   private static String text(ByteBuffer in) {
     int n = Short.toUnsignedInt(in.getShort());
-    if (n == 0) {
+    if (n == NO_TEXT) {
       return null;
     }
     byte[] b = new byte[n];

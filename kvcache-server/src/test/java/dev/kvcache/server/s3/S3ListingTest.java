@@ -123,6 +123,19 @@ class S3ListingTest {
     }
   }
 
+  @Test
+  void aBucketIsDeletedOnlyEmptyAndStaysAsTheServersNamespace() throws Exception {
+    try (S3Fixture f = S3Fixture.start(null, Map.of())) {
+      f.s3.putObject(b -> b.bucket("default").key("k"), RequestBody.fromBytes(new byte[10]));
+      assertThatThrownBy(() -> f.s3.deleteBucket(b -> b.bucket("default")))
+          .isInstanceOfSatisfying(software.amazon.awssdk.services.s3.model.S3Exception.class,
+              e -> assertThat(e.awsErrorDetails().errorCode()).isEqualTo("BucketNotEmpty"));
+      f.s3.deleteObject(b -> b.bucket("default").key("k"));
+      f.s3.deleteBucket(b -> b.bucket("default"));
+      f.s3.headBucket(b -> b.bucket("default"));
+    }
+  }
+
   private static List<String> keys(ListObjectsV2Response r) {
     return r.contents().stream().map(S3Object::key).toList();
   }
