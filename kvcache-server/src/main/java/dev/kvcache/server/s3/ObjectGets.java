@@ -7,6 +7,7 @@ import dev.kvcache.Namespace;
 import dev.kvcache.s3api.Route;
 import dev.kvcache.s3api.S3Error;
 import dev.kvcache.s3api.S3Exception;
+import dev.kvcache.s3api.xml.RequestXml;
 import dev.kvcache.server.api.OffLoop;
 import dev.kvcache.server.api.ServedBlocks;
 import io.micronaut.http.HttpHeaders;
@@ -49,6 +50,12 @@ final class ObjectGets {
   Mono<MutableHttpResponse<?>> get(ServerHttpRequest<?> request, Namespace namespace,
       Route route) {
     boolean head = request.getMethod() == HttpMethod.HEAD;
+    int part;
+    try {
+      part = partNumber(request, route);
+    } catch (S3Exception e) {
+      return Mono.error(e);
+    }
     return offLoop.answer(() -> {
       BlockLease lease = cache.get(StoredObject.blockKey(namespace, route.key()));
       boolean handedOn = false;
@@ -62,7 +69,7 @@ final class ObjectGets {
         if (notModified != null) {
           return notModified;
         }
-        long[] span = span(request, route, object.length());
+        long[] span = span(request, part, object.length());
         MutableHttpResponse<?> answer;
         long sent = span == null ? object.length() : span[1] - span[0];
         if (head) {
@@ -82,7 +89,8 @@ final class ObjectGets {
         } else if (object.checksumAlgorithm() != null
             && "enabled".equalsIgnoreCase(request.getHeaders().get("x-amz-checksum-mode"))) {
           // whole objects only: a client checks a ranged answer's bytes against what it is sent
-          answer.header(object.checksumAlgorithm().header(), object.checksum());
+          answer.header(object.checksumAlgorithm().header(), object.checksum())
+              .header("x-amz-checksum-type", "FULL_OBJECT");
         }
         return headers(answer, object);
       } finally {
@@ -138,25 +146,47 @@ final class ObjectGets {
   }
 
   /**
-   * The bytes to send, {@code {start, end}} with the end exclusive, or null for the whole object:
-   * the request's {@code Range}, or its {@code partNumber} (an object here is one part: part 1 is
-   * all of it).
+   * The part a GET asks for ({@code partNumber}), 1 to 10,000; 0 if it asks for none.
+   *
+   * @throws S3Exception {@code InvalidArgument} for a number out of that range, {@code
+   *     InvalidRequest} for a part and a range both
    */
-  private static long[] span(ServerHttpRequest<?> request, Route route, long length)
-      throws S3Exception {
-    String range = request.getHeaders().get("Range");
+  private static int partNumber(ServerHttpRequest<?> request, Route route) throws S3Exception {
     String part = route.query().get("partNumber");
-    if (part != null) {
-      if (range != null) {
-        throw new S3Exception(S3Error.INVALID_REQUEST, "a GET takes a Range or a partNumber, "
-            + "not both");
-      }
-      if (!part.strip().equals("1")) {
-        throw new S3Exception(S3Error.INVALID_PART_NUMBER, "the object has one part, not part "
-            + part);
-      }
-      return null;
+    if (part == null) {
+      return 0;
     }
+    int n;
+    try {
+      n = Integer.parseInt(part.strip());
+    } catch (NumberFormatException e) {
+      n = -1;
+    }
+    if (n < 1 || n > RequestXml.MAX_PARTS) {
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "partNumber must be from 1 to "
+          + RequestXml.MAX_PARTS + ", not " + part);
+    }
+    if (request.getHeaders().get("Range") != null) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "a GET takes a Range or a partNumber, "
+          + "not both");
+    }
+    return n;
+  }
+
+  /**
+   * The bytes to send, {@code {start, end}} with the end exclusive, or null for the whole object:
+   * the request's {@code Range}, or its part (an object here is one part: part 1 is all of it).
+   */
+  private static long[] span(ServerHttpRequest<?> request, int part, long length)
+      throws S3Exception {
+    if (part > 1) {
+      throw new S3Exception(S3Error.INVALID_PART_NUMBER, "the object has one part, not part "
+          + part);
+    }
+    if (part == 1) {
+      return length == 0 ? null : new long[] {0, length};
+    }
+    String range = request.getHeaders().get("Range");
     return range == null ? null : ByteRange.parse(range, length);
   }
 

@@ -7,6 +7,7 @@ import dev.kvcache.s3api.xml.S3Xml;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
@@ -16,8 +17,9 @@ import java.util.NavigableMap;
  * start-after} or the continuation token, those under {@code prefix}, with the keys that share a
  * part up to a {@code delimiter} rolled up into one common prefix each, {@code max-keys} (at most
  * 1000) of them and common prefixes together; {@code encoding-type=url} percent-encodes the keys
- * and prefixes in the answer. A continuation token is the last key or common prefix listed, in
- * base64, so that a listing goes on past it even if it was deleted meanwhile.
+ * and prefixes in the answer. A continuation token is the last key or common prefix listed, marked
+ * as which, in base64, so that a listing goes on past it even if it was deleted meanwhile, and past
+ * every key under a common prefix.
  */
 final class ObjectListing {
 
@@ -29,7 +31,8 @@ final class ObjectListing {
   /** The answer's XML for {@code query}, a ListObjectsV2's parameters, over {@code names}. */
   static String list(String bucket, NavigableMap<String, ObjectNames.Listed> names,
       Map<String, String> query) throws S3Exception {
-    String prefix = query.getOrDefault("prefix", "");
+    String asked = query.get("prefix");
+    String prefix = asked == null ? "" : asked;
     String delimiter = emptyToNull(query.get("delimiter"));
     String startAfter = emptyToNull(query.get("start-after"));
     String token = emptyToNull(query.get("continuation-token"));
@@ -39,18 +42,33 @@ final class ObjectListing {
       throw new S3Exception(S3Error.INVALID_ARGUMENT, "encoding-type is url or absent, not "
           + query.get("encoding-type"));
     }
-    String after = token != null ? decodeToken(token) : startAfter;
-    if (startAfter != null && after.compareTo(startAfter) < 0) {
-      after = startAfter;
+    // where the listing starts: at its prefix, after start-after, and after the token's key or
+    // past every key under the token's common prefix, whichever is last
+    String from = prefix;
+    boolean inclusive = true;
+    if (startAfter != null && startAfter.compareTo(from) >= 0) {
+      from = startAfter;
+      inclusive = false;
     }
-    NavigableMap<String, ObjectNames.Listed> from = after == null || after.compareTo(prefix) < 0
-        ? names.tailMap(prefix, true) : names.tailMap(after, false);
+    if (token != null) {
+      String last = decodeToken(token);
+      String key = last.substring(1);
+      String bound = last.startsWith(COMMON) ? successor(key) : key;
+      if (bound == null) {
+        names = Collections.emptyNavigableMap(); // nothing sorts past that prefix
+      } else if (bound.compareTo(from) > 0 || bound.equals(from) && inclusive
+          && !last.startsWith(COMMON)) {
+        from = bound;
+        inclusive = last.startsWith(COMMON);
+      }
+    }
+    NavigableMap<String, ObjectNames.Listed> tail = names.tailMap(from, inclusive);
 
     List<S3Xml.ListedObject> objects = new ArrayList<>();
     List<String> prefixes = new ArrayList<>();
     String last = null;
     String next = null;
-    String key = from.isEmpty() ? null : from.firstKey();
+    String key = tail.isEmpty() ? null : tail.firstKey();
     while (maxKeys > 0 && key != null && key.startsWith(prefix)) {
       if (objects.size() + prefixes.size() == maxKeys) {
         next = encodeToken(last);
@@ -59,26 +77,36 @@ final class ObjectListing {
       int cut = delimiter == null ? -1 : key.indexOf(delimiter, prefix.length());
       if (cut >= 0) {
         String common = key.substring(0, cut + delimiter.length());
+        if (!inclusive && common.compareTo(from) <= 0) {
+          // the prefix of keys after start-after (or the token) is not after it: not listed
+          String beyond = successor(common);
+          key = beyond == null ? null : names.ceilingKey(beyond);
+          continue;
+        }
         prefixes.add(common);
-        last = common;
+        last = COMMON + common;
         String beyond = successor(common);
         key = beyond == null ? null : names.ceilingKey(beyond);
       } else {
         ObjectNames.Listed o = names.get(key);
         if (o != null) {
           objects.add(new S3Xml.ListedObject(key, o.lastModified(), o.etag(), o.length()));
-          last = key;
+          last = KEY + key;
         }
         key = names.higherKey(key);
       }
     }
-    return S3Xml.listObjectsV2(bucket, encoded(prefix, url), encoded(delimiter, url), maxKeys,
+    return S3Xml.listObjectsV2(bucket, encoded(asked, url), encoded(delimiter, url), maxKeys,
         encoded(startAfter, url), token, next,
         url ? objects.stream().map(o -> new S3Xml.ListedObject(encoded(o.key(), true),
             o.lastModified(), o.etag(), o.size())).toList() : objects,
         url ? prefixes.stream().map(p -> encoded(p, true)).toList() : prefixes,
         url ? "url" : null);
   }
+
+  /** A token's first character: the last entry listed was a key, or a common prefix. */
+  private static final String KEY = "k";
+  private static final String COMMON = "p";
 
   /** The least string after every string that starts with {@code p}; null if there is none. */
   static String successor(String p) {
@@ -116,11 +144,15 @@ final class ObjectListing {
 
   private static String decodeToken(String token) throws S3Exception {
     try {
-      return new String(Base64.getUrlDecoder().decode(token), StandardCharsets.UTF_8);
+      String last = new String(Base64.getUrlDecoder().decode(token), StandardCharsets.UTF_8);
+      if (last.startsWith(KEY) || last.startsWith(COMMON)) {
+        return last;
+      }
     } catch (IllegalArgumentException e) {
-      throw new S3Exception(S3Error.INVALID_ARGUMENT, "the continuation token " + token
-          + " is not one this server gave");
+      // refused below
     }
+    throw new S3Exception(S3Error.INVALID_ARGUMENT, "the continuation token " + token
+        + " is not one this server gave");
   }
 
   private static String encoded(String s, boolean url) {
