@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the plots package beside this file
 
 from plots import (checksums, clients, codec, disk_tier, engines, object_tier,  # noqa: E402
-                   puts_under_pressure, ram_tier, sealing, server, tiered_cache, traces)
+                   puts_under_pressure, ram_tier, s3_api, sealing, server, tiered_cache, traces)
 from plots.common import load, size_label  # noqa: E402
 
 
@@ -62,6 +62,7 @@ def main():
     codec.wire_tables(results_dir, out, img)
     object_tier.object_tier_tables(rows, results_dir, out, img)
     object_tier.ranged_get_tables(results_dir, out, img)
+    s3_api.s3_api_tables(results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

@@ -174,6 +174,47 @@ def lookup_latency(store: Store, samples: int) -> dict[str, float]:
     return {"p50_ms": times[len(times) // 2] * 1e3, "p99_ms": times[int(len(times) * 0.99)] * 1e3}
 
 
+def measure(stores: list[Store], sizes: list[int], threads_list: list[int],
+            a: argparse.Namespace) -> dict[tuple[str, str, int, int], list[dict[str, float]]]:
+    """Each store's GETs and PUTs of each size from each count of threads, for ``a.seconds``,
+    over ``a.rounds`` rounds that alternate the stores' order, after ``a.warmup`` seconds of
+    warm-up per store."""
+    for store in stores:
+        print(f"warming up {store.name} for {a.warmup:.0f} s", file=sys.stderr)
+        each = a.warmup / (len(sizes) * 2)
+        for size in sizes:
+            for op in ("put", "get"):
+                throughput(store, op, size, 2, each)
+    runs: dict[tuple[str, str, int, int], list[dict[str, float]]] = {}
+    total = a.rounds * len(sizes) * len(threads_list) * 2 * len(stores)
+    n = 0
+    for r in range(a.rounds):
+        for size in sizes:
+            for threads in threads_list:
+                for op in ("get", "put"):
+                    order = stores if r % 2 == 0 else stores[::-1]
+                    for store in order:
+                        n += 1
+                        result = throughput(store, op, size, threads, a.seconds)
+                        runs.setdefault((store.name, op, size, threads), []).append(result)
+                        print(f"[{n}/{total}] round {r + 1} {store.name:14} {op} "
+                              f"{size >> 10:6} KiB x{threads}: {result['gbps']:.2f} GB/s",
+                              file=sys.stderr)
+    return runs
+
+
+def medians(runs: dict[tuple[str, str, int, int], list[dict[str, float]]]) -> list[dict[str, Any]]:
+    """A row per store, operation, size and threads: the medians over the rounds."""
+    rows = []
+    for (name, op, size, threads), results in sorted(runs.items()):
+        rows.append({"store": name, "op": op, "size": size, "threads": threads,
+                     "gbps": statistics.median(x["gbps"] for x in results),
+                     "gbps_runs": [x["gbps"] for x in results],
+                     "client_cpu_s_per_gb": statistics.median(x["client_cpu_s_per_gb"] for x in results),
+                     "server_cpu_s_per_gb": statistics.median(x["server_cpu_s_per_gb"] for x in results)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jar", required=True, help="the kvcache-server jar")
@@ -188,39 +229,13 @@ def main() -> None:
     redis_proc, redis_port = start_redis()
     stores: list[Store] = [KvcacheStore(kv_port, kv_proc.pid), RedisStore(redis_port, redis_proc.pid)]
     try:
-        for store in stores:
-            print(f"warming up {store.name} for {a.warmup:.0f} s", file=sys.stderr)
-            each = a.warmup / (len(SIZES) * 2)
-            for size in SIZES:
-                for op in ("put", "get"):
-                    throughput(store, op, size, 2, each)
-        runs: dict[tuple[str, str, int, int], list[dict[str, float]]] = {}
-        total = a.rounds * len(SIZES) * len(THREADS) * 2 * len(stores)
-        n = 0
-        for r in range(a.rounds):
-            for size in SIZES:
-                for threads in THREADS:
-                    for op in ("get", "put"):
-                        order = stores if r % 2 == 0 else stores[::-1]
-                        for store in order:
-                            n += 1
-                            result = throughput(store, op, size, threads, a.seconds)
-                            runs.setdefault((store.name, op, size, threads), []).append(result)
-                            print(f"[{n}/{total}] round {r + 1} {store.name:8} {op} {size >> 10:6} KiB "
-                                  f"x{threads}: {result['gbps']:.2f} GB/s", file=sys.stderr)
+        runs = measure(stores, SIZES, THREADS, a)
         lookups = {s.name: lookup_latency(s, 3000) for s in stores}
     finally:
         for p in (kv_proc, redis_proc):
             p.terminate()
             p.wait()
-
-    rows = []
-    for (name, op, size, threads), results in sorted(runs.items()):
-        rows.append({"store": name, "op": op, "size": size, "threads": threads,
-                     "gbps": statistics.median(x["gbps"] for x in results),
-                     "gbps_runs": [x["gbps"] for x in results],
-                     "client_cpu_s_per_gb": statistics.median(x["client_cpu_s_per_gb"] for x in results),
-                     "server_cpu_s_per_gb": statistics.median(x["server_cpu_s_per_gb"] for x in results)})
+    rows = medians(runs)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
                "platform": platform.platform(), "redis_py": redis.__version__,
                "hiredis": _hiredis_version(), "kvcache": kvcache.__version__,
