@@ -41,13 +41,12 @@ final class MultipartUploads {
     this.clock = clock;
   }
 
-  /** A new upload of object {@code key} of {@code bucket}, with what its object will keep. */
-  Upload create(String bucket, String key, String contentType, Map<String, String> meta) {
+  /** A new upload of object {@code key} of {@code bucket}, with the headers its object keeps. */
+  Upload create(String bucket, String key, Map<String, String> headers) {
     dropIdle();
     byte[] id = new byte[16];
     random.nextBytes(id);
-    Upload u = new Upload(HexFormat.of().formatHex(id), bucket, key, contentType, meta,
-        clock.instant());
+    Upload u = new Upload(HexFormat.of().formatHex(id), bucket, key, headers, clock.instant());
     uploads.put(u.id, u);
     return u;
   }
@@ -122,19 +121,17 @@ final class MultipartUploads {
     final String id;
     final String bucket;
     final String key;
-    final String contentType;
-    final Map<String, String> meta;
+    final Map<String, String> headers;
     private final TreeMap<Integer, Part> parts = new TreeMap<>();
     private boolean closed;
     private volatile Instant touched;
 
-    private Upload(String id, String bucket, String key, String contentType,
-        Map<String, String> meta, Instant created) {
+    private Upload(String id, String bucket, String key, Map<String, String> headers,
+        Instant created) {
       this.id = id;
       this.bucket = bucket;
       this.key = key;
-      this.contentType = contentType;
-      this.meta = Map.copyOf(meta);
+      this.headers = Map.copyOf(headers);
       this.touched = created;
     }
 

@@ -24,6 +24,7 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import reactor.core.publisher.Mono;
 
@@ -65,7 +66,7 @@ final class ObjectGets {
           throw new S3Exception(S3Error.NO_SUCH_KEY, "no object " + route.key() + " in "
               + route.bucket() + ": never stored, deleted, or evicted from the cache");
         }
-        MutableHttpResponse<?> notModified = conditions(request, object);
+        MutableHttpResponse<?> notModified = conditions(request, object, route);
         if (notModified != null) {
           return notModified;
         }
@@ -92,7 +93,7 @@ final class ObjectGets {
           answer.header(object.checksumAlgorithm().header(), object.checksum())
               .header("x-amz-checksum-type", "FULL_OBJECT");
         }
-        return headers(answer, object);
+        return headers(answer, object, route);
       } finally {
         if (!handedOn) {
           lease.close();
@@ -119,7 +120,7 @@ final class ObjectGets {
    * of {@code If-Modified-Since}.
    */
   private static MutableHttpResponse<?> conditions(ServerHttpRequest<?> request,
-      StoredObject object) throws S3Exception {
+      StoredObject object, Route route) throws S3Exception {
     String ifMatch = request.getHeaders().get("If-Match");
     String ifNoneMatch = request.getHeaders().get("If-None-Match");
     Instant modified = object.lastModified().truncatedTo(ChronoUnit.SECONDS);
@@ -142,7 +143,7 @@ final class ObjectGets {
       Instant since = date(request.getHeaders().get("If-Modified-Since"));
       unchanged = since != null && !modified.isAfter(since);
     }
-    return unchanged ? headers(HttpResponse.status(HttpStatus.NOT_MODIFIED), object) : null;
+    return unchanged ? headers(HttpResponse.status(HttpStatus.NOT_MODIFIED), object, route) : null;
   }
 
   /**
@@ -190,17 +191,26 @@ final class ObjectGets {
     return range == null ? null : ByteRange.parse(range, length);
   }
 
+  /**
+   * The object's headers on {@code answer}: its ETag, time and the headers it was stored with,
+   * each replaced by the request's {@code response-<header>} parameter if it has one (as a
+   * presigned URL sets them).
+   */
   private static MutableHttpResponse<?> headers(MutableHttpResponse<?> answer,
-      StoredObject object) {
+      StoredObject object, Route route) {
     answer.header(HttpHeaders.ETAG, object.etag())
         .header(HttpHeaders.LAST_MODIFIED, DateTimeFormatter.RFC_1123_DATE_TIME.format(
             ZonedDateTime.ofInstant(object.lastModified(), ZoneOffset.UTC)))
-        .header("Accept-Ranges", "bytes")
-        .header(HttpHeaders.CONTENT_TYPE,
-            object.contentType() == null ? DEFAULT_TYPE : object.contentType());
-    for (Map.Entry<String, String> e : object.userMetadata().entrySet()) {
-      answer.header(S3Messages.USER_METADATA + e.getKey(), e.getValue());
+        .header("Accept-Ranges", "bytes");
+    Map<String, String> headers = new LinkedHashMap<>(object.headers());
+    headers.putIfAbsent("content-type", DEFAULT_TYPE);
+    for (String name : StoredObject.KEPT_HEADERS) {
+      String override = route.query().get("response-" + name);
+      if (override != null) {
+        headers.put(name, override);
+      }
     }
+    headers.forEach(answer::header);
     return answer;
   }
 

@@ -73,11 +73,10 @@ final class ObjectPuts {
       Verified signed, Namespace namespace, String bucket, String key) throws S3Exception {
     Payload payload = S3Messages.payload(parts, signed);
     long length = S3Messages.objectLength(request, parts, payload);
-    String type = request.getHeaders().get(HttpHeaders.CONTENT_TYPE);
-    Map<String, String> meta = S3Messages.userMetadata(request);
+    Map<String, String> headers = S3Messages.objectHeaders(request);
     ObjectBody body = new ObjectBody(parts, payload, signed, length);
     ChecksumAlgorithm kept = body.keptAlgorithm();
-    long blockLength = blockLength(length, StoredObject.recordBytes(key, type, kept, meta));
+    long blockLength = blockLength(length, StoredObject.recordBytes(key, kept, headers));
     BlockKey block = StoredObject.blockKey(namespace, key);
     Instant now = clock.instant();
     AtomicReference<ObjectNames.Listed> listed = new AtomicReference<>();
@@ -85,8 +84,8 @@ final class ObjectPuts {
         .onErrorResume(e -> S3Messages.drain(request).then(Mono.error(e)))
         .then(Mono.defer(() -> BodyWriter.store(cache, block,
             body.decode(S3Messages.body(request)).concatWith(Mono.fromCallable(() -> {
-              StoredObject object = new StoredObject(key, length, body.crc32c(), now, type, kept,
-                  body.keptChecksum(), meta);
+              StoredObject object = new StoredObject(key, length, body.crc32c(), now, kept,
+                  body.keptChecksum(), headers);
               listed.set(names.writing(block, bucket, object));
               return Unpooled.wrappedBuffer(object.encode());
             })),
@@ -104,10 +103,10 @@ final class ObjectPuts {
         }));
   }
 
-  /** CreateMultipartUpload: a new upload, whose object will keep the type and metadata sent. */
+  /** CreateMultipartUpload: a new upload, whose object will keep the headers sent with it. */
   MutableHttpResponse<?> create(ServerHttpRequest<?> request, Route route) throws S3Exception {
     MultipartUploads.Upload u = uploads.create(route.bucket(), route.key(),
-        request.getHeaders().get(HttpHeaders.CONTENT_TYPE), S3Messages.userMetadata(request));
+        S3Messages.objectHeaders(request));
     return S3Messages.xml(S3Xml.multipartUploadCreated(route.bucket(), route.key(), u.id));
   }
 
@@ -168,12 +167,15 @@ final class ObjectPuts {
     MultipartUploads.Upload upload =
         uploads.find(route.query().get("uploadId"), route.bucket(), route.key());
     BlockKey block = StoredObject.blockKey(namespace, route.key());
+    // the object's URL, as the request addressed it (path-style or virtual-host)
+    String location = (request.isSecure() ? "https://" : "http://")
+        + request.getHeaders().get(HttpHeaders.HOST) + request.getUri().getRawPath();
     // its x-amz-checksum-* headers are the object's, which is not kept: not checked
     return S3Messages.xmlBody(request, parts, signed, MAX_COMPLETION_BYTES, false)
         .flatMap(xml -> Mono.fromCallable(() -> {
           List<MultipartUploads.Part> taken = upload.take(RequestXml.completion(xml));
           try {
-            return completed(upload, block, taken);
+            return completed(upload, block, taken, location);
           } finally {
             taken.forEach(p -> p.bytes().release());
           }
@@ -181,19 +183,22 @@ final class ObjectPuts {
   }
 
   private MutableHttpResponse<?> completed(MultipartUploads.Upload upload, BlockKey block,
-      List<MultipartUploads.Part> taken) throws S3Exception {
+      List<MultipartUploads.Part> taken, String location) throws S3Exception {
     long length = 0;
     int crc = 0;
     for (MultipartUploads.Part p : taken) {
       crc = Crc32c.combine(crc, p.crc32c(), p.length());
       length += p.length();
     }
-    StoredObject object = new StoredObject(upload.key, length, crc, clock.instant(),
-        upload.contentType, null, null, upload.meta);
+    StoredObject object = new StoredObject(upload.key, length, crc, clock.instant(), null, null,
+        upload.headers);
     byte[] record = object.encode();
     try (BlockWriter writer = cache.writer(block, (int) blockLength(length, record.length))) {
       if (writer.rejection().isPresent()) {
+        // not admitted (a cache may drop what it is given) is answered as stored, as a PUT is
         checkStored(writer.rejection().get(), length);
+        uploads.end(upload);
+        return completion(upload, StoredObject.etag(crc, length), location);
       }
       for (MultipartUploads.Part p : taken) {
         for (ByteBuffer piece : p.bytes().nioBuffers()) {
@@ -213,10 +218,15 @@ final class ObjectPuts {
         names.written(block, listed);
       }
       uploads.end(upload);
-      String etag = StoredObject.etag(crc, length);
-      return S3Messages.xml(S3Xml.multipartUploadCompleted("/" + upload.bucket + "/" + upload.key,
-          upload.bucket, upload.key, etag)).header(HttpHeaders.ETAG, etag);
+      return completion(upload, StoredObject.etag(crc, length), location);
     }
+  }
+
+  /** The completion's answer; {@code location}, the object's URL. */
+  private static MutableHttpResponse<?> completion(MultipartUploads.Upload upload, String etag,
+      String location) {
+    return S3Messages.xml(S3Xml.multipartUploadCompleted(location, upload.bucket, upload.key,
+        etag)).header(HttpHeaders.ETAG, etag);
   }
 
   /** AbortMultipartUpload: the upload and its parts dropped. */

@@ -107,29 +107,38 @@ final class S3Messages {
   }
 
   /**
-   * An object's own metadata, from its {@code x-amz-meta-*} headers: names without the prefix, in
-   * lower case.
+   * The headers an object keeps from the request that stores it, by lower-case name: {@link
+   * StoredObject#KEPT_HEADERS} ({@code Content-Encoding} without the {@code aws-chunked} of its
+   * body's framing) and its own metadata, {@code x-amz-meta-*}.
    *
    * @throws S3Exception {@code MetadataTooLarge} past {@link StoredObject#MAX_USER_METADATA_BYTES}
+   *     of metadata
    */
-  static Map<String, String> userMetadata(ServerHttpRequest<?> request) throws S3Exception {
-    Map<String, String> meta = new LinkedHashMap<>();
+  static Map<String, String> objectHeaders(ServerHttpRequest<?> request) throws S3Exception {
+    Map<String, String> kept = new LinkedHashMap<>();
     int bytes = 0;
     for (String name : request.getHeaders().names()) {
       String lower = name.toLowerCase(Locale.ROOT);
+      String value = String.join(",", request.getHeaders().getAll(name));
       if (lower.startsWith(USER_METADATA)) {
-        String key = lower.substring(USER_METADATA.length());
-        String value = String.join(",", request.getHeaders().getAll(name));
-        meta.put(key, value);
-        bytes += key.getBytes(StandardCharsets.UTF_8).length
+        kept.put(lower, value);
+        bytes += lower.length() - USER_METADATA.length()
             + value.getBytes(StandardCharsets.UTF_8).length;
+      } else if (lower.equals("content-encoding")) {
+        String encoding = String.join(",", java.util.Arrays.stream(value.split(","))
+            .map(String::strip).filter(e -> !e.isEmpty() && !e.equals("aws-chunked")).toList());
+        if (!encoding.isEmpty()) {
+          kept.put(lower, encoding);
+        }
+      } else if (StoredObject.KEPT_HEADERS.contains(lower)) {
+        kept.put(lower, value);
       }
     }
     if (bytes > StoredObject.MAX_USER_METADATA_BYTES) {
       throw new S3Exception(S3Error.METADATA_TOO_LARGE, "the x-amz-meta-* headers have " + bytes
           + " bytes; an object keeps at most " + StoredObject.MAX_USER_METADATA_BYTES);
     }
-    return meta;
+    return kept;
   }
 
   /** An answer of XML. */

@@ -74,14 +74,14 @@ final class S3Requests {
     this.cache = cache;
     this.namespaces = namespaces;
     this.tokens = tokens;
+    Clock clock = Clock.systemUTC();
     this.verifier = new SigV4Verifier(key -> {
       TokenSettings t = tokens.byAccessKey(key);
       return t == null ? null : t.getSecret();
-    }, Clock.systemUTC());
+    }, clock);
     this.baseDomains = Set.copyOf(settings.getBaseDomains());
     this.offLoop = offLoop;
     this.gets = new ObjectGets(cache, offLoop, served);
-    Clock clock = Clock.systemUTC();
     this.puts = new ObjectPuts(cache, config.maxBlockBytes(), offLoop.scheduler(),
         new MultipartUploads(settings.multipartStagingBytes(), settings.getMultipartIdleTimeout(),
             clock), names, clock);
@@ -139,7 +139,9 @@ final class S3Requests {
       request.byteBody().allowDiscard();
     }
     return switch (route.operation()) {
-      case HEAD_BUCKET, CREATE_BUCKET -> Mono.just(HttpResponse.ok());
+      // the credential's region is not checked: the region a client is told is S3's first
+      case HEAD_BUCKET -> Mono.just(HttpResponse.ok().header("x-amz-bucket-region", "us-east-1"));
+      case CREATE_BUCKET -> Mono.just(HttpResponse.ok());
       case DELETE_BUCKET -> {
         // a bucket is a namespace of the server's settings: it stays, and must be empty
         if (!names.bucket(route.bucket()).isEmpty()) {
@@ -191,7 +193,6 @@ final class S3Requests {
 
   /** The largest DeleteObjects body taken: 1000 keys of 1024 bytes, escaped, and their XML. */
   private static final int MAX_DELETE_BODY_BYTES = 8 << 20;
-
 
   private MutableHttpResponse<?> listBuckets(TokenSettings token) {
     List<S3Xml.ListedBucket> buckets = new ArrayList<>();

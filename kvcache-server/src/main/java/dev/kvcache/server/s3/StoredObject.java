@@ -9,7 +9,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Instant;
+import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -17,27 +19,30 @@ import java.util.Map;
  * What the cache keeps of an object besides its bytes, and how: one block holds the object's
  * bytes, then this record, then its length and a mark ({@link #FOOTER_BYTES}). The block's CRC32C,
  * which every tier keeps and checks, covers the record too, so what a GET answers about an object
- * (its ETag, time, type, metadata and checksum) is checked as its bytes are. An empty object is a
- * block of its record alone.
+ * (its ETag, time, headers and checksum) is checked as its bytes are. An empty object is a block
+ * of its record alone.
  *
  * <p>The record, big-endian, each text a 2-byte length (0xffff for none) and UTF-8: a version
  * byte (1); the object's length (8 bytes) and CRC32C (4); its time in milliseconds since 1970 (8);
- * its key and {@code Content-Type}; the algorithm of the checksum its client sent (a byte: 0 for
- * none, else 1 + its {@link ChecksumAlgorithm} ordinal) and that checksum; the count of its {@code
- * x-amz-meta-*} headers (2 bytes) and each one's name and value.
+ * its key; the algorithm of the checksum its client sent (a byte: 0 for none, else 1 + its {@link
+ * ChecksumAlgorithm} ordinal) and that checksum; the count of its headers (2 bytes) and each one's
+ * name and value.
  *
  * @param key the object's key
  * @param length the object's length in bytes
  * @param crc32c the CRC32C of the object's bytes (its ETag's)
  * @param lastModified when it was stored
- * @param contentType its {@code Content-Type}, or null
  * @param checksumAlgorithm the checksum its client sent with it, or null for none
  * @param checksum that checksum, as S3 writes it, or null
- * @param userMetadata its {@code x-amz-meta-*} headers, names without the prefix, in lower case
+ * @param headers the headers it was stored with and a GET gives back ({@link #KEPT_HEADERS} and
+ *     {@code x-amz-meta-*}), by lower-case name
  */
 record StoredObject(String key, long length, int crc32c, Instant lastModified,
-    String contentType, ChecksumAlgorithm checksumAlgorithm, String checksum,
-    Map<String, String> userMetadata) {
+    ChecksumAlgorithm checksumAlgorithm, String checksum, Map<String, String> headers) {
+
+  /** The headers of a PUT an object keeps, besides its {@code x-amz-meta-*}, as S3 keeps them. */
+  static final List<String> KEPT_HEADERS = List.of("content-type", "content-encoding",
+      "content-disposition", "content-language", "cache-control", "expires");
 
   /** The record's length and the mark that ends every object's block. */
   static final int FOOTER_BYTES = 8;
@@ -51,7 +56,12 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
   static final int MAX_USER_METADATA_BYTES = 2048;
 
   StoredObject {
-    userMetadata = Map.copyOf(userMetadata);
+    headers = Collections.unmodifiableMap(new LinkedHashMap<>(headers));
+  }
+
+  /** Its {@code Content-Type}, or null. */
+  String contentType() {
+    return headers.get("content-type");
   }
 
   /**
@@ -59,11 +69,11 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
    * record is written at the end of its body, when its checksum is known, so its length is
    * computed before: the checksum is counted at its algorithm's length.
    */
-  static int recordBytes(String key, String contentType, ChecksumAlgorithm checksumAlgorithm,
-      Map<String, String> userMetadata) {
-    int n = 1 + 8 + 4 + 8 + text(key) + text(contentType) + 1
+  static int recordBytes(String key, ChecksumAlgorithm checksumAlgorithm,
+      Map<String, String> headers) {
+    int n = 1 + 8 + 4 + 8 + text(key) + 1
         + 2 + (checksumAlgorithm == null ? 0 : checksumAlgorithm.base64Length()) + 2;
-    for (Map.Entry<String, String> e : userMetadata.entrySet()) {
+    for (Map.Entry<String, String> e : headers.entrySet()) {
       n += text(e.getKey()) + text(e.getValue());
     }
     return n + FOOTER_BYTES;
@@ -71,7 +81,7 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
 
   /** This record, with its footer, to follow the object's bytes in its block. */
   byte[] encode() {
-    int n = recordBytes(key, contentType, checksumAlgorithm, userMetadata);
+    int n = recordBytes(key, checksumAlgorithm, headers);
     if (checksumAlgorithm != null && checksum.length() != checksumAlgorithm.base64Length()) {
       throw new IllegalArgumentException("a " + checksumAlgorithm + " checksum is "
           + checksumAlgorithm.base64Length() + " characters long, not " + checksum.length());
@@ -79,11 +89,10 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
     ByteBuffer out = ByteBuffer.allocate(n);
     out.put((byte) VERSION).putLong(length).putInt(crc32c).putLong(lastModified.toEpochMilli());
     putText(out, key);
-    putText(out, contentType);
     out.put((byte) (checksumAlgorithm == null ? 0 : 1 + checksumAlgorithm.ordinal()));
     putText(out, checksumAlgorithm == null ? null : checksum);
-    out.putShort((short) userMetadata.size());
-    for (Map.Entry<String, String> e : userMetadata.entrySet()) {
+    out.putShort((short) headers.size());
+    for (Map.Entry<String, String> e : headers.entrySet()) {
       putText(out, e.getKey());
       putText(out, e.getValue());
     }
@@ -118,20 +127,19 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
       int crc = in.getInt();
       Instant time = Instant.ofEpochMilli(in.getLong());
       String key = text(in);
-      String type = text(in);
       int algorithm = in.get();
       String checksum = text(in);
       int count = Short.toUnsignedInt(in.getShort());
-      Map<String, String> meta = new LinkedHashMap<>();
+      Map<String, String> headers = new LinkedHashMap<>();
       for (int i = 0; i < count; i++) {
-        meta.put(text(in), text(in));
+        headers.put(text(in), text(in));
       }
       if (in.hasRemaining() || length != start - block.position() || algorithm < 0
           || algorithm > ChecksumAlgorithm.values().length) {
         throw new IllegalArgumentException("an object's record that does not fit its block");
       }
-      return new StoredObject(key, length, crc, time, type,
-          algorithm == 0 ? null : ChecksumAlgorithm.values()[algorithm - 1], checksum, meta);
+      return new StoredObject(key, length, crc, time,
+          algorithm == 0 ? null : ChecksumAlgorithm.values()[algorithm - 1], checksum, headers);
     } catch (BufferUnderflowException e) {
       throw new IllegalArgumentException("an object's record cut short", e);
     }

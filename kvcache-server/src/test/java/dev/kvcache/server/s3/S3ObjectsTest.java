@@ -35,8 +35,8 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.UploadPartResponse;
 
 /**
- * What an object keeps besides its bytes (its type, metadata, time and the checksum its client
- * sent), empty objects, conditional requests and multipart uploads, driven by the AWS SDK for
+ * What an object keeps besides its bytes (its type and other headers, metadata, time and the
+ * checksum its client sent), empty objects, conditional requests and multipart uploads, driven by the AWS SDK for
  * Java: its synchronous client part by part, and its asynchronous client's own multipart
  * transfers.
  */
@@ -65,6 +65,7 @@ class S3ObjectsTest {
     Instant before = Instant.now().minusSeconds(1);
     PutObjectResponse put = s3.putObject(b -> b.bucket("default").key("kept")
         .contentType("application/x-kv-block").metadata(Map.of("model", "llama", "layer", "3"))
+        .contentDisposition("attachment; filename=kv.bin").cacheControl("no-cache")
         .checksumAlgorithm(ChecksumAlgorithm.CRC32_C), RequestBody.fromBytes(data));
     assertThat(put.checksumCRC32C()).isNotNull();
 
@@ -74,6 +75,12 @@ class S3ObjectsTest {
     assertThat(head.metadata()).isEqualTo(Map.of("model", "llama", "layer", "3"));
     assertThat(head.lastModified()).isBetween(before, Instant.now().plusSeconds(1));
     assertThat(head.eTag()).isEqualTo(put.eTag());
+    assertThat(head.contentDisposition()).isEqualTo("attachment; filename=kv.bin");
+    assertThat(head.cacheControl()).isEqualTo("no-cache");
+    assertThat(head.contentEncoding()).as("aws-chunked is the body's framing, not kept").isNull();
+    // a GET may replace a header in its answer (as presigned URLs do)
+    assertThat(s3.getObjectAsBytes(b -> b.bucket("default").key("kept")
+        .responseContentType("text/plain")).response().contentType()).isEqualTo("text/plain");
 
     // the checksum the client sent, with the whole object: the SDK checks the bytes against it
     ResponseBytes<GetObjectResponse> whole = s3.getObjectAsBytes(b -> b.bucket("default")

@@ -20,14 +20,14 @@ class StoredObjectTest {
 
   @Test
   void aRecordReadsBackAfterTheObjectsBytes() {
-    StoredObject full = new StoredObject("dir/ключ@1.bin", 5, 0x12345678, TIME, "text/plain",
+    StoredObject full = new StoredObject("dir/ключ@1.bin", 5, 0x12345678, TIME,
         ChecksumAlgorithm.SHA256, "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=",
-        Map.of("empty", "", "name", "välue"));
-    StoredObject bare = new StoredObject("k", 0, 0, TIME, null, null, null, Map.of());
+        Map.of("content-type", "text/plain", "x-amz-meta-empty", "", "x-amz-meta-name", "välue"));
+    StoredObject bare = new StoredObject("k", 0, 0, TIME, null, null, Map.of());
     for (StoredObject o : new StoredObject[] {full, bare}) {
       byte[] record = o.encode();
-      assertThat(record.length).isEqualTo(StoredObject.recordBytes(o.key(), o.contentType(),
-          o.checksumAlgorithm(), o.userMetadata()));
+      assertThat(record.length).isEqualTo(StoredObject.recordBytes(o.key(),
+          o.checksumAlgorithm(), o.headers()));
       ByteBuffer block = ByteBuffer.allocate((int) o.length() + record.length);
       block.position((int) o.length()).put(record).flip();
       assertThat(StoredObject.decode(block)).isEqualTo(o);
@@ -38,7 +38,7 @@ class StoredObjectTest {
   void aBlockWithoutARecordOrWithOneThatDoesNotFitIsRefused() {
     assertThatThrownBy(() -> StoredObject.decode(ByteBuffer.wrap(new byte[100])))
         .isInstanceOf(IllegalArgumentException.class);
-    byte[] record = new StoredObject("k", 3, 1, TIME, null, null, null, Map.of()).encode();
+    byte[] record = new StoredObject("k", 3, 1, TIME, null, null, Map.of()).encode();
     ByteBuffer shorter = ByteBuffer.allocate(2 + record.length).position(2).put(record).flip();
     assertThatThrownBy(() -> StoredObject.decode(shorter))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not fit");
