@@ -215,15 +215,22 @@ def medians(runs: dict[tuple[str, str, int, int], list[dict[str, float]]]) -> li
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--jar", required=True, help="the kvcache-server jar")
+def parse_rounds(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """``ap``'s arguments with those of ``measure`` and ``--out``; a SIGTERM then exits, so that
+    the servers the benchmark started are stopped too."""
     ap.add_argument("--out", required=True, help="where to write the JSON results")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds of warm-up per store")
     a = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so the servers are stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
+    return a
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jar", required=True, help="the kvcache-server jar")
+    a = parse_rounds(ap)
 
     kv_proc, kv_port = start_kvcache(a.jar)
     redis_proc, redis_port = start_redis()

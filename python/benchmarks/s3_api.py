@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,7 @@ import botocore.config
 import kvcache
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from client_vs_redis import KvcacheStore, Store, measure, medians  # noqa: E402
+from client_vs_redis import KvcacheStore, Store, measure, medians, parse_rounds  # noqa: E402
 from loopback import free_port, wait_for_port  # noqa: E402
 
 SIZES = [2 << 20, 32 << 20]
@@ -118,12 +117,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jar", required=True, help="the kvcache-server jar")
     ap.add_argument("--versitygw", required=True, help="the versitygw binary")
-    ap.add_argument("--out", required=True, help="where to write the JSON results")
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--warmup", type=float, default=20.0, help="seconds of warm-up per store")
-    a = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so the servers are stopped too
+    a = parse_rounds(ap)
 
     root = tempfile.mkdtemp(prefix="versitygw-", dir="/dev/shm")
     os.mkdir(os.path.join(root, "default"))  # its bucket: a directory
