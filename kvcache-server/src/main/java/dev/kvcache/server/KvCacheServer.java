@@ -4,7 +4,6 @@ import dev.kvcache.ram.RamTier;
 import dev.kvcache.server.s3.S3Settings;
 import dev.kvcache.wire.Wire;
 import io.micronaut.context.ApplicationContext;
-import io.micronaut.http.server.netty.NettyHttpServer;
 import io.micronaut.runtime.Micronaut;
 import io.micronaut.runtime.server.EmbeddedServer;
 import java.io.PrintStream;
@@ -44,7 +43,8 @@ public final class KvCacheServer {
     S3Settings s3 = server.getApplicationContext().getBean(S3Settings.class);
     // with the S3 API the server has two listeners, and its URL may be either's
     String host = server.getScheme() + "://" + server.getHost() + ":";
-    String base = s3.port() == 0 ? server.getURL().toString() : host + mainPort(server, s3);
+    // the server's own listeners come before the S3 API's: its port is the first one's
+    String base = s3.port() == 0 ? server.getURL().toString() : host + server.getPort();
     String block = base + Wire.NAMESPACES + "default/blocks/000102030405060708090a0b0c0d0e0f";
     out.println("kvcache-server listening on " + base + " (HTTP/1.1 and HTTP/2"
         + (server.getScheme().equals("https") ? ")" : " cleartext)"));
@@ -56,18 +56,6 @@ public final class KvCacheServer {
       out.println("  S3 API: " + host + s3.port()
           + " (buckets: the namespaces; path-style, /<namespace>/<key>)");
     }
-  }
-
-  /** The server's own port: the one of its listeners that is not the S3 API's. */
-  private static int mainPort(EmbeddedServer server, S3Settings s3) {
-    if (server instanceof NettyHttpServer netty) {
-      for (int port : netty.getBoundPorts()) {
-        if (port != s3.port()) {
-          return port;
-        }
-      }
-    }
-    return server.getPort();
   }
 
   private static String rootMessage(Throwable e) {
