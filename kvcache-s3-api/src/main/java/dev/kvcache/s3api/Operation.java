@@ -7,6 +7,7 @@ public enum Operation {
   CREATE_BUCKET("CreateBucket"),
   DELETE_BUCKET("DeleteBucket"),
   LIST_OBJECTS_V2("ListObjectsV2"),
+  LIST_OBJECTS("ListObjects"),
   DELETE_OBJECTS("DeleteObjects"),
   PUT_OBJECT("PutObject"),
   GET_OBJECT("GetObject"),

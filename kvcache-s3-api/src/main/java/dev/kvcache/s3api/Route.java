@@ -89,9 +89,13 @@ public record Route(Operation operation, String bucket, String key, Map<String, 
       throws S3Exception {
     return switch (method) {
       case "GET" -> {
-        if (!"2".equals(query.get("list-type"))) {
-          throw new S3Exception(S3Error.NOT_IMPLEMENTED, "only ListObjectsV2 (list-type=2) "
-              + "lists a bucket here");
+        String listType = query.get("list-type");
+        if (listType == null) {
+          yield Operation.LIST_OBJECTS;
+        }
+        if (!listType.equals("2")) {
+          throw new S3Exception(S3Error.INVALID_ARGUMENT, "list-type is 2 (ListObjectsV2) or "
+              + "absent (ListObjects), not " + listType);
         }
         yield Operation.LIST_OBJECTS_V2;
       }

@@ -21,12 +21,16 @@ public enum S3Error {
   X_AMZ_CONTENT_SHA256_MISMATCH("XAmzContentSHA256Mismatch", 400),
   /** A checksum the client sent does not match the bytes received. */
   BAD_DIGEST("BadDigest", 400),
+  /** A {@code Content-MD5} header that is not the base64 of 16 bytes. */
+  INVALID_DIGEST("InvalidDigest", 400),
   /** A body that cannot be decoded: a broken aws-chunked frame, a missing trailer. */
   INCOMPLETE_BODY("IncompleteBody", 400),
   /** A request the API does not understand. */
   INVALID_REQUEST("InvalidRequest", 400),
   /** An argument out of its range or of the wrong form. */
   INVALID_ARGUMENT("InvalidArgument", 400),
+  /** An {@code x-amz-website-redirect-location} that is neither a path nor an http(s) URL. */
+  INVALID_REDIRECT_LOCATION("InvalidRedirectLocation", 400),
   /** An object key longer than S3 allows. */
   KEY_TOO_LONG("KeyTooLongError", 400),
   /** A body of an object or a part without its length. */

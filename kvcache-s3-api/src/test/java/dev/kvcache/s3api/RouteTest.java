@@ -39,6 +39,7 @@ class RouteTest {
     assertThat(op("PUT", "/b", Map.of())).isEqualTo(Operation.CREATE_BUCKET);
     assertThat(op("GET", "/b", Map.of("list-type", "2", "prefix", "p")))
         .isEqualTo(Operation.LIST_OBJECTS_V2);
+    assertThat(op("GET", "/b", Map.of("marker", "m"))).isEqualTo(Operation.LIST_OBJECTS);
     assertThat(op("POST", "/b", Map.of("delete", ""))).isEqualTo(Operation.DELETE_OBJECTS);
     assertThat(op("GET", "/b/k", Map.of())).isEqualTo(Operation.GET_OBJECT);
     assertThat(op("GET", "/b/k", Map.of("partNumber", "1"))).isEqualTo(Operation.GET_OBJECT);
@@ -60,7 +61,7 @@ class RouteTest {
   @Test
   void whatIsNotSupportedIsRefusedNamingIt() {
     assertRefused("GET", "/b/k", Map.of("acl", ""), S3Error.NOT_IMPLEMENTED, "?acl");
-    assertRefused("GET", "/b", Map.of(), S3Error.NOT_IMPLEMENTED, "ListObjectsV2");
+    assertRefused("GET", "/b", Map.of("list-type", "3"), S3Error.INVALID_ARGUMENT, "not 3");
     assertRefused("GET", "/b/k", Map.of("uploadId", "u"), S3Error.NOT_IMPLEMENTED, "ListParts");
     assertRefused("PATCH", "/b/k", Map.of(), S3Error.METHOD_NOT_ALLOWED, "PATCH");
     assertRefused("PUT", "/b/" + "k".repeat(1025), Map.of(), S3Error.KEY_TOO_LONG, "1024");

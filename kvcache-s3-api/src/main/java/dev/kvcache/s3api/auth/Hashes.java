@@ -8,7 +8,7 @@ import java.util.HexFormat;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
-/** SHA-256 and HMAC-SHA256 as SigV4 uses them. */
+/** SHA-256 and HMAC-SHA256 as SigV4 uses them, and the MD5 of {@code Content-MD5}. */
 public final class Hashes {
 
   /** The hex SHA-256 of no bytes. */
@@ -22,6 +22,15 @@ public final class Hashes {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("the JDK has no SHA-256", e);
+    }
+  }
+
+  /** A new MD5 digest, for the {@code Content-MD5} a client may send with a body. */
+  public static MessageDigest newMd5() {
+    try {
+      return MessageDigest.getInstance("MD5");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JDK has no MD5", e);
     }
   }
 

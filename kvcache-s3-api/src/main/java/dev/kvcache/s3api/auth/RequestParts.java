@@ -1,5 +1,6 @@
 package dev.kvcache.s3api.auth;
 
+import java.util.Collection;
 import java.util.List;
 
 /** What {@link SigV4Verifier} reads of an HTTP request: its line as sent, and its headers. */
@@ -13,6 +14,9 @@ public interface RequestParts {
 
   /** The query as on the request line, after the {@code ?}; empty if there is none. */
   String rawQuery();
+
+  /** The names of the request's headers, lower case. */
+  Collection<String> headerNames();
 
   /** The values of the header {@code name} (given in lower case), in order; empty if absent. */
   List<String> header(String name);

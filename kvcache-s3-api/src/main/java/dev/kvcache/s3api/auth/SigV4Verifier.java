@@ -13,10 +13,12 @@ import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -33,6 +35,16 @@ import java.util.function.Function;
  * <p>The region in the credential's scope is the client's to choose: the server answers to any.
  */
 public final class SigV4Verifier {
+
+  /** Headers a request signed in its header must sign, as S3 requires of them. */
+  private static final Set<String> MUST_BE_SIGNED = Set.of("x-amz-content-sha256", "x-amz-acl",
+      "x-amz-tagging", "x-amz-storage-class", "x-amz-website-redirect-location",
+      "x-amz-metadata-directive", "x-amz-mfa", "x-amz-expected-bucket-owner");
+
+  /** The prefixes of headers a request signed in its header must sign. */
+  private static final List<String> MUST_BE_SIGNED_PREFIXES = List.of("x-amz-meta-",
+      "x-amz-checksum-", "x-amz-object-lock-", "x-amz-grant-", "x-amz-server-side-encryption",
+      "x-amz-copy-source");
 
   /** How far a request's time may be from the server's, as S3 allows. */
   public static final Duration MAX_SKEW = Duration.ofMinutes(15);
@@ -83,9 +95,12 @@ public final class SigV4Verifier {
   private Verified verifyHeader(RequestParts r, String header) throws S3Exception {
     S3Error malformed = S3Error.AUTHORIZATION_HEADER_MALFORMED;
     if (!header.startsWith(ALGORITHM + " ")) {
-      throw new S3Exception(malformed, header.startsWith("AWS ")
-          ? "Signature Version 2 is not supported: sign with AWS Signature Version 4"
-          : "the Authorization header must start with " + ALGORITHM);
+      if (header.startsWith("AWS ")) {
+        throw new S3Exception(S3Error.INVALID_REQUEST, "Signature Version 2 is not supported: "
+            + "sign with AWS Signature Version 4 (" + ALGORITHM + ")");
+      }
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "the Authorization header must start with "
+          + ALGORITHM + ", not " + header.split(" ", 2)[0]);
     }
     Map<String, String> fields = new HashMap<>();
     for (String part : header.substring(ALGORITHM.length() + 1).split(",")) {
@@ -98,9 +113,10 @@ public final class SigV4Verifier {
     String signedHeaders = required(fields, "SignedHeaders", malformed);
     String signature = required(fields, "Signature", malformed);
     String amzDate = r.first("x-amz-date");
-    if (amzDate == null) {
-      throw new S3Exception(S3Error.ACCESS_DENIED,
-          "a request signed in its Authorization header needs an x-amz-date header");
+    if (amzDate == null || !isDate(amzDate)) {
+      throw new S3Exception(S3Error.ACCESS_DENIED, "a request signed in its Authorization header "
+          + "needs an x-amz-date header of the form yyyyMMddTHHmmssZ"
+          + (amzDate == null ? "" : ", not \"" + amzDate + "\""));
     }
     String contentSha256 = r.first("x-amz-content-sha256");
     if (contentSha256 == null) {
@@ -119,6 +135,7 @@ public final class SigV4Verifier {
     byte[] key = signingKey(scope);
     check(key, amzDate, scope, r, Canonical.query(r.rawQuery(), null), signedHeaders,
         contentSha256, signature, malformed);
+    requireSigned(r, signedHeaders);
     return verified(scope, key, amzDate, signature, payload, contentSha256);
   }
 
@@ -221,6 +238,40 @@ public final class SigV4Verifier {
     k = Hashes.hmac(k, scope.region);
     k = Hashes.hmac(k, scope.service);
     return Hashes.hmac(k, "aws4_request");
+  }
+
+  /**
+   * Refuses a request signed in its header that carries, unsigned, a header that changes what it
+   * stores or how its body is checked: what the signature covers is then not what the server
+   * would do. Headers a client's SDK leaves unsigned by design (its user agent, trace ids) are
+   * not among them.
+   */
+  private static void requireSigned(RequestParts r, String signedHeaders) throws S3Exception {
+    Set<String> signed = new HashSet<>(Arrays.asList(signedHeaders.split(";")));
+    List<String> unsigned = r.headerNames().stream()
+        .filter(n -> !signed.contains(n) && mustBeSigned(n)).distinct().sorted().toList();
+    if (!unsigned.isEmpty()) {
+      throw new S3Exception(S3Error.ACCESS_DENIED, "There were headers present in the request "
+          + "which were not signed: " + String.join(", ", unsigned));
+    }
+  }
+
+  private static boolean mustBeSigned(String name) {
+    for (String prefix : MUST_BE_SIGNED_PREFIXES) {
+      if (name.startsWith(prefix)) {
+        return true;
+      }
+    }
+    return MUST_BE_SIGNED.contains(name);
+  }
+
+  private static boolean isDate(String amzDate) {
+    try {
+      LocalDateTime.parse(amzDate, AMZ_DATE);
+      return true;
+    } catch (DateTimeParseException e) {
+      return false;
+    }
   }
 
   private static Instant parseDate(String amzDate, S3Error malformed) throws S3Exception {

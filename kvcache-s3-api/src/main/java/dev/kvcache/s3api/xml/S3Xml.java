@@ -55,6 +55,28 @@ public final class S3Xml {
         .element("MaxKeys", maxKeys).element("KeyCount", objects.size() + commonPrefixes.size())
         .element("IsTruncated", next != null).element("StartAfter", startAfter)
         .element("ContinuationToken", continuationToken).element("NextContinuationToken", next);
+    return contents(x, objects, commonPrefixes).close("ListBucketResult").toString();
+  }
+
+  /**
+   * ListBucketResult of ListObjects (version 1).
+   *
+   * @param nextMarker the last key or common prefix listed on a truncated page; null on the last
+   * @param encodingType {@code url} if the keys and prefixes given are percent-encoded; null if
+   *     not
+   */
+  public static String listObjects(String bucket, String prefix, String delimiter, int maxKeys,
+      String marker, String nextMarker, boolean truncated, List<ListedObject> objects,
+      List<String> commonPrefixes, String encodingType) {
+    Xml x = new Xml().open("ListBucketResult", true).element("Name", bucket)
+        .element("Prefix", prefix == null ? "" : prefix)
+        .element("Marker", marker == null ? "" : marker).element("NextMarker", nextMarker)
+        .element("MaxKeys", maxKeys).element("Delimiter", delimiter)
+        .element("EncodingType", encodingType).element("IsTruncated", truncated);
+    return contents(x, objects, commonPrefixes).close("ListBucketResult").toString();
+  }
+
+  private static Xml contents(Xml x, List<ListedObject> objects, List<String> commonPrefixes) {
     for (ListedObject o : objects) {
       x.open("Contents", false).element("Key", o.key())
           .element("LastModified", time(o.lastModified())).element("ETag", o.etag())
@@ -63,7 +85,7 @@ public final class S3Xml {
     for (String p : commonPrefixes) {
       x.open("CommonPrefixes", false).element("Prefix", p).close("CommonPrefixes");
     }
-    return x.close("ListBucketResult").toString();
+    return x;
   }
 
   /** InitiateMultipartUploadResult. */

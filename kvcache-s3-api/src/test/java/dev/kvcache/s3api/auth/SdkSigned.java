@@ -107,6 +107,11 @@ public final class SdkSigned implements RequestParts {
   }
 
   @Override
+  public java.util.Collection<String> headerNames() {
+    return headers.keySet();
+  }
+
+  @Override
   public List<String> header(String name) {
     return headers.getOrDefault(name, List.of());
   }

@@ -98,6 +98,29 @@ class SigV4VerifierTest {
   }
 
   @Test
+  void headersThatChangeWhatIsStoredAreRefusedUnsignedAndOthersAreNot() throws Exception {
+    assertRefused(() -> VERIFIER.verify(signedGet().withHeader("x-amz-meta-owner", "someone")
+            .withHeader("x-amz-checksum-crc32", "AAAAAA==")),
+        S3Error.ACCESS_DENIED, "not signed: x-amz-checksum-crc32, x-amz-meta-owner");
+    assertThat(VERIFIER.verify(signedGet().withHeader("user-agent", "client/1.0")
+        .withHeader("x-amzn-trace-id", "Root=1-abc").withHeader("x-amz-user-agent", "sdk")))
+        .as("headers an SDK leaves unsigned").isNotNull();
+  }
+
+  @Test
+  void aMissingOrUnreadableDateIsAccessDenied() {
+    assertRefused(() -> VERIFIER.verify(signedGet().withHeader("x-amz-date", "03032006")),
+        S3Error.ACCESS_DENIED, "not \"03032006\"");
+    assertRefused(() -> VERIFIER.verify(signedGet().withHeader("x-amz-date", "")),
+        S3Error.ACCESS_DENIED, "x-amz-date");
+  }
+
+  private static SdkSigned signedGet() {
+    return SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs", CLOCK, SdkHttpMethod.GET,
+        KEY_URI, null, SdkSigned.payload(false, false, null));
+  }
+
+  @Test
   void aClockMoreThanFifteenMinutesAwayIsRefusedAsSkewed() {
     Clock early = Clock.fixed(NOW.minus(Duration.ofMinutes(16)), ZoneOffset.UTC);
     assertRefused(() -> VERIFIER.verify(SdkSigned.sign("AKIDKVCACHE", "s3cr3t/key+with=signs",
@@ -116,7 +139,9 @@ class SigV4VerifierTest {
       }
     }), S3Error.ACCESS_DENIED, "not signed");
     assertRefused(() -> VERIFIER.verify(r.withHeader("authorization", "AWS AKIDKVCACHE:abc=")),
-        S3Error.AUTHORIZATION_HEADER_MALFORMED, "Version 2");
+        S3Error.INVALID_REQUEST, "Version 2");
+    assertRefused(() -> VERIFIER.verify(r.withHeader("authorization", "Bearer s3cr3t")),
+        S3Error.INVALID_ARGUMENT, "not Bearer");
     assertRefused(() -> VERIFIER.verify(new Changed(r, "GET", r.rawPath(),
         "AWSAccessKeyId=AKIDKVCACHE&Signature=abc%3D&Expires=1796046746") {
       @Override
@@ -164,6 +189,11 @@ class SigV4VerifierTest {
     @Override
     public String rawQuery() {
       return query;
+    }
+
+    @Override
+    public java.util.Collection<String> headerNames() {
+      return base.headerNames();
     }
 
     @Override

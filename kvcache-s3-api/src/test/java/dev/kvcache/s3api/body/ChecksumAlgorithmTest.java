@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.checksums.DefaultChecksumAlgorithm;
@@ -26,6 +27,14 @@ class ChecksumAlgorithmTest {
     assertThat(hex(ChecksumAlgorithm.CRC64NVME, CHECK)).isEqualTo("ae8b14860a799888");
     assertThat(hex(ChecksumAlgorithm.SHA256, new byte[0]))
         .isEqualTo("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assertThat(hex(ChecksumAlgorithm.MD5, CHECK)).isEqualTo("25f9e794323b453885f5181f1b624d0b");
+    assertThat(hex(ChecksumAlgorithm.SHA512, new byte[0])).startsWith("cf83e1357eefb8bd")
+        .endsWith("a538327af927da3e");
+    // xxHash's own test vectors of no bytes, seed 0
+    assertThat(hex(ChecksumAlgorithm.XXHASH64, new byte[0])).isEqualTo("ef46db3751d8e999");
+    assertThat(hex(ChecksumAlgorithm.XXHASH3, new byte[0])).isEqualTo("2d06800538d394c2");
+    assertThat(hex(ChecksumAlgorithm.XXHASH128, new byte[0]))
+        .isEqualTo("99aa06d3014798d86001c324468d497f");
   }
 
   @Test
@@ -35,7 +44,8 @@ class ChecksumAlgorithmTest {
     for (var pair : new Object[][] {{ChecksumAlgorithm.CRC32, DefaultChecksumAlgorithm.CRC32},
         {ChecksumAlgorithm.CRC32C, DefaultChecksumAlgorithm.CRC32C},
         {ChecksumAlgorithm.SHA1, DefaultChecksumAlgorithm.SHA1},
-        {ChecksumAlgorithm.SHA256, DefaultChecksumAlgorithm.SHA256}}) {
+        {ChecksumAlgorithm.SHA256, DefaultChecksumAlgorithm.SHA256},
+        {ChecksumAlgorithm.MD5, DefaultChecksumAlgorithm.MD5}}) {
       SdkChecksum sdk = SdkChecksum.forAlgorithm((software.amazon.awssdk.checksums.spi.ChecksumAlgorithm) pair[1]);
       sdk.update(data, 0, data.length);
       String expected = Base64.getEncoder().encodeToString(sdk.getChecksumBytes());
@@ -43,17 +53,24 @@ class ChecksumAlgorithmTest {
           .isEqualTo(expected);
       assertThat(((ChecksumAlgorithm) pair[0]).base64Length()).isEqualTo(expected.length());
     }
-    assertThat(ChecksumAlgorithm.CRC64NVME.base64Length())
-        .isEqualTo(inPieces(ChecksumAlgorithm.CRC64NVME, data, 13).length());
-    assertThat(inPieces(ChecksumAlgorithm.CRC64NVME, data, 13))
-        .isEqualTo(inPieces(ChecksumAlgorithm.CRC64NVME, data, data.length));
+    for (ChecksumAlgorithm a : List.of(ChecksumAlgorithm.CRC64NVME, ChecksumAlgorithm.XXHASH64,
+        ChecksumAlgorithm.XXHASH3, ChecksumAlgorithm.XXHASH128)) {
+      assertThat(a.base64Length()).as(a.toString())
+          .isEqualTo(inPieces(a, data, 13).length());
+      assertThat(inPieces(a, data, 13)).as(a.toString())
+          .isEqualTo(inPieces(a, data, data.length))
+          .isEqualTo(fromDirectBuffer(a, data));
+    }
   }
 
   @Test
   void algorithmsAreFoundByTheirNamesAndHeaders() {
     assertThat(ChecksumAlgorithm.named("CRC64NVME")).contains(ChecksumAlgorithm.CRC64NVME);
     assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-crc32c")).contains(ChecksumAlgorithm.CRC32C);
-    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-md5")).isEmpty();
+    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-md5")).contains(ChecksumAlgorithm.MD5);
+    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-xxhash64"))
+        .contains(ChecksumAlgorithm.XXHASH64);
+    assertThat(ChecksumAlgorithm.ofHeader("x-amz-checksum-xxhash256")).isEmpty();
     assertThat(ChecksumAlgorithm.SHA1.header()).isEqualTo("x-amz-checksum-sha1");
   }
 
@@ -62,6 +79,12 @@ class ChecksumAlgorithmTest {
     for (int at = 0; at < data.length; at += piece) {
       r.update(ByteBuffer.wrap(data, at, Math.min(piece, data.length - at)));
     }
+    return r.base64();
+  }
+
+  private static String fromDirectBuffer(ChecksumAlgorithm a, byte[] data) {
+    ChecksumAlgorithm.Running r = a.start();
+    r.update(ByteBuffer.allocateDirect(data.length).put(data).flip());
     return r.base64();
   }
 

@@ -160,6 +160,10 @@ final class MultipartUploads {
       }
       int last = 0;
       for (RequestXml.Part n : named) {
+        if (n.number() < 1 || n.number() > RequestXml.MAX_PARTS) {
+          throw new S3Exception(S3Error.INVALID_ARGUMENT, "part numbers are from 1 to "
+              + RequestXml.MAX_PARTS + ", not " + n.number());
+        }
         if (n.number() <= last) {
           throw new S3Exception(S3Error.INVALID_PART_ORDER, "part " + n.number() + " follows part "
               + last + ": a completion names its parts in ascending order");

@@ -12,10 +12,13 @@ import io.netty.buffer.ByteBuf;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.zip.CRC32C;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -24,10 +27,14 @@ import reactor.core.publisher.Mono;
  * A PutObject's body on its way into the cache: decoded from aws-chunked frames where it comes in
  * them (signatures and trailing checksum checked by the decoder), its CRC32C computed for its
  * ETag, and checked against what the client sent: a checksum header ({@code x-amz-checksum-*}),
- * and the SHA-256 it signed. A check that fails ends the body with the error before its end, so
+ * a {@code Content-MD5}, and the SHA-256 it signed. A check that fails ends the body with the error before its end, so
  * the cache's writer never commits: nothing is stored.
  */
 final class ObjectBody {
+
+  /** The {@code x-amz-checksum-*} headers that are not a body's checksum. */
+  private static final Set<String> NOT_CHECKSUMS = Set.of("x-amz-checksum-type",
+      "x-amz-checksum-algorithm", "x-amz-checksum-mode");
 
   private final AwsChunkedDecoder decoder;
   private final ChecksumAlgorithm trailingAlgorithm;
@@ -36,6 +43,8 @@ final class ObjectBody {
   private final ChecksumAlgorithm.Running headerChecksum;
   private final String signedSha256;
   private final MessageDigest sha256;
+  private final byte[] contentMd5;
+  private final MessageDigest md5;
   private final CRC32C crc = new CRC32C();
   private String trailingValue;
 
@@ -46,7 +55,8 @@ final class ObjectBody {
 
   /**
    * @param headerChecksums whether the request's {@code x-amz-checksum-*} headers are its body's
-   *     (not so for a CompleteMultipartUpload, where they are the object's)
+   *     (not so for a CompleteMultipartUpload, where they are the object's); a {@code
+   *     Content-MD5} is always the body's
    */
   ObjectBody(RequestParts parts, Payload payload, Verified signed, long length,
       boolean headerChecksums) throws S3Exception {
@@ -68,7 +78,20 @@ final class ObjectBody {
         value = v;
       }
     }
+    if (headerChecksums) {
+      for (String header : parts.headerNames()) {
+        if (header.startsWith("x-amz-checksum-") && !NOT_CHECKSUMS.contains(header)
+            && ChecksumAlgorithm.ofHeader(header).isEmpty()) {
+          throw new S3Exception(S3Error.INVALID_REQUEST, header + " is not a checksum this "
+              + "server checks: send one of " + Arrays.toString(ChecksumAlgorithm.values()));
+        }
+      }
+    }
     String named = headerChecksums ? parts.first("x-amz-sdk-checksum-algorithm") : null;
+    if (named != null && ChecksumAlgorithm.named(named).isEmpty()) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "x-amz-sdk-checksum-algorithm names "
+          + named + ", not a checksum this server checks");
+    }
     if (found != null && named != null
         && ChecksumAlgorithm.named(named).orElse(null) != found) {
       throw new S3Exception(S3Error.INVALID_REQUEST, "x-amz-sdk-checksum-algorithm names "
@@ -98,11 +121,27 @@ final class ObjectBody {
         : null;
     this.signedSha256 = hash;
     this.sha256 = hash == null ? null : Hashes.newSha256();
+    String md5 = parts.first("content-md5");
+    this.contentMd5 = md5 == null ? null : contentMd5(md5);
+    this.md5 = md5 == null ? null : Hashes.newMd5();
+  }
+
+  private static byte[] contentMd5(String value) throws S3Exception {
+    try {
+      byte[] digest = Base64.getDecoder().decode(value);
+      if (digest.length == 16) {
+        return digest;
+      }
+    } catch (IllegalArgumentException e) {
+      // refused below
+    }
+    throw new S3Exception(S3Error.INVALID_DIGEST, "the Content-MD5 sent, \"" + value + "\", is "
+        + "not the base64 of an MD5 digest (16 bytes)");
   }
 
   private static boolean isBase64(String v) {
     try {
-      java.util.Base64.getDecoder().decode(v);
+      Base64.getDecoder().decode(v);
       return true;
     } catch (IllegalArgumentException e) {
       return false;
@@ -157,6 +196,9 @@ final class ObjectBody {
       if (sha256 != null) {
         sha256.update(piece.duplicate());
       }
+      if (md5 != null) {
+        md5.update(piece.duplicate());
+      }
     }
   }
 
@@ -170,6 +212,14 @@ final class ObjectBody {
         throw new S3Exception(S3Error.BAD_DIGEST, "the " + headerAlgorithm.header()
             + " of the body is " + headerChecksum.base64() + ", not the " + headerValue
             + " sent");
+      }
+      if (md5 != null) {
+        byte[] got = md5.digest();
+        if (!MessageDigest.isEqual(got, contentMd5)) {
+          throw new S3Exception(S3Error.BAD_DIGEST, "the body's MD5 is "
+              + Base64.getEncoder().encodeToString(got) + ", not the Content-MD5 sent, "
+              + Base64.getEncoder().encodeToString(contentMd5));
+        }
       }
       if (sha256 != null) {
         String got = HexFormat.of().formatHex(sha256.digest());

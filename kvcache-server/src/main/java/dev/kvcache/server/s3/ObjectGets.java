@@ -205,6 +205,9 @@ final class ObjectGets {
     Map<String, String> headers = new LinkedHashMap<>(object.headers());
     headers.putIfAbsent("content-type", DEFAULT_TYPE);
     for (String name : StoredObject.KEPT_HEADERS) {
+      if (name.startsWith("x-amz-")) {
+        continue; // S3's response-* overrides are of the HTTP headers alone
+      }
       String override = route.query().get("response-" + name);
       if (override != null) {
         headers.put(name, override);

@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 
 /**
- * ListObjectsV2 over a bucket's names ({@link ObjectNames}): in key order, from after {@code
+ * ListObjectsV2 (and ListObjects, version 1) over a bucket's names ({@link ObjectNames}): in key order, from after {@code
  * start-after} or the continuation token, those under {@code prefix}, with the keys that share a
  * part up to a {@code delimiter} rolled up into one common prefix each, {@code max-keys} (at most
  * 1000) of them and common prefixes together; {@code encoding-type=url} percent-encodes the keys
@@ -31,20 +31,12 @@ final class ObjectListing {
   /** The answer's XML for {@code query}, a ListObjectsV2's parameters, over {@code names}. */
   static String list(String bucket, NavigableMap<String, ObjectNames.Listed> names,
       Map<String, String> query) throws S3Exception {
-    String asked = query.get("prefix");
-    String prefix = asked == null ? "" : asked;
-    String delimiter = emptyToNull(query.get("delimiter"));
+    Arguments a = Arguments.of(query);
     String startAfter = emptyToNull(query.get("start-after"));
     String token = emptyToNull(query.get("continuation-token"));
-    int maxKeys = maxKeys(query.get("max-keys"));
-    boolean url = "url".equals(query.get("encoding-type"));
-    if (query.containsKey("encoding-type") && !url) {
-      throw new S3Exception(S3Error.INVALID_ARGUMENT, "encoding-type is url or absent, not "
-          + query.get("encoding-type"));
-    }
     // where the listing starts: at its prefix, after start-after, and after the token's key or
     // past every key under the token's common prefix, whichever is last
-    String from = prefix;
+    String from = a.prefix;
     boolean inclusive = true;
     if (startAfter != null && startAfter.compareTo(from) >= 0) {
       from = startAfter;
@@ -62,30 +54,90 @@ final class ObjectListing {
         inclusive = last.startsWith(COMMON);
       }
     }
-    NavigableMap<String, ObjectNames.Listed> tail = names.tailMap(from, inclusive);
+    Page page = page(names, a, from, inclusive);
+    return S3Xml.listObjectsV2(bucket, a.encoded(a.asked), a.encoded(a.delimiter), a.maxKeys,
+        a.encoded(startAfter), token, page.truncated ? encodeToken(page.last) : null,
+        a.encoded(page.objects), a.encodedPrefixes(page.prefixes), a.url ? "url" : null);
+  }
 
+  /**
+   * The answer's XML for {@code query}, a ListObjects' (version 1) parameters, over {@code
+   * names}: as ListObjectsV2 with its {@code marker} for {@code start-after}; a truncated page
+   * gives its last key or common prefix as {@code NextMarker} (S3 gives it only with a delimiter,
+   * and clients go on from the last key without one: the same key).
+   */
+  static String listVersion1(String bucket, NavigableMap<String, ObjectNames.Listed> names,
+      Map<String, String> query) throws S3Exception {
+    Arguments a = Arguments.of(query);
+    String marker = emptyToNull(query.get("marker"));
+    boolean after = marker != null && marker.compareTo(a.prefix) >= 0;
+    Page page = page(names, a, after ? marker : a.prefix, !after);
+    String nextMarker = page.truncated ? page.last.substring(1) : null;
+    return S3Xml.listObjects(bucket, a.encoded(a.asked), a.encoded(a.delimiter), a.maxKeys,
+        a.encoded(marker), a.encoded(nextMarker), page.truncated, a.encoded(page.objects),
+        a.encodedPrefixes(page.prefixes), a.url ? "url" : null);
+  }
+
+  /** The parameters both versions take. */
+  private record Arguments(String asked, String prefix, String delimiter, int maxKeys,
+      boolean url) {
+
+    static Arguments of(Map<String, String> query) throws S3Exception {
+      String asked = query.get("prefix");
+      boolean url = "url".equals(query.get("encoding-type"));
+      if (query.containsKey("encoding-type") && !url) {
+        throw new S3Exception(S3Error.INVALID_ARGUMENT, "encoding-type is url or absent, not "
+            + query.get("encoding-type"));
+      }
+      int maxKeys = ObjectListing.maxKeys(query.get("max-keys"));
+      return new Arguments(asked, asked == null ? "" : asked,
+          emptyToNull(query.get("delimiter")), maxKeys, url);
+    }
+
+    String encoded(String s) {
+      return s == null || !url ? s : PercentEncoding.encode(s, true);
+    }
+
+    List<S3Xml.ListedObject> encoded(List<S3Xml.ListedObject> objects) {
+      return url ? objects.stream().map(o -> new S3Xml.ListedObject(encoded(o.key()),
+          o.lastModified(), o.etag(), o.size())).toList() : objects;
+    }
+
+    List<String> encodedPrefixes(List<String> prefixes) {
+      return url ? prefixes.stream().map(this::encoded).toList() : prefixes;
+    }
+  }
+
+  /**
+   * A page: its keys and common prefixes, the last of them marked as which, and whether more
+   * follow.
+   */
+  private record Page(List<S3Xml.ListedObject> objects, List<String> prefixes, String last,
+      boolean truncated) {}
+
+  /**
+   * The page of {@code names} under the arguments' prefix from {@code from} (itself included if
+   * {@code inclusive}); a common prefix not after {@code from} when it is excluded is not listed.
+   */
+  private static Page page(NavigableMap<String, ObjectNames.Listed> names, Arguments a,
+      String from, boolean inclusive) {
+    NavigableMap<String, ObjectNames.Listed> tail = names.tailMap(from, inclusive);
     List<S3Xml.ListedObject> objects = new ArrayList<>();
     List<String> prefixes = new ArrayList<>();
     String last = null;
-    String next = null;
     String key = tail.isEmpty() ? null : tail.firstKey();
-    while (maxKeys > 0 && key != null && key.startsWith(prefix)) {
-      if (objects.size() + prefixes.size() == maxKeys) {
-        next = encodeToken(last);
-        break;
+    while (a.maxKeys > 0 && key != null && key.startsWith(a.prefix)) {
+      if (objects.size() + prefixes.size() == a.maxKeys) {
+        return new Page(objects, prefixes, last, true);
       }
-      int cut = delimiter == null ? -1 : key.indexOf(delimiter, prefix.length());
+      int cut = a.delimiter == null ? -1 : key.indexOf(a.delimiter, a.prefix.length());
       if (cut >= 0) {
-        String common = key.substring(0, cut + delimiter.length());
-        if (!inclusive && common.compareTo(from) <= 0) {
-          // the prefix of keys after start-after (or the token) is not after it: not listed
-          String beyond = successor(common);
-          key = beyond == null ? null : names.ceilingKey(beyond);
-          continue;
-        }
-        prefixes.add(common);
-        last = COMMON + common;
+        String common = key.substring(0, cut + a.delimiter.length());
         String beyond = successor(common);
+        if (inclusive || common.compareTo(from) > 0) {
+          prefixes.add(common);
+          last = COMMON + common;
+        } // else the prefix of keys after start-after (or the token) is not after it: not listed
         key = beyond == null ? null : names.ceilingKey(beyond);
       } else {
         ObjectNames.Listed o = names.get(key);
@@ -96,12 +148,7 @@ final class ObjectListing {
         key = names.higherKey(key);
       }
     }
-    return S3Xml.listObjectsV2(bucket, encoded(asked, url), encoded(delimiter, url), maxKeys,
-        encoded(startAfter, url), token, next,
-        url ? objects.stream().map(o -> new S3Xml.ListedObject(encoded(o.key(), true),
-            o.lastModified(), o.etag(), o.size())).toList() : objects,
-        url ? prefixes.stream().map(p -> encoded(p, true)).toList() : prefixes,
-        url ? "url" : null);
+    return new Page(objects, prefixes, last, false);
   }
 
   /** A token's first character: the last entry listed was a key, or a common prefix. */
@@ -153,10 +200,6 @@ final class ObjectListing {
     }
     throw new S3Exception(S3Error.INVALID_ARGUMENT, "the continuation token " + token
         + " is not one this server gave");
-  }
-
-  private static String encoded(String s, boolean url) {
-    return s == null || !url ? s : PercentEncoding.encode(s, true);
   }
 
   private static String emptyToNull(String s) {

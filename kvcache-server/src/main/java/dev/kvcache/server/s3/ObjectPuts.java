@@ -29,6 +29,7 @@ import java.nio.ByteBuffer;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -99,15 +100,49 @@ final class ObjectPuts {
           checkStored(status, length);
           MutableHttpResponse<?> ok = HttpResponse.ok().header(HttpHeaders.ETAG,
               StoredObject.etag(body.crc32c(), length));
-          return kept == null ? ok : ok.header(kept.header(), body.keptChecksum());
+          return kept == null ? ok : ok.header(kept.header(), body.keptChecksum())
+              .header("x-amz-checksum-type", "FULL_OBJECT");
         }));
   }
 
   /** CreateMultipartUpload: a new upload, whose object will keep the headers sent with it. */
   MutableHttpResponse<?> create(ServerHttpRequest<?> request, Route route) throws S3Exception {
+    checkUploadChecksum(request.getHeaders().get("x-amz-checksum-algorithm"),
+        request.getHeaders().get("x-amz-checksum-type"));
     MultipartUploads.Upload u = uploads.create(route.bucket(), route.key(),
         S3Messages.objectHeaders(request));
     return S3Messages.xml(S3Xml.multipartUploadCreated(route.bucket(), route.key(), u.id));
+  }
+
+  /**
+   * Refuses the checksum arguments of a CreateMultipartUpload that S3 refuses: an algorithm it
+   * does not know, a type other than {@code COMPOSITE} and {@code FULL_OBJECT}, a type without
+   * an algorithm, and the combinations S3 does not compute (a full-object SHA, a composite
+   * CRC64NVME). The parts' checksums are checked as they arrive, whatever these say; the object
+   * keeps no checksum of its parts.
+   */
+  private static void checkUploadChecksum(String algorithm, String typeSent) throws S3Exception {
+    String type = typeSent == null ? null : typeSent.toUpperCase(Locale.ROOT);
+    ChecksumAlgorithm a = algorithm == null ? null : ChecksumAlgorithm.named(algorithm)
+        .orElseThrow(() -> new S3Exception(S3Error.INVALID_REQUEST, "x-amz-checksum-algorithm "
+            + "names " + algorithm + ", not a checksum S3 knows"));
+    if (type == null) {
+      return;
+    }
+    if (!type.equals("COMPOSITE") && !type.equals("FULL_OBJECT")) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "x-amz-checksum-type is COMPOSITE or "
+          + "FULL_OBJECT, not " + typeSent);
+    }
+    if (a == null) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "x-amz-checksum-type " + type + " needs an "
+          + "x-amz-checksum-algorithm");
+    }
+    boolean crc = a == ChecksumAlgorithm.CRC32 || a == ChecksumAlgorithm.CRC32C;
+    if (type.equals("FULL_OBJECT") ? !crc && a != ChecksumAlgorithm.CRC64NVME
+        : a == ChecksumAlgorithm.CRC64NVME) {
+      throw new S3Exception(S3Error.INVALID_REQUEST, "S3 computes no " + type + " " + a
+          + " checksum of a multipart object");
+    }
   }
 
   /**

@@ -12,6 +12,10 @@ import io.micronaut.http.ServerHttpRequest;
 import io.netty.buffer.ByteBuf;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -115,6 +119,13 @@ final class S3Messages {
    *     of metadata
    */
   static Map<String, String> objectHeaders(ServerHttpRequest<?> request) throws S3Exception {
+    refuseObjectLock(request);
+    String redirect = request.getHeaders().get("x-amz-website-redirect-location");
+    if (redirect != null && !redirect.startsWith("/") && !redirect.startsWith("http://")
+        && !redirect.startsWith("https://")) {
+      throw new S3Exception(S3Error.INVALID_REDIRECT_LOCATION, "x-amz-website-redirect-location "
+          + "is a path from /, or an http:// or https:// URL, not " + redirect);
+    }
     Map<String, String> kept = new LinkedHashMap<>();
     int bytes = 0;
     for (String name : request.getHeaders().names()) {
@@ -141,6 +152,47 @@ final class S3Messages {
     return kept;
   }
 
+  /**
+   * Refuses object-lock headers, as S3 refuses them on a bucket without object lock: their values
+   * checked first ({@code InvalidArgument}), then {@code InvalidRequest}. A cache may drop any
+   * object; it cannot promise to keep one.
+   */
+  private static void refuseObjectLock(ServerHttpRequest<?> request) throws S3Exception {
+    String mode = request.getHeaders().get("x-amz-object-lock-mode");
+    String until = request.getHeaders().get("x-amz-object-lock-retain-until-date");
+    String hold = request.getHeaders().get("x-amz-object-lock-legal-hold");
+    if (mode == null && until == null && hold == null) {
+      return;
+    }
+    if (hold != null && !hold.equals("ON") && !hold.equals("OFF")) {
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-object-lock-legal-hold is ON or "
+          + "OFF, not " + hold);
+    }
+    if (mode != null && !mode.equals("GOVERNANCE") && !mode.equals("COMPLIANCE")) {
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-object-lock-mode is GOVERNANCE or "
+          + "COMPLIANCE, not " + mode);
+    }
+    if (until != null) {
+      Instant date;
+      try {
+        date = OffsetDateTime.parse(until).toInstant();
+      } catch (DateTimeParseException e) {
+        throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-object-lock-retain-until-date is "
+            + "an ISO 8601 date and time, not " + until);
+      }
+      if (!date.isAfter(Instant.now())) {
+        throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-object-lock-retain-until-date "
+            + until + " is in the past");
+      }
+    }
+    if ((mode == null) != (until == null)) {
+      throw new S3Exception(S3Error.INVALID_ARGUMENT, "x-amz-object-lock-mode and "
+          + "x-amz-object-lock-retain-until-date go together");
+    }
+    throw new S3Exception(S3Error.INVALID_REQUEST, "Bucket is missing Object Lock Configuration: "
+        + "a cache's buckets keep no object locks, since a cache may drop any object");
+  }
+
   /** An answer of XML. */
   static MutableHttpResponse<?> xml(String xml) {
     return HttpResponse.ok(xml.getBytes(StandardCharsets.UTF_8))
@@ -165,6 +217,12 @@ final class S3Messages {
       @Override
       public String rawQuery() {
         return rawQuery;
+      }
+
+      @Override
+      public Collection<String> headerNames() {
+        return request.getHeaders().names().stream().map(n -> n.toLowerCase(Locale.ROOT))
+            .toList();
       }
 
       @Override

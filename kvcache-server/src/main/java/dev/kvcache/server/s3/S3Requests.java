@@ -141,7 +141,7 @@ final class S3Requests {
     return switch (route.operation()) {
       // the credential's region is not checked: the region a client is told is S3's first
       case HEAD_BUCKET -> Mono.just(HttpResponse.ok().header("x-amz-bucket-region", "us-east-1"));
-      case CREATE_BUCKET -> Mono.just(HttpResponse.ok());
+      case CREATE_BUCKET -> Mono.just(HttpResponse.ok().header("Location", "/" + route.bucket()));
       case DELETE_BUCKET -> {
         // a bucket is a namespace of the server's settings: it stays, and must be empty
         if (!names.bucket(route.bucket()).isEmpty()) {
@@ -152,6 +152,8 @@ final class S3Requests {
       }
       case PUT_OBJECT -> puts.put(request, parts, signed, namespace, route.bucket(), route.key());
       case LIST_OBJECTS_V2 -> Mono.just(S3Messages.xml(ObjectListing.list(route.bucket(),
+          names.bucket(route.bucket()), route.query())));
+      case LIST_OBJECTS -> Mono.just(S3Messages.xml(ObjectListing.listVersion1(route.bucket(),
           names.bucket(route.bucket()), route.query())));
       case GET_OBJECT, HEAD_OBJECT -> gets.get(request, namespace, route);
       case DELETE_OBJECTS -> deleteObjects(request, parts, signed, namespace);

@@ -42,7 +42,8 @@ record StoredObject(String key, long length, int crc32c, Instant lastModified,
 
   /** The headers of a PUT an object keeps, besides its {@code x-amz-meta-*}, as S3 keeps them. */
   static final List<String> KEPT_HEADERS = List.of("content-type", "content-encoding",
-      "content-disposition", "content-language", "cache-control", "expires");
+      "content-disposition", "content-language", "cache-control", "expires",
+      "x-amz-website-redirect-location");
 
   /** The record's length and the mark that ends every object's block. */
   static final int FOOTER_BYTES = 8;

@@ -252,10 +252,10 @@ class S3ApiTest {
           .PUT(HttpRequest.BodyPublishers.ofByteArray(random(4096))).build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(put.version()).isEqualTo(version);
-      assertThat(put.body()).as(version.toString()).contains("<Code>AuthorizationHeaderMalformed");
+      assertThat(put.body()).as(version.toString()).contains("<Code>InvalidArgument");
       HttpResponse<String> get = http.send(HttpRequest.newBuilder(onS3)
           .header("Authorization", "Bearer " + SECRET).build(), HttpResponse.BodyHandlers.ofString());
-      assertThat(get.body()).as(version.toString()).contains("<Code>AuthorizationHeaderMalformed");
+      assertThat(get.body()).as(version.toString()).contains("<Code>InvalidArgument");
       HttpResponse<String> onMain = http.send(HttpRequest.newBuilder(server.base.resolve(block))
           .header("Authorization", "Bearer " + SECRET).build(), HttpResponse.BodyHandlers.ofString());
       assertThat(onMain.statusCode()).as("the block was not stored").isEqualTo(404);

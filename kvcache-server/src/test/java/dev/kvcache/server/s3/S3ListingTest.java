@@ -14,13 +14,14 @@ import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.AccessDeniedException;
 import software.amazon.awssdk.services.s3.model.CommonPrefix;
+import software.amazon.awssdk.services.s3.model.ListObjectsResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
  * ListObjectsV2 as the AWS SDK for Java drives it: keys in order with their sizes and ETags,
- * prefixes, delimiters, pages, {@code start-after}; an object leaves the listing when it is
+ * prefixes, delimiters, pages, {@code start-after}, and ListObjects (version 1) by marker; an object leaves the listing when it is
  * deleted or evicted from every tier, and the listing of what the disk holds survives a restart.
  */
 class S3ListingTest {
@@ -69,6 +70,13 @@ class S3ListingTest {
       }
       assertThat(paged).containsExactlyElementsOf(KEYS);
       assertThat(pages).isEqualTo(3);
+
+      // ListObjects (version 1): a marker, and pages followed as clients follow them, from the
+      // NextMarker a page with a delimiter gives, else from its last key
+      assertThat(f.s3.listObjects(b -> b.bucket("default").marker("a/2")).contents())
+          .extracting(S3Object::key).containsExactly("a/b/3", "b/1", "c@x.bin");
+      assertThat(version1Pages(f, null, 2)).containsExactlyElementsOf(KEYS);
+      assertThat(version1Pages(f, "/", 1)).containsExactly("a/", "b/", "c@x.bin");
       assertThatThrownBy(() -> f.s3.listObjectsV2(b -> b.bucket("other")))
           .as("a bucket the key may not read").isInstanceOf(AccessDeniedException.class);
     }
@@ -134,6 +142,25 @@ class S3ListingTest {
       f.s3.deleteBucket(b -> b.bucket("default"));
       f.s3.headBucket(b -> b.bucket("default"));
     }
+  }
+
+  /** The keys and common prefixes of every page of a ListObjects (version 1). */
+  private static List<String> version1Pages(S3Fixture f, String delimiter, int maxKeys) {
+    List<String> listed = new ArrayList<>();
+    String marker = null;
+    for (int pages = 0; pages < 10; pages++) {
+      String from = marker;
+      ListObjectsResponse page = f.s3.listObjects(b -> b.bucket("default").delimiter(delimiter)
+          .maxKeys(maxKeys).marker(from));
+      page.contents().forEach(o -> listed.add(o.key()));
+      page.commonPrefixes().forEach(p -> listed.add(p.prefix()));
+      if (!page.isTruncated()) {
+        return listed;
+      }
+      marker = page.nextMarker() != null ? page.nextMarker()
+          : page.contents().get(page.contents().size() - 1).key();
+    }
+    throw new AssertionError("more than 10 pages: " + listed);
   }
 
   private static List<String> keys(ListObjectsV2Response r) {
