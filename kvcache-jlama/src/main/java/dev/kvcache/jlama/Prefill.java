@@ -1,0 +1,20 @@
+package dev.kvcache.jlama;
+
+import com.github.tjake.jlama.tensor.AbstractTensor;
+import java.time.Duration;
+
+/**
+ * What {@link PrefixCache#prefill} did: the model's output for the tokens it computed (one row
+ * per token, the last one's for sampling the next token; the caller closes it), and how many
+ * tokens were loaded and computed, in what time.
+ *
+ * @param output the last layer's output of the computed tokens, closed by the caller
+ * @param loadedTokens the leading tokens whose keys and values were loaded from the cache
+ * @param computedTokens the tokens the model computed, from {@code loadedTokens} on
+ * @param foundBlocks the leading blocks the cache held when asked (all loaded, or none when
+ *     computing them was expected to be faster)
+ * @param load the time the lookup and the loads took
+ * @param compute the time the model's forward pass took
+ */
+public record Prefill(AbstractTensor output, int loadedTokens, int computedTokens,
+    int foundBlocks, Duration load, Duration compute) {}
