@@ -22,18 +22,18 @@ import java.util.SplittableRandom;
  * Weights are drawn with a spread of 1/sqrt(fan-in), so that what the model generates depends on
  * its whole context instead of repeating one token.
  */
-final class TestModels {
+public final class TestModels {
 
   /** {@code <unk>}, {@code <s>}, {@code </s>}, newline and the 95 printable ASCII characters. */
-  static final int VOCABULARY = 99;
+  public static final int VOCABULARY = 99;
   static final int BOS = 1;
   static final int EOS = 2;
 
   /** The shape of a model. */
-  record Shape(int layers, int hidden, int heads, int kvHeads, int intermediate, int context) {
+  public record Shape(int layers, int hidden, int heads, int kvHeads, int intermediate, int context) {
 
     /** A small model, quick to run: 2 layers of 64, grouped-query attention. */
-    static Shape small() {
+    public static Shape small() {
       return new Shape(2, 64, 4, 2, 128, 2048);
     }
   }
@@ -41,7 +41,7 @@ final class TestModels {
   private TestModels() {}
 
   /** Writes a model of {@code shape} with weights from {@code seed} into {@code dir}. */
-  static Path llama(Path dir, Shape shape, long seed) throws IOException {
+  public static Path llama(Path dir, Shape shape, long seed) throws IOException {
     Files.createDirectories(dir);
     ObjectMapper json = new ObjectMapper();
     ObjectNode config = json.createObjectNode()
