@@ -56,8 +56,8 @@ public final class ChatSession {
     history.add(new Message(Role.USER, message));
     Generation reply;
     try {
-      reply = generator.generate(generator.encode(prompt(history)), temperature, maxTokens,
-          token -> { });
+      reply = generator.generate(generator.encode(prompt(generator, history)), temperature,
+          maxTokens, token -> { });
     } catch (RuntimeException e) {
       history.remove(history.size() - 1);
       throw e;
@@ -71,8 +71,11 @@ public final class ChatSession {
     return List.copyOf(history);
   }
 
-  /** The prompt of a turn: {@code messages} rendered, then the assistant's turn opened. */
-  String prompt(List<Message> messages) {
+  /**
+   * The prompt of a turn of {@code generator}'s model: {@code messages} rendered with its chat
+   * template (a plain one if it has none), then the assistant's turn opened.
+   */
+  static String prompt(CachedGenerator generator, List<Message> messages) {
     Optional<PromptSupport> support = generator.prefixes().model().promptSupport();
     if (support.isPresent()) {
       PromptSupport.Builder b = support.get().builder().addGenerationPrompt(true);

@@ -51,7 +51,8 @@ class ChatSessionTest {
         List<ChatSession.Message> history = chat.history();
         assertThat(history.get(history.size() - 1))
             .isEqualTo(new ChatSession.Message(ChatSession.Role.ASSISTANT, reply.text()));
-        int[] prompt = generator.encode(chat.prompt(history.subList(0, history.size() - 1)));
+        int[] prompt = generator.encode(ChatSession.prompt(generator,
+            history.subList(0, history.size() - 1)));
         assertThat(reply.promptTokens()).isEqualTo(prompt.length);
         assertThat(PrefixCacheTest.sharedTokens(held, prompt))
             .as("the prompt starts with the last turn's prompt and reply").isEqualTo(held.length);

@@ -4,6 +4,7 @@ import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.safetensors.DType;
 import com.github.tjake.jlama.safetensors.prompt.PromptSupport;
 import dev.kvcache.KvCache;
+import dev.kvcache.jlama.CacheSettings;
 import dev.kvcache.jlama.CachedGenerator;
 import dev.kvcache.jlama.Generation;
 import dev.kvcache.jlama.PrefixCache;

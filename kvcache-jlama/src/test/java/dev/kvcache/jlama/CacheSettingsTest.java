@@ -1,4 +1,4 @@
-package dev.kvcache.langchain4j;
+package dev.kvcache.jlama;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

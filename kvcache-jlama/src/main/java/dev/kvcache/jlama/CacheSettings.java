@@ -1,4 +1,4 @@
-package dev.kvcache.langchain4j;
+package dev.kvcache.jlama;
 
 import dev.kvcache.KvCache;
 import dev.kvcache.client.RemoteTier;
@@ -11,8 +11,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The cache a chat model built by LangChain4j's builder uses when none is given, from system
- * properties, else environment variables:
+ * A cache from settings: system properties, else environment variables (the chat server's
+ * command line gives them as options too). LangChain4j's Jlama chat model uses it when it is given
+ * no cache.
  *
  * <table>
  *   <caption>settings</caption>
@@ -41,7 +42,7 @@ public final class CacheSettings {
   private CacheSettings() {}
 
   /** The setting {@code name}: its system property, else its environment variable, else null. */
-  static String setting(String name) {
+  public static String setting(String name) {
     return setting(name, System.getProperties()::getProperty, System.getenv()::get);
   }
 
@@ -52,8 +53,8 @@ public final class CacheSettings {
         .replace('-', '_'));
   }
 
-  /** The tokens per block the settings give. */
-  static int blockTokens() {
+  /** The tokens per block the settings give ({@code kvcache.block-tokens}). */
+  public static int blockTokens() {
     String v = setting("kvcache.block-tokens");
     try {
       int n = v == null ? 32 : Integer.parseInt(v.strip());
@@ -66,8 +67,8 @@ public final class CacheSettings {
     throw new IllegalArgumentException("kvcache.block-tokens is a count of tokens, not " + v);
   }
 
-  /** The cache the settings describe, made at the first call. */
-  static synchronized KvCache shared() {
+  /** The cache the settings describe, made at the first call, closed when the JVM exits. */
+  public static synchronized KvCache shared() {
     if (shared == null) {
       shared = open(CacheSettings::setting);
       Runtime.getRuntime().addShutdownHook(new Thread(shared::close, "kvcache-close"));
@@ -75,8 +76,11 @@ public final class CacheSettings {
     return shared;
   }
 
-  /** The cache of {@code settings}: a remote tier over the servers named, or an embedded one. */
-  static KvCache open(Function<String, String> settings) {
+  /**
+   * The cache of {@code settings} (a setting's value by its property name, or null): a remote tier
+   * over the servers named, or an embedded RAM cache. The caller closes it.
+   */
+  public static KvCache open(Function<String, String> settings) {
     String servers = settings.apply("kvcache.server");
     if (servers == null || servers.isBlank()) {
       long ram = bytes(settings.apply("kvcache.ram-bytes"), 1L << 30);
