@@ -212,10 +212,13 @@ public final class RamTier extends AbstractTier implements NamespaceRemoval {
 
   @Override
   protected PutStatus store(BlockKey key, ByteBuffer src) {
+    int length = src.remaining();
+    // the copy is timed, not the allocation before it, which may wait for memory still being
+    // reserved, or for evictions: a read waits for neither
+    BlockWriter writer = openWriter(key, length);
     boolean timed = timed();
     long start = timed ? System.nanoTime() : 0;
-    int length = src.remaining();
-    PutStatus status = AbstractBlockWriter.writeWhole(openWriter(key, length), src);
+    PutStatus status = AbstractBlockWriter.writeWhole(writer, src);
     if (timed && status == PutStatus.STORED) {
       loadRate.record(length, System.nanoTime() - start);
     }

@@ -18,9 +18,24 @@ public final class ReadmeSnippets {
    * README:end} in {@code testSource}, ignoring indentation and blank lines.
    */
   public static void assertReadmeShows(String name, Path testSource) throws IOException {
-    String doc = Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
-    String inDoc = between(doc, "<!-- " + name + ":start -->\n```java\n", "```\n<!-- " + name + ":end -->");
-    String inTest = between(Files.readString(testSource, StandardCharsets.UTF_8), "// README:start\n", "    // README:end");
+    assertShows(Path.of("..", "README.md"), name, testSource, "README");
+  }
+
+  /**
+   * Asserts that the Java block between {@code <!-- name:start -->} and {@code <!-- name:end -->}
+   * in {@code doc} (a path from the module's directory) equals the lines between {@code //
+   * name:start} and {@code // name:end} in {@code testSource}, ignoring indentation and blank
+   * lines.
+   */
+  public static void assertDocShows(Path doc, String name, Path testSource) throws IOException {
+    assertShows(doc, name, testSource, name);
+  }
+
+  private static void assertShows(Path doc, String name, Path testSource, String mark)
+      throws IOException {
+    String text = Files.readString(doc, StandardCharsets.UTF_8);
+    String inDoc = between(text, "<!-- " + name + ":start -->\n```java\n", "```\n<!-- " + name + ":end -->");
+    String inTest = between(Files.readString(testSource, StandardCharsets.UTF_8), "// " + mark + ":start\n", "    // " + mark + ":end");
     assertThat(normalize(inDoc)).isEqualTo(normalize(inTest));
   }
 
