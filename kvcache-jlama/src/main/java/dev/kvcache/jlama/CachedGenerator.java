@@ -88,8 +88,7 @@ public final class CachedGenerator {
             ThreadLocalRandom.current().nextFloat(), logits);
       }
       Duration firstToken = Duration.ofNanos(System.nanoTime() - start);
-      int stored = prefixes.store(prompt, kv,
-          Math.max(prefill.loadedTokens() / blockTokens, prefill.foundBlocks()));
+      int stored = prefixes.store(prompt, kv, prefill.presentBlocks());
 
       // room for the tokens to generate; the last one needs no place in kv
       int[] tokens = Arrays.copyOf(prompt, Math.min(c.contextLength + 1,

@@ -137,12 +137,23 @@ public final class ChatServer implements AutoCloseable {
       first.putArray("choices").addObject().put("index", 0).putObject("delta")
           .put("role", "assistant").put("content", "");
       event(out, first);
-      Generation g = generator.generate(prompt, temperature, maxTokens, token -> {
-        ObjectNode chunk = completion(id, created, "chat.completion.chunk");
-        chunk.putArray("choices").addObject().put("index", 0).putObject("delta")
-            .put("content", generator.text(new int[] {token}));
-        event(out, chunk);
-      });
+      Generation g;
+      try {
+        g = generator.generate(prompt, temperature, maxTokens, token -> {
+          ObjectNode chunk = completion(id, created, "chat.completion.chunk");
+          chunk.putArray("choices").addObject().put("index", 0).putObject("delta")
+              .put("content", generator.text(new int[] {token}));
+          event(out, chunk);
+        });
+      } catch (RuntimeException e) {
+        // the answer has begun: the failure is its last event
+        log.warn("a streamed chat completion failed", e);
+        ObjectNode error = JSON.createObjectNode();
+        error.putObject("error").put("message", "the completion failed: " + e)
+            .put("type", "server_error");
+        event(out, error);
+        return;
+      }
       ObjectNode last = completion(id, created, "chat.completion.chunk");
       last.putArray("choices").addObject().put("index", 0).put("finish_reason", finishReason(g))
           .putObject("delta");

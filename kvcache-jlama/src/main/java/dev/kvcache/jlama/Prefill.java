@@ -11,10 +11,12 @@ import java.time.Duration;
  * @param output the last layer's output of the computed tokens, closed by the caller
  * @param loadedTokens the leading tokens whose keys and values were loaded from the cache
  * @param computedTokens the tokens the model computed, from {@code loadedTokens} on
- * @param foundBlocks the leading blocks the cache held when asked (all loaded, or none when
- *     computing them was expected to be faster)
+ * @param foundBlocks the leading blocks the cache held when asked
+ * @param presentBlocks the leading blocks the cache holds as far as this prefill knows: those
+ *     loaded, up to the first that could not be (gone, or damaged and dropped), or all those found
+ *     when computing them was expected to be faster; the blocks after them are worth storing
  * @param load the time the lookup and the loads took
  * @param compute the time the model's forward pass took
  */
 public record Prefill(AbstractTensor output, int loadedTokens, int computedTokens,
-    int foundBlocks, Duration load, Duration compute) {}
+    int foundBlocks, int presentBlocks, Duration load, Duration compute) {}

@@ -116,10 +116,13 @@ public final class PrefixCache {
         (tokens.length - 1) / layout.blockTokens()));
     int found = 0;
     int loaded = 0;
+    int present = 0;
     if (!candidates.isEmpty()) {
       PrefixLocation where = cache.locatePrefix(candidates);
       found = where.blocks();
-      loaded = load(candidates.subList(0, decisions.toLoad(where, layout.blockTokens())), kv);
+      int wanted = decisions.toLoad(where, layout.blockTokens());
+      loaded = load(candidates.subList(0, wanted), kv);
+      present = wanted == 0 ? found : loaded;
       if (loaded > 0) {
         decisions.loaded(loaded, System.nanoTime() - start);
       }
@@ -130,8 +133,8 @@ public final class PrefixCache {
         from, kv);
     long computeNanos = System.nanoTime() - start - loadNanos;
     decisions.prefilled(tokens.length - from, computeNanos);
-    return new Prefill(output, from, tokens.length - from, found, Duration.ofNanos(loadNanos),
-        Duration.ofNanos(computeNanos));
+    return new Prefill(output, from, tokens.length - from, found, present,
+        Duration.ofNanos(loadNanos), Duration.ofNanos(computeNanos));
   }
 
   /** Loads {@code wanted}'s blocks into {@code kv} in order, up to the first not found. */

@@ -168,6 +168,10 @@ class PrefixCacheTest {
       assertThat(g.loadedTokens()).as("the blocks before the damage load, not those after")
           .isPositive().isLessThan(whole);
       assertThat(g.tokens()).isEqualTo(expected);
+      Generation repaired = generator.generate(prompt, 0f, NEW_TOKENS, t -> { });
+      assertThat(repaired.loadedTokens()).as("the blocks computed again were stored again")
+          .isEqualTo(whole);
+      assertThat(repaired.tokens()).isEqualTo(expected);
     }
   }
 
@@ -197,6 +201,10 @@ class PrefixCacheTest {
       Generation damaged = generator.generate(prompt, 0f, NEW_TOKENS, t -> { });
       assertThat(damaged.loadedTokens()).as("no damaged block is loaded").isZero();
       assertThat(damaged.tokens()).isEqualTo(expected);
+      Generation repaired = generator.generate(prompt, 0f, NEW_TOKENS, t -> { });
+      assertThat(repaired.loadedTokens()).as("the blocks computed again were stored again")
+          .isEqualTo((prompt.length - 1) / BLOCK_TOKENS * BLOCK_TOKENS);
+      assertThat(repaired.tokens()).isEqualTo(expected);
     }
   }
 
