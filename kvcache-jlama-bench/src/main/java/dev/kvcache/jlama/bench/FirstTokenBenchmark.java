@@ -121,8 +121,11 @@ public class FirstTokenBenchmark {
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
-    server = new ProcessBuilder(List.of("java", "-XX:MaxDirectMemorySize=2g",
-        "--enable-native-access=ALL-UNNAMED", "-Dmicronaut.server.port=" + port,
+    // the benchmark's own java (JDK 22 or newer), with the flags bin/jdk-flags gives it
+    String java = ProcessHandle.current().info().command().orElse("java");
+    server = new ProcessBuilder(List.of(java, "-XX:MaxDirectMemorySize=2g",
+        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+        "-Dmicronaut.server.port=" + port,
         "-Dmicronaut.server.host=127.0.0.1", "-Dkvcache.s3.enabled=false",
         "-Dkvcache.cache.ram-bytes=1GiB", "-Dkvcache.cache.disk-dir=", "-jar", jar))
         .redirectErrorStream(true).redirectOutput(dir.resolve("server.log").toFile()).start();
