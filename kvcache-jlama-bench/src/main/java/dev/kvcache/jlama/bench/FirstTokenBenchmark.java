@@ -23,6 +23,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -116,19 +117,24 @@ public class FirstTokenBenchmark {
   }
 
   private KvCache remote() throws IOException {
-    String jar = System.getProperty("kvcache.server.jar", "kvcache-server/target/kvcache-server.jar");
+    String jar = System.getProperty("kvcache.server.jar",
+        "kvcache-server/target/kvcache-server.jar");
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
     // the benchmark's own java (JDK 22 or newer), with the flags bin/jdk-flags gives it
-    String java = ProcessHandle.current().info().command().orElse("java");
-    server = new ProcessBuilder(List.of(java, "-XX:MaxDirectMemorySize=2g",
-        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
-        "-Dmicronaut.server.port=" + port,
+    List<String> command = new ArrayList<>(List.of(
+        ProcessHandle.current().info().command().orElse("java"), "-XX:MaxDirectMemorySize=2g"));
+    if (Runtime.version().feature() >= 24) {
+      command.addAll(List.of("--enable-native-access=ALL-UNNAMED",
+          "--sun-misc-unsafe-memory-access=allow"));
+    }
+    command.addAll(List.of("-Dmicronaut.server.port=" + port,
         "-Dmicronaut.server.host=127.0.0.1", "-Dkvcache.s3.enabled=false",
-        "-Dkvcache.cache.ram-bytes=1GiB", "-Dkvcache.cache.disk-dir=", "-jar", jar))
-        .redirectErrorStream(true).redirectOutput(dir.resolve("server.log").toFile()).start();
+        "-Dkvcache.cache.ram-bytes=1GiB", "-Dkvcache.cache.disk-dir=", "-jar", jar));
+    server = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(dir.resolve("server.log").toFile()).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (true) {
       try (Socket s = new Socket()) {
