@@ -14,8 +14,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the plots package beside this file
 
-from plots import (checksums, clients, codec, disk_tier, engines, object_tier,  # noqa: E402
-                   puts_under_pressure, ram_tier, s3_api, sealing, server, tiered_cache, traces)
+from plots import (checksums, clients, codec, disk_tier, engines, jvm_engines,  # noqa: E402
+                   object_tier, puts_under_pressure, ram_tier, s3_api, sealing, server,
+                   tiered_cache, traces)
 from plots.common import load, size_label  # noqa: E402
 
 
@@ -63,6 +64,7 @@ def main():
     object_tier.object_tier_tables(rows, results_dir, out, img)
     object_tier.ranged_get_tables(results_dir, out, img)
     s3_api.s3_api_tables(results_dir, out, img)
+    jvm_engines.jvm_engine_tables(rows, results_dir, out, img)
     with open(os.path.join(results_dir, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))
