@@ -113,7 +113,9 @@ public final class ConversationReplay implements Callable<Integer> {
     long[][] computed = new long[chain.size()][repeats];
     int[] loaded = new int[chain.size()];
     for (int r = 0; r < repeats; r++) {
-      try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(2L << 30).build();
+      // both caches small: a RAM tier zeroes its memory in the background when it is built,
+      // which would take a core from the first turn (a conversation's blocks take 12 MiB)
+      try (KvCache cache = KvCacheBuilder.newBuilder().ramBytes(128L << 20).build();
           KvCache none = KvCacheBuilder.newBuilder().ramBytes(64L << 20).build()) {
         PrefixCache prefixes = new PrefixCache(model, cache, "replay", 32,
             LoadOrPrefill.alwaysLoad());
