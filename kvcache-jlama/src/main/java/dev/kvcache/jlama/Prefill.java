@@ -9,7 +9,8 @@ import java.time.Duration;
  * tokens were loaded and computed, in what time.
  *
  * @param output the last layer's output of the computed tokens, closed by the caller
- * @param loadedTokens the leading tokens whose keys and values were loaded from the cache
+ * @param loadedTokens the leading tokens whose keys and values were loaded from the cache and not
+ *     computed again (the last token is always computed)
  * @param computedTokens the tokens the model computed, from {@code loadedTokens} on
  * @param foundBlocks the leading blocks the cache held when asked
  * @param presentBlocks the leading blocks the cache holds as far as this prefill knows: those

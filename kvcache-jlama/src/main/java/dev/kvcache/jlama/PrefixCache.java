@@ -97,7 +97,8 @@ public final class PrefixCache {
   /**
    * Fills positions 0 to {@code tokens.length - 1} of {@code kv}: the stored blocks that start
    * {@code tokens} are loaded (unless computing them is expected to be faster), and the model
-   * computes the tokens after them, at least the last one, whose output samples the next token.
+   * computes the tokens after them, at least the last one, whose output samples the next token
+   * (computed again over its loaded keys and values when its block was loaded whole).
    *
    * @param tokens the prompt's token ids, its BOS token first if the model takes one
    * @param kv an empty session's KV buffer
@@ -110,10 +111,9 @@ public final class PrefixCache {
           + "context), not " + tokens.length);
     }
     long start = System.nanoTime();
-    List<BlockKey> all = keys.keysFor(tokens);
-    // the last token is always computed: its output is the next token's
-    List<BlockKey> candidates = all.subList(0, Math.min(all.size(),
-        (tokens.length - 1) / layout.blockTokens()));
+    // every whole block may be loaded, the last token's too: that token is computed again
+    // anyway (its output gives the next token), over the same keys and values
+    List<BlockKey> candidates = keys.keysFor(tokens);
     int found = 0;
     int loaded = 0;
     int present = 0;
@@ -128,7 +128,7 @@ public final class PrefixCache {
       }
     }
     long loadNanos = System.nanoTime() - start;
-    int from = loaded * layout.blockTokens();
+    int from = Math.min(loaded * layout.blockTokens(), tokens.length - 1);
     AbstractTensor output = model.batchForward(Arrays.copyOfRange(tokens, from, tokens.length),
         from, kv);
     long computeNanos = System.nanoTime() - start - loadNanos;

@@ -57,7 +57,7 @@ class ChatSessionTest {
         assertThat(PrefixCacheTest.sharedTokens(held, prompt))
             .as("the prompt starts with the last turn's prompt and reply").isEqualTo(held.length);
         assertThat(reply.loadedTokens()).as("turn %d", history.size() / 2)
-            .isEqualTo(Math.min(held.length, prompt.length - 1) / BLOCK_TOKENS * BLOCK_TOKENS);
+            .isEqualTo(Math.min(held.length / BLOCK_TOKENS * BLOCK_TOKENS, prompt.length - 1));
         assertThat(reply.tokens()).isEqualTo(computed(prompt));
         int[] all = PrefixCacheTest.concat(prompt, reply.tokens());
         held = Arrays.copyOf(all, all.length

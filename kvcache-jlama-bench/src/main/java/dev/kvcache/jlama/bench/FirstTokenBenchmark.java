@@ -46,7 +46,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Time to first token of a Jlama model (random weights: {@link #SHAPE}, F32) for a prompt of
  * {@code promptTokens} tokens: its keys and values computed ({@code computed}, the baseline), or
- * its whole blocks loaded from kvcache and only the last token computed ({@code ram}: the
+ * its whole blocks loaded from kvcache and only the tokens after them and the last token computed
+ * ({@code ram}: the
  * embedded RAM tier; {@code disk}: the disk tier, the page cache dropped before each first token
  * unless {@code -p dropPageCache=false}, which needs root; {@code server}: a kvcache-server in a
  * process of its own, its jar at {@code -Dkvcache.server.jar}, default {@code
@@ -168,7 +169,7 @@ public class FirstTokenBenchmark {
         AbstractTensor logits = model.makeDenseTensor(model.getConfig().vocabularySize)) {
       Prefill p = prefixes.prefill(prompt, kv);
       int loaded = source.equals("computed") ? 0
-          : (prompt.length - 1) / BLOCK_TOKENS * BLOCK_TOKENS;
+          : Math.min(prompt.length / BLOCK_TOKENS * BLOCK_TOKENS, prompt.length - 1);
       if (p.loadedTokens() != loaded) {
         throw new IllegalStateException(p.loadedTokens() + " tokens loaded, not " + loaded);
       }
