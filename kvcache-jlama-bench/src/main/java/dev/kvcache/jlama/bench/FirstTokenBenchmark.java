@@ -48,8 +48,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code promptTokens} tokens: its keys and values computed ({@code computed}, the baseline), or
  * its whole blocks loaded from kvcache and only the tokens after them and the last token computed
  * ({@code ram}: the
- * embedded RAM tier; {@code disk}: the disk tier, the page cache dropped before each first token
- * unless {@code -p dropPageCache=false}, which needs root; {@code server}: a kvcache-server in a
+ * embedded RAM tier; {@code disk}: the disk tier, closed, the page cache dropped and the tier
+ * opened again before each first token unless {@code -p dropPageCache=false} (dropping needs
+ * root); {@code server}: a kvcache-server in a
  * process of its own, its jar at {@code -Dkvcache.server.jar}, default {@code
  * kvcache-server/target/kvcache-server.jar}). One first token per measurement
  * (single-shot), the model's forward pass on every core Jlama is given.
@@ -97,14 +98,12 @@ public class FirstTokenBenchmark {
     }
     cache = switch (source) {
       case "computed", "ram" -> KvCacheBuilder.newBuilder().ramBytes(512L << 20).build();
-      case "disk" -> DiskTier.open(DiskTierConfig.builder(dir.resolve("disk"), 1L << 30)
-          .minFreeBytes(0).syncPolicy(SyncPolicy.NONE).build());
+      case "disk" -> DiskTier.open(diskConfig());
       case "server" -> remote();
       default -> throw new IllegalArgumentException("source is computed, ram, disk or server, "
           + "not " + source);
     };
-    prefixes = new PrefixCache(model, cache, "bench-" + SHAPE, BLOCK_TOKENS,
-        LoadOrPrefill.alwaysLoad());
+    prefixes = prefixCache();
     if (!source.equals("computed")) {
       try (KvBufferCache.KvBuffer kv = buffers.getEphemeralKvBuffer()) {
         prefixes.prefill(prompt, kv).output().close();
@@ -115,6 +114,16 @@ public class FirstTokenBenchmark {
         }
       }
     }
+  }
+
+  private DiskTierConfig diskConfig() {
+    return DiskTierConfig.builder(dir.resolve("disk"), 1L << 30).minFreeBytes(0)
+        .syncPolicy(SyncPolicy.NONE).build();
+  }
+
+  private PrefixCache prefixCache() {
+    return new PrefixCache(model, cache, "bench-" + SHAPE, BLOCK_TOKENS,
+        LoadOrPrefill.alwaysLoad());
   }
 
   private KvCache remote() throws IOException {
@@ -150,6 +159,10 @@ public class FirstTokenBenchmark {
     return new RemoteTier(RemoteTierConfig.builder().server("127.0.0.1", port).build());
   }
 
+  /**
+   * For {@code disk}: the tier closed (a mapped page stays in the page cache while it is mapped),
+   * the page cache dropped, and the tier opened again over its files, before each first token.
+   */
   @Setup(Level.Invocation)
   public void dropPageCache() throws IOException {
     if (source.equals("disk") && dropPageCache) {
@@ -158,7 +171,10 @@ public class FirstTokenBenchmark {
         throw new IllegalStateException("cannot write " + drop + " to drop the page cache: run "
             + "as root, or with -p dropPageCache=false for warm reads");
       }
+      cache.close();
       Files.writeString(drop, "1");
+      cache = DiskTier.open(diskConfig());
+      prefixes = prefixCache();
     }
   }
 
