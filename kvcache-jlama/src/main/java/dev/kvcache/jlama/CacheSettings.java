@@ -55,7 +55,12 @@ public final class CacheSettings {
 
   /** The tokens per block the settings give ({@code kvcache.block-tokens}). */
   public static int blockTokens() {
-    String v = setting("kvcache.block-tokens");
+    return blockTokens(CacheSettings::setting);
+  }
+
+  /** The tokens per block {@code settings} give ({@code kvcache.block-tokens}). */
+  public static int blockTokens(Function<String, String> settings) {
+    String v = settings.apply("kvcache.block-tokens");
     try {
       int n = v == null ? 32 : Integer.parseInt(v.strip());
       if (n >= 1) {

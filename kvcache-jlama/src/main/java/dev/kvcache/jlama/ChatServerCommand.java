@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -71,19 +72,20 @@ public final class ChatServerCommand implements Callable<Integer> {
     putIfSet(options, "kvcache.token", token);
     putIfSet(options, "kvcache.ram-bytes", ramBytes);
     if (blockTokens != null) {
-      System.setProperty("kvcache.block-tokens", blockTokens.toString());
+      options.put("kvcache.block-tokens", blockTokens.toString());
     }
+    // the options given, else the system properties and environment
+    Function<String, String> settings = setting -> options.containsKey(setting)
+        ? options.get(setting) : CacheSettings.setting(setting);
     String modelName = name != null ? name : model.getName();
     System.out.println("loading " + model + " ...");
     AbstractModel loaded = ModelSupport.loadModel(model, workingDType, workingDType);
-    try (KvCache cache = CacheSettings.open(setting -> options.containsKey(setting)
-            ? options.get(setting) : CacheSettings.setting(setting));
+    try (KvCache cache = CacheSettings.open(settings);
         ChatServer chat = ChatServer.start(new CachedGenerator(new PrefixCache(loaded, cache,
-            modelName, CacheSettings.blockTokens())), modelName, host, port)) {
+            modelName, CacheSettings.blockTokens(settings))), modelName, host, port)) {
       System.out.println("kvcache-jlama-chat listening on http://" + host + ":" + chat.port()
           + "/v1 (model " + modelName + ", cache: "
-          + (options.containsKey("kvcache.server") || CacheSettings.setting("kvcache.server")
-              != null ? "kvcache-server" : "embedded RAM") + ")");
+          + (settings.apply("kvcache.server") != null ? "kvcache-server" : "embedded RAM") + ")");
       CountDownLatch stopped = new CountDownLatch(1);
       Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown));
       stopped.await();
